@@ -1,1 +1,83 @@
-//! place
+//! Putting work and memory somewhere, and checking where they went.
+//!
+//! - [`lists`]: CPU and node lists in numactl's syntax, validated against the [`Topology`];
+//! - [`pin`]: thread and process CPU affinity;
+//! - [`MemPolicy`]: bind, interleave, preferred, local, or inherit (the default, so platscope
+//!   also runs under `numactl`);
+//! - [`PageSize`]: 4 KiB (no THP), THP, hugetlb 2 MiB and 1 GiB;
+//! - [`Arena`]: memory with a policy and page size, first-touched by its owner, refusing to
+//!   take more than its nodes have, and reporting its [`Placement`] as the kernel sees it.
+//!
+//! ```no_run
+//! use place::{Arena, ArenaSpec, MemPolicy, PageSize};
+//! let topology = topo::Topology::detect()?;
+//! let spec = ArenaSpec { bytes: 64 << 20, policy: MemPolicy::Bind(vec![0]), page: PageSize::Base };
+//! let arena = Arena::new(spec, &topology)?;
+//! let placement = arena.placement()?;
+//! assert!(placement.all_on(&[0]));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod arena;
+pub mod lists;
+mod pages;
+pub mod pin;
+mod policy;
+mod request;
+
+pub use arena::{anon_huge_bytes_in, Arena, ArenaSpec, NodePages, Placement};
+pub use pages::PageSize;
+pub use policy::{thread_policy, MemPolicy, ThreadPolicy};
+pub use request::{PlacementArgs, PlacementRequest};
+pub use topo::Topology;
+
+/// Why placement failed. [`PlaceError::is_usage`] tells a bad request from a runtime failure.
+#[derive(Debug, thiserror::Error)]
+pub enum PlaceError {
+    #[error("invalid {kind} list {input:?}: {reason} (valid {kind}s: {valid})")]
+    InvalidList { kind: &'static str, input: String, reason: String, valid: String },
+    #[error("{kind} {id} does not exist (valid {kind}s: {valid})")]
+    NoSuchId { kind: &'static str, id: u32, valid: String },
+    #[error("CPU {id} is offline (online CPUs: {online})")]
+    CpuOffline { id: u32, online: String },
+    #[error("node {node} has no memory (nodes with memory: {with_memory})")]
+    NodeWithoutMemory { node: u32, with_memory: String },
+    #[error("node {node} has no CPUs to run on (nodes with CPUs: {with_cpus})")]
+    NodeWithoutCpus { node: u32, with_cpus: String },
+    #[error("conflicting options: {0}")]
+    Conflict(String),
+    #[error("{requested} requested but node(s) {nodes} have only {available} available (free plus reclaimable page cache); use a smaller size or other nodes")]
+    InsufficientMemory { requested: String, available: String, nodes: String },
+    #[error("size {0} bytes is too large for this machine's address space")]
+    TooLarge(u64),
+    #[error("not enough free {page} huge pages ({detail}); reserve them with `echo N > /proc/sys/vm/nr_hugepages` (2m) or `echo N > /sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages` (1g), per node under /sys/devices/system/node/nodeN/hugepages/, as root")]
+    HugePages { page: PageSize, detail: String },
+    #[error("process {0} does not exist")]
+    NoSuchProcess(i32),
+    #[error("permission denied: {0}")]
+    PermissionDenied(String),
+    #[error("{call} failed: {source}")]
+    Syscall {
+        call: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl PlaceError {
+    /// Whether the request itself was wrong (exit code 2) rather than the system refusing
+    /// something (exit code 1).
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            PlaceError::InvalidList { .. }
+                | PlaceError::NoSuchId { .. }
+                | PlaceError::CpuOffline { .. }
+                | PlaceError::NodeWithoutMemory { .. }
+                | PlaceError::NodeWithoutCpus { .. }
+                | PlaceError::Conflict(_)
+                | PlaceError::InsufficientMemory { .. }
+                | PlaceError::TooLarge(_)
+        )
+    }
+}

@@ -18,6 +18,7 @@ mod environment;
 pub mod idlist;
 mod model;
 pub mod sysfs;
+pub mod units;
 
 pub use environment::{hypervisor_name, Environment, Governor};
 pub use model::{

@@ -1,0 +1,77 @@
+//! The numactl-style placement options every command takes, resolved against the topology.
+
+use serde::{Deserialize, Serialize};
+use topo::Topology;
+
+use crate::lists::{cpus_of_nodes, parse_cpu_nodes, parse_cpus, parse_memory_nodes};
+use crate::{MemPolicy, PlaceError};
+
+/// The options as the user typed them (numactl's long option names).
+#[derive(Debug, Clone, Default)]
+pub struct PlacementArgs {
+    pub membind: Option<String>,
+    pub interleave: Option<String>,
+    pub preferred: Option<String>,
+    pub localalloc: bool,
+    pub cpunodebind: Option<String>,
+    pub physcpubind: Option<String>,
+}
+
+/// Where to run and where to take memory from, validated.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlacementRequest {
+    /// CPUs to run on; `None` keeps the inherited affinity.
+    pub cpus: Option<Vec<u32>>,
+    pub policy: MemPolicy,
+}
+
+impl PlacementRequest {
+    /// Checks the options against each other and against the machine.
+    pub fn resolve(args: &PlacementArgs, topology: &Topology) -> Result<Self, PlaceError> {
+        let chosen: Vec<&str> = [
+            ("--membind", args.membind.is_some()),
+            ("--interleave", args.interleave.is_some()),
+            ("--preferred", args.preferred.is_some()),
+            ("--localalloc", args.localalloc),
+        ]
+        .iter()
+        .filter(|(_, set)| *set)
+        .map(|(name, _)| *name)
+        .collect();
+        if chosen.len() > 1 {
+            return Err(PlaceError::Conflict(format!(
+                "{} each set a memory policy; give one",
+                chosen.join(" and ")
+            )));
+        }
+        if args.cpunodebind.is_some() && args.physcpubind.is_some() {
+            return Err(PlaceError::Conflict(
+                "--cpunodebind and --physcpubind both choose CPUs; give one".into(),
+            ));
+        }
+        let policy = if let Some(list) = &args.membind {
+            MemPolicy::Bind(parse_memory_nodes(list, topology)?)
+        } else if let Some(list) = &args.interleave {
+            MemPolicy::Interleave(parse_memory_nodes(list, topology)?)
+        } else if let Some(list) = &args.preferred {
+            match parse_memory_nodes(list, topology)?.as_slice() {
+                [node] => MemPolicy::Preferred(*node),
+                _ => {
+                    return Err(PlaceError::Conflict(format!(
+                        "--preferred takes one node, got {list:?}"
+                    )))
+                }
+            }
+        } else if args.localalloc {
+            MemPolicy::Local
+        } else {
+            MemPolicy::Inherit
+        };
+        let cpus = match (&args.cpunodebind, &args.physcpubind) {
+            (Some(nodes), _) => Some(cpus_of_nodes(&parse_cpu_nodes(nodes, topology)?, topology)),
+            (_, Some(cpus)) => Some(parse_cpus(cpus, topology)?),
+            _ => None,
+        };
+        Ok(Self { cpus, policy })
+    }
+}
