@@ -282,7 +282,7 @@ fn check_capacity(spec: &ArenaSpec, len: u64, topology: &Topology) -> Result<(),
     if nodes.len() == memory_nodes.len() {
         // All memory is eligible: the machine-wide figure also counts memory the kernel has not
         // attributed to a node yet (hot-plugged memory in some VMs grows a node on demand).
-        if let Some(machine) = meminfo_available(&root) {
+        if let Some(machine) = root.meminfo_bytes("MemAvailable") {
             available = available.max(machine);
         }
     }
@@ -294,13 +294,6 @@ fn check_capacity(spec: &ArenaSpec, len: u64, topology: &Topology) -> Result<(),
         });
     }
     Ok(())
-}
-
-fn meminfo_available(root: &SysRoot) -> Option<u64> {
-    let text = root.read("proc/meminfo")?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
 }
 
 /// Sums `AnonHugePages` over the `/proc/self/smaps` mappings that overlap `[start, start+len)`.

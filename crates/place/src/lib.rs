@@ -50,7 +50,7 @@ pub enum PlaceError {
     InsufficientMemory { requested: String, available: String, nodes: String },
     #[error("size {0} bytes is too large for this machine's address space")]
     TooLarge(u64),
-    #[error("not enough free {page} huge pages ({detail}); reserve them with `echo N > /proc/sys/vm/nr_hugepages` (2m) or `echo N > /sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages` (1g), per node under /sys/devices/system/node/nodeN/hugepages/, as root")]
+    #[error("not enough free {page} huge pages ({detail}); as root, reserve them with `echo N > {}` (per node: /sys/devices/system/node/nodeN/hugepages/hugepages-{}kB/nr_hugepages)", page.pool_sysctl(), page.bytes() >> 10)]
     HugePages { page: PageSize, detail: String },
     #[error("process {0} does not exist")]
     NoSuchProcess(i32),

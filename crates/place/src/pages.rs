@@ -35,6 +35,16 @@ impl PageSize {
         }
     }
 
+    /// The file that sizes this page size's hugetlb pool machine-wide.
+    pub fn pool_sysctl(self) -> String {
+        match self {
+            PageSize::Huge2M => "/proc/sys/vm/nr_hugepages".to_string(),
+            other => {
+                format!("/sys/kernel/mm/hugepages/hugepages-{}kB/nr_hugepages", other.bytes() >> 10)
+            }
+        }
+    }
+
     /// Whether the memory comes from a hugetlb pool.
     pub fn is_hugetlb(self) -> bool {
         matches!(self, PageSize::Huge2M | PageSize::Huge1G)

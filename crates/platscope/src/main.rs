@@ -1,1 +1,63 @@
-fn main() {}
+//! platscope: one binary, thin. Parses the command line, calls the domain crates, picks the
+//! output, and turns errors into one line and an exit code (2: usage, 1: runtime).
+
+mod cli;
+mod commands;
+mod output;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use cli::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => return usage_error(&err),
+    };
+    let result = match &cli.command {
+        Command::Topo(args) => commands::topo::run(args, cli.json),
+        Command::Place(args) => commands::place::run(args, cli.json),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("platscope: {err:#}");
+            ExitCode::from(exit_code(&err))
+        }
+    }
+}
+
+/// Help and version go to stdout as clap writes them; a usage error becomes one line on stderr
+/// and exit code 2.
+fn usage_error(err: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(err.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        let _ = err.print();
+        return ExitCode::SUCCESS;
+    }
+    let rendered = err.render().to_string();
+    let message: Vec<&str> = rendered
+        .lines()
+        .map(str::trim)
+        .take_while(|line| !line.starts_with("Usage:") && !line.starts_with("For more information"))
+        .filter(|line| !line.is_empty())
+        .collect();
+    let message = message.join(" ");
+    let message = message.strip_prefix("error: ").unwrap_or(&message);
+    eprintln!("platscope: {message} (see --help)");
+    ExitCode::from(2)
+}
+
+/// 2 when the request was wrong (the user can fix the command), 1 when the system failed.
+fn exit_code(err: &anyhow::Error) -> u8 {
+    let usage = err.chain().any(|cause| {
+        cause.downcast_ref::<place::PlaceError>().is_some_and(place::PlaceError::is_usage)
+            || cause.downcast_ref::<topo::units::SizeError>().is_some()
+    });
+    if usage {
+        2
+    } else {
+        1
+    }
+}

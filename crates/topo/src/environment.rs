@@ -33,6 +33,9 @@ pub struct Environment {
     pub system: Option<String>,
     /// Machine-wide hugetlb pools.
     pub hugepages: Vec<HugePagePool>,
+    /// `MemTotal` of `/proc/meminfo`. Some VMs hot-plug memory on demand, so the nodes' sizes
+    /// can add up to less than this and grow as memory is used.
+    pub machine_memory_bytes: Option<u64>,
 }
 
 /// One cpufreq governor and the CPUs it drives.
@@ -79,6 +82,7 @@ impl Environment {
             hypervisor: root.read("sys/hypervisor/type").filter(|s| !s.is_empty()),
             system,
             hugepages: root.global_hugepages(),
+            machine_memory_bytes: root.meminfo_bytes("MemTotal"),
         }
     }
 

@@ -133,6 +133,16 @@ impl SysRoot {
             .collect()
     }
 
+    /// A `/proc/meminfo` field in bytes (`MemTotal`, `MemAvailable`, …).
+    pub fn meminfo_bytes(&self, field: &str) -> Option<u64> {
+        let text = self.read("proc/meminfo")?;
+        text.lines().find_map(|line| {
+            let rest = line.strip_prefix(field)?.strip_prefix(':')?;
+            let kib: u64 = rest.split_whitespace().next()?.parse().ok()?;
+            Some(kib * 1024)
+        })
+    }
+
     /// CPU ids in one of the kernel's CPU masks: `online`, `offline`, `present`, `possible`.
     pub fn cpu_mask(&self, which: &str) -> Option<Vec<u32>> {
         let text = self.read(&format!("sys/devices/system/cpu/{which}"))?;

@@ -1,0 +1,4 @@
+//! One module per command: each turns parsed arguments into library calls and output.
+
+pub mod place;
+pub mod topo;

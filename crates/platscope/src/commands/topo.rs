@@ -1,0 +1,15 @@
+use anyhow::Context;
+
+use crate::cli::TopoArgs;
+use crate::output::{emit, emit_json};
+
+pub fn run(args: &TopoArgs, json: bool) -> anyhow::Result<()> {
+    let topology = topo::Topology::detect().context("reading the topology")?;
+    if json {
+        emit_json(&topology)
+    } else if args.hardware {
+        Ok(emit(&report::numactl_hardware(&topology))?)
+    } else {
+        Ok(emit(&report::topology_text(&topology))?)
+    }
+}

@@ -1,0 +1,303 @@
+//! `platscope topo` as text: the full view, and the `numactl --hardware` layout.
+
+use std::fmt::Write as _;
+
+use topo::units::format_bytes;
+use topo::{idlist, Topology};
+
+/// `numactl --hardware`'s exact layout: node count and ids, CPUs, size and free in MB
+/// (2^20 bytes, truncated), and the distance table.
+pub fn numactl_hardware(t: &Topology) -> String {
+    let mut out = String::new();
+    let ids = t.node_ids();
+    let _ = writeln!(out, "available: {} nodes ({})", ids.len(), idlist::format(&ids));
+    for node in &t.nodes {
+        let _ = write!(out, "node {} cpus:", node.id);
+        for cpu in &node.cpus {
+            let _ = write!(out, " {cpu}");
+        }
+        out.push('\n');
+        let _ = writeln!(out, "node {} size: {} MB", node.id, node.total_bytes >> 20);
+        match node.memory {
+            Some(m) => {
+                let _ = writeln!(out, "node {} free: {} MB", node.id, m.free_bytes >> 20);
+            }
+            None => {
+                let _ = writeln!(out, "node {} free: unknown", node.id);
+            }
+        }
+    }
+    match &t.distances {
+        Some(d) => {
+            out.push_str("node distances:\nnode ");
+            for n in &d.nodes {
+                let _ = write!(out, "{n:3} ");
+            }
+            out.push('\n');
+            for (n, row) in d.nodes.iter().zip(&d.matrix) {
+                let _ = write!(out, "{n:3}: ");
+                for value in row {
+                    let _ = write!(out, "{value:3} ");
+                }
+                out.push('\n');
+            }
+        }
+        None => out.push_str("No distance information available.\n"),
+    }
+    out
+}
+
+fn or_unknown(value: Option<&str>) -> &str {
+    value.unwrap_or("unknown")
+}
+
+/// The full human view: nodes with their memory split, distances, HMAT, caches, SMT and the
+/// environment facts that move memory results.
+pub fn topology_text(t: &Topology) -> String {
+    let mut out = String::new();
+    let m = &t.machine;
+    let online = t.online_cpu_ids();
+    let _ = writeln!(
+        out,
+        "{} ({}), {}: {} package(s), {} core(s), {} online CPU(s), {} NUMA node(s)",
+        or_unknown(m.cpu_model.as_deref()),
+        or_unknown(m.cpu_vendor.as_deref()),
+        or_unknown(m.architecture.as_deref()),
+        m.packages,
+        m.cores,
+        online.len(),
+        t.nodes.len()
+    );
+    let offline = t.offline_cpu_ids();
+    if !offline.is_empty() {
+        let _ = writeln!(out, "offline CPUs: {}", idlist::format(&offline));
+    }
+
+    out.push_str("\nNUMA nodes\n");
+    let _ = writeln!(
+        out,
+        "  {:<5} {:<12} {:>11} {:>11} {:>11} {:>11}  huge pages (free/total)",
+        "node", "cpus", "total", "free", "file", "anon"
+    );
+    for node in &t.nodes {
+        let cpus =
+            if node.memory_only { "memory only".to_string() } else { idlist::format(&node.cpus) };
+        let (free, file, anon) = match node.memory {
+            Some(m) => {
+                (format_bytes(m.free_bytes), format_bytes(m.file_bytes), format_bytes(m.anon_bytes))
+            }
+            None => ("?".into(), "?".into(), "?".into()),
+        };
+        let huge: Vec<String> = node
+            .hugepages
+            .iter()
+            .map(|p| format!("{}: {}/{}", page_name(p.page_bytes), p.free, p.total))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  {:<5} {:<12} {:>11} {:>11} {:>11} {:>11}  {}",
+            node.id,
+            cpus,
+            format_bytes(node.total_bytes),
+            free,
+            file,
+            anon,
+            if huge.is_empty() { "-".to_string() } else { huge.join(", ") }
+        );
+    }
+
+    let node_sum: u64 = t.nodes.iter().map(|n| n.total_bytes).sum();
+    if let Some(machine) = t.environment.as_ref().and_then(|e| e.machine_memory_bytes) {
+        if node_sum < machine / 100 * 95 {
+            let _ = writeln!(
+                out,
+                "  note: the nodes hold {} of the kernel's {}: node sizes can grow as memory \
+                 is used (memory hot-plugged into a VM)",
+                format_bytes(node_sum),
+                format_bytes(machine)
+            );
+        }
+    }
+
+    out.push_str("\nDistances (ACPI SLIT, 10 = local)\n");
+    match &t.distances {
+        Some(d) => {
+            out.push_str("  node");
+            for n in &d.nodes {
+                let _ = write!(out, " {n:>4}");
+            }
+            out.push('\n');
+            for (n, row) in d.nodes.iter().zip(&d.matrix) {
+                let _ = write!(out, "  {n:>4}");
+                for value in row {
+                    let _ = write!(out, " {value:>4}");
+                }
+                out.push('\n');
+            }
+        }
+        None => out.push_str("  not reported\n"),
+    }
+
+    out.push_str("\nHMAT access figures\n");
+    if t.hmat.is_empty() {
+        out.push_str("  not exposed by this firmware/kernel (no nodeN/access0 in sysfs)\n");
+    }
+    for h in &t.hmat {
+        let fig = |v: Option<u64>, unit: &str| v.map_or("?".into(), |v| format!("{v} {unit}"));
+        let _ = writeln!(
+            out,
+            "  node {} from node(s) {} (access{}): read {} / {}, write {} / {}",
+            h.target,
+            idlist::format(&h.initiators),
+            h.access_class,
+            fig(h.read_latency_ns, "ns"),
+            fig(h.read_bandwidth_mbps, "MB/s"),
+            fig(h.write_latency_ns, "ns"),
+            fig(h.write_bandwidth_mbps, "MB/s"),
+        );
+    }
+
+    out.push_str("\nCaches\n");
+    let mut levels: Vec<String> = t.caches.iter().map(|c| c.name()).collect();
+    levels.dedup();
+    for name in levels {
+        let of_level: Vec<_> = t.caches.iter().filter(|c| c.name() == name).collect();
+        let Some(first) = of_level.first() else { continue };
+        let sharing: Vec<String> = of_level.iter().map(|c| idlist::format(&c.cpus)).collect();
+        let _ = writeln!(
+            out,
+            "  {:<4} {:>10} each, {} instance(s), line {}, {}; CPUs sharing each: {}",
+            name,
+            format_bytes(first.size_bytes),
+            of_level.len(),
+            first.line_bytes.map_or("?".into(), |l| format!("{l} B")),
+            first.associativity.map_or("associativity ?".into(), |a| format!("{a}-way")),
+            sharing.join(" | ")
+        );
+    }
+    if t.caches.is_empty() {
+        out.push_str("  not reported\n");
+    }
+
+    let mut smt_groups: Vec<Vec<u32>> =
+        t.cpus.iter().filter(|c| c.online).map(|c| c.smt_siblings.clone()).collect();
+    smt_groups.sort();
+    smt_groups.dedup();
+    let threads = smt_groups.iter().map(Vec::len).max().unwrap_or(1);
+    let _ = write!(out, "\nSMT: {threads} thread(s) per core");
+    if threads > 1 {
+        let groups: Vec<String> = smt_groups.iter().map(|g| idlist::format(g)).collect();
+        let _ = write!(out, " (siblings: {})", groups.join(" | "));
+    }
+    out.push('\n');
+
+    if let Some(env) = &t.environment {
+        out.push_str("\nEnvironment\n");
+        let _ = writeln!(out, "  kernel            {}", or_unknown(env.kernel.as_deref()));
+        let _ = writeln!(out, "  base page         {}", format_bytes(env.page_bytes));
+        let _ = writeln!(
+            out,
+            "  THP               enabled={} defrag={}",
+            or_unknown(env.thp_enabled.as_deref()),
+            or_unknown(env.thp_defrag.as_deref())
+        );
+        let balancing = match env.numa_balancing.as_deref() {
+            Some("0") => "0 (off)".to_string(),
+            Some("1") => "1 (on: pages migrate toward the CPUs using them)".to_string(),
+            Some("2") => "2 (memory tiering)".to_string(),
+            Some(other) => other.to_string(),
+            None => "not available".to_string(),
+        };
+        let _ = writeln!(out, "  numa_balancing    {balancing}");
+        let _ =
+            writeln!(out, "  zone_reclaim_mode {}", or_unknown(env.zone_reclaim_mode.as_deref()));
+        let _ = writeln!(
+            out,
+            "  clocksource       {} (available: {})",
+            or_unknown(env.clocksource.as_deref()),
+            env.available_clocksources.join(" ")
+        );
+        if env.governors.is_empty() {
+            out.push_str("  cpufreq governor  none (no cpufreq driver: frequency set by firmware or hypervisor)\n");
+        } else {
+            let g: Vec<String> = env
+                .governors
+                .iter()
+                .map(|g| format!("{} on CPUs {}", g.name, idlist::format(&g.cpus)))
+                .collect();
+            let _ = writeln!(out, "  cpufreq governor  {}", g.join("; "));
+        }
+        let _ = writeln!(out, "  SMT control       {}", or_unknown(env.smt_control.as_deref()));
+        let _ = writeln!(
+            out,
+            "  hypervisor        {}",
+            env.hypervisor.as_deref().unwrap_or("none detected (bare metal)")
+        );
+        if let Some(system) = &env.system {
+            let _ = writeln!(out, "  system            {system}");
+        }
+        let pools: Vec<String> = env
+            .hugepages
+            .iter()
+            .map(|p| format!("{}: {} reserved, {} free", page_name(p.page_bytes), p.total, p.free))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  huge pages        {}",
+            if pools.is_empty() { "no hugetlb support".to_string() } else { pools.join("; ") }
+        );
+    }
+    out
+}
+
+fn page_name(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 30 => format!("{}G", b >> 30),
+        b if b >= 1 << 20 => format!("{}M", b >> 20),
+        b => format!("{}K", b >> 10),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture() -> Topology {
+        let xml = include_str!("../../topo/tests/fixtures/four_nodes_memory_only_offline.xml");
+        Topology::from_xml(xml).expect("fixture")
+    }
+
+    #[test]
+    fn numactl_layout_matches_numactl() {
+        let expected = "\
+available: 4 nodes (0-3)
+node 0 cpus: 0 1 2 3
+node 0 size: 2048 MB
+node 0 free: unknown
+node 1 cpus: 4 5 6 7
+node 1 size: 2048 MB
+node 1 free: unknown
+node 2 cpus: 8 9
+node 2 size: 2048 MB
+node 2 free: unknown
+node 3 cpus:
+node 3 size: 1024 MB
+node 3 free: unknown
+node distances:
+node   0   1   2   3 
+  0:  10  16  22  30 
+  1:  16  10  16  28 
+  2:  22  16  10  26 
+  3:  30  28  26  10 
+";
+        assert_eq!(numactl_hardware(&fixture()), expected);
+    }
+
+    #[test]
+    fn text_view_marks_memory_only_and_offline() {
+        let text = topology_text(&fixture());
+        assert!(text.contains("offline CPUs: 10-11"), "{text}");
+        assert!(text.contains("memory only"), "{text}");
+        assert!(text.contains("    3   30   28   26   10"), "{text}");
+    }
+}
