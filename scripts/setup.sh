@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs what platscope needs to build and test on Debian 12, then builds it.
+#   scripts/setup.sh          packages + release build (+ multi-call links)
+#   scripts/setup.sh --deps   packages only
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+  # build: hwloc bindings (hwlocality links libhwloc and libudev)
+  build-essential pkg-config libhwloc-dev libudev-dev
+  # eBPF programs (libbpf-rs): clang for BPF C, libelf and zlib for libbpf
+  clang libelf-dev zlib1g-dev
+  # reference tools the tests compare with, and netns/veth for network tests
+  numactl hwloc iproute2
+  # the multi-node NUMA guest (tests/numa-vm)
+  qemu-system-x86 busybox-static cpio xz-utils
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "setup: installing ${missing[*]}" >&2
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "setup: cargo not found; install Rust 1.85 or newer (https://rustup.rs) and run again" >&2
+  exit 1
+fi
+
+[ "${1:-}" = "--deps" ] && exit 0
+
+cargo build --release --locked -p platscope
+echo "setup: built target/release/platscope" >&2
