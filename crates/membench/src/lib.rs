@@ -1,0 +1,4 @@
+//! Memory benchmarks.
+
+pub mod rng;
+pub mod stats;
