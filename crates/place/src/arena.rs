@@ -68,6 +68,15 @@ impl Arena {
         }
     }
 
+    /// Checks, without allocating, that an arena of this spec would fit in what its nodes can
+    /// give; several workers' arenas can be checked together by summing their bytes.
+    pub fn check_fits(spec: &ArenaSpec, topology: &Topology) -> Result<(), PlaceError> {
+        let page = spec.page.bytes();
+        let len =
+            spec.bytes.checked_next_multiple_of(page).ok_or(PlaceError::TooLarge(spec.bytes))?;
+        check_capacity(spec, len, topology)
+    }
+
     /// Length in bytes (the request rounded up to whole pages).
     pub fn len(&self) -> usize {
         self.len

@@ -1,0 +1,239 @@
+//! Idle load-to-use latency: one pinned thread chases pointers through an arena placed where
+//! asked. Sizes from L1 to DRAM, page sizes that show the page-walk cost, and node×node
+//! matrices.
+
+use std::time::{Duration, Instant};
+
+use place::{pin, Arena, ArenaSpec, MemPolicy, PageSize, Placement};
+use serde::{Deserialize, Serialize};
+use topo::Topology;
+
+use crate::clock::core_ghz;
+use crate::kernels::chase::chase;
+use crate::layout::{build_chase, Access, ChaseLayout};
+use crate::stats::{summarize, Summary};
+use crate::{interrupt, BenchError};
+
+/// How to measure one latency figure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencyOptions {
+    pub layout: ChaseLayout,
+    pub page: PageSize,
+    pub policy: MemPolicy,
+    /// Time spent sampling each figure (after building and warming the chain).
+    pub duration: Duration,
+    /// Target time per sample; each sample is one timed batch of loads.
+    pub batch: Duration,
+}
+
+impl Default for LatencyOptions {
+    fn default() -> Self {
+        Self {
+            layout: ChaseLayout::default(),
+            page: PageSize::Base,
+            policy: MemPolicy::Inherit,
+            duration: Duration::from_millis(500),
+            batch: Duration::from_millis(2),
+        }
+    }
+}
+
+/// One measured latency.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencyPoint {
+    pub bytes: u64,
+    /// Nanoseconds per load, over the samples (first one dropped as warm-up).
+    pub ns: Summary,
+    /// Median in core cycles, from the measured core clock.
+    pub cycles: Option<f64>,
+    pub cpu: Option<u32>,
+    pub placement: Placement,
+    pub loads: u64,
+}
+
+/// Chases through `bytes` on the calling thread. The caller pins the thread first.
+pub fn measure(
+    bytes: u64,
+    opts: &LatencyOptions,
+    topology: &Topology,
+) -> Result<LatencyPoint, BenchError> {
+    let spec = ArenaSpec { bytes, policy: opts.policy.clone(), page: opts.page };
+    let mut arena = Arena::new(spec, topology)?;
+    let placement = arena.placement()?;
+    let slots = arena.len() / opts.layout.stride;
+    if slots < 16 {
+        return Err(BenchError::Usage(format!(
+            "{bytes} bytes hold only {slots} slots of {} bytes; use at least {} bytes",
+            opts.layout.stride,
+            16 * opts.layout.stride
+        )));
+    }
+    let start = build_chase(arena.as_mut_slice(), &opts.layout);
+
+    // Warm up: one full lap brings the chain into whatever level of cache can hold it.
+    // SAFETY: the chain was just built over the arena, which lives until the end of this
+    // function.
+    let mut p = unsafe { chase(start, (slots as u64).next_multiple_of(16)) };
+
+    // Calibrate a batch to last about opts.batch.
+    let mut batch: u64 = 1 << 10;
+    loop {
+        let t = Instant::now();
+        // SAFETY: as above.
+        p = unsafe { chase(p, batch) };
+        let elapsed = t.elapsed();
+        if elapsed >= opts.batch / 4 || batch >= 1 << 32 {
+            let scale = opts.batch.as_secs_f64() / elapsed.as_secs_f64().max(1e-9);
+            batch = ((batch as f64 * scale) as u64).clamp(1 << 10, 1 << 32).next_multiple_of(16);
+            break;
+        }
+        batch *= 4;
+    }
+
+    let mut samples = Vec::new();
+    let began = Instant::now();
+    while (began.elapsed() < opts.duration || samples.len() < 11) && !interrupt::requested() {
+        let t = Instant::now();
+        // SAFETY: as above.
+        p = unsafe { chase(p, batch) };
+        samples.push(t.elapsed().as_nanos() as f64 / batch as f64);
+    }
+    std::hint::black_box(p);
+    if samples.len() > 1 {
+        samples.remove(0); // warm-up
+    }
+    let ns = summarize(&samples).ok_or(BenchError::Interrupted)?;
+    Ok(LatencyPoint {
+        bytes: arena.len() as u64,
+        ns,
+        cycles: core_ghz().map(|ghz| ns.median * ghz),
+        cpu: pin::current_cpu(),
+        placement,
+        loads: batch * samples.len() as u64,
+    })
+}
+
+/// Runs `measure` on a thread pinned to `cpu`.
+pub fn measure_on(
+    cpu: Option<u32>,
+    bytes: u64,
+    opts: &LatencyOptions,
+    topology: &Topology,
+) -> Result<LatencyPoint, BenchError> {
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                if let Some(cpu) = cpu {
+                    pin::pin_current_thread(&[cpu])?;
+                }
+                measure(bytes, opts, topology)
+            })
+            .join()
+            .map_err(|_| BenchError::Worker("latency thread panicked".into()))?
+    })
+}
+
+/// Sizes for a sweep: powers of two from `from` to `to` with a midpoint (×1.5) between each,
+/// so cache boundaries show up as steps.
+pub fn sweep_sizes(from: u64, to: u64) -> Vec<u64> {
+    let mut sizes = Vec::new();
+    let mut size = from.next_power_of_two().max(4096);
+    while size <= to {
+        sizes.push(size);
+        let mid = size + size / 2;
+        if mid <= to {
+            sizes.push(mid);
+        }
+        size *= 2;
+    }
+    sizes
+}
+
+/// The prefetch self-check: the same size chased in address order must be clearly faster than
+/// in random order, or the random chain is being prefetched (or the size fits in cache).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PrefetchCheck {
+    pub bytes: u64,
+    pub random_ns: f64,
+    pub sequential_ns: f64,
+    /// random / sequential; well above 1 when prefetchers help the sequential chase only.
+    pub ratio: f64,
+    pub defeated: bool,
+}
+
+/// Sequential must be at least this many times faster for the random chase to count as
+/// unprefetched.
+pub const PREFETCH_RATIO: f64 = 1.5;
+
+pub fn prefetch_check(
+    cpu: Option<u32>,
+    random: &LatencyPoint,
+    opts: &LatencyOptions,
+    topology: &Topology,
+) -> Result<PrefetchCheck, BenchError> {
+    let sequential_opts = LatencyOptions {
+        layout: ChaseLayout { access: Access::Sequential, ..opts.layout },
+        ..opts.clone()
+    };
+    let sequential = measure_on(cpu, random.bytes, &sequential_opts, topology)?;
+    let ratio = random.ns.median / sequential.ns.median;
+    Ok(PrefetchCheck {
+        bytes: random.bytes,
+        random_ns: random.ns.median,
+        sequential_ns: sequential.ns.median,
+        ratio,
+        defeated: ratio >= PREFETCH_RATIO,
+    })
+}
+
+/// Latency from each node's CPUs to each node's memory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencyMatrix {
+    pub bytes: u64,
+    /// Nodes that ran the chase (nodes with CPUs).
+    pub cpu_nodes: Vec<u32>,
+    /// Nodes whose memory was chased (nodes with memory).
+    pub memory_nodes: Vec<u32>,
+    /// `cells[i][j]`: from `cpu_nodes[i]` to `memory_nodes[j]`.
+    pub cells: Vec<Vec<LatencyPoint>>,
+}
+
+/// Measures every (CPU node, memory node) pair: the chase runs on the first CPU of the CPU node
+/// with its arena bound to the memory node.
+pub fn matrix(
+    bytes: u64,
+    opts: &LatencyOptions,
+    topology: &Topology,
+) -> Result<LatencyMatrix, BenchError> {
+    let cpu_nodes: Vec<u32> =
+        topology.nodes.iter().filter(|n| !n.cpus.is_empty()).map(|n| n.id).collect();
+    let memory_nodes = topology.nodes_with_memory();
+    let mut cells = Vec::new();
+    for &from in &cpu_nodes {
+        let cpu = topology.node(from).and_then(|n| n.cpus.first().copied());
+        let mut row = Vec::new();
+        for &to in &memory_nodes {
+            let cell_opts = LatencyOptions { policy: MemPolicy::Bind(vec![to]), ..opts.clone() };
+            row.push(measure_on(cpu, bytes, &cell_opts, topology)?);
+            if interrupt::requested() {
+                return Err(BenchError::Interrupted);
+            }
+        }
+        cells.push(row);
+    }
+    Ok(LatencyMatrix { bytes, cpu_nodes, memory_nodes, cells })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sweep_has_midpoints() {
+        assert_eq!(
+            sweep_sizes(16 << 10, 64 << 10),
+            vec![16 << 10, 24 << 10, 32 << 10, 48 << 10, 64 << 10]
+        );
+        assert_eq!(sweep_sizes(16 << 10, 1 << 30).last(), Some(&(1 << 30)));
+    }
+}

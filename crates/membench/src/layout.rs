@@ -1,0 +1,120 @@
+//! Building pointer-chase chains that hardware prefetchers cannot follow.
+//!
+//! The buffer is cut into slots of `stride` bytes. Slots are visited in a random cyclic order
+//! within groups of `group_bytes` (a TLB-locality window: default 64 pages, as multichase), and
+//! the groups themselves in random order. Each slot's first word holds the next slot's address.
+//! A group as large as the buffer gives a fully random order (every load may miss the TLB);
+//! [`Access::Sequential`] links slots in address order, which prefetchers follow easily — the
+//! reference for the prefetch self-check.
+
+use serde::{Deserialize, Serialize};
+
+use crate::rng::SplitMix64;
+
+/// Visiting order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Access {
+    Random,
+    Sequential,
+}
+
+/// The shape of a chase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChaseLayout {
+    pub stride: usize,
+    /// Bytes in one TLB-locality group (rounded to whole slots); `usize::MAX` for no grouping.
+    pub group_bytes: usize,
+    pub access: Access,
+    pub seed: u64,
+}
+
+impl Default for ChaseLayout {
+    fn default() -> Self {
+        Self { stride: 64, group_bytes: 64 * 4096, access: Access::Random, seed: 0x5EED }
+    }
+}
+
+/// The order in which slots `0..slots` are visited.
+pub fn visit_order(slots: usize, layout: &ChaseLayout) -> Vec<u32> {
+    let mut order: Vec<u32> = (0..slots as u32).collect();
+    if layout.access == Access::Sequential {
+        return order;
+    }
+    let mut rng = SplitMix64::new(layout.seed);
+    let per_group = (layout.group_bytes / layout.stride).clamp(1, slots.max(1));
+    for group in order.chunks_mut(per_group) {
+        rng.shuffle(group);
+    }
+    let mut groups: Vec<&[u32]> = order.chunks(per_group).collect();
+    rng.shuffle(&mut groups);
+    groups.concat()
+}
+
+/// Writes the chain into `buf` and returns its first slot. The buffer must hold at least one
+/// slot; slots are `stride` bytes, `stride` ≥ 8 and a multiple of 8.
+pub fn build_chase(buf: &mut [u8], layout: &ChaseLayout) -> *const usize {
+    assert!(layout.stride >= 8 && layout.stride % 8 == 0, "stride must be a multiple of 8");
+    let slots = buf.len() / layout.stride;
+    assert!(slots >= 1 && slots <= u32::MAX as usize, "buffer must hold 1..2^32 slots");
+    let order = visit_order(slots, layout);
+    let base = buf.as_mut_ptr();
+    for (i, &slot) in order.iter().enumerate() {
+        let next = order[(i + 1) % order.len()];
+        // SAFETY: slot and next are < slots, so both addresses are inside buf, 8-aligned
+        // (stride is a multiple of 8 and the buffer is page-aligned or at least 8-aligned
+        // from its allocator).
+        unsafe {
+            let here = base.add(slot as usize * layout.stride).cast::<usize>();
+            here.write_unaligned(base.add(next as usize * layout.stride) as usize);
+        }
+    }
+    // SAFETY: order[0] < slots.
+    unsafe { base.add(order[0] as usize * layout.stride).cast::<usize>() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn follow(start: *const usize, steps: usize) -> Vec<usize> {
+        let mut p = start;
+        let mut seen = Vec::with_capacity(steps);
+        for _ in 0..steps {
+            seen.push(p as usize);
+            // SAFETY: the chain was built over a live buffer.
+            p = unsafe { p.read_unaligned() } as *const usize;
+        }
+        seen
+    }
+
+    #[test]
+    fn chain_is_one_cycle_through_every_slot() {
+        let mut buf = vec![0u8; 64 * 1000];
+        let start = build_chase(&mut buf, &ChaseLayout { group_bytes: 4096, ..Default::default() });
+        let visited = follow(start, 1000);
+        let mut sorted = visited.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), 1000, "each slot exactly once");
+        assert_eq!(follow(start, 1001)[1000], start as usize, "and back to the start");
+    }
+
+    #[test]
+    fn random_order_stays_within_groups_and_is_not_sequential() {
+        let layout = ChaseLayout { stride: 64, group_bytes: 64 * 16, ..Default::default() };
+        let order = visit_order(160, &layout);
+        for group in order.chunks(16) {
+            let first = group[0] / 16;
+            assert!(group.iter().all(|s| s / 16 == first), "group mixed: {group:?}");
+        }
+        let ascending = order.windows(2).filter(|w| w[1] == w[0] + 1).count();
+        assert!(ascending < 40, "{ascending} of 159 steps go to the next slot");
+    }
+
+    #[test]
+    fn sequential_order_is_ascending() {
+        let layout = ChaseLayout { access: Access::Sequential, ..Default::default() };
+        assert_eq!(visit_order(5, &layout), vec![0, 1, 2, 3, 4]);
+    }
+}
