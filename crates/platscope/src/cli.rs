@@ -27,6 +27,111 @@ pub enum Command {
     /// Allocate memory under a placement, first-touch it, and show on which nodes its pages
     /// really are.
     Place(PlaceArgs),
+    /// Memory benchmarks: latency, the Silly Little Benchmark, scaling, placement comparison.
+    Mem {
+        #[command(subcommand)]
+        command: MemCommand,
+    },
+    /// Run a compatibility tool by name (as if invoked through a link of that name):
+    /// memhammer, create_sem, trigger, cpu_bind, nicstat.
+    Compat {
+        /// The tool's name.
+        name: String,
+        /// Its arguments, exactly as the original tool takes them.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<std::ffi::OsString>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MemCommand {
+    /// Idle load-to-use latency by pointer chasing: one size, a size sweep, or a node×node
+    /// matrix.
+    Latency(LatencyArgs),
+    /// The Silly Little Benchmark: random 8-byte stores to 4 KiB pages, workers released
+    /// together; prints memhammer's line per worker.
+    Slb(SlbArgs),
+    /// The SLB at 1, 2, 4 … workers with the "times slower" column against one worker.
+    Scale(ScaleArgs),
+    /// The same SLB scenario under local, interleaved and remote memory, side by side.
+    ComparePolicies(SlbWorkArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LatencyArgs {
+    /// Buffer to chase through (default: 4× the last-level cache, at least 256 MiB).
+    #[arg(long, value_parser = parse_size, allow_hyphen_values = true, conflicts_with = "sweep")]
+    pub size: Option<u64>,
+    /// Sweep sizes from --from to --to (powers of two and midpoints) to show each cache level.
+    #[arg(long)]
+    pub sweep: bool,
+    #[arg(long, value_parser = parse_size, default_value = "16KiB", requires = "sweep")]
+    pub from: u64,
+    #[arg(long, value_parser = parse_size, default_value = "1GiB", requires = "sweep")]
+    pub to: u64,
+    /// Every (CPU node, memory node) pair, as a node×node table.
+    #[arg(long, conflicts_with = "sweep")]
+    pub matrix: bool,
+    /// Page size: 4k (THP kept out), thp, 2m or 1g; larger pages remove page-walk cost.
+    #[arg(long, default_value = "4k", value_parser = parse_page)]
+    pub page: PageSize,
+    /// Bytes between chased slots (a multiple of 8; 64 = one per cache line).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(8..=1 << 20))]
+    pub stride: u64,
+    /// TLB-locality window in pages: the chase stays within a random group of this many pages
+    /// before moving on; 0 = fully random over the whole buffer (every load may miss the TLB).
+    #[arg(long, default_value_t = 64)]
+    pub tlb_group: u64,
+    /// Sampling time per figure, in milliseconds.
+    #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(10..=600_000))]
+    pub duration_ms: u64,
+    #[command(flatten)]
+    pub placement: PlacementOptions,
+}
+
+/// PAGES, LOOPS and page size: the work every SLB worker does.
+#[derive(Debug, Args)]
+pub struct SlbWorkArgs {
+    /// 4 KiB pages each worker allocates and initializes.
+    #[arg(long, value_parser = parse_count, allow_hyphen_values = true)]
+    pub pages: u64,
+    /// Passes: each worker does PAGES × LOOPS random stores.
+    #[arg(long, value_parser = parse_count, allow_hyphen_values = true)]
+    pub loops: u64,
+    /// Number of workers, pinned one per CPU over the allowed CPUs (default 1).
+    #[arg(long, value_parser = parse_count, allow_hyphen_values = true)]
+    pub workers: Option<u64>,
+    /// Page size backing each worker's memory.
+    #[arg(long, default_value = "4k", value_parser = parse_page)]
+    pub page: PageSize,
+}
+
+#[derive(Debug, Args)]
+pub struct SlbArgs {
+    #[command(flatten)]
+    pub work: SlbWorkArgs,
+    /// One worker per listed CPU (numactl list syntax), instead of --workers.
+    #[arg(long, value_name = "LIST", conflicts_with = "workers")]
+    pub cpus: Option<String>,
+    #[command(flatten)]
+    pub placement: PlacementOptions,
+}
+
+#[derive(Debug, Args)]
+pub struct ScaleArgs {
+    /// 4 KiB pages each worker allocates and initializes.
+    #[arg(long, value_parser = parse_count, allow_hyphen_values = true)]
+    pub pages: u64,
+    /// Passes: each worker does PAGES × LOOPS random stores.
+    #[arg(long, value_parser = parse_count, allow_hyphen_values = true)]
+    pub loops: u64,
+    /// Worker counts to run (default 1, 2, 4 … up to the allowed CPUs).
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_count)]
+    pub workers: Option<Vec<u64>>,
+    #[arg(long, default_value = "4k", value_parser = parse_page)]
+    pub page: PageSize,
+    #[command(flatten)]
+    pub placement: PlacementOptions,
 }
 
 #[derive(Debug, Args)]
@@ -67,8 +172,8 @@ pub struct PlacementOptions {
     /// Allocate on the node of the CPU that first touches each page.
     #[arg(long, group = "mempolicy")]
     pub localalloc: bool,
-    /// Run only on the CPUs of these nodes.
-    #[arg(long, value_name = "NODES", conflicts_with = "physcpubind")]
+    /// Run only on the CPUs of these nodes (numactl's older name --cpubind works too).
+    #[arg(long, value_name = "NODES", conflicts_with = "physcpubind", visible_alias = "cpubind")]
     pub cpunodebind: Option<String>,
     /// Run only on these CPUs.
     #[arg(long, value_name = "CPUS")]
@@ -90,6 +195,22 @@ impl PlacementOptions {
 
 fn parse_size(text: &str) -> Result<u64, String> {
     topo::units::parse_bytes(text).map_err(|e| e.to_string())
+}
+
+/// A positive whole number; the message says what was wrong.
+pub fn parse_count(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    if t.starts_with('-') {
+        return Err(format!("{t:?} is negative; give a whole number of at least 1"));
+    }
+    match t.parse::<u64>() {
+        Ok(0) => Err("0 is not allowed; give a whole number of at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => {
+            Err(format!("{t:?} is too large (at most {})", u64::MAX))
+        }
+        Err(_) => Err(format!("{t:?} is not a whole number")),
+    }
 }
 
 fn parse_page(text: &str) -> Result<PageSize, String> {

@@ -11,6 +11,13 @@ use clap::Parser;
 use cli::{Cli, Command};
 
 fn main() -> ExitCode {
+    // Busybox-style: invoked through a link named like an original tool, behave as that tool.
+    let mut argv = std::env::args_os();
+    let argv0 = argv.next().unwrap_or_default();
+    if let Some(name) = commands::compat::invoked_as(&argv0) {
+        let args: Vec<std::ffi::OsString> = argv.collect();
+        return finish(commands::compat::run(name, &args));
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => return usage_error(&err),
@@ -18,7 +25,14 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Topo(args) => commands::topo::run(args, cli.json),
         Command::Place(args) => commands::place::run(args, cli.json),
+        Command::Mem { command } => commands::mem::run(command, cli.json),
+        Command::Compat { name, args } => commands::compat::run(name, args),
     };
+    finish(result)
+}
+
+/// Exit status and the one-line error for a command's outcome.
+fn finish(result: anyhow::Result<()>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
@@ -54,6 +68,10 @@ fn exit_code(err: &anyhow::Error) -> u8 {
     let usage = err.chain().any(|cause| {
         cause.downcast_ref::<place::PlaceError>().is_some_and(place::PlaceError::is_usage)
             || cause.downcast_ref::<topo::units::SizeError>().is_some()
+            || cause
+                .downcast_ref::<membench::BenchError>()
+                .is_some_and(membench::BenchError::is_usage)
+            || cause.downcast_ref::<commands::compat::UsageError>().is_some()
     });
     if usage {
         2

@@ -9,6 +9,7 @@
 //! assert!(text.starts_with("available: 2 nodes (0-1)\n"));
 //! ```
 
+pub mod mem;
 mod placement_view;
 mod topo_view;
 

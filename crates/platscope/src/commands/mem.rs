@@ -1,0 +1,259 @@
+//! `platscope mem …`: resolve placement, build plans, run membench, render.
+
+use anyhow::Context;
+use membench::latency::{self, LatencyOptions, LatencyPoint};
+use membench::layout::ChaseLayout;
+use membench::slb::{self, SlbPlan, SlbResult, SlbWorkerSpec};
+use membench::{interrupt, BenchError};
+use place::{lists, pin, MemPolicy, PageSize, PlacementRequest};
+use serde::Serialize;
+use topo::Topology;
+
+use crate::cli::{LatencyArgs, MemCommand, PlacementOptions, ScaleArgs, SlbArgs, SlbWorkArgs};
+use crate::output::{emit, emit_json};
+
+pub fn run(command: &MemCommand, json: bool) -> anyhow::Result<()> {
+    let topology = Topology::detect().context("reading the topology")?;
+    interrupt::install();
+    match command {
+        MemCommand::Latency(args) => latency(args, json, &topology),
+        MemCommand::Slb(args) => slb(args, json, &topology),
+        MemCommand::Scale(args) => scale(args, json, &topology),
+        MemCommand::ComparePolicies(args) => compare_policies(args, json, &topology),
+    }
+}
+
+fn resolve(options: &PlacementOptions, topology: &Topology) -> anyhow::Result<PlacementRequest> {
+    Ok(PlacementRequest::resolve(&options.to_args(), topology)?)
+}
+
+/// The CPUs workers may use: the requested ones, else those this process may run on.
+fn allowed_cpus(request: &PlacementRequest, topology: &Topology) -> anyhow::Result<Vec<u32>> {
+    if let Some(cpus) = &request.cpus {
+        return Ok(cpus.clone());
+    }
+    let online = topology.online_cpu_ids();
+    Ok(pin::affinity(0)?.into_iter().filter(|c| online.contains(c)).collect())
+}
+
+fn latency(args: &LatencyArgs, json: bool, topology: &Topology) -> anyhow::Result<()> {
+    if args.stride % 8 != 0 {
+        return Err(
+            BenchError::Usage(format!("--stride {} is not a multiple of 8", args.stride)).into()
+        );
+    }
+    let request = resolve(&args.placement, topology)?;
+    let stride = args.stride as usize;
+    let group_bytes = match args.tlb_group {
+        0 => usize::MAX,
+        pages => usize::try_from(pages.saturating_mul(4096)).unwrap_or(usize::MAX),
+    };
+    let opts = LatencyOptions {
+        layout: ChaseLayout { stride, group_bytes, ..ChaseLayout::default() },
+        page: args.page,
+        policy: request.policy.clone(),
+        duration: std::time::Duration::from_millis(args.duration_ms),
+        ..LatencyOptions::default()
+    };
+    // The chase runs on one CPU: the first requested, else the one we are on now.
+    let cpu = allowed_cpus(&request, topology)?.first().copied().or_else(pin::current_cpu);
+    let default_size = (4 * topology.last_level_cache_bytes()).max(256 << 20);
+
+    if args.matrix {
+        let matrix = latency::matrix(args.size.unwrap_or(default_size), &opts, topology)?;
+        return if json {
+            emit_json(&matrix)
+        } else {
+            Ok(emit(&report::mem::latency_matrix(&matrix, topology.distances.as_ref()))?)
+        };
+    }
+
+    if args.sweep {
+        if args.from > args.to {
+            return Err(BenchError::Usage("--from must not be larger than --to".into()).into());
+        }
+        let mut points: Vec<LatencyPoint> = Vec::new();
+        if !json {
+            emit(&report::mem::sweep_header())?;
+        }
+        for bytes in latency::sweep_sizes(args.from, args.to) {
+            match latency::measure_on(cpu, bytes, &opts, topology) {
+                Ok(point) => {
+                    if !json {
+                        emit(&report::mem::sweep_row(&point, &topology.caches))?;
+                    }
+                    points.push(point);
+                }
+                Err(BenchError::Interrupted) => break,
+                Err(e) => return Err(e.into()),
+            }
+            if interrupt::requested() {
+                break;
+            }
+        }
+        if interrupt::requested() && !json {
+            emit("interrupted: the sizes above were measured\n")?;
+        }
+        return if json { emit_json(&points) } else { Ok(()) };
+    }
+
+    let point = latency::measure_on(cpu, args.size.unwrap_or(default_size), &opts, topology)?;
+    // Chasing in address order is only clearly faster once the buffer is beyond the caches.
+    let check = if point.bytes > 2 * topology.last_level_cache_bytes() && !interrupt::requested() {
+        Some(latency::prefetch_check(cpu, &point, &opts, topology)?)
+    } else {
+        None
+    };
+    if json {
+        #[derive(Serialize)]
+        struct Out<'a> {
+            point: &'a LatencyPoint,
+            prefetch_check: Option<latency::PrefetchCheck>,
+        }
+        return emit_json(&Out { point: &point, prefetch_check: check });
+    }
+    let mut text = report::mem::latency_line(&point);
+    text.push('\n');
+    match check {
+        Some(c) => text.push_str(&report::mem::prefetch_line(&c)),
+        None => text.push_str("prefetch check skipped: the buffer fits in the caches"),
+    }
+    text.push('\n');
+    Ok(emit(&text)?)
+}
+
+/// `count` workers pinned round-robin over `cpus`, all with `policy`.
+fn spread_workers(count: u64, cpus: &[u32], policy: &MemPolicy) -> Vec<SlbWorkerSpec> {
+    (0..count as usize)
+        .map(|i| SlbWorkerSpec {
+            cpu: cpus.get(i % cpus.len().max(1)).copied(),
+            policy: policy.clone(),
+        })
+        .collect()
+}
+
+fn plan(work: &SlbWorkArgs, page: PageSize, workers: Vec<SlbWorkerSpec>) -> SlbPlan {
+    SlbPlan { pages: work.pages, loops: work.loops, page, workers, seed: 0x51B }
+}
+
+fn slb(args: &SlbArgs, json: bool, topology: &Topology) -> anyhow::Result<()> {
+    let request = resolve(&args.placement, topology)?;
+    let workers = match &args.cpus {
+        Some(list) => lists::parse_cpus(list, topology)?
+            .into_iter()
+            .map(|cpu| SlbWorkerSpec { cpu: Some(cpu), policy: request.policy.clone() })
+            .collect(),
+        None => spread_workers(
+            args.work.workers.unwrap_or(1),
+            &allowed_cpus(&request, topology)?,
+            &request.policy,
+        ),
+    };
+    let result = slb::run(&plan(&args.work, args.work.page, workers), topology)?;
+    if json {
+        emit_json(&result)
+    } else {
+        Ok(emit(&report::mem::slb_text(&result))?)
+    }
+}
+
+fn scale(args: &ScaleArgs, json: bool, topology: &Topology) -> anyhow::Result<()> {
+    let request = resolve(&args.placement, topology)?;
+    let cpus = allowed_cpus(&request, topology)?;
+    let counts: Vec<u64> = match &args.workers {
+        Some(list) => list.clone(),
+        None => std::iter::successors(Some(1u64), |n| Some(n * 2))
+            .take_while(|&n| n <= cpus.len() as u64)
+            .chain((!cpus.len().is_power_of_two()).then_some(cpus.len() as u64))
+            .collect(),
+    };
+    let work = SlbWorkArgs { pages: args.pages, loops: args.loops, workers: None, page: args.page };
+    let mut results: Vec<SlbResult> = Vec::new();
+    if !json {
+        emit(&report::mem::scale_header())?;
+    }
+    for count in counts {
+        let result = match slb::run(
+            &plan(&work, args.page, spread_workers(count, &cpus, &request.policy)),
+            topology,
+        ) {
+            Ok(r) => r,
+            Err(BenchError::Interrupted) => break,
+            Err(e) => return Err(e.into()),
+        };
+        let baseline = results.first().unwrap_or(&result).summary().median_ns;
+        if !json {
+            emit(&report::mem::scale_row(result.workers.len(), &result.summary(), baseline))?;
+        }
+        let stop = result.interrupted;
+        results.push(result);
+        if stop {
+            if !json {
+                emit("interrupted: the last row covers the stores done so far\n")?;
+            }
+            break;
+        }
+    }
+    if json {
+        emit_json(&results)?;
+    }
+    Ok(())
+}
+
+/// The node farthest from `node` by SLIT distance (another node), if there is one.
+fn farthest_node(node: u32, memory_nodes: &[u32], topology: &Topology) -> Option<u32> {
+    memory_nodes
+        .iter()
+        .copied()
+        .filter(|&m| m != node)
+        .max_by_key(|&m| topology.distances.as_ref().and_then(|d| d.get(node, m)).unwrap_or(0))
+}
+
+fn compare_policies(work: &SlbWorkArgs, json: bool, topology: &Topology) -> anyhow::Result<()> {
+    let cpus =
+        allowed_cpus(&PlacementRequest { cpus: None, policy: MemPolicy::Inherit }, topology)?;
+    let count = work.workers.unwrap_or(1);
+    let memory_nodes = topology.nodes_with_memory();
+    let local = spread_workers(count, &cpus, &MemPolicy::Local);
+    let interleave = spread_workers(count, &cpus, &MemPolicy::Interleave(memory_nodes.clone()));
+    let remote: Option<Vec<SlbWorkerSpec>> = local
+        .iter()
+        .map(|w| {
+            let node = w.cpu.and_then(|c| topology.node_of_cpu(c))?;
+            let far = farthest_node(node, &memory_nodes, topology)?;
+            Some(SlbWorkerSpec { cpu: w.cpu, policy: MemPolicy::Bind(vec![far]) })
+        })
+        .collect();
+    let scenarios: [(&str, Option<Vec<SlbWorkerSpec>>); 3] =
+        [("local", Some(local)), ("interleave", Some(interleave)), ("remote", remote)];
+
+    #[derive(Serialize)]
+    struct Row {
+        policy: &'static str,
+        result: Option<SlbResult>,
+        skipped: Option<String>,
+    }
+    let mut rows = Vec::new();
+    if !json {
+        emit(&report::mem::compare_header())?;
+    }
+    for (name, workers) in scenarios {
+        if interrupt::requested() {
+            break;
+        }
+        let why_not = "skipped: every worker's node is the only node with memory".to_string();
+        let result = match workers {
+            Some(w) => Some(slb::run(&plan(work, work.page, w), topology)?),
+            None => None,
+        };
+        if !json {
+            emit(&report::mem::compare_row(name, result.as_ref(), &why_not))?;
+        }
+        let skipped = result.is_none().then_some(why_not);
+        rows.push(Row { policy: name, result, skipped });
+    }
+    if json {
+        emit_json(&rows)?;
+    }
+    Ok(())
+}
