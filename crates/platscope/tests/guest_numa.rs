@@ -93,6 +93,7 @@ fn two_node_guest_placement() {
             "platscope place --size 32MiB --cpunodebind 1 --json",
             "platscope place --size 1GiB --membind 1",
             "platscope topo --hardware",
+            "platscope mem latency --matrix --size 4MiB --duration-ms 20 --json",
         ],
     );
     let r = &run.results;
