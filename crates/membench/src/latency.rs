@@ -60,7 +60,9 @@ pub fn measure(
     let spec = ArenaSpec { bytes, policy: opts.policy.clone(), page: opts.page };
     let mut arena = Arena::new(spec, topology)?;
     let placement = arena.placement()?;
-    let slots = arena.len() / opts.layout.stride;
+    // The arena may be rounded up to whole (huge) pages; the chase covers exactly the request.
+    let len = usize::try_from(bytes).map_err(|_| place::PlaceError::TooLarge(bytes))?;
+    let slots = len / opts.layout.stride;
     if slots < 16 {
         return Err(BenchError::Usage(format!(
             "{bytes} bytes hold only {slots} slots of {} bytes; use at least {} bytes",
@@ -68,7 +70,7 @@ pub fn measure(
             16 * opts.layout.stride
         )));
     }
-    let start = build_chase(arena.as_mut_slice(), &opts.layout);
+    let start = build_chase(&mut arena.as_mut_slice()[..len], &opts.layout);
 
     // Warm up: one full lap brings the chain into whatever level of cache can hold it.
     // SAFETY: the chain was just built over the arena, which lives until the end of this
@@ -104,7 +106,7 @@ pub fn measure(
     }
     let ns = summarize(&samples).ok_or(BenchError::Interrupted)?;
     Ok(LatencyPoint {
-        bytes: arena.len() as u64,
+        bytes,
         ns,
         cycles: core_ghz().map(|ghz| ns.median * ghz),
         cpu: pin::current_cpu(),

@@ -1,0 +1,115 @@
+//! `platscope mem …` as users run it: output shapes, and bad input answered in one line.
+
+use std::process::{Command, Output};
+
+fn platscope(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_platscope")).args(args).output().expect("runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn slb_prints_memhammer_lines_and_a_verified_summary() {
+    let out = platscope(&["mem", "slb", "--pages", "1024", "--loops", "20", "--workers", "2"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    println!("{stdout}");
+    let lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("Total ops")).collect();
+    assert_eq!(lines.len(), 2);
+    for line in lines {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(f[..3], ["Total", "ops", "20480"]);
+        assert_eq!(
+            (f[3], f[4], f[6], f[7], f[9], f[10]),
+            ("Avg", "nsec/op", "gettimeofday", "usec", "TPUT", "ops/sec")
+        );
+        let (ns, usec, tput): (f64, f64, f64) =
+            (f[5].parse().expect("ns"), f[8].parse().expect("usec"), f[11].parse().expect("tput"));
+        // The seed's arithmetic: ns/op = usec × 1000 / ops, TPUT = ops / seconds.
+        assert!((ns - usec * 1000.0 / 20480.0).abs() <= 0.05 + ns * 1e-3, "{line}");
+        assert!((tput - 20480.0 / (usec / 1e6)).abs() <= tput * 1e-3, "{line}");
+    }
+    assert!(stdout.contains("spread"), "{stdout}");
+    assert!(stdout.contains("verified"), "{stdout}");
+}
+
+#[test]
+fn latency_json_has_distribution_and_placement() {
+    let out = platscope(&["mem", "latency", "--size", "128MiB", "--duration-ms", "100", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let ns = &v["point"]["ns"];
+    let (min, median, p99) = (
+        ns["min"].as_f64().expect("min"),
+        ns["median"].as_f64().expect("median"),
+        ns["p99"].as_f64().expect("p99"),
+    );
+    assert!(min <= median && median <= p99, "{ns}");
+    assert!(ns["samples"].as_u64().expect("samples") >= 10);
+    assert_eq!(v["point"]["placement"]["not_present"], 0);
+    assert!(
+        v["prefetch_check"]["ratio"].as_f64().is_some(),
+        "128 MiB is beyond this machine's caches"
+    );
+}
+
+#[test]
+fn latency_sweep_marks_cache_levels() {
+    let out = platscope(&[
+        "mem",
+        "latency",
+        "--sweep",
+        "--from",
+        "16KiB",
+        "--to",
+        "64MiB",
+        "--duration-ms",
+        "20",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    println!("{stdout}");
+    assert!(stdout.contains("fits in L1d"), "{stdout}");
+    assert!(stdout.contains("beyond the caches"), "{stdout}");
+    assert_eq!(
+        stdout.lines().count(),
+        1 + 13 + 12,
+        "header, 13 powers of two from 16 KiB to 64 MiB, 12 midpoints"
+    );
+}
+
+#[test]
+fn bad_mem_input_gets_one_line_and_exit_2() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["mem", "slb", "--pages", "0", "--loops", "1"], "at least 1"),
+        (&["mem", "slb", "--pages", "-5", "--loops", "1"], "negative"),
+        (&["mem", "slb", "--pages", "ten", "--loops", "1"], "not a whole number"),
+        (&["mem", "slb", "--pages", "99999999999999999999", "--loops", "1"], "too large"),
+        (&["mem", "slb", "--pages", "4294967296", "--loops", "1"], "too large"),
+        (&["mem", "slb", "--pages", "2147483648", "--loops", "8589934592"], "overflows"),
+        (
+            &["mem", "slb", "--pages", "1000000000", "--loops", "1", "--workers", "4"],
+            "use a smaller size",
+        ),
+        (&["mem", "slb", "--pages", "1", "--loops", "1", "--cpus", "4096"], "valid CPUs"),
+        (
+            &["mem", "slb", "--pages", "1", "--loops", "1", "--cpus", "0", "--workers", "2"],
+            "cannot be used with",
+        ),
+        (&["mem", "latency", "--size", "512"], "use at least"),
+        (&["mem", "latency", "--stride", "12", "--size", "1MiB"], "multiple of 8"),
+        (&["mem", "latency", "--page", "5m"], "unknown page size"),
+        (&["mem", "latency", "--sweep", "--from", "1GiB", "--to", "1MiB"], "--from"),
+        (&["mem", "scale", "--pages", "1", "--loops", "1", "--workers", "1,0"], "at least 1"),
+    ];
+    for (args, needle) in cases {
+        let out = platscope(args);
+        let err = text(&out.stderr);
+        println!("{args:?} -> {:?}: {}", out.status.code(), err.trim());
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err:?}");
+        assert!(err.contains(needle), "{args:?}: expected {needle:?} in {err:?}");
+    }
+}
