@@ -32,11 +32,14 @@ if ! command -v cargo >/dev/null 2>&1; then
   [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 fi
 if ! command -v cargo >/dev/null 2>&1; then
-  echo "setup: cargo not found; install Rust 1.85 or newer (https://rustup.rs) and run again" >&2
+  echo "setup: cargo not found; install Rust 1.89 or newer (https://rustup.rs) and run again" >&2
   exit 1
 fi
 
 [ "${1:-}" = "--deps" ] && exit 0
 
 cargo build --release --locked -p platscope
-echo "setup: built target/release/platscope" >&2
+# Multi-call links for the original tools' names (memhammer, create_sem, trigger, cpu_bind,
+# thread_read, nicstat): the seeds' scripts run from this directory unchanged.
+scripts/install-links.sh "${PLATSCOPE_LINK_DIR:-$PWD/target/release/kit}" >/dev/null
+echo "setup: built target/release/platscope (tool links in ${PLATSCOPE_LINK_DIR:-target/release/kit})" >&2

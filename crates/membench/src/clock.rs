@@ -51,9 +51,11 @@ pub fn core_ghz() -> Option<f64> {
 
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 fn measure() -> Option<f64> {
-    let iterations = 2_000_000;
-    dependent_adds(iterations); // wake the core up from any idle state
-    let best = (0..7)
+    // Short trials, many of them: a trial shorter than a scheduler tick (4 ms at HZ=250) usually
+    // runs uninterrupted, and the best one is the clock while the thread had the core.
+    let iterations = 400_000;
+    dependent_adds(4 * iterations); // wake the core up from any idle state
+    let best = (0..31)
         .map(|_| {
             let t = Instant::now();
             dependent_adds(iterations);
@@ -67,6 +69,19 @@ fn measure() -> Option<f64> {
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 fn measure() -> Option<f64> {
     None
+}
+
+/// Busy work of about `cycles` core cycles (dependent adds), for injecting delays between
+/// memory requests without touching memory or the scheduler.
+pub fn busy_cycles(cycles: u64) {
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    if cycles >= ADDS {
+        dependent_adds(cycles / ADDS);
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    for _ in 0..cycles {
+        std::hint::spin_loop();
+    }
 }
 
 #[cfg(test)]

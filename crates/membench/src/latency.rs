@@ -51,67 +51,104 @@ pub struct LatencyPoint {
     pub loads: u64,
 }
 
+/// A built chain in its arena, ready to be sampled again and again (the loaded-latency sweep
+/// samples one chain under each load level).
+#[derive(Debug)]
+pub struct Chase {
+    arena: Arena,
+    position: *const usize,
+    batch: u64,
+    bytes: u64,
+    placement: Placement,
+}
+
+impl Chase {
+    /// Allocates `bytes` under the options' policy and page size, builds the chain, warms it up
+    /// and sizes a batch to about `opts.batch`. Runs on (and first-touches from) the calling
+    /// thread, which the caller pins first.
+    pub fn new(bytes: u64, opts: &LatencyOptions, topology: &Topology) -> Result<Self, BenchError> {
+        let spec = ArenaSpec { bytes, policy: opts.policy.clone(), page: opts.page };
+        let mut arena = Arena::new(spec, topology)?;
+        let placement = arena.placement()?;
+        // The arena may be rounded up to whole (huge) pages; the chase covers exactly the request.
+        let len = usize::try_from(bytes).map_err(|_| place::PlaceError::TooLarge(bytes))?;
+        let slots = len / opts.layout.stride;
+        if slots < 16 {
+            return Err(BenchError::Usage(format!(
+                "{bytes} bytes hold only {slots} slots of {} bytes; use at least {} bytes",
+                opts.layout.stride,
+                16 * opts.layout.stride
+            )));
+        }
+        let start = build_chase(&mut arena.as_mut_slice()[..len], &opts.layout);
+        let mut chase = Chase { arena, position: start, batch: 1 << 10, bytes, placement };
+        // Warm up: one full lap brings the chain into whatever level of cache can hold it.
+        chase.run((slots as u64).next_multiple_of(16));
+        // Calibrate a batch to last about opts.batch.
+        loop {
+            let t = Instant::now();
+            chase.run(chase.batch);
+            let elapsed = t.elapsed();
+            if elapsed >= opts.batch / 4 || chase.batch >= 1 << 32 {
+                let scale = opts.batch.as_secs_f64() / elapsed.as_secs_f64().max(1e-9);
+                chase.batch = ((chase.batch as f64 * scale) as u64)
+                    .clamp(1 << 10, 1 << 32)
+                    .next_multiple_of(16);
+                break;
+            }
+            chase.batch *= 4;
+        }
+        Ok(chase)
+    }
+
+    fn run(&mut self, loads: u64) {
+        // SAFETY: the chain was built over self.arena, which lives as long as self, and
+        // position always points at one of its slots.
+        self.position = unsafe { chase(self.position, loads) };
+    }
+
+    /// Times batches for `duration` (at least 11 of them) and summarizes ns per load, the
+    /// first batch dropped as warm-up. `None` when interrupted before any sample.
+    pub fn sample(&mut self, duration: Duration) -> Option<(Summary, u64)> {
+        let mut samples = Vec::new();
+        let began = Instant::now();
+        while (began.elapsed() < duration || samples.len() < 11) && !interrupt::requested() {
+            let t = Instant::now();
+            self.run(self.batch);
+            samples.push(t.elapsed().as_nanos() as f64 / self.batch as f64);
+        }
+        std::hint::black_box(self.position);
+        if samples.len() > 1 {
+            samples.remove(0);
+        }
+        Some((summarize(&samples)?, self.batch * samples.len() as u64))
+    }
+
+    pub fn placement(&self) -> &Placement {
+        &self.placement
+    }
+
+    /// The arena's length (the request rounded up to whole pages).
+    pub fn arena_len(&self) -> usize {
+        self.arena.len()
+    }
+}
+
 /// Chases through `bytes` on the calling thread. The caller pins the thread first.
 pub fn measure(
     bytes: u64,
     opts: &LatencyOptions,
     topology: &Topology,
 ) -> Result<LatencyPoint, BenchError> {
-    let spec = ArenaSpec { bytes, policy: opts.policy.clone(), page: opts.page };
-    let mut arena = Arena::new(spec, topology)?;
-    let placement = arena.placement()?;
-    // The arena may be rounded up to whole (huge) pages; the chase covers exactly the request.
-    let len = usize::try_from(bytes).map_err(|_| place::PlaceError::TooLarge(bytes))?;
-    let slots = len / opts.layout.stride;
-    if slots < 16 {
-        return Err(BenchError::Usage(format!(
-            "{bytes} bytes hold only {slots} slots of {} bytes; use at least {} bytes",
-            opts.layout.stride,
-            16 * opts.layout.stride
-        )));
-    }
-    let start = build_chase(&mut arena.as_mut_slice()[..len], &opts.layout);
-
-    // Warm up: one full lap brings the chain into whatever level of cache can hold it.
-    // SAFETY: the chain was just built over the arena, which lives until the end of this
-    // function.
-    let mut p = unsafe { chase(start, (slots as u64).next_multiple_of(16)) };
-
-    // Calibrate a batch to last about opts.batch.
-    let mut batch: u64 = 1 << 10;
-    loop {
-        let t = Instant::now();
-        // SAFETY: as above.
-        p = unsafe { chase(p, batch) };
-        let elapsed = t.elapsed();
-        if elapsed >= opts.batch / 4 || batch >= 1 << 32 {
-            let scale = opts.batch.as_secs_f64() / elapsed.as_secs_f64().max(1e-9);
-            batch = ((batch as f64 * scale) as u64).clamp(1 << 10, 1 << 32).next_multiple_of(16);
-            break;
-        }
-        batch *= 4;
-    }
-
-    let mut samples = Vec::new();
-    let began = Instant::now();
-    while (began.elapsed() < opts.duration || samples.len() < 11) && !interrupt::requested() {
-        let t = Instant::now();
-        // SAFETY: as above.
-        p = unsafe { chase(p, batch) };
-        samples.push(t.elapsed().as_nanos() as f64 / batch as f64);
-    }
-    std::hint::black_box(p);
-    if samples.len() > 1 {
-        samples.remove(0); // warm-up
-    }
-    let ns = summarize(&samples).ok_or(BenchError::Interrupted)?;
+    let mut chase = Chase::new(bytes, opts, topology)?;
+    let (ns, loads) = chase.sample(opts.duration).ok_or(BenchError::Interrupted)?;
     Ok(LatencyPoint {
-        bytes,
-        ns,
+        bytes: chase.bytes,
         cycles: core_ghz().map(|ghz| ns.median * ghz),
+        ns,
         cpu: pin::current_cpu(),
-        placement,
-        loads: batch * samples.len() as u64,
+        placement: chase.placement.clone(),
+        loads,
     })
 }
 

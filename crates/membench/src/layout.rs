@@ -54,7 +54,10 @@ pub fn visit_order(slots: usize, layout: &ChaseLayout) -> Vec<u32> {
 /// Writes the chain into `buf` and returns its first slot. The buffer must hold at least one
 /// slot; slots are `stride` bytes, `stride` ≥ 8 and a multiple of 8.
 pub fn build_chase(buf: &mut [u8], layout: &ChaseLayout) -> *const usize {
-    assert!(layout.stride >= 8 && layout.stride % 8 == 0, "stride must be a multiple of 8");
+    assert!(
+        layout.stride >= 8 && layout.stride.is_multiple_of(8),
+        "stride must be a multiple of 8"
+    );
     let slots = buf.len() / layout.stride;
     assert!(slots >= 1 && slots <= u32::MAX as usize, "buffer must hold 1..2^32 slots");
     let order = visit_order(slots, layout);

@@ -1,15 +1,21 @@
 //! Memory benchmarks: idle load-to-use latency by pointer chasing, and the Silly Little
-//! Benchmark (random 8-byte stores, workers released together).
+//! Benchmark (random 8-byte stores, workers released together); what reading the clock costs
+//! and which clock to trust ([`timers`]).
 
+pub mod bandwidth;
 pub mod clock;
 pub mod gate;
 pub mod interrupt;
 pub mod kernels;
+pub mod kit;
 pub mod latency;
 pub mod layout;
+pub mod loaded;
 pub mod rng;
 pub mod slb;
 pub mod stats;
+pub mod thread_read;
+pub mod timers;
 
 /// Why a benchmark could not run or finish.
 #[derive(Debug, thiserror::Error)]
@@ -18,6 +24,8 @@ pub enum BenchError {
     Place(#[from] place::PlaceError),
     #[error("{0}")]
     Usage(String),
+    #[error(transparent)]
+    Kit(#[from] kit::KitError),
     #[error("{0}")]
     Worker(String),
     #[error("interrupted before anything was measured")]
@@ -30,6 +38,7 @@ impl BenchError {
         match self {
             BenchError::Place(e) => e.is_usage(),
             BenchError::Usage(_) => true,
+            BenchError::Kit(e) => e.is_usage(),
             BenchError::Worker(_) | BenchError::Interrupted => false,
         }
     }

@@ -2,7 +2,9 @@
 //! `place` library and initialized in full, all workers start together at the gate, and each
 //! performs PAGES × LOOPS random 8-byte stores, timed from the release to its last store.
 
-use std::time::Instant;
+use std::io::Read;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use place::{pin, Arena, ArenaSpec, MemPolicy, PageSize, Placement};
 use serde::{Deserialize, Serialize};
@@ -10,12 +12,13 @@ use topo::Topology;
 
 use crate::gate::StartGate;
 use crate::kernels::slb::{slb_writes, SLB_PAGE};
+use crate::kit::{PrivateGate, SlbSemaphore};
 use crate::stats::{quantile, summarize, Summary};
 use crate::{interrupt, BenchError};
 
 /// Stores per timed batch: long enough that reading the clock is noise (~20 ms at DRAM
 /// speed), short enough to answer Ctrl-C quickly and give many samples.
-const BATCH_OPS: u64 = 1 << 18;
+pub const BATCH_OPS: u64 = 1 << 18;
 
 /// One worker: where it runs and where its memory comes from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -97,18 +100,24 @@ impl SlbWorkerResult {
         self.ops as f64 / (self.elapsed_ns.max(1) as f64 / 1e9)
     }
 
-    /// memhammer's line, same fields and arithmetic. The `gettimeofday usec` field carries the
-    /// elapsed time in µs, measured here with the monotonic clock.
+    /// memhammer's line, same fields and arithmetic: see [`seed_line`].
     pub fn seed_line(&self) -> String {
-        let usec = self.elapsed_ns / 1000;
-        format!(
-            "Total ops {} Avg nsec/op {:.1} gettimeofday usec {} TPUT ops/sec {:.1}",
-            self.ops,
-            usec as f64 * 1000.0 / self.ops.max(1) as f64,
-            usec,
-            self.ops as f64 / (usec.max(1) as f64 / 1e6)
-        )
+        seed_line(self.ops, self.elapsed_ns)
     }
+}
+
+/// memhammer's line for `ops` stores in `elapsed_ns`, same fields and arithmetic. The
+/// `gettimeofday usec` field carries the elapsed time in µs, measured here with the monotonic
+/// clock.
+pub fn seed_line(ops: u64, elapsed_ns: u64) -> String {
+    let usec = elapsed_ns / 1000;
+    format!(
+        "Total ops {} Avg nsec/op {:.1} gettimeofday usec {} TPUT ops/sec {:.1}",
+        ops,
+        usec as f64 * 1000.0 / ops.max(1) as f64,
+        usec,
+        ops as f64 / (usec.max(1) as f64 / 1e6)
+    )
 }
 
 /// Across workers.
@@ -177,31 +186,68 @@ fn worker(
     if !gate.ready_and_wait() {
         return Ok(None);
     }
-    let mut state = plan.seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let done = hammer(&arena, plan.pages, planned_ops, worker_seed(plan.seed, index))?;
+    Ok(Some(SlbWorkerResult {
+        worker: index,
+        cpu: spec.cpu.or_else(pin::current_cpu),
+        ops: done.ops,
+        planned_ops,
+        elapsed_ns: done.elapsed_ns,
+        batches: done.batches,
+        placement,
+    }))
+}
+
+/// The generator's starting state for worker `index` of a run seeded with `seed`.
+pub fn worker_seed(seed: u64, index: usize) -> u64 {
+    seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+/// What [`hammer`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hammered {
+    /// Stores performed: `planned_ops`, or fewer when Ctrl-C stopped it.
+    pub ops: u64,
+    /// From the first store to the last.
+    pub elapsed_ns: u64,
+    /// ns per store of each full timed batch of [`BATCH_OPS`].
+    pub batches: Option<Summary>,
+}
+
+/// The timed SLB loop shared by thread workers, worker processes and `memhammer`:
+/// `planned_ops` random 8-byte stores into the first `pages` 4 KiB pages of `arena`, in
+/// batches timed from outside the kernel, stopping early between batches on Ctrl-C (see
+/// [`interrupt`]). `seed` starts the generator.
+pub fn hammer(
+    arena: &Arena,
+    pages: u64,
+    planned_ops: u64,
+    seed: u64,
+) -> Result<Hammered, BenchError> {
+    let fits = pages.checked_mul(SLB_PAGE as u64).is_some_and(|b| b <= arena.len() as u64);
+    if pages == 0 || pages >= 1 << 32 || !fits {
+        return Err(BenchError::Usage(format!(
+            "{pages} pages of 4 KiB do not fit the {} byte arena (or are not 1 to 2^32 - 1)",
+            arena.len()
+        )));
+    }
+    let mut state = seed;
     let mut done = 0u64;
     let mut batches = Vec::new();
     let start = Instant::now();
     while done < planned_ops && !interrupt::requested() {
         let n = BATCH_OPS.min(planned_ops - done);
         let t = Instant::now();
-        // SAFETY: the arena holds plan.pages 4 KiB pages (checked ≥ 1 and < 2^32) and lives
-        // until this function returns.
-        unsafe { slb_writes(arena.as_ptr(), plan.pages, n, &mut state) };
+        // SAFETY: the arena holds at least `pages` 4 KiB pages (1 ≤ pages < 2^32, checked
+        // above) and outlives this call.
+        unsafe { slb_writes(arena.as_ptr(), pages, n, &mut state) };
         if n == BATCH_OPS {
             batches.push(t.elapsed().as_nanos() as f64 / n as f64);
         }
         done += n;
     }
     let elapsed_ns = start.elapsed().as_nanos() as u64;
-    Ok(Some(SlbWorkerResult {
-        worker: index,
-        cpu: spec.cpu.or_else(pin::current_cpu),
-        ops: done,
-        planned_ops,
-        elapsed_ns,
-        batches: summarize(&batches),
-        placement,
-    }))
+    Ok(Hammered { ops: done, elapsed_ns, batches: summarize(&batches) })
 }
 
 /// Runs the plan with one thread per worker.
@@ -236,11 +282,257 @@ pub fn run(plan: &SlbPlan, topology: &Topology) -> Result<SlbResult, BenchError>
             workers.push(result);
         }
     }
+    finish(plan, workers)
+}
+
+fn finish(plan: &SlbPlan, workers: Vec<SlbWorkerResult>) -> Result<SlbResult, BenchError> {
     let interrupted = workers.iter().any(|w| w.ops < w.planned_ops);
     if workers.iter().all(|w| w.ops == 0) {
         return Err(BenchError::Interrupted);
     }
     Ok(SlbResult { plan: plan.clone(), workers, interrupted })
+}
+
+/// What one worker process of [`run_processes`] is to do; the parent passes it to the child
+/// (the binary serializes it as one JSON argument).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SlbChildRequest {
+    /// The parent's private gate ([`PrivateGate::id`]).
+    pub gate: i32,
+    pub worker: usize,
+    pub spec: SlbWorkerSpec,
+    pub pages: u64,
+    pub loops: u64,
+    pub page: PageSize,
+    /// The run's seed; the worker mixes in its index as thread workers do.
+    pub seed: u64,
+}
+
+/// A worker process's life, as memhammer's: pin itself, set its memory policy, allocate,
+/// initialize and verify its memory, wait at the parent's gate, hammer. Ctrl-C during the
+/// stores ends them early and the result covers what was done.
+pub fn run_child(
+    request: &SlbChildRequest,
+    topology: &Topology,
+) -> Result<SlbWorkerResult, BenchError> {
+    let spec = &request.spec;
+    let plan = SlbPlan {
+        pages: request.pages,
+        loops: request.loops,
+        page: request.page,
+        workers: vec![spec.clone()],
+        seed: request.seed,
+    };
+    let planned_ops = plan.ops_per_worker()?;
+    if let Some(cpu) = spec.cpu {
+        pin::pin_current_thread(&[cpu])?;
+    }
+    spec.policy.apply_to_thread()?;
+    let bytes = plan.pages * SLB_PAGE as u64;
+    let mut arena =
+        Arena::new(ArenaSpec { bytes, policy: spec.policy.clone(), page: plan.page }, topology)?;
+    arena.as_mut_slice().fill(0);
+    let placement = arena.placement()?;
+    SlbSemaphore::attach(request.gate).wait_open()?;
+    let done = hammer(&arena, plan.pages, planned_ops, worker_seed(plan.seed, request.worker))?;
+    Ok(SlbWorkerResult {
+        worker: request.worker,
+        cpu: spec.cpu.or_else(pin::current_cpu),
+        ops: done.ops,
+        planned_ops,
+        elapsed_ns: done.elapsed_ns,
+        batches: done.batches,
+        placement,
+    })
+}
+
+/// A running worker process.
+#[derive(Debug)]
+struct ChildWorker {
+    worker: usize,
+    cpu: Option<u32>,
+    child: Child,
+    status: Option<std::process::ExitStatus>,
+}
+
+impl ChildWorker {
+    fn name(&self) -> String {
+        match self.cpu {
+            Some(cpu) => format!("worker {} (CPU {cpu})", self.worker),
+            None => format!("worker {}", self.worker),
+        }
+    }
+
+    fn read(&mut self, stderr: bool) -> String {
+        let mut text = String::new();
+        let _ = if stderr {
+            self.child.stderr.as_mut().map(|p| p.read_to_string(&mut text))
+        } else {
+            self.child.stdout.as_mut().map(|p| p.read_to_string(&mut text))
+        };
+        text
+    }
+
+    /// Why an exited worker failed: its last line on stderr, without the program's prefix.
+    fn failure(&mut self) -> BenchError {
+        let stderr = self.read(true);
+        let line = stderr
+            .lines()
+            .map(str::trim)
+            .rfind(|l| !l.is_empty())
+            .map(|l| l.strip_prefix("platscope: ").unwrap_or(l).to_string());
+        let why = match (line, self.status) {
+            (Some(line), _) => line,
+            (None, Some(status)) => format!("exited with {status} and printed nothing"),
+            (None, None) => "failed".to_string(),
+        };
+        BenchError::Worker(format!("{} failed: {why}", self.name()))
+    }
+}
+
+/// Worker processes; any still running when this is dropped are killed and reaped.
+#[derive(Debug, Default)]
+struct ChildWorkers(Vec<ChildWorker>);
+
+impl ChildWorkers {
+    /// Notes which have exited; the first that failed, if any.
+    fn poll(&mut self) -> Result<Option<usize>, BenchError> {
+        for (i, w) in self.0.iter_mut().enumerate() {
+            if w.status.is_none() {
+                w.status = w
+                    .child
+                    .try_wait()
+                    .map_err(|e| BenchError::Worker(format!("waiting for {}: {e}", w.name())))?;
+            }
+            if w.status.is_some_and(|s| !s.success()) {
+                return Ok(Some(i));
+            }
+        }
+        Ok(None)
+    }
+
+    fn running(&self) -> usize {
+        self.0.iter().filter(|w| w.status.is_none()).count()
+    }
+
+    fn signal(&self, signal: libc::c_int) {
+        for w in self.0.iter().filter(|w| w.status.is_none()) {
+            if let Ok(pid) = libc::pid_t::try_from(w.child.id()) {
+                // SAFETY: kill has no memory effects; the pid is our unreaped child, so it
+                // cannot have been reused.
+                unsafe { libc::kill(pid, signal) };
+            }
+        }
+    }
+}
+
+impl Drop for ChildWorkers {
+    fn drop(&mut self) {
+        for w in self.0.iter_mut().filter(|w| w.status.is_none()) {
+            let _ = w.child.kill();
+            let _ = w.child.wait();
+        }
+    }
+}
+
+/// Runs the plan with one process per worker, as the original SLB did: `command` builds the
+/// command line of a process that calls [`run_child`] with the request it is given and prints
+/// the result on stdout; `decode` reads that result back from its last line. All workers get
+/// ready (pinned, memory placed, touched, verified), wait on a private System V semaphore, and
+/// are released together once every one of them is waiting. A worker that fails makes the run
+/// fail with its error line; the others are killed.
+///
+/// Workers run in their own process group: Ctrl-C reaches this process, which passes it on to
+/// them once, so they stop and report what they did.
+pub fn run_processes(
+    plan: &SlbPlan,
+    topology: &Topology,
+    mut command: impl FnMut(&SlbChildRequest) -> std::io::Result<Command>,
+    decode: impl Fn(&str) -> Result<SlbWorkerResult, String>,
+) -> Result<SlbResult, BenchError> {
+    use std::os::unix::process::CommandExt;
+
+    plan.ops_per_worker()?;
+    if plan.workers.is_empty() {
+        return Err(BenchError::Usage("at least one worker is needed".into()));
+    }
+    plan.check_fits(topology)?;
+    let gate = PrivateGate::create()?;
+    let mut children = ChildWorkers::default();
+    for (worker, spec) in plan.workers.iter().enumerate() {
+        let request = SlbChildRequest {
+            gate: gate.id(),
+            worker,
+            spec: spec.clone(),
+            pages: plan.pages,
+            loops: plan.loops,
+            page: plan.page,
+            seed: plan.seed,
+        };
+        let spawn_error =
+            |e: std::io::Error| BenchError::Worker(format!("starting worker {worker}: {e}"));
+        let mut cmd = command(&request).map_err(spawn_error)?;
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+        // SAFETY: the closure runs in the child between fork and exec and only calls prctl,
+        // which is async-signal-safe. It makes the kernel kill the worker if this process dies
+        // first, so no worker is left waiting on a gate nobody will open.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            })
+        };
+        let child = cmd.spawn().map_err(spawn_error)?;
+        children.0.push(ChildWorker { worker, cpu: spec.cpu, child, status: None });
+    }
+
+    // Release only when every worker is ready and waiting.
+    loop {
+        if interrupt::requested() {
+            return Err(BenchError::Interrupted);
+        }
+        if let Some(i) = children.poll()? {
+            return Err(children.0[i].failure());
+        }
+        if children.running() < children.0.len() {
+            let w = children.0.iter_mut().find(|w| w.status.is_some());
+            return Err(w.map_or(BenchError::Interrupted, |w| {
+                BenchError::Worker(format!("{} exited before the start", w.name()))
+            }));
+        }
+        if gate.waiting()? as usize == children.0.len() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    gate.release()?;
+
+    let mut passed_on = false;
+    while children.running() > 0 {
+        if interrupt::requested() && !passed_on {
+            children.signal(libc::SIGINT);
+            passed_on = true;
+        }
+        if let Some(i) = children.poll()? {
+            return Err(children.0[i].failure());
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    if let Some(i) = children.poll()? {
+        return Err(children.0[i].failure());
+    }
+    let mut workers = Vec::with_capacity(children.0.len());
+    for w in &mut children.0 {
+        let stdout = w.read(false);
+        let line = stdout.lines().map(str::trim).rfind(|l| !l.is_empty()).unwrap_or("");
+        let result = decode(line).map_err(|e| {
+            BenchError::Worker(format!("{} printed an unreadable result ({e}): {line:?}", w.name()))
+        })?;
+        workers.push(result);
+    }
+    finish(plan, workers)
 }
 
 #[cfg(test)]
@@ -286,6 +578,57 @@ mod tests {
         assert!(plan(1 << 33, 1).ops_per_worker().is_err_and(|e| e.is_usage()));
         assert!(plan(1 << 31, 1 << 40).ops_per_worker().is_err_and(|e| e.is_usage()));
         assert_eq!(plan(262_144, 6000).ops_per_worker().ok(), Some(1_572_864_000));
+    }
+
+    #[test]
+    fn hammer_does_the_planned_stores_inside_its_arena() {
+        let topology = Topology::detect().expect("topology");
+        let spec = ArenaSpec { bytes: 16 * 4096, policy: MemPolicy::Inherit, page: PageSize::Base };
+        let arena = Arena::new(spec, &topology).expect("arena");
+        let done = hammer(&arena, 16, 1000, worker_seed(1, 0)).expect("hammer");
+        assert_eq!(done.ops, 1000);
+        assert!(done.elapsed_ns > 0);
+        assert!(done.batches.is_none(), "no full batch in 1000 stores");
+        let written = arena.as_slice().chunks(4096).filter(|p| p.iter().any(|&b| b != 0));
+        assert_eq!(written.count(), 16, "1000 random stores reach all 16 pages");
+        for pages in [0, 17, 1 << 32] {
+            let err = hammer(&arena, pages, 1, 1).expect_err("refused");
+            assert!(err.is_usage(), "{pages}: {err}");
+        }
+        assert_ne!(worker_seed(1, 0), worker_seed(1, 1));
+    }
+
+    #[test]
+    fn a_failing_worker_process_ends_the_run_with_its_error_line() {
+        let topology = Topology::detect().expect("topology");
+        let worker = SlbWorkerSpec { cpu: None, policy: MemPolicy::Inherit };
+        let plan = SlbPlan {
+            pages: 16,
+            loops: 1,
+            page: PageSize::Base,
+            workers: vec![worker; 2],
+            seed: 1,
+        };
+        let started = Instant::now();
+        let err = run_processes(
+            &plan,
+            &topology,
+            |request| {
+                // Worker 0 never gets ready; worker 1 fails as a real worker reports errors.
+                let script = match request.worker {
+                    0 => "exec sleep 60",
+                    _ => "sleep 0.2; echo 'platscope: no memory today' >&2; exit 1",
+                };
+                let mut command = Command::new("sh");
+                command.args(["-c", script]);
+                Ok(command)
+            },
+            |_| Err("no result expected".into()),
+        )
+        .expect_err("the run fails");
+        assert_eq!(err.to_string(), "worker 1 failed: no memory today");
+        assert!(!err.is_usage());
+        assert!(started.elapsed() < Duration::from_secs(30), "worker 0 was killed, not awaited");
     }
 
     #[test]

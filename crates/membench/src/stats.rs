@@ -5,8 +5,9 @@ use serde::{Deserialize, Serialize};
 /// Relative interquartile range above which a run is flagged noisy.
 pub const NOISY_IQR: f64 = 0.05;
 
-/// Order statistics of a set of samples.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+/// Order statistics of a set of samples, and the samples themselves (in the order they were
+/// taken) so a stored result can be re-analysed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     pub samples: usize,
     pub min: f64,
@@ -18,6 +19,8 @@ pub struct Summary {
     pub iqr_ratio: f64,
     /// Whether the spread exceeds [`NOISY_IQR`]: something else disturbed the run.
     pub noisy: bool,
+    /// Every sample, in order.
+    pub values: Vec<f64>,
 }
 
 /// The value at quantile `q` (0..=1) of sorted samples, interpolating between neighbours.
@@ -52,6 +55,7 @@ pub fn summarize(samples: &[f64]) -> Option<Summary> {
         mean: sorted.iter().sum::<f64>() / sorted.len() as f64,
         iqr_ratio,
         noisy: iqr_ratio > NOISY_IQR,
+        values: samples.to_vec(),
     })
 }
 

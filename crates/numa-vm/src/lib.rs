@@ -270,6 +270,18 @@ pub fn run_in_guest(
     binary: &Path,
     commands: &[&str],
 ) -> Result<GuestRun, GuestError> {
+    run_in_guest_with(spec, &[binary], commands)
+}
+
+/// As [`run_in_guest`], with several host binaries in the guest, each at `/bin/<its file
+/// name>` with its shared libraries: the binary under test and tools the commands need, e.g.
+/// `&[platscope, Path::new("/usr/bin/numactl")]`. A binary replaces the busybox applet of the
+/// same name; two binaries may not share a file name.
+pub fn run_in_guest_with(
+    spec: &GuestSpec,
+    binaries: &[&Path],
+    commands: &[&str],
+) -> Result<GuestRun, GuestError> {
     spec.validate().map_err(GuestError::InvalidSpec)?;
     let prepared = prepared()?;
     let _guard = GUEST_LOCK.lock().unwrap_or_else(PoisonError::into_inner);
@@ -278,7 +290,7 @@ pub fn run_in_guest(
     let markers = Markers::new(&nonce);
     let tmp = TempDir::create(&nonce)?;
     let initrd = tmp.path.join("initrd.cpio");
-    build_initramfs(&initrd, &prepared, binary, commands, &markers)?;
+    build_initramfs(&initrd, &prepared, binaries, commands, &markers)?;
 
     let console = tmp.path.join("console.log");
     let results = tmp.path.join("results.log");
@@ -378,28 +390,53 @@ fn stage(parsed: &protocol::Parsed, console: &str, commands: &[&str]) -> String 
     }
 }
 
-fn build_initramfs(
-    path: &Path,
-    prepared: &Prepared,
-    binary: &Path,
-    commands: &[&str],
-    markers: &Markers,
-) -> Result<(), GuestError> {
+/// A host binary on its way into the guest.
+struct GuestBinary {
+    /// `bin/<file name>` inside the archive.
+    archive_path: String,
+    data: Vec<u8>,
+    /// It is the busybox the guest already gets.
+    is_busybox: bool,
+    libs: Vec<String>,
+}
+
+fn load_binary(binary: &Path, busybox: &Path) -> Result<GuestBinary, GuestError> {
     let bin_err = |message: String| GuestError::Binary { path: binary.to_path_buf(), message };
     let name = binary
         .file_name()
         .and_then(|n| n.to_str())
         .filter(|n| !n.is_empty())
         .ok_or_else(|| bin_err("it has no usable file name".into()))?;
-    let bin_data = fs::read(binary).map_err(|e| bin_err(e.to_string()))?;
-    let busybox = &prepared.setup.busybox;
-    let same_as_busybox = fs::canonicalize(binary).ok() == fs::canonicalize(busybox).ok();
-    if name == "busybox" && !same_as_busybox {
+    let data = fs::read(binary).map_err(|e| bin_err(e.to_string()))?;
+    let is_busybox = fs::canonicalize(binary).ok() == fs::canonicalize(busybox).ok();
+    if name == "busybox" && !is_busybox {
         return Err(bin_err(
             "it is named busybox, which the guest needs for itself; rename it".into(),
         ));
     }
     let libs = shared_libraries(binary).map_err(bin_err)?;
+    Ok(GuestBinary { archive_path: format!("bin/{name}"), data, is_busybox, libs })
+}
+
+fn build_initramfs(
+    path: &Path,
+    prepared: &Prepared,
+    binaries: &[&Path],
+    commands: &[&str],
+    markers: &Markers,
+) -> Result<(), GuestError> {
+    let busybox = &prepared.setup.busybox;
+    let mut loaded: Vec<GuestBinary> = Vec::with_capacity(binaries.len());
+    for binary in binaries {
+        let b = load_binary(binary, busybox)?;
+        if loaded.iter().any(|l| l.archive_path == b.archive_path) {
+            return Err(GuestError::Binary {
+                path: binary.to_path_buf(),
+                message: format!("another binary already goes to /{}", b.archive_path),
+            });
+        }
+        loaded.push(b);
+    }
     let busybox_data =
         fs::read(busybox).map_err(io_err(format!("reading {}", busybox.display())))?;
 
@@ -414,9 +451,8 @@ fn build_initramfs(
         }
         w.char_dev("dev/console", 0o600, 5, 1)?;
         w.char_dev("dev/null", 0o666, 1, 3)?;
-        let bin_path = format!("bin/{name}");
-        if !same_as_busybox {
-            w.file(&bin_path, 0o755, &bin_data)?;
+        for b in loaded.iter().filter(|b| !b.is_busybox) {
+            w.file(&b.archive_path, 0o755, &b.data)?;
         }
         w.file("bin/busybox", 0o755, &busybox_data)?;
         for applet in &prepared.applets {
@@ -424,7 +460,7 @@ fn build_initramfs(
                 w.symlink(applet, "/bin/busybox")?;
             }
         }
-        for lib in &libs {
+        for lib in loaded.iter().flat_map(|b| &b.libs) {
             if !w.contains(lib) {
                 w.file(lib, 0o755, &fs::read(lib)?)?;
             }
@@ -534,6 +570,17 @@ mod tests {
         let err = run_in_guest(&spec, Path::new("/bin/sh"), &[]).unwrap_err();
         assert!(matches!(err, GuestError::InvalidSpec(_)), "{err}");
         assert!(err.console_tail().is_none());
+    }
+
+    #[test]
+    fn two_binaries_with_one_name_are_refused() {
+        let sh = Path::new("/bin/sh");
+        let err = run_in_guest_with(&GuestSpec::two_nodes(), &[sh, sh], &["true"]).unwrap_err();
+        assert!(matches!(err, GuestError::Binary { .. }), "{err}");
+        assert!(err.to_string().contains("another binary already goes to /bin/sh"), "{err}");
+        let missing = Path::new("/nonexistent/numactl");
+        let err = run_in_guest_with(&GuestSpec::two_nodes(), &[missing], &["true"]).unwrap_err();
+        assert!(err.to_string().starts_with("cannot put /nonexistent/numactl into the guest"));
     }
 
     #[test]

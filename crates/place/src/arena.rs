@@ -1,7 +1,6 @@
 //! `Arena`: memory with a policy and a page size, first-touched by the thread that creates it,
 //! and able to say where its pages really are.
 
-use std::collections::BTreeMap;
 use std::io;
 use std::ptr::NonNull;
 
@@ -10,6 +9,7 @@ use topo::sysfs::SysRoot;
 use topo::units::format_bytes;
 use topo::{idlist, Topology};
 
+use crate::pagenodes::{pages_nodes, tally_nodes};
 use crate::policy::{thread_policy, MemPolicy};
 use crate::{PageSize, PlaceError};
 
@@ -111,39 +111,11 @@ impl Arena {
     pub fn placement(&self) -> Result<Placement, PlaceError> {
         let stride =
             if self.spec.page.is_hugetlb() { self.spec.page.bytes() as usize } else { BASE_PAGE };
-        let mut per_node: BTreeMap<u32, u64> = BTreeMap::new();
-        let mut not_present = 0u64;
-        let addresses: Vec<*mut libc::c_void> = (0..self.len)
+        let addresses: Vec<*const libc::c_void> = (0..self.len)
             .step_by(stride)
-            .map(|o| self.ptr.as_ptr().wrapping_add(o).cast())
+            .map(|o| self.ptr.as_ptr().wrapping_add(o).cast_const().cast())
             .collect();
-        for batch in addresses.chunks(16_384) {
-            let mut status = vec![0i32; batch.len()];
-            // SAFETY: pages and status hold batch.len() entries; nodes = NULL only queries.
-            let rc = unsafe {
-                libc::syscall(
-                    libc::SYS_move_pages,
-                    0,
-                    batch.len(),
-                    batch.as_ptr(),
-                    std::ptr::null::<i32>(),
-                    status.as_mut_ptr(),
-                    0,
-                )
-            };
-            if rc < 0 {
-                return Err(PlaceError::Syscall {
-                    call: "move_pages",
-                    source: io::Error::last_os_error(),
-                });
-            }
-            for s in status {
-                match u32::try_from(s) {
-                    Ok(node) => *per_node.entry(node).or_default() += 1,
-                    Err(_) => not_present += 1,
-                }
-            }
-        }
+        let (per_node, not_present) = tally_nodes(pages_nodes(&addresses)?);
         let huge_bytes = if self.spec.page == PageSize::Thp {
             std::fs::read_to_string("/proc/self/smaps")
                 .ok()
@@ -156,7 +128,7 @@ impl Arena {
             page: self.spec.page,
             bytes: self.len as u64,
             page_bytes: stride as u64,
-            per_node: per_node.into_iter().map(|(node, pages)| NodePages { node, pages }).collect(),
+            per_node,
             not_present,
             thp_bytes: huge_bytes,
         })
@@ -256,7 +228,7 @@ fn candidate_nodes(policy: &MemPolicy, memory_nodes: &[u32]) -> Vec<u32> {
 
 /// Memory the kernel can hand out on a node without swapping: free pages plus page cache it
 /// can drop (file pages that are not shmem/tmpfs).
-fn node_available(root: &SysRoot, node: u32) -> Option<u64> {
+pub(crate) fn node_available(root: &SysRoot, node: u32) -> Option<u64> {
     let (_, m) = root.node_memory(node)?;
     Some(m.free_bytes + m.file_bytes.saturating_sub(m.shmem_bytes))
 }

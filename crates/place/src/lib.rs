@@ -6,7 +6,10 @@
 //!   also runs under `numactl`);
 //! - [`PageSize`]: 4 KiB (no THP), THP, hugetlb 2 MiB and 1 GiB;
 //! - [`Arena`]: memory with a policy and page size, first-touched by its owner, refusing to
-//!   take more than its nodes have, and reporting its [`Placement`] as the kernel sees it.
+//!   take more than its nodes have, and reporting its [`Placement`] as the kernel sees it;
+//! - [`pages_nodes`]: the node of the page at any mapped address (`move_pages` as a query);
+//! - [`pagecache`]: where a file's page cache is, loading it under a policy, dropping it, and
+//!   reading it from a chosen CPU.
 //!
 //! ```no_run
 //! use place::{Arena, ArenaSpec, MemPolicy, PageSize};
@@ -20,12 +23,15 @@
 
 mod arena;
 pub mod lists;
+pub mod pagecache;
+mod pagenodes;
 mod pages;
 pub mod pin;
 mod policy;
 mod request;
 
 pub use arena::{anon_huge_bytes_in, Arena, ArenaSpec, NodePages, Placement};
+pub use pagenodes::{merge_node_pages, pages_nodes, tally_nodes};
 pub use pages::PageSize;
 pub use policy::{thread_policy, MemPolicy, ThreadPolicy};
 pub use request::{PlacementArgs, PlacementRequest};

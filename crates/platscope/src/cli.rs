@@ -32,8 +32,13 @@ pub enum Command {
         #[command(subcommand)]
         command: MemCommand,
     },
+    /// Network interfaces: nicstat's throughput, utilization and saturation.
+    Net {
+        #[command(subcommand)]
+        command: NetCommand,
+    },
     /// Run a compatibility tool by name (as if invoked through a link of that name):
-    /// memhammer, create_sem, trigger, cpu_bind, nicstat.
+    /// memhammer, create_sem, trigger, cpu_bind, thread_read, nicstat.
     Compat {
         /// The tool's name.
         name: String,
@@ -41,6 +46,13 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<std::ffi::OsString>,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum NetCommand {
+    /// nicstat: KB/s, packets/s, %Util and Sat per interface; -x errors, drops and softnet,
+    /// -t TCP, -u UDP, -l list (the same flags as the `nicstat` compat name).
+    Stat(crate::commands::net::NetStatArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -55,6 +67,15 @@ pub enum MemCommand {
     Scale(ScaleArgs),
     /// The same SLB scenario under local, interleaved and remote memory, side by side.
     ComparePolicies(SlbWorkArgs),
+    /// Bandwidth: read, read-line, write, write-nt, copy, triad; per node pair (--matrix) or
+    /// by thread count (--scale).
+    Bandwidth(crate::commands::bandwidth::BandwidthArgs),
+    /// Latency under load: one chasing CPU, the others streaming with a delay swept from none
+    /// to idle — the latency-versus-bandwidth curve.
+    LoadedLatency(crate::commands::bandwidth::LoadedLatencyArgs),
+    /// Internal: one worker process of `mem slb --processes`, started by the parent.
+    #[command(hide = true)]
+    SlbWorker(SlbWorkerArgs),
 }
 
 #[derive(Debug, Args)]
@@ -113,8 +134,19 @@ pub struct SlbArgs {
     /// One worker per listed CPU (numactl list syntax), instead of --workers.
     #[arg(long, value_name = "LIST", conflicts_with = "workers")]
     pub cpus: Option<String>,
+    /// One process per worker, as the original memhammer runs were, instead of one thread
+    /// each; released together by a private System V semaphore.
+    #[arg(long)]
+    pub processes: bool,
     #[command(flatten)]
     pub placement: PlacementOptions,
+}
+
+/// The request a `mem slb --processes` parent gives each worker process.
+#[derive(Debug, Args)]
+pub struct SlbWorkerArgs {
+    /// The worker's request, as JSON (`membench::slb::SlbChildRequest`).
+    pub request: String,
 }
 
 #[derive(Debug, Args)]
@@ -193,7 +225,7 @@ impl PlacementOptions {
     }
 }
 
-fn parse_size(text: &str) -> Result<u64, String> {
+pub fn parse_size(text: &str) -> Result<u64, String> {
     topo::units::parse_bytes(text).map_err(|e| e.to_string())
 }
 
@@ -213,6 +245,6 @@ pub fn parse_count(text: &str) -> Result<u64, String> {
     }
 }
 
-fn parse_page(text: &str) -> Result<PageSize, String> {
+pub fn parse_page(text: &str) -> Result<PageSize, String> {
     text.parse()
 }

@@ -16,7 +16,7 @@ fn main() -> ExitCode {
     let argv0 = argv.next().unwrap_or_default();
     if let Some(name) = commands::compat::invoked_as(&argv0) {
         let args: Vec<std::ffi::OsString> = argv.collect();
-        return finish(commands::compat::run(name, &args));
+        return finish_as(name, commands::compat::run(name, &args));
     }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -26,6 +26,7 @@ fn main() -> ExitCode {
         Command::Topo(args) => commands::topo::run(args, cli.json),
         Command::Place(args) => commands::place::run(args, cli.json),
         Command::Mem { command } => commands::mem::run(command, cli.json),
+        Command::Net { command: cli::NetCommand::Stat(args) } => commands::net::run(args, cli.json),
         Command::Compat { name, args } => commands::compat::run(name, args),
     };
     finish(result)
@@ -33,10 +34,15 @@ fn main() -> ExitCode {
 
 /// Exit status and the one-line error for a command's outcome.
 fn finish(result: anyhow::Result<()>) -> ExitCode {
+    finish_as("platscope", result)
+}
+
+/// As [`finish`], the error line prefixed with `program` (a compat tool's own name).
+fn finish_as(program: &str, result: anyhow::Result<()>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("platscope: {err:#}");
+            eprintln!("{program}: {err:#}");
             ExitCode::from(exit_code(&err))
         }
     }
@@ -72,6 +78,7 @@ fn exit_code(err: &anyhow::Error) -> u8 {
                 .downcast_ref::<membench::BenchError>()
                 .is_some_and(membench::BenchError::is_usage)
             || cause.downcast_ref::<commands::compat::UsageError>().is_some()
+            || cause.downcast_ref::<procmon::Error>().is_some_and(procmon::Error::is_usage)
     });
     if usage {
         2

@@ -9,8 +9,12 @@
 //! assert!(text.starts_with("available: 2 nodes (0-1)\n"));
 //! ```
 
+pub mod bandwidth;
+pub mod html;
 pub mod mem;
+pub mod pagecache;
 mod placement_view;
+pub mod timer;
 mod topo_view;
 
 pub use placement_view::placement_text;

@@ -3,13 +3,16 @@
 use anyhow::Context;
 use membench::latency::{self, LatencyOptions, LatencyPoint};
 use membench::layout::ChaseLayout;
-use membench::slb::{self, SlbPlan, SlbResult, SlbWorkerSpec};
+use membench::slb::{self, SlbChildRequest, SlbPlan, SlbResult, SlbWorkerSpec};
 use membench::{interrupt, BenchError};
 use place::{lists, pin, MemPolicy, PageSize, PlacementRequest};
 use serde::Serialize;
 use topo::Topology;
 
-use crate::cli::{LatencyArgs, MemCommand, PlacementOptions, ScaleArgs, SlbArgs, SlbWorkArgs};
+use super::compat::UsageError;
+use crate::cli::{
+    LatencyArgs, MemCommand, PlacementOptions, ScaleArgs, SlbArgs, SlbWorkArgs, SlbWorkerArgs,
+};
 use crate::output::{emit, emit_json};
 
 pub fn run(command: &MemCommand, json: bool) -> anyhow::Result<()> {
@@ -20,6 +23,9 @@ pub fn run(command: &MemCommand, json: bool) -> anyhow::Result<()> {
         MemCommand::Slb(args) => slb(args, json, &topology),
         MemCommand::Scale(args) => scale(args, json, &topology),
         MemCommand::ComparePolicies(args) => compare_policies(args, json, &topology),
+        MemCommand::Bandwidth(args) => super::bandwidth::run_bandwidth(args, json, &topology),
+        MemCommand::LoadedLatency(args) => super::bandwidth::run_loaded(args, json, &topology),
+        MemCommand::SlbWorker(args) => slb_worker(args, &topology),
     }
 }
 
@@ -149,12 +155,35 @@ fn slb(args: &SlbArgs, json: bool, topology: &Topology) -> anyhow::Result<()> {
             &request.policy,
         ),
     };
-    let result = slb::run(&plan(&args.work, args.work.page, workers), topology)?;
+    let plan = plan(&args.work, args.work.page, workers);
+    let result = if args.processes {
+        slb::run_processes(&plan, topology, worker_process, |line| {
+            serde_json::from_str(line).map_err(|e| e.to_string())
+        })?
+    } else {
+        slb::run(&plan, topology)?
+    };
     if json {
         emit_json(&result)
     } else {
         Ok(emit(&report::mem::slb_text(&result))?)
     }
+}
+
+/// The command line of one `mem slb --processes` worker: this binary's hidden `mem slb-worker`.
+fn worker_process(request: &SlbChildRequest) -> std::io::Result<std::process::Command> {
+    let json = serde_json::to_string(request).map_err(std::io::Error::other)?;
+    let mut command = std::process::Command::new(std::env::current_exe()?);
+    command.args(["mem", "slb-worker", &json]);
+    Ok(command)
+}
+
+/// `mem slb-worker REQUEST`: a worker process; prints its result as one JSON line.
+fn slb_worker(args: &SlbWorkerArgs, topology: &Topology) -> anyhow::Result<()> {
+    let request: SlbChildRequest = serde_json::from_str(&args.request)
+        .map_err(|e| UsageError(format!("slb-worker: unreadable request ({e})")))?;
+    let result = slb::run_child(&request, topology)?;
+    Ok(emit(&format!("{}\n", serde_json::to_string(&result)?))?)
 }
 
 fn scale(args: &ScaleArgs, json: bool, topology: &Topology) -> anyhow::Result<()> {

@@ -1,6 +1,9 @@
 //! One module per command: each turns parsed arguments into library calls and output.
 
+pub mod bandwidth;
 pub mod compat;
+pub mod kit;
 pub mod mem;
+pub mod net;
 pub mod place;
 pub mod topo;

@@ -1,0 +1,406 @@
+//! Memory bandwidth: pinned threads, each streaming through its own buffers (first-touched by
+//! itself, placed by the `place` library and verified), all released together and sampled in
+//! rounds so every figure has a distribution.
+
+use std::time::{Duration, Instant};
+
+use place::{pin, Arena, ArenaSpec, MemPolicy, PageSize, Placement};
+use serde::{Deserialize, Serialize};
+use topo::Topology;
+
+use crate::gate::StartGate;
+use crate::kernels::bandwidth::{pass, Isa, Kernel, BLOCK};
+use crate::stats::{summarize, Summary};
+use crate::{interrupt, BenchError};
+
+/// How to measure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BandwidthOptions {
+    pub kernel: Kernel,
+    pub isa: Isa,
+    /// Size of each of a thread's buffers.
+    pub bytes_per_thread: u64,
+    pub page: PageSize,
+    /// Total measuring time, split into `rounds` samples (plus one warm-up round).
+    pub duration: Duration,
+    pub rounds: u32,
+}
+
+/// Per-thread buffer size so all threads together stream through at least 4× the last-level
+/// cache (and never less than 32 MiB each), rounded to whole blocks.
+pub fn default_bytes_per_thread(topology: &Topology, threads: usize) -> u64 {
+    let total = 4 * topology.last_level_cache_bytes();
+    (total / threads.max(1) as u64).max(32 << 20).next_multiple_of(4096)
+}
+
+/// Where one thread runs and where its memory comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadSpec {
+    pub cpu: Option<u32>,
+    pub policy: MemPolicy,
+}
+
+/// One thread's share.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadResult {
+    pub cpu: Option<u32>,
+    /// GB/s (10^9 bytes/s) per round.
+    pub gbs: Summary,
+    /// Where each of its buffers was.
+    pub placements: Vec<Placement>,
+}
+
+/// A bandwidth figure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BandwidthResult {
+    pub kernel: Kernel,
+    pub isa: Isa,
+    /// What the byte count includes (e.g. that write-allocate traffic is not counted).
+    pub accounting: String,
+    pub bytes_per_thread: u64,
+    /// All threads together, GB/s per round.
+    pub aggregate_gbs: Summary,
+    pub threads: Vec<ThreadResult>,
+    pub interrupted: bool,
+}
+
+/// A thread's private buffers for one kernel.
+pub(crate) struct Buffers {
+    arenas: Vec<Arena>,
+}
+
+impl Buffers {
+    pub(crate) fn new(
+        spec: &ThreadSpec,
+        opts: &BandwidthOptions,
+        topology: &Topology,
+    ) -> Result<Self, BenchError> {
+        let bytes = opts.bytes_per_thread.next_multiple_of(BLOCK as u64);
+        let mut arenas = Vec::new();
+        for i in 0..opts.kernel.info().buffers {
+            let mut arena = Arena::new(
+                ArenaSpec { bytes, policy: spec.policy.clone(), page: opts.page },
+                topology,
+            )?;
+            // Real data in every buffer (1.0 as doubles for triad), written by this thread.
+            let fill = if i == 0 { 0 } else { 1.0f64.to_bits() };
+            for chunk in arena.as_mut_slice().chunks_exact_mut(8) {
+                chunk.copy_from_slice(&fill.to_ne_bytes());
+            }
+            arenas.push(arena);
+        }
+        Ok(Self { arenas })
+    }
+
+    pub(crate) fn placements(&self) -> Result<Vec<Placement>, BenchError> {
+        Ok(self.arenas.iter().map(Arena::placement).collect::<Result<_, _>>()?)
+    }
+
+    pub(crate) fn pointers(&self) -> [*mut u8; 3] {
+        let first = self.arenas[0].as_ptr();
+        let at = |i: usize| self.arenas.get(i).map_or(first, Arena::as_ptr);
+        [at(0), at(1), at(2)]
+    }
+}
+
+/// Bytes one pass counts.
+fn pass_bytes(opts: &BandwidthOptions) -> u64 {
+    opts.bytes_per_thread.next_multiple_of(BLOCK as u64) * opts.kernel.info().counted_streams
+}
+
+/// A thread's GB/s per round and where its buffers were; `None` when the run was aborted.
+type ThreadOutcome = Result<Option<(Vec<f64>, Vec<Placement>)>, BenchError>;
+
+fn worker(
+    spec: &ThreadSpec,
+    opts: &BandwidthOptions,
+    gate: &StartGate,
+    topology: &Topology,
+) -> ThreadOutcome {
+    let setup = || -> Result<(Buffers, Vec<Placement>), BenchError> {
+        if let Some(cpu) = spec.cpu {
+            pin::pin_current_thread(&[cpu])?;
+        }
+        let buffers = Buffers::new(spec, opts, topology)?;
+        let placements = buffers.placements()?;
+        Ok((buffers, placements))
+    };
+    let (buffers, placements) = match setup() {
+        Ok(ready) => ready,
+        Err(e) => {
+            gate.fail();
+            return Err(e);
+        }
+    };
+    if !gate.ready_and_wait() {
+        return Ok(None);
+    }
+    let bytes = opts.bytes_per_thread.next_multiple_of(BLOCK as u64) as usize;
+    let per_pass = pass_bytes(opts);
+    let ptrs = buffers.pointers();
+    let round = opts.duration / opts.rounds.max(1);
+    let start = Instant::now();
+    let mut samples = Vec::new();
+    let mut checksum = 0u64;
+    for r in 1..=opts.rounds + 1 {
+        let deadline = start + round * r;
+        let t0 = Instant::now();
+        let mut moved = 0u64;
+        loop {
+            // SAFETY: the buffers are this thread's arenas of `bytes` (a multiple of BLOCK),
+            // page-aligned, distinct; opts.isa was validated against Isa::available.
+            checksum ^= unsafe { pass(opts.kernel, opts.isa, ptrs, bytes, r as u64) };
+            moved += per_pass;
+            if Instant::now() >= deadline || interrupt::requested() {
+                break;
+            }
+        }
+        samples.push(moved as f64 / t0.elapsed().as_nanos().max(1) as f64); // bytes/ns = GB/s
+        if interrupt::requested() {
+            break;
+        }
+    }
+    std::hint::black_box(checksum);
+    Ok(Some((samples, placements)))
+}
+
+/// Runs one kernel on every thread at once.
+pub fn run(
+    threads: &[ThreadSpec],
+    opts: &BandwidthOptions,
+    topology: &Topology,
+) -> Result<BandwidthResult, BenchError> {
+    if threads.is_empty() {
+        return Err(BenchError::Usage("at least one thread is needed".into()));
+    }
+    if !Isa::available().contains(&opts.isa) {
+        return Err(BenchError::Usage(format!("this CPU cannot run {}", opts.isa)));
+    }
+    let mut policies: Vec<&MemPolicy> = threads.iter().map(|t| &t.policy).collect();
+    policies.dedup();
+    for policy in policies {
+        let n = threads.iter().filter(|t| &t.policy == policy).count() as u64;
+        let bytes = opts.bytes_per_thread.saturating_mul(n * opts.kernel.info().buffers as u64);
+        Arena::check_fits(&ArenaSpec { bytes, policy: policy.clone(), page: opts.page }, topology)?;
+    }
+    let gate = StartGate::new(threads.len());
+    let outcomes: Vec<ThreadOutcome> = std::thread::scope(|scope| {
+        let handles: Vec<_> = threads
+            .iter()
+            .map(|spec| {
+                let gate = &gate;
+                scope.spawn(move || worker(spec, opts, gate, topology))
+            })
+            .collect();
+        gate.release_when_ready();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(BenchError::Worker("bandwidth thread panicked".into())))
+            })
+            .collect()
+    });
+    let mut per_thread = Vec::new();
+    for (spec, outcome) in threads.iter().zip(outcomes) {
+        if let Some((samples, placements)) = outcome? {
+            per_thread.push((spec.cpu, samples, placements));
+        }
+    }
+    // Round 0 is warm-up; a round counts only if every thread finished it.
+    let rounds = per_thread.iter().map(|(_, s, _)| s.len()).min().unwrap_or(0);
+    let interrupted = rounds < opts.rounds as usize + 1;
+    let first = usize::from(rounds > 1);
+    let aggregate: Vec<f64> =
+        (first..rounds).map(|r| per_thread.iter().map(|(_, s, _)| s[r]).sum()).collect();
+    let aggregate_gbs = summarize(&aggregate).ok_or(BenchError::Interrupted)?;
+    let threads = per_thread
+        .into_iter()
+        .map(|(cpu, samples, placements)| {
+            let gbs = summarize(&samples[first..rounds]).ok_or(BenchError::Interrupted)?;
+            Ok(ThreadResult { cpu: cpu.or_else(pin::current_cpu), gbs, placements })
+        })
+        .collect::<Result<Vec<_>, BenchError>>()?;
+    Ok(BandwidthResult {
+        kernel: opts.kernel,
+        isa: opts.isa,
+        accounting: opts.kernel.info().accounting.to_string(),
+        bytes_per_thread: opts.bytes_per_thread,
+        aggregate_gbs,
+        threads,
+        interrupted,
+    })
+}
+
+/// GB/s with threads on each CPU node and memory on each memory node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BandwidthMatrix {
+    pub cpu_nodes: Vec<u32>,
+    pub memory_nodes: Vec<u32>,
+    pub threads_per_cell: usize,
+    /// `cells[i][j]`: threads on `cpu_nodes[i]`, memory bound to `memory_nodes[j]`.
+    pub cells: Vec<Vec<BandwidthResult>>,
+}
+
+/// Every (CPU node, memory node) pair with `threads` threads (≤ the node's CPUs) per cell.
+pub fn matrix(
+    threads: usize,
+    opts: &BandwidthOptions,
+    topology: &Topology,
+) -> Result<BandwidthMatrix, BenchError> {
+    let cpu_nodes: Vec<u32> =
+        topology.nodes.iter().filter(|n| !n.cpus.is_empty()).map(|n| n.id).collect();
+    let memory_nodes = topology.nodes_with_memory();
+    let mut cells = Vec::new();
+    let mut used = usize::MAX;
+    for &from in &cpu_nodes {
+        let cpus = topology.node(from).map(|n| n.cpus.clone()).unwrap_or_default();
+        let count = threads.min(cpus.len()).max(1);
+        used = used.min(count);
+        let mut row = Vec::new();
+        for &to in &memory_nodes {
+            let specs: Vec<ThreadSpec> = cpus
+                .iter()
+                .take(count)
+                .map(|&cpu| ThreadSpec { cpu: Some(cpu), policy: MemPolicy::Bind(vec![to]) })
+                .collect();
+            row.push(run(&specs, opts, topology)?);
+            if interrupt::requested() {
+                return Err(BenchError::Interrupted);
+            }
+        }
+        cells.push(row);
+    }
+    Ok(BandwidthMatrix { cpu_nodes, memory_nodes, threads_per_cell: used, cells })
+}
+
+/// Threshold under which one more thread "adds nothing": less than this relative gain.
+pub const SATURATION_GAIN: f64 = 0.05;
+
+/// 1 … N threads, and where bandwidth stopped growing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Scaling {
+    pub steps: Vec<BandwidthResult>,
+    /// Thread count after which adding threads gained less than [`SATURATION_GAIN`], if seen.
+    pub saturated_at: Option<usize>,
+}
+
+/// Runs with 1, 2, … `cpus.len()` threads on `cpus` in order.
+pub fn scale(
+    cpus: &[u32],
+    policy: &MemPolicy,
+    opts: &BandwidthOptions,
+    topology: &Topology,
+) -> Result<Scaling, BenchError> {
+    let mut steps: Vec<BandwidthResult> = Vec::new();
+    for n in 1..=cpus.len() {
+        let specs: Vec<ThreadSpec> = cpus[..n]
+            .iter()
+            .map(|&cpu| ThreadSpec { cpu: Some(cpu), policy: policy.clone() })
+            .collect();
+        steps.push(run(&specs, opts, topology)?);
+        if interrupt::requested() {
+            break;
+        }
+    }
+    Ok(Scaling { saturated_at: saturation_point(&steps), steps })
+}
+
+/// The first thread count whose successor gained less than [`SATURATION_GAIN`].
+pub fn saturation_point(steps: &[BandwidthResult]) -> Option<usize> {
+    steps
+        .windows(2)
+        .position(|w| {
+            w[1].aggregate_gbs.median < w[0].aggregate_gbs.median * (1.0 + SATURATION_GAIN)
+        })
+        .map(|i| w_threads(&steps[i]))
+}
+
+fn w_threads(r: &BandwidthResult) -> usize {
+    r.threads.len()
+}
+
+/// Theoretical peak from SMBIOS memory devices (DMI type 17), in GB/s: Σ configured MT/s × 8
+/// bytes over populated devices, an upper bound that assumes one DIMM per channel.
+pub fn smbios_peak_gbs(devices: &[MemoryDevice]) -> Option<f64> {
+    let populated: Vec<&MemoryDevice> =
+        devices.iter().filter(|d| d.size_mib > 0 && d.mts > 0).collect();
+    (!populated.is_empty()).then(|| populated.iter().map(|d| d.mts as f64 * 8.0 / 1000.0).sum())
+}
+
+/// A DMI type-17 memory device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryDevice {
+    pub size_mib: u64,
+    /// Configured speed in MT/s (falls back to the rated speed).
+    pub mts: u64,
+}
+
+/// Parses a raw SMBIOS type-17 structure (`/sys/firmware/dmi/entries/17-N/raw`), per the DMTF
+/// SMBIOS spec: size at 0x0C (MiB, bit 15 = KiB units; 0x7FFF = see extended size at 0x1C),
+/// speed at 0x15, configured speed at 0x20 (both MT/s; 0xFFFF = see the 32-bit fields at 0x54
+/// and 0x58 in SMBIOS 3.3+).
+pub fn parse_memory_device(raw: &[u8]) -> Option<MemoryDevice> {
+    let word = |at: usize| raw.get(at..at + 2).map(|b| u64::from(u16::from_le_bytes([b[0], b[1]])));
+    let dword = |at: usize| {
+        raw.get(at..at + 4).map(|b| u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])))
+    };
+    if raw.first() != Some(&17) {
+        return None;
+    }
+    let size_mib = match word(0x0C)? {
+        0 | 0xFFFF => 0,
+        0x7FFF => dword(0x1C)? & 0x7FFF_FFFF,
+        s if s & 0x8000 != 0 => (s & 0x7FFF) / 1024,
+        s => s,
+    };
+    let speed = |short: usize, long: usize| match word(short) {
+        Some(0xFFFF) => dword(long),
+        other => other,
+    };
+    let mts = speed(0x20, 0x58).filter(|&s| s > 0).or_else(|| speed(0x15, 0x54)).unwrap_or(0);
+    Some(MemoryDevice { size_mib, mts })
+}
+
+/// Memory devices the firmware describes, when readable (root, and DMI present).
+pub fn read_memory_devices() -> Vec<MemoryDevice> {
+    let dir = std::path::Path::new("/sys/firmware/dmi/entries");
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    entries
+        .filter_map(|e| {
+            let e = e.ok()?;
+            e.file_name().to_str()?.starts_with("17-").then_some(())?;
+            parse_memory_device(&std::fs::read(e.path().join("raw")).ok()?)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn type17(size: u16, speed: u16, configured: u16) -> Vec<u8> {
+        let mut raw = vec![0u8; 0x5C];
+        raw[0] = 17;
+        raw[0x0C..0x0E].copy_from_slice(&size.to_le_bytes());
+        raw[0x15..0x17].copy_from_slice(&speed.to_le_bytes());
+        raw[0x20..0x22].copy_from_slice(&configured.to_le_bytes());
+        raw
+    }
+
+    #[test]
+    fn parses_smbios_memory_devices() {
+        // Built from the DMTF SMBIOS 3.3 field layout: a 16 GiB DDR4-3200 DIMM run at 2933.
+        let d = parse_memory_device(&type17(16384, 3200, 2933)).expect("type 17");
+        assert_eq!(d, MemoryDevice { size_mib: 16384, mts: 2933 });
+        // No configured speed: the rated speed is used. Empty slot: size 0.
+        assert_eq!(parse_memory_device(&type17(8192, 1066, 0)).map(|d| d.mts), Some(1066));
+        assert_eq!(parse_memory_device(&type17(0, 0, 0)).map(|d| d.size_mib), Some(0));
+        // Seed 001: one DDR3-1066 channel is 1066 × 8 = 8528 MB/s.
+        let devices =
+            [MemoryDevice { size_mib: 4096, mts: 1066 }, MemoryDevice { size_mib: 0, mts: 0 }];
+        assert!((smbios_peak_gbs(&devices).expect("peak") - 8.528).abs() < 1e-9);
+        assert_eq!(smbios_peak_gbs(&[]), None);
+        assert_eq!(parse_memory_device(&[16, 0, 0]), None);
+    }
+}

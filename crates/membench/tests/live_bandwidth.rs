@@ -1,0 +1,73 @@
+//! Bandwidth kernels and loaded latency on this machine: sane, verified, and ordered as physics
+//! says (no timing thresholds beyond physical bounds).
+
+use std::time::Duration;
+
+use membench::bandwidth::{run, BandwidthOptions, ThreadSpec};
+use membench::kernels::bandwidth::{Isa, Kernel, KERNELS};
+use membench::latency::LatencyOptions;
+use membench::loaded::{self, LoadMix, LoadedOptions};
+use place::{MemPolicy, PageSize};
+use topo::Topology;
+
+fn topology() -> Topology {
+    Topology::detect().expect("topology")
+}
+
+#[test]
+fn every_kernel_and_isa_gives_a_sane_figure_with_verified_memory() {
+    let t = topology();
+    let cpu = t.online_cpu_ids()[0];
+    let node = t.node_of_cpu(cpu).expect("node");
+    for isa in Isa::available() {
+        for k in KERNELS {
+            let opts = BandwidthOptions {
+                kernel: k.kernel,
+                isa,
+                bytes_per_thread: 32 << 20,
+                page: PageSize::Base,
+                duration: Duration::from_millis(100),
+                rounds: 5,
+            };
+            let spec = ThreadSpec { cpu: Some(cpu), policy: MemPolicy::Bind(vec![node]) };
+            let r = run(&[spec], &opts, &t).expect("runs");
+            let gbs = r.aggregate_gbs.median;
+            println!("{} {isa}: {gbs:.2} GB/s", k.name);
+            // Above a floppy disk, below any memory system a single core can drive.
+            assert!(gbs > 0.05 && gbs < 1000.0, "{} {isa}: {gbs}", k.name);
+            assert_eq!(r.threads[0].placements.len(), k.buffers);
+            assert!(r.threads[0].placements.iter().all(|p| p.all_on(&[node])));
+            assert!(!r.accounting.is_empty());
+        }
+    }
+}
+
+#[test]
+fn loaded_latency_rises_with_load() {
+    let t = topology();
+    let cpus = t.online_cpu_ids();
+    assert!(cpus.len() >= 2, "this test needs two CPUs");
+    let opts = LoadedOptions {
+        chase: LatencyOptions::default(),
+        chase_bytes: 128 << 20,
+        mix: LoadMix::Reads,
+        isa: Isa::best(),
+        load_bytes_per_thread: 64 << 20,
+        load_policy: MemPolicy::Inherit,
+        delays: vec![0, 100_000],
+        point_duration: Duration::from_millis(200),
+    };
+    let curve = loaded::run(cpus[0], &cpus[1..], &opts, &t).expect("runs");
+    for p in &curve.points {
+        println!(
+            "delay {:?}: {:.2} GB/s, {:.1} ns",
+            p.delay_cycles, p.load_gbs, p.latency_ns.median
+        );
+    }
+    assert_eq!(curve.points.len(), 3);
+    let (full, light, idle) = (&curve.points[0], &curve.points[1], &curve.points[2]);
+    assert_eq!(idle.delay_cycles, None);
+    assert!(full.load_gbs > light.load_gbs, "no delay moves more than a long delay");
+    assert!(idle.load_gbs < full.load_gbs / 10.0, "paused load threads move (almost) nothing");
+    assert_eq!(curve.kernel, Kernel::Read);
+}

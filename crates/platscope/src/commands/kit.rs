@@ -1,0 +1,391 @@
+//! The Silly Little Benchmark kit under its original names, busybox-style: `create_sem`,
+//! `memhammer PAGES LOOPS`, `trigger` and `cpu_bind PID CPU`. Positional arguments without
+//! options, as the originals took them, plus `--help`; the seed's scripts run unchanged.
+
+use std::ffi::OsString;
+use std::fmt;
+
+use anyhow::Context;
+use membench::kit::{self, KitError, SlbSemaphore};
+use membench::{interrupt, slb, BenchError};
+use place::{lists, pin, Arena, ArenaSpec, MemPolicy, PageSize, PlaceError};
+use topo::Topology;
+
+use super::compat::UsageError;
+use crate::cli::parse_count;
+use crate::output::emit;
+
+/// memhammer's page: it allocated and addressed 4 KiB pages.
+const PAGE: u64 = 4096;
+
+const CREATE_SEM_HELP: &str = "\
+usage: create_sem
+Creates (or re-arms) the SLB semaphore that memhammer processes wait on and trigger opens.
+Its System V IPC key is 0x534c4221 unless PLATSCOPE_SLB_KEY gives another.
+";
+
+const MEMHAMMER_HELP: &str = "\
+usage: memhammer PAGES LOOPS
+Allocates PAGES x 4 KiB under the memory policy and CPU affinity it inherits (numactl,
+cpu_bind), initializes all of it, waits on the SLB semaphore (run create_sem first) until
+trigger, then performs PAGES x LOOPS 8-byte stores to pseudo-random pages, each within the
+page's first 64 bytes, and prints:
+  Total ops N Avg nsec/op X gettimeofday usec N TPUT ops/sec X
+(the elapsed time is measured with the monotonic clock). Ctrl-C ends the stores early and
+prints the line for those done.
+";
+
+const TRIGGER_HELP: &str = "\
+usage: trigger
+Releases every memhammer waiting on the SLB semaphore at once. Waits up to 5 s for the first
+memhammer to show up and until none is still allocating its memory.
+";
+
+const CPU_BIND_HELP: &str = "\
+usage: cpu_bind PID CPU
+Binds process PID (all its threads) to CPU; children it starts later inherit the binding, so
+`cpu_bind $$ 7` binds the shell and every command it runs after. CPU may also be a list in
+numactl's syntax (0-3,8).
+";
+
+/// A tool's command line: run it, or show its help.
+#[derive(Debug, PartialEq, Eq)]
+enum Parsed<T> {
+    Run(T),
+    Help,
+}
+
+/// Positional arguments as text; `--help`/`-h` anywhere asks for help; any other option is
+/// refused, since the originals took none.
+fn positional(
+    tool: &str,
+    args: &[OsString],
+    usage: &str,
+) -> Result<Parsed<Vec<String>>, UsageError> {
+    let mut out = Vec::with_capacity(args.len());
+    for arg in args {
+        let text = arg
+            .to_str()
+            .ok_or_else(|| UsageError(format!("argument {arg:?} is not valid UTF-8 ({usage})")))?;
+        if text == "--help" || text == "-h" {
+            return Ok(Parsed::Help);
+        }
+        let numeric =
+            text.strip_prefix('-').is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()));
+        if text.starts_with('-') && text.len() > 1 && !numeric {
+            return Err(UsageError(format!(
+                "{tool} takes no options, got {text:?} ({usage}; --help explains)"
+            )));
+        }
+        out.push(text.to_string());
+    }
+    Ok(Parsed::Run(out))
+}
+
+fn usage_line(help: &str) -> &str {
+    help.lines().next().unwrap_or(help)
+}
+
+fn no_arguments(tool: &str, args: &[OsString], help: &'static str) -> Result<bool, UsageError> {
+    let usage = usage_line(help);
+    match positional(tool, args, usage)? {
+        Parsed::Help => Ok(false),
+        Parsed::Run(a) if a.is_empty() => Ok(true),
+        Parsed::Run(a) => {
+            Err(UsageError(format!("{tool} takes no arguments, got {} ({usage})", a.join(" "))))
+        }
+    }
+}
+
+/// A kit error as the binary reports it: a bad `PLATSCOPE_SLB_KEY` is a usage error.
+fn kit_error(err: KitError) -> anyhow::Error {
+    if err.is_usage() {
+        UsageError(err.to_string()).into()
+    } else {
+        err.into()
+    }
+}
+
+/// `create_sem`
+pub fn create_sem(args: &[OsString]) -> anyhow::Result<()> {
+    if !no_arguments("create_sem", args, CREATE_SEM_HELP)? {
+        return Ok(emit(CREATE_SEM_HELP)?);
+    }
+    let key = kit::key_from_env().map_err(kit_error)?;
+    SlbSemaphore::create(key).map_err(kit_error)?;
+    Ok(())
+}
+
+/// `trigger`
+pub fn trigger(args: &[OsString]) -> anyhow::Result<()> {
+    if !no_arguments("trigger", args, TRIGGER_HELP)? {
+        return Ok(emit(TRIGGER_HELP)?);
+    }
+    let key = kit::key_from_env().map_err(kit_error)?;
+    let sem = SlbSemaphore::open(key).map_err(kit_error)?;
+    sem.trigger(kit::ARRIVAL_PATIENCE).map_err(kit_error)?;
+    Ok(())
+}
+
+/// memhammer's validated arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Hammer {
+    pages: u64,
+    loops: u64,
+    /// PAGES × LOOPS.
+    ops: u64,
+}
+
+impl Hammer {
+    fn bytes(self) -> u64 {
+        self.pages * PAGE // pages < 2^32, so this cannot overflow
+    }
+}
+
+fn count(name: &str, text: &str, usage: &str) -> Result<u64, UsageError> {
+    parse_count(text).map_err(|why| UsageError(format!("{name} {why} ({usage})")))
+}
+
+fn parse_memhammer(args: &[OsString]) -> Result<Parsed<Hammer>, UsageError> {
+    let usage = usage_line(MEMHAMMER_HELP);
+    let args = match positional("memhammer", args, usage)? {
+        Parsed::Help => return Ok(Parsed::Help),
+        Parsed::Run(args) => args,
+    };
+    let [pages, loops] = args.as_slice() else {
+        return Err(UsageError(format!(
+            "memhammer takes 2 arguments, got {} ({usage})",
+            args.len()
+        )));
+    };
+    let pages = count("PAGES", pages, usage)?;
+    let loops = count("LOOPS", loops, usage)?;
+    if pages >= 1 << 32 {
+        return Err(UsageError(format!(
+            "PAGES {pages} is too large: at most 4294967295 pages of 4 KiB ({usage})"
+        )));
+    }
+    let ops = pages.checked_mul(loops).ok_or_else(|| {
+        UsageError(format!(
+            "PAGES x LOOPS ({pages} x {loops}) is more stores than a 64-bit count holds ({usage})"
+        ))
+    })?;
+    Ok(Parsed::Run(Hammer { pages, loops, ops }))
+}
+
+/// memhammer's memory: 4 KiB pages under whatever policy the process inherited, refused
+/// before anything is allocated when the nodes that policy allows have not that much free.
+fn hammer_arena_spec(hammer: Hammer, topology: &Topology) -> Result<ArenaSpec, PlaceError> {
+    let spec =
+        ArenaSpec { bytes: hammer.bytes(), policy: MemPolicy::Inherit, page: PageSize::Base };
+    Arena::check_fits(&spec, topology)?;
+    Ok(spec)
+}
+
+/// `memhammer PAGES LOOPS`
+pub fn memhammer(args: &[OsString]) -> anyhow::Result<()> {
+    let hammer = match parse_memhammer(args)? {
+        Parsed::Help => return Ok(emit(MEMHAMMER_HELP)?),
+        Parsed::Run(h) => h,
+    };
+    let key = kit::key_from_env().map_err(kit_error)?;
+    let topology = Topology::detect().context("reading the topology")?;
+    let spec = hammer_arena_spec(hammer, &topology)?;
+    interrupt::install();
+    // Announce ourselves before the (possibly long) allocation, so trigger waits for us.
+    let sem = SlbSemaphore::open(key).map_err(kit_error)?;
+    sem.arrive().map_err(kit_error)?;
+    let mut arena = Arena::new(spec, &topology)?;
+    arena.as_mut_slice().fill(0); // the original memset its whole buffer before waiting
+    sem.ready_and_wait().map_err(kit_error)?;
+    let seed = slb::worker_seed(0x51B, std::process::id() as usize);
+    let done = slb::hammer(&arena, hammer.pages, hammer.ops, seed)?;
+    if done.ops == 0 {
+        return Err(BenchError::Interrupted.into());
+    }
+    emit(&format!("{}\n", slb::seed_line(done.ops, done.elapsed_ns)))?;
+    if done.ops < hammer.ops {
+        eprintln!(
+            "memhammer: interrupted after {} of {} stores; the line above covers those",
+            done.ops, hammer.ops
+        );
+    }
+    Ok(())
+}
+
+/// cpu_bind's validated process id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Pid(libc::pid_t);
+
+impl fmt::Display for Pid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+fn parse_cpu_bind(args: &[OsString]) -> Result<Parsed<(Pid, String)>, UsageError> {
+    let usage = usage_line(CPU_BIND_HELP);
+    let args = match positional("cpu_bind", args, usage)? {
+        Parsed::Help => return Ok(Parsed::Help),
+        Parsed::Run(args) => args,
+    };
+    let [pid, cpu] = args.as_slice() else {
+        return Err(UsageError(format!(
+            "cpu_bind takes 2 arguments, got {} ({usage})",
+            args.len()
+        )));
+    };
+    let pid = match pid.trim().parse::<libc::pid_t>() {
+        Ok(p) if p > 0 => Pid(p),
+        _ => {
+            return Err(UsageError(format!(
+                "PID {pid:?} is not a process id (a whole number of at least 1, e.g. $$ for the \
+                 shell) ({usage})"
+            )))
+        }
+    };
+    Ok(Parsed::Run((pid, cpu.clone())))
+}
+
+/// The thread ids of a process (`/proc/PID/task`), or `None` when there is no such process.
+fn threads_of(pid: Pid) -> Option<Vec<libc::pid_t>> {
+    match std::fs::read_dir(format!("/proc/{pid}/task")) {
+        Ok(dir) => {
+            let mut tids: Vec<libc::pid_t> =
+                dir.flatten().filter_map(|e| e.file_name().to_str()?.parse().ok()).collect();
+            if tids.is_empty() {
+                tids.push(pid.0);
+            }
+            Some(tids)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(_) => Some(vec![pid.0]), // /proc unreadable: bind the main thread as the original did
+    }
+}
+
+fn no_such_process(pid: Pid) -> anyhow::Error {
+    UsageError(format!("process {pid} does not exist (cpu_bind PID CPU; $$ is the shell's PID)"))
+        .into()
+}
+
+/// `cpu_bind PID CPU`
+pub fn cpu_bind(args: &[OsString]) -> anyhow::Result<()> {
+    let (pid, cpu_text) = match parse_cpu_bind(args)? {
+        Parsed::Help => return Ok(emit(CPU_BIND_HELP)?),
+        Parsed::Run(a) => a,
+    };
+    let topology = Topology::detect().context("reading the topology")?;
+    let cpus = lists::parse_cpus(&cpu_text, &topology)?;
+    let Some(threads) = threads_of(pid) else { return Err(no_such_process(pid)) };
+    for tid in threads {
+        match pin::pin(tid, &cpus) {
+            Ok(()) => {}
+            // A thread that ended meanwhile needs no binding; the process itself must exist.
+            Err(PlaceError::NoSuchProcess(_)) if tid != pid.0 => {}
+            Err(PlaceError::NoSuchProcess(_)) => return Err(no_such_process(pid)),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Vec<OsString> {
+        list.iter().map(OsString::from).collect()
+    }
+
+    fn hammer_err(list: &[&str]) -> String {
+        parse_memhammer(&args(list)).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn memhammer_takes_pages_and_loops() {
+        assert_eq!(
+            parse_memhammer(&args(&["262144", "6000"])).unwrap(),
+            Parsed::Run(Hammer { pages: 262_144, loops: 6000, ops: 1_572_864_000 })
+        );
+        assert_eq!(parse_memhammer(&args(&["--help"])).unwrap(), Parsed::Help);
+        assert_eq!(parse_memhammer(&args(&["1", "-h"])).unwrap(), Parsed::Help);
+    }
+
+    #[test]
+    fn memhammer_bad_arguments_say_what_is_wrong() {
+        let cases: &[(&[&str], &str)] = &[
+            (&["0", "10"], "PAGES 0 is not allowed"),
+            (&["10", "0"], "LOOPS 0 is not allowed"),
+            (&["-5", "10"], "PAGES \"-5\" is negative"),
+            (&["10", "-1"], "LOOPS \"-1\" is negative"),
+            (&["abc", "10"], "PAGES \"abc\" is not a whole number"),
+            (&["10", "1.5"], "LOOPS \"1.5\" is not a whole number"),
+            (&["99999999999999999999", "1"], "is too large"),
+            (&["4294967296", "1"], "PAGES 4294967296 is too large"),
+            (&["4294967295", "4294967298"], "more stores than a 64-bit count holds"),
+            (&["10"], "takes 2 arguments, got 1"),
+            (&[], "takes 2 arguments, got 0"),
+            (&["1", "2", "3"], "takes 2 arguments, got 3"),
+            (&["--pages", "10"], "takes no options"),
+        ];
+        for (list, needle) in cases {
+            let err = hammer_err(list);
+            assert!(err.contains(needle), "{list:?}: {err:?} lacks {needle:?}");
+            assert!(err.contains("usage: memhammer PAGES LOOPS"), "{err}");
+            assert!(!err.contains('\n'), "one line: {err:?}");
+        }
+    }
+
+    #[test]
+    fn memhammer_refuses_more_than_free_memory_before_allocating() {
+        let topology = Topology::detect().unwrap();
+        // 2^32 - 1 pages are 16 TiB: no test machine has that free. Nothing is mapped: the
+        // check reads the nodes' free memory only.
+        let h = Hammer { pages: (1 << 32) - 1, loops: 1, ops: (1 << 32) - 1 };
+        let err = hammer_arena_spec(h, &topology).unwrap_err();
+        assert!(matches!(err, PlaceError::InsufficientMemory { .. }), "{err}");
+        assert!(err.is_usage());
+        assert!(err.to_string().contains("use a smaller size"), "{err}");
+        let small = Hammer { pages: 16, loops: 1, ops: 16 };
+        assert_eq!(hammer_arena_spec(small, &topology).unwrap().bytes, 65_536);
+    }
+
+    #[test]
+    fn cpu_bind_takes_pid_and_cpu() {
+        assert_eq!(
+            parse_cpu_bind(&args(&["1234", "7"])).unwrap(),
+            Parsed::Run((Pid(1234), "7".to_string()))
+        );
+        assert_eq!(parse_cpu_bind(&args(&["--help"])).unwrap(), Parsed::Help);
+        for (list, needle) in [
+            (&["0", "1"][..], "is not a process id"),
+            (&["-3", "1"][..], "is not a process id"),
+            (&["$$", "1"][..], "is not a process id"),
+            (&["99999999999", "1"][..], "is not a process id"),
+            (&["1"][..], "takes 2 arguments, got 1"),
+            (&["1", "2", "3"][..], "takes 2 arguments, got 3"),
+        ] {
+            let err = parse_cpu_bind(&args(list)).unwrap_err().to_string();
+            assert!(err.contains(needle), "{list:?}: {err:?}");
+            assert!(err.contains("usage: cpu_bind PID CPU"), "{err}");
+        }
+    }
+
+    #[test]
+    fn argumentless_tools_refuse_arguments() {
+        assert!(no_arguments("trigger", &args(&[]), TRIGGER_HELP).unwrap());
+        assert!(!no_arguments("trigger", &args(&["--help"]), TRIGGER_HELP).unwrap());
+        let err = no_arguments("create_sem", &args(&["now"]), CREATE_SEM_HELP).unwrap_err();
+        assert!(err.to_string().contains("create_sem takes no arguments, got now"), "{err}");
+    }
+
+    #[test]
+    fn bad_key_is_a_usage_error() {
+        let err = kit_error(KitError::BadKey("zero".into()));
+        assert!(err.downcast_ref::<UsageError>().is_some());
+        let err = kit_error(KitError::NoSemaphore { key: kit::DEFAULT_KEY });
+        assert!(err.downcast_ref::<UsageError>().is_none());
+        assert!(err.to_string().contains("run create_sem first"));
+    }
+}

@@ -1,0 +1,344 @@
+//! `platscope net stat …` and the `nicstat` compat name: nicstat's flags, operands and layouts,
+//! sampled by `procmon::nicstat`. The loop is here: sample, print, sleep until the next
+//! interval (sub-second intervals allowed); Ctrl-C or a closed pipe ends it after the last
+//! complete line.
+
+use std::ffi::OsString;
+use std::io::{self, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::{ArgAction, Args, Parser};
+use procmon::nicstat::render::{render_list, render_report, wire_note, Stamp};
+use procmon::nicstat::{parse_count, parse_interval, Monitor, Options, SpeedOverride};
+use procmon::FsRoot;
+
+/// nicstat: per-interface throughput (KB/s), packets/s, average packet size, utilization and
+/// saturation; with -x extended errors, drops and softnet per CPU, -t TCP, -u UDP.
+#[derive(Debug, Clone, Args)]
+pub struct NetStatArgs {
+    /// Only these interfaces (comma-separated; may be repeated).
+    #[arg(short = 'i', value_name = "IF[,IF...]", value_delimiter = ',', action = ArgAction::Append)]
+    pub interfaces: Vec<String>,
+
+    /// Speed in Mbit/s and duplex (fd, the default, or hd) of an interface, overriding what the
+    /// kernel reports (comma-separated; may be repeated). Example: -S eth0:1000fd,eth1:100hd.
+    #[arg(short = 'S', value_name = "IF:SPEED[fd|hd]", value_delimiter = ',', action = ArgAction::Append, value_parser = parse_speed)]
+    pub speeds: Vec<SpeedOverride>,
+
+    /// Extended output: errors, collisions, drops (separately), and softnet drops and squeezes
+    /// per CPU.
+    #[arg(short = 'x')]
+    pub extended: bool,
+
+    /// TCP statistics.
+    #[arg(short = 't')]
+    pub tcp: bool,
+
+    /// UDP statistics.
+    #[arg(short = 'u')]
+    pub udp: bool,
+
+    /// All: the same as -x -t -u.
+    #[arg(short = 'a')]
+    pub all: bool,
+
+    /// List interfaces with loopback, speed (Mbit/s), duplex and state, then exit.
+    #[arg(short = 'l')]
+    pub list: bool,
+
+    /// Print the version (with -l: also link type, MTU and where the speed came from).
+    #[arg(short = 'v')]
+    pub print_version: bool,
+
+    /// Parseable output: one colon-separated line per interface, time in seconds since the
+    /// epoch, throughput always in KB/s.
+    #[arg(short = 'p')]
+    pub parseable: bool,
+
+    /// Throughput in Mbit/s (10^6 bits per second) instead of KB/s (1024 bytes per second).
+    #[arg(short = 'M')]
+    pub mbps: bool,
+
+    /// Separate read and write utilization (%rUtil %wUtil).
+    #[arg(short = 'U')]
+    pub split_util: bool,
+
+    /// Skip interfaces (and CPUs) with no traffic in the interval.
+    #[arg(short = 'z')]
+    pub skip_idle: bool,
+
+    /// Only non-loopback interfaces.
+    #[arg(short = 'n')]
+    pub non_local: bool,
+
+    /// Summary: read and written KB/s only.
+    #[arg(short = 's')]
+    pub summary: bool,
+
+    /// Count Ethernet framing in %Util: 24 bytes per packet (preamble+SFD 8, FCS 4,
+    /// inter-frame gap 12), which interface byte counters leave out.
+    #[arg(long)]
+    pub wire: bool,
+
+    /// Seconds between samples; decimals allowed (0.1). Without it, one line of averages since
+    /// boot.
+    #[arg(value_name = "INTERVAL", value_parser = interval_arg, allow_negative_numbers = true)]
+    pub interval: Option<Duration>,
+
+    /// Number of lines to print, the first being averages since boot (default: until Ctrl-C).
+    #[arg(value_name = "COUNT", value_parser = count_arg, allow_negative_numbers = true)]
+    pub count: Option<u64>,
+}
+
+/// The standalone `nicstat` command line (the compat name), with platscope's `--json`.
+#[derive(Debug, Parser)]
+#[command(name = "nicstat", disable_version_flag = true)]
+pub struct NicstatCli {
+    /// Print one JSON object per sample (JSON Lines) instead of text.
+    #[arg(long)]
+    pub json: bool,
+
+    #[command(flatten)]
+    pub args: NetStatArgs,
+}
+
+fn parse_speed(text: &str) -> Result<SpeedOverride, procmon::UsageError> {
+    text.parse()
+}
+
+fn interval_arg(text: &str) -> Result<Duration, procmon::UsageError> {
+    parse_interval(text)
+}
+
+fn count_arg(text: &str) -> Result<u64, procmon::UsageError> {
+    parse_count(text)
+}
+
+impl NetStatArgs {
+    /// The library's options for these flags (`-a` is `-x -t -u`).
+    pub fn options(&self) -> Options {
+        Options {
+            interfaces: self.interfaces.clone(),
+            speeds: self.speeds.clone(),
+            extended: self.extended || self.all,
+            tcp: self.tcp || self.all,
+            udp: self.udp || self.all,
+            parseable: self.parseable,
+            mbps: self.mbps,
+            split_util: self.split_util,
+            skip_idle: self.skip_idle,
+            non_local: self.non_local,
+            summary: self.summary,
+            wire: self.wire,
+        }
+    }
+}
+
+/// The version line for -v.
+fn version_line() -> String {
+    format!("nicstat version 1.95-compatible (platscope {})\n", crate::cli::VERSION)
+}
+
+/// Runs `platscope net stat`.
+pub fn run(args: &NetStatArgs, json: bool) -> anyhow::Result<()> {
+    let opts = args.options();
+    // Usage errors (unknown -i or -S interface) stay procmon::Error so main exits with 2.
+    let mut monitor = Monitor::new(FsRoot::live(), opts.clone())?;
+    if args.print_version && !json && !write_out(&version_line())? {
+        return Ok(());
+    }
+    if args.list {
+        let links = monitor.list().context("listing interfaces")?;
+        if json {
+            let mut text = serde_json::to_string_pretty(&links)?;
+            text.push('\n');
+            write_out(&text)?;
+        } else {
+            write_out(&render_list(&links, args.print_version))?;
+        }
+        return Ok(());
+    }
+    for note in monitor.take_notes() {
+        eprintln!("nicstat: {note}");
+    }
+    if opts.wire && !json {
+        if opts.parseable {
+            eprintln!("{}", wire_note());
+        } else if !write_out(&format!("{}\n", wire_note()))? {
+            return Ok(());
+        }
+    }
+
+    let (interval, count) = match args.interval {
+        None => (Duration::ZERO, 1),
+        Some(interval) => (interval, args.count.unwrap_or(u64::MAX)),
+    };
+    let subsecond = interval > Duration::ZERO && interval < Duration::from_secs(1);
+    interrupt::install();
+    let start = Instant::now();
+    for n in 0..count {
+        if n > 0 {
+            let due = start + interval.saturating_mul(u32::try_from(n).unwrap_or(u32::MAX));
+            if !interrupt::sleep_until(due) {
+                break;
+            }
+        }
+        let report = monitor.next_report().context("sampling network counters")?;
+        let text = if json {
+            let mut line = serde_json::to_string(&report)?;
+            line.push('\n');
+            line
+        } else {
+            let header = n == 0 || monitor.selected_count() > 1;
+            let stamp = Stamp::local(report.epoch_s, subsecond);
+            render_report(&report, &opts, &stamp, header)
+        };
+        if !write_out(&text)? || interrupt::requested() {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Runs the `nicstat` compat name with its arguments (not including argv[0]).
+pub fn run_nicstat(args: &[OsString]) -> anyhow::Result<()> {
+    let argv = std::iter::once(OsString::from("nicstat")).chain(args.iter().cloned());
+    match NicstatCli::try_parse_from(argv) {
+        Ok(cli) => run(&cli.args, cli.json),
+        Err(err) => {
+            use clap::error::ErrorKind;
+            if matches!(err.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                err.print()?;
+                return Ok(());
+            }
+            Err(super::compat::UsageError(one_line(&err)).into())
+        }
+    }
+}
+
+/// A clap error as one line, without the usage block.
+fn one_line(err: &clap::Error) -> String {
+    let rendered = err.render().to_string();
+    let lines: Vec<&str> = rendered
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .filter(|l| !l.is_empty())
+        .collect();
+    let text = lines.join(" ");
+    format!("{} (see nicstat -h)", text.strip_prefix("error: ").unwrap_or(&text))
+}
+
+/// Writes a whole sample to stdout at once. `Ok(false)` when the reader has gone away
+/// (`| head`): the run ends quietly.
+fn write_out(text: &str) -> io::Result<bool> {
+    let mut out = io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Ctrl-C ends the loop between samples: the lines already printed stay, a second Ctrl-C kills.
+mod interrupt {
+    use super::*;
+
+    static STOP: AtomicBool = AtomicBool::new(false);
+
+    extern "C" fn on_sigint(_: libc::c_int) {
+        STOP.store(true, Ordering::Relaxed);
+        // SAFETY: signal() is async-signal-safe; restoring the default makes a second Ctrl-C fatal.
+        unsafe { libc::signal(libc::SIGINT, libc::SIG_DFL) };
+    }
+
+    pub fn install() {
+        // SAFETY: on_sigint only stores to an atomic and calls an async-signal-safe function.
+        unsafe { libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t) };
+    }
+
+    pub fn requested() -> bool {
+        STOP.load(Ordering::Relaxed)
+    }
+
+    /// Sleeps until `due`, waking early for Ctrl-C; false when interrupted.
+    pub fn sleep_until(due: Instant) -> bool {
+        const SLICE: Duration = Duration::from_millis(50);
+        loop {
+            if requested() {
+                return false;
+            }
+            let now = Instant::now();
+            if now >= due {
+                return true;
+            }
+            std::thread::sleep((due - now).min(SLICE));
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may unwrap
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<NicstatCli, clap::Error> {
+        NicstatCli::try_parse_from(std::iter::once("nicstat").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn nicstat_flags_parse() {
+        let cli = parse(&[
+            "-i",
+            "eth0,lo",
+            "-S",
+            "eth0:1000fd",
+            "-S",
+            "lo:10hd,eth1:100",
+            "-xtupMUzn",
+            "--wire",
+            "0.1",
+            "5",
+        ])
+        .unwrap();
+        let a = &cli.args;
+        assert_eq!(a.interfaces, ["eth0", "lo"]);
+        assert_eq!(a.speeds.len(), 3);
+        assert!(
+            a.extended && a.tcp && a.udp && a.parseable && a.mbps && a.split_util && a.skip_idle
+        );
+        assert!(a.non_local && a.wire);
+        assert_eq!(a.interval, Some(Duration::from_millis(100)));
+        assert_eq!(a.count, Some(5));
+        let opts = parse(&["-a"]).unwrap().args.options();
+        assert!(opts.extended && opts.tcp && opts.udp);
+    }
+
+    #[test]
+    fn bad_operands_are_usage_errors() {
+        for args in [
+            &["0"][..],
+            &["-1"],
+            &["-0.5"],
+            &["1", "0"],
+            &["1", "-3"],
+            &["abc"],
+            &["-S", "eth0"],
+            &["-S", "eth0:fast"],
+            &["-S", "eth0:100xd"],
+        ] {
+            let err = parse(args).unwrap_err();
+            assert_eq!(err.kind(), clap::error::ErrorKind::ValueValidation, "{args:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_clap_error_becomes_one_line() {
+        let err = parse(&["0"]).unwrap_err();
+        let line = one_line(&err);
+        assert!(!line.contains('\n'), "{line}");
+        assert!(line.contains("greater than 0"), "{line}");
+    }
+}

@@ -1,0 +1,191 @@
+//! Bandwidth and loaded-latency results as text.
+
+use std::fmt::Write as _;
+
+use membench::bandwidth::{BandwidthMatrix, BandwidthResult, Scaling};
+use membench::loaded::LoadedCurve;
+use membench::thread_read::ThreadRead;
+use place::Placement;
+use topo::units::format_bytes;
+
+fn nodes_of(placements: &[Placement]) -> String {
+    let mut nodes: Vec<String> = Vec::new();
+    for p in placements {
+        for n in &p.per_node {
+            let text = format!("node {} {:.0}%", n.node, 100.0 * p.fraction_on(n.node));
+            if !nodes.contains(&text) {
+                nodes.push(text);
+            }
+        }
+    }
+    nodes.join(", ")
+}
+
+/// Peak as measured percent, when a peak is known.
+fn of_peak(gbs: f64, peak: Option<f64>) -> String {
+    peak.map_or(String::new(), |p| {
+        format!(" ({:.0}% of the {p:.1} GB/s theoretical peak)", 100.0 * gbs / p)
+    })
+}
+
+/// One bandwidth figure: aggregate, spread, per thread, where memory was, what was counted.
+pub fn bandwidth_text(r: &BandwidthResult, peak: Option<f64>) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} ({}), {} thread(s), {} per buffer: median {:.2} GB/s, best {:.2} GB/s, middle-half spread {:.1}%{}{}",
+        r.kernel,
+        r.isa,
+        r.threads.len(),
+        format_bytes(r.bytes_per_thread),
+        r.aggregate_gbs.median,
+        r.aggregate_gbs.max,
+        100.0 * r.aggregate_gbs.iqr_ratio,
+        if r.aggregate_gbs.noisy { " [noisy]" } else { "" },
+        of_peak(r.aggregate_gbs.median, peak),
+    );
+    for t in &r.threads {
+        let cpu = t.cpu.map_or("?".to_string(), |c| c.to_string());
+        let _ = writeln!(
+            out,
+            "  CPU {cpu}: median {:.2} GB/s over {} rounds; memory {} (verified)",
+            t.gbs.median,
+            t.gbs.samples,
+            nodes_of(&t.placements)
+        );
+    }
+    let _ = writeln!(out, "  counted: {}; GB = 10^9 bytes", r.accounting);
+    if r.interrupted {
+        out.push_str("  INTERRUPTED: figures cover the rounds completed\n");
+    }
+    out
+}
+
+/// A node×node GB/s table like numactl's distance table.
+pub fn bandwidth_matrix(m: &BandwidthMatrix) -> String {
+    let mut out = String::new();
+    let kernel = m
+        .cells
+        .first()
+        .and_then(|r| r.first())
+        .map_or("?".to_string(), |c| format!("{} ({})", c.kernel, c.isa));
+    let _ = writeln!(
+        out,
+        "{kernel} bandwidth in GB/s (median), {} thread(s) on the CPU node (down), memory bound to the node across:",
+        m.threads_per_cell
+    );
+    out.push_str("node ");
+    for n in &m.memory_nodes {
+        let _ = write!(out, "{n:>9} ");
+    }
+    out.push('\n');
+    for (from, row) in m.cpu_nodes.iter().zip(&m.cells) {
+        let _ = write!(out, "{from:>3}: ");
+        for cell in row {
+            let _ = write!(
+                out,
+                "{:>9.2}{}",
+                cell.aggregate_gbs.median,
+                if cell.aggregate_gbs.noisy { "*" } else { " " }
+            );
+        }
+        out.push('\n');
+    }
+    if let Some(cell) = m.cells.first().and_then(|r| r.first()) {
+        let _ = writeln!(out, "counted: {}", cell.accounting);
+    }
+    out
+}
+
+/// 1 … N threads and where the bandwidth stopped growing.
+pub fn bandwidth_scaling(s: &Scaling, peak: Option<f64>) -> String {
+    let mut out = String::new();
+    let _ =
+        writeln!(out, "{:>8} {:>12} {:>10} {:>10}", "threads", "median GB/s", "best GB/s", "gain");
+    let mut previous: Option<f64> = None;
+    for step in &s.steps {
+        let median = step.aggregate_gbs.median;
+        let gain =
+            previous.map_or("-".to_string(), |p| format!("{:+.0}%", 100.0 * (median / p - 1.0)));
+        let _ = writeln!(
+            out,
+            "{:>8} {:>12.2} {:>10.2} {:>10}{}",
+            step.threads.len(),
+            median,
+            step.aggregate_gbs.max,
+            gain,
+            of_peak(median, peak)
+        );
+        previous = Some(median);
+    }
+    match s.saturated_at {
+        Some(n) => {
+            let _ = writeln!(
+                out,
+                "bandwidth stops growing at {n} thread(s): one more added less than 5%"
+            );
+        }
+        None => out.push_str(
+            "bandwidth still grew with every thread added: not saturated by these CPUs\n",
+        ),
+    }
+    if let Some(step) = s.steps.first() {
+        let _ = writeln!(out, "counted: {}", step.accounting);
+    }
+    out
+}
+
+/// The latency-versus-bandwidth curve.
+pub fn loaded_latency(c: &LoadedCurve) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "chase on CPU {} (memory {}), {} load thread(s) on CPUs {} running {} ({}):",
+        c.chase_cpu,
+        nodes_of(std::slice::from_ref(&c.chase_placement)),
+        c.load_cpus.len(),
+        topo::idlist::format(&c.load_cpus),
+        c.kernel,
+        c.isa
+    );
+    let _ = writeln!(
+        out,
+        "{:>12} {:>12} {:>12} {:>10} {:>10}",
+        "delay", "load GB/s", "latency ns", "p99 ns", "best ns"
+    );
+    for p in &c.points {
+        let delay = p.delay_cycles.map_or("idle".to_string(), |d| d.to_string());
+        let _ = writeln!(
+            out,
+            "{:>12} {:>12.2} {:>12.1} {:>10.1} {:>10.1}{}",
+            delay,
+            p.load_gbs,
+            p.latency_ns.median,
+            p.latency_ns.p99,
+            p.latency_ns.min,
+            if p.latency_ns.noisy { " [noisy]" } else { "" }
+        );
+    }
+    let _ = writeln!(
+        out,
+        "delay: busy cycles a load thread spends after every 4 KiB it moves; counted: {}",
+        c.accounting
+    );
+    if c.interrupted {
+        out.push_str("INTERRUPTED: the points above were measured\n");
+    }
+    out
+}
+
+/// thread_read's extra line after the seed's two: the rate and where the memory was.
+pub fn thread_read_summary(r: &ThreadRead) -> String {
+    format!(
+        "{} passes × 256 MiB read by CPU {} in {:.3} s: {:.2} GB/s; memory first-touched by CPU {} is on {}\n",
+        r.passes,
+        r.to_cpu,
+        r.elapsed_ns as f64 / 1e9,
+        r.gbs(),
+        r.from_cpu,
+        nodes_of(std::slice::from_ref(&r.placement))
+    )
+}
