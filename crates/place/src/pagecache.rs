@@ -519,11 +519,13 @@ impl CacheFile {
         move |source| PageCacheError::Place { path: self.path.clone(), source }
     }
 
-    fn scan(&self, locate: bool, window: usize) -> Result<Scan, PageCacheError> {
+    /// Walks the file `window_bytes` (a multiple of the page size) at a time: counts resident
+    /// pages, and with `locate` also asks each resident page's node.
+    fn scan(&self, locate: bool, window_bytes: usize) -> Result<Scan, PageCacheError> {
         let mut scan = Scan::default();
         let mut offset = 0u64;
         while offset < self.bytes {
-            let len = usize::try_from(self.bytes - offset).unwrap_or(usize::MAX).min(window);
+            let len = usize::try_from(self.bytes - offset).unwrap_or(usize::MAX).min(window_bytes);
             let window = Window::map(&self.file, offset, len).map_err(self.io_err("mmap"))?;
             let vec = window.mincore(self.page).map_err(self.io_err("mincore"))?;
             let runs = resident_runs(&vec);

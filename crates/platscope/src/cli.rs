@@ -15,6 +15,14 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub json: bool,
 
+    /// Results database (default: $XDG_DATA_HOME/platscope/results.db).
+    #[arg(long, global = true, value_name = "PATH", conflicts_with = "no_store")]
+    pub db: Option<std::path::PathBuf>,
+
+    /// Do not record this run in the results database.
+    #[arg(long, global = true)]
+    pub no_store: bool,
+
     #[command(subcommand)]
     pub command: Command,
 }
@@ -27,6 +35,14 @@ pub enum Command {
     /// Allocate memory under a placement, first-touch it, and show on which nodes its pages
     /// really are.
     Place(PlaceArgs),
+    /// Characterise this machine: topology, latency by size and node, bandwidth, loaded
+    /// latency, SLB scaling and placement; writes report.html and records every run.
+    Report(crate::commands::report::ReportArgs),
+    /// Stored runs: list, show, compare, export.
+    Results {
+        #[command(subcommand)]
+        command: crate::commands::results::ResultsCommand,
+    },
     /// Memory benchmarks: latency, the Silly Little Benchmark, scaling, placement comparison.
     Mem {
         #[command(subcommand)]
@@ -37,6 +53,12 @@ pub enum Command {
         #[command(subcommand)]
         command: NetCommand,
     },
+    /// Where a file's page cache is, per NUMA node; load it under a policy, evict it, and read
+    /// it from each node's CPUs.
+    Pagecache(crate::commands::pagecache::PagecacheArgs),
+    /// What reading the clock costs (ns and cycles per call), whether each call enters the
+    /// kernel, clocksource and TSC facts, and the cheapest trustworthy clock.
+    Timer(crate::commands::timer::TimerArgs),
     /// Run a compatibility tool by name (as if invoked through a link of that name):
     /// memhammer, create_sem, trigger, cpu_bind, thread_read, nicstat.
     Compat {
@@ -247,4 +269,11 @@ pub fn parse_count(text: &str) -> Result<u64, String> {
 
 pub fn parse_page(text: &str) -> Result<PageSize, String> {
     text.parse()
+}
+
+impl Cli {
+    /// Where this invocation's results go.
+    pub fn store_options(&self) -> crate::commands::record::StoreOptions {
+        crate::commands::record::StoreOptions { db: self.db.clone(), no_store: self.no_store }
+    }
 }

@@ -25,8 +25,14 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Topo(args) => commands::topo::run(args, cli.json),
         Command::Place(args) => commands::place::run(args, cli.json),
-        Command::Mem { command } => commands::mem::run(command, cli.json),
+        Command::Mem { command } => commands::mem::run(command, cli.json, &cli.store_options()),
+        Command::Report(args) => commands::report::run(args, &cli.store_options()),
+        Command::Results { command } => {
+            commands::results::run(command, &cli.store_options(), cli.json)
+        }
         Command::Net { command: cli::NetCommand::Stat(args) } => commands::net::run(args, cli.json),
+        Command::Pagecache(args) => commands::pagecache::run(args, cli.json),
+        Command::Timer(args) => commands::timer::run(args, cli.json),
         Command::Compat { name, args } => commands::compat::run(name, args),
     };
     finish(result)
@@ -78,6 +84,7 @@ fn exit_code(err: &anyhow::Error) -> u8 {
                 .downcast_ref::<membench::BenchError>()
                 .is_some_and(membench::BenchError::is_usage)
             || cause.downcast_ref::<commands::compat::UsageError>().is_some()
+            || cause.downcast_ref::<store::StoreError>().is_some_and(store::StoreError::is_usage)
             || cause.downcast_ref::<procmon::Error>().is_some_and(procmon::Error::is_usage)
     });
     if usage {

@@ -12,6 +12,7 @@
 pub mod bandwidth;
 pub mod html;
 pub mod mem;
+pub mod summary;
 pub mod pagecache;
 mod placement_view;
 pub mod timer;

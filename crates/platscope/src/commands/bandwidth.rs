@@ -15,6 +15,7 @@ use topo::Topology;
 
 use crate::cli::{parse_count, parse_page, parse_size, PlacementOptions};
 use crate::commands::compat::UsageError;
+use crate::commands::record::{self, Recorder};
 use crate::output::{emit, emit_json};
 
 #[derive(Debug, Args)]
@@ -88,7 +89,12 @@ fn peak(given: Option<f64>) -> Option<f64> {
     given.or_else(|| bandwidth::smbios_peak_gbs(&bandwidth::read_memory_devices()))
 }
 
-pub fn run_bandwidth(args: &BandwidthArgs, json: bool, topology: &Topology) -> anyhow::Result<()> {
+pub fn run_bandwidth(
+    args: &BandwidthArgs,
+    json: bool,
+    topology: &Topology,
+    rec: &mut Recorder,
+) -> anyhow::Result<()> {
     let request = PlacementRequest::resolve(&args.placement.to_args(), topology)?;
     let cpus = allowed_cpus(&request, topology)?;
     let threads = args.threads.unwrap_or(cpus.len() as u64) as usize;
@@ -116,6 +122,8 @@ pub fn run_bandwidth(args: &BandwidthArgs, json: bool, topology: &Topology) -> a
     let peak = peak(args.peak_gbs);
     if args.matrix {
         let m = bandwidth::matrix(threads, &opts, topology)?;
+        let (metrics, placements) = record::bandwidth_matrix(&m);
+        rec.record("mem bandwidth --matrix", &m, metrics, placements, false)?;
         return if json {
             emit_json(&m)
         } else {
@@ -124,6 +132,8 @@ pub fn run_bandwidth(args: &BandwidthArgs, json: bool, topology: &Topology) -> a
     }
     if args.scale {
         let s = bandwidth::scale(&cpus[..threads], &request.policy, &opts, topology)?;
+        let (metrics, placements) = record::bandwidth_scaling(&s);
+        rec.record("mem bandwidth --scale", &s, metrics, placements, interrupt::requested())?;
         return if json {
             emit_json(&s)
         } else {
@@ -135,6 +145,8 @@ pub fn run_bandwidth(args: &BandwidthArgs, json: bool, topology: &Topology) -> a
         .map(|&cpu| ThreadSpec { cpu: Some(cpu), policy: request.policy.clone() })
         .collect();
     let r = bandwidth::run(&specs, &opts, topology)?;
+    let (metrics, placements) = record::bandwidth(&r, "");
+    rec.record("mem bandwidth", &r, metrics, placements, r.interrupted)?;
     if json {
         emit_json(&r)
     } else {
@@ -146,7 +158,12 @@ pub fn run_bandwidth(args: &BandwidthArgs, json: bool, topology: &Topology) -> a
     }
 }
 
-pub fn run_loaded(args: &LoadedLatencyArgs, json: bool, topology: &Topology) -> anyhow::Result<()> {
+pub fn run_loaded(
+    args: &LoadedLatencyArgs,
+    json: bool,
+    topology: &Topology,
+    rec: &mut Recorder,
+) -> anyhow::Result<()> {
     let request = PlacementRequest::resolve(&args.placement.to_args(), topology)?;
     let cpus = allowed_cpus(&request, topology)?;
     let chase_cpu = match &args.chase_cpu {
@@ -177,6 +194,8 @@ pub fn run_loaded(args: &LoadedLatencyArgs, json: bool, topology: &Topology) -> 
         point_duration: Duration::from_millis(args.duration_ms),
     };
     let curve = loaded::run(chase_cpu, &load_cpus, &opts, topology)?;
+    let (metrics, placements) = record::loaded(&curve);
+    rec.record("mem loaded-latency", &curve, metrics, placements, curve.interrupted)?;
     if json {
         emit_json(&curve)
     } else {

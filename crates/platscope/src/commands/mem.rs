@@ -10,21 +10,27 @@ use serde::Serialize;
 use topo::Topology;
 
 use super::compat::UsageError;
+use super::record::{self, Recorder, StoreOptions};
 use crate::cli::{
     LatencyArgs, MemCommand, PlacementOptions, ScaleArgs, SlbArgs, SlbWorkArgs, SlbWorkerArgs,
 };
 use crate::output::{emit, emit_json};
 
-pub fn run(command: &MemCommand, json: bool) -> anyhow::Result<()> {
+pub fn run(command: &MemCommand, json: bool, store: &StoreOptions) -> anyhow::Result<()> {
     let topology = Topology::detect().context("reading the topology")?;
     interrupt::install();
+    if let MemCommand::SlbWorker(args) = command {
+        return slb_worker(args, &topology); // a child of `mem slb --processes`: the parent records
+    }
+    let mut rec = Recorder::open(store, &topology)?;
+    let rec = &mut rec;
     match command {
-        MemCommand::Latency(args) => latency(args, json, &topology),
-        MemCommand::Slb(args) => slb(args, json, &topology),
-        MemCommand::Scale(args) => scale(args, json, &topology),
-        MemCommand::ComparePolicies(args) => compare_policies(args, json, &topology),
-        MemCommand::Bandwidth(args) => super::bandwidth::run_bandwidth(args, json, &topology),
-        MemCommand::LoadedLatency(args) => super::bandwidth::run_loaded(args, json, &topology),
+        MemCommand::Latency(args) => latency(args, json, &topology, rec),
+        MemCommand::Slb(args) => slb(args, json, &topology, rec),
+        MemCommand::Scale(args) => scale(args, json, &topology, rec),
+        MemCommand::ComparePolicies(args) => compare_policies(args, json, &topology, rec),
+        MemCommand::Bandwidth(args) => super::bandwidth::run_bandwidth(args, json, &topology, rec),
+        MemCommand::LoadedLatency(args) => super::bandwidth::run_loaded(args, json, &topology, rec),
         MemCommand::SlbWorker(args) => slb_worker(args, &topology),
     }
 }
@@ -42,8 +48,13 @@ fn allowed_cpus(request: &PlacementRequest, topology: &Topology) -> anyhow::Resu
     Ok(pin::affinity(0)?.into_iter().filter(|c| online.contains(c)).collect())
 }
 
-fn latency(args: &LatencyArgs, json: bool, topology: &Topology) -> anyhow::Result<()> {
-    if args.stride % 8 != 0 {
+fn latency(
+    args: &LatencyArgs,
+    json: bool,
+    topology: &Topology,
+    rec: &mut Recorder,
+) -> anyhow::Result<()> {
+    if !args.stride.is_multiple_of(8) {
         return Err(
             BenchError::Usage(format!("--stride {} is not a multiple of 8", args.stride)).into()
         );
@@ -67,6 +78,8 @@ fn latency(args: &LatencyArgs, json: bool, topology: &Topology) -> anyhow::Resul
 
     if args.matrix {
         let matrix = latency::matrix(args.size.unwrap_or(default_size), &opts, topology)?;
+        let (metrics, placements) = record::latency_matrix(&matrix);
+        rec.record("mem latency --matrix", &matrix, metrics, placements, false)?;
         return if json {
             emit_json(&matrix)
         } else {
@@ -100,6 +113,16 @@ fn latency(args: &LatencyArgs, json: bool, topology: &Topology) -> anyhow::Resul
         if interrupt::requested() && !json {
             emit("interrupted: the sizes above were measured\n")?;
         }
+        if !points.is_empty() {
+            let (metrics, placements) = record::latency_sweep(&points);
+            rec.record(
+                "mem latency --sweep",
+                &points,
+                metrics,
+                placements,
+                interrupt::requested(),
+            )?;
+        }
         return if json { emit_json(&points) } else { Ok(()) };
     }
 
@@ -110,13 +133,16 @@ fn latency(args: &LatencyArgs, json: bool, topology: &Topology) -> anyhow::Resul
     } else {
         None
     };
+    #[derive(Serialize)]
+    struct Out<'a> {
+        point: &'a LatencyPoint,
+        prefetch_check: Option<latency::PrefetchCheck>,
+    }
+    let out = Out { point: &point, prefetch_check: check };
+    let (metrics, placements) = record::latency_point(&point);
+    rec.record("mem latency", &out, metrics, placements, false)?;
     if json {
-        #[derive(Serialize)]
-        struct Out<'a> {
-            point: &'a LatencyPoint,
-            prefetch_check: Option<latency::PrefetchCheck>,
-        }
-        return emit_json(&Out { point: &point, prefetch_check: check });
+        return emit_json(&out);
     }
     let mut text = report::mem::latency_line(&point);
     text.push('\n');
@@ -129,7 +155,7 @@ fn latency(args: &LatencyArgs, json: bool, topology: &Topology) -> anyhow::Resul
 }
 
 /// `count` workers pinned round-robin over `cpus`, all with `policy`.
-fn spread_workers(count: u64, cpus: &[u32], policy: &MemPolicy) -> Vec<SlbWorkerSpec> {
+pub(crate) fn spread_workers(count: u64, cpus: &[u32], policy: &MemPolicy) -> Vec<SlbWorkerSpec> {
     (0..count as usize)
         .map(|i| SlbWorkerSpec {
             cpu: cpus.get(i % cpus.len().max(1)).copied(),
@@ -142,7 +168,7 @@ fn plan(work: &SlbWorkArgs, page: PageSize, workers: Vec<SlbWorkerSpec>) -> SlbP
     SlbPlan { pages: work.pages, loops: work.loops, page, workers, seed: 0x51B }
 }
 
-fn slb(args: &SlbArgs, json: bool, topology: &Topology) -> anyhow::Result<()> {
+fn slb(args: &SlbArgs, json: bool, topology: &Topology, rec: &mut Recorder) -> anyhow::Result<()> {
     let request = resolve(&args.placement, topology)?;
     let workers = match &args.cpus {
         Some(list) => lists::parse_cpus(list, topology)?
@@ -163,6 +189,9 @@ fn slb(args: &SlbArgs, json: bool, topology: &Topology) -> anyhow::Result<()> {
     } else {
         slb::run(&plan, topology)?
     };
+    let (metrics, placements) = record::slb(&result, "");
+    let name = if args.processes { "mem slb --processes" } else { "mem slb" };
+    rec.record(name, &result, metrics, placements, result.interrupted)?;
     if json {
         emit_json(&result)
     } else {
@@ -186,16 +215,15 @@ fn slb_worker(args: &SlbWorkerArgs, topology: &Topology) -> anyhow::Result<()> {
     Ok(emit(&format!("{}\n", serde_json::to_string(&result)?))?)
 }
 
-fn scale(args: &ScaleArgs, json: bool, topology: &Topology) -> anyhow::Result<()> {
+fn scale(
+    args: &ScaleArgs,
+    json: bool,
+    topology: &Topology,
+    rec: &mut Recorder,
+) -> anyhow::Result<()> {
     let request = resolve(&args.placement, topology)?;
     let cpus = allowed_cpus(&request, topology)?;
-    let counts: Vec<u64> = match &args.workers {
-        Some(list) => list.clone(),
-        None => std::iter::successors(Some(1u64), |n| Some(n * 2))
-            .take_while(|&n| n <= cpus.len() as u64)
-            .chain((!cpus.len().is_power_of_two()).then_some(cpus.len() as u64))
-            .collect(),
-    };
+    let counts: Vec<u64> = args.workers.clone().unwrap_or_else(|| scale_counts(cpus.len()));
     let work = SlbWorkArgs { pages: args.pages, loops: args.loops, workers: None, page: args.page };
     let mut results: Vec<SlbResult> = Vec::new();
     if !json {
@@ -223,10 +251,26 @@ fn scale(args: &ScaleArgs, json: bool, topology: &Topology) -> anyhow::Result<()
             break;
         }
     }
+    let mut metrics = Vec::new();
+    let mut placements = Vec::new();
+    for r in &results {
+        let (m, p) = record::slb(r, &format!("{} workers: ", r.workers.len()));
+        metrics.extend(m);
+        placements.extend(p);
+    }
+    rec.record("mem scale", &results, metrics, placements, interrupt::requested())?;
     if json {
         emit_json(&results)?;
     }
     Ok(())
+}
+
+/// Worker counts for a scaling run: 1, 2, 4 … and the CPU count itself.
+pub(crate) fn scale_counts(cpus: usize) -> Vec<u64> {
+    std::iter::successors(Some(1u64), |n| Some(n * 2))
+        .take_while(|&n| n <= cpus as u64)
+        .chain((!cpus.is_power_of_two() && cpus > 0).then_some(cpus as u64))
+        .collect()
 }
 
 /// The node farthest from `node` by SLIT distance (another node), if there is one.
@@ -238,10 +282,17 @@ fn farthest_node(node: u32, memory_nodes: &[u32], topology: &Topology) -> Option
         .max_by_key(|&m| topology.distances.as_ref().and_then(|d| d.get(node, m)).unwrap_or(0))
 }
 
-fn compare_policies(work: &SlbWorkArgs, json: bool, topology: &Topology) -> anyhow::Result<()> {
+/// Why the remote scenario cannot run on a machine whose only memory is local.
+pub(crate) const NO_REMOTE: &str = "skipped: every worker's node is the only node with memory";
+
+/// The SLB placement scenarios: local, interleave over all memory nodes, and remote (each
+/// worker's memory on the node farthest from it), `None` where impossible.
+pub(crate) fn policy_scenarios(
+    count: u64,
+    topology: &Topology,
+) -> anyhow::Result<Vec<(&'static str, Option<Vec<SlbWorkerSpec>>)>> {
     let cpus =
         allowed_cpus(&PlacementRequest { cpus: None, policy: MemPolicy::Inherit }, topology)?;
-    let count = work.workers.unwrap_or(1);
     let memory_nodes = topology.nodes_with_memory();
     let local = spread_workers(count, &cpus, &MemPolicy::Local);
     let interleave = spread_workers(count, &cpus, &MemPolicy::Interleave(memory_nodes.clone()));
@@ -253,8 +304,16 @@ fn compare_policies(work: &SlbWorkArgs, json: bool, topology: &Topology) -> anyh
             Some(SlbWorkerSpec { cpu: w.cpu, policy: MemPolicy::Bind(vec![far]) })
         })
         .collect();
-    let scenarios: [(&str, Option<Vec<SlbWorkerSpec>>); 3] =
-        [("local", Some(local)), ("interleave", Some(interleave)), ("remote", remote)];
+    Ok(vec![("local", Some(local)), ("interleave", Some(interleave)), ("remote", remote)])
+}
+
+fn compare_policies(
+    work: &SlbWorkArgs,
+    json: bool,
+    topology: &Topology,
+    rec: &mut Recorder,
+) -> anyhow::Result<()> {
+    let scenarios = policy_scenarios(work.workers.unwrap_or(1), topology)?;
 
     #[derive(Serialize)]
     struct Row {
@@ -270,7 +329,7 @@ fn compare_policies(work: &SlbWorkArgs, json: bool, topology: &Topology) -> anyh
         if interrupt::requested() {
             break;
         }
-        let why_not = "skipped: every worker's node is the only node with memory".to_string();
+        let why_not = NO_REMOTE.to_string();
         let result = match workers {
             Some(w) => Some(slb::run(&plan(work, work.page, w), topology)?),
             None => None,
@@ -281,6 +340,16 @@ fn compare_policies(work: &SlbWorkArgs, json: bool, topology: &Topology) -> anyh
         let skipped = result.is_none().then_some(why_not);
         rows.push(Row { policy: name, result, skipped });
     }
+    let mut metrics = Vec::new();
+    let mut placements = Vec::new();
+    for row in &rows {
+        if let Some(r) = &row.result {
+            let (m, p) = record::slb(r, &format!("{}: ", row.policy));
+            metrics.extend(m);
+            placements.extend(p);
+        }
+    }
+    rec.record("mem compare-policies", &rows, metrics, placements, interrupt::requested())?;
     if json {
         emit_json(&rows)?;
     }

@@ -1,0 +1,179 @@
+//! `platscope report` and `platscope results` as a user runs them, against a real SQLite file.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn platscope(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_platscope")).args(args).output().expect("runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("platscope-{name}-{}", std::process::id()));
+        std::fs::remove_dir_all(&dir).ok();
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        TempDir(dir)
+    }
+    fn path(&self, name: &str) -> String {
+        self.0.join(name).display().to_string()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        std::fs::remove_dir_all(&self.0).ok();
+    }
+}
+
+#[test]
+fn quick_report_writes_html_records_runs_and_results_reads_them() {
+    let dir = TempDir::new("report");
+    let (out, db) = (dir.path("out"), dir.path("results.db"));
+    let run = platscope(&["report", "--quick", "--out", &out, "--db", &db]);
+    let stdout = text(&run.stdout);
+    println!("{stdout}\n{}", text(&run.stderr));
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let report = Path::new(&out).join("report.html");
+    assert!(stdout
+        .trim_end()
+        .ends_with(&format!("report: {}", report.canonicalize().expect("exists").display())));
+    let html = std::fs::read_to_string(&report).expect("report.html");
+    for id in [
+        "chart-latency-size",
+        "chart-latency-matrix",
+        "chart-bandwidth-matrix",
+        "chart-bandwidth-threads",
+        "chart-slb",
+    ] {
+        assert!(html.contains(id), "{id} missing from the report");
+    }
+    assert!(!html.contains("<script"), "self-contained, no scripts");
+    assert!(stdout.contains("latency"), "{stdout}");
+
+    // Every step was stored; list, show, compare and export read them back.
+    let list = platscope(&["results", "list", "--db", &db, "--json"]);
+    assert!(list.status.success(), "{}", text(&list.stderr));
+    let runs: serde_json::Value = serde_json::from_slice(&list.stdout).expect("json");
+    let ids: Vec<i64> =
+        runs.as_array().expect("runs").iter().map(|r| r["id"].as_i64().expect("id")).collect();
+    assert!(ids.len() >= 6, "report stored {} runs", ids.len());
+    let commands: Vec<&str> =
+        runs.as_array().expect("runs").iter().filter_map(|r| r["command"].as_str()).collect();
+    assert!(commands.contains(&"report: latency by size"), "{commands:?}");
+
+    let latency_run = runs
+        .as_array()
+        .expect("runs")
+        .iter()
+        .find(|r| r["command"] == "report: latency by size")
+        .expect("sweep stored");
+    let id = latency_run["id"].as_i64().expect("id").to_string();
+    let show = platscope(&["results", "show", &id, "--db", &db]);
+    assert!(show.status.success(), "{}", text(&show.stderr));
+    let shown = text(&show.stdout);
+    assert!(shown.contains("latency 16.0 KiB"), "{shown}");
+    assert!(shown.contains("→"), "requested → verified placement: {shown}");
+
+    let stored: serde_json::Value =
+        serde_json::from_slice(&platscope(&["results", "show", &id, "--db", &db, "--json"]).stdout)
+            .expect("json");
+    assert!(
+        stored["metrics"][0]["samples"].as_array().is_some_and(|s| s.len() >= 10),
+        "raw samples kept"
+    );
+    assert!(stored["environment"]["kernel"].is_string());
+    assert!(stored["topology"]["nodes"].is_array());
+
+    let cmp = platscope(&["results", "compare", &id, &id, "--db", &db]);
+    assert!(cmp.status.success(), "{}", text(&cmp.stderr));
+    assert!(text(&cmp.stdout).contains("within noise"), "a run against itself has no real change");
+
+    let csv = platscope(&["results", "export", &id, "--format", "csv", "--db", &db]);
+    assert!(text(&csv.stdout).starts_with("run_id,metric,unit,index,value\n"));
+}
+
+#[test]
+fn bad_out_db_and_ids_are_clear_errors_that_touch_nothing() {
+    let dir = TempDir::new("report-bad");
+    let foreign = dir.path("foreign.db");
+    std::fs::write(&foreign, b"this is not a database, and it must stay exactly like this")
+        .expect("write");
+    let before = std::fs::read(&foreign).expect("read");
+
+    let cases: Vec<(Vec<String>, i32, &str)> = vec![
+        (
+            vec![
+                "report".into(),
+                "--out".into(),
+                "/proc/platscope-report".into(),
+                "--no-store".into(),
+            ],
+            1,
+            "--out",
+        ),
+        (
+            vec![
+                "mem".into(),
+                "latency".into(),
+                "--size".into(),
+                "1MiB".into(),
+                "--db".into(),
+                foreign.clone(),
+            ],
+            1,
+            "not a platscope results database",
+        ),
+        (
+            vec!["results".into(), "list".into(), "--db".into(), foreign.clone()],
+            1,
+            "not a platscope results database",
+        ),
+        (
+            vec!["results".into(), "show".into(), "42".into(), "--db".into(), dir.path("empty.db")],
+            1,
+            "no results database",
+        ),
+        (
+            vec![
+                "mem".into(),
+                "latency".into(),
+                "--size".into(),
+                "1MiB".into(),
+                "--db".into(),
+                "/proc/x/results.db".into(),
+            ],
+            1,
+            "/proc/x/results.db",
+        ),
+        (
+            vec!["mem".into(), "latency".into(), "--db".into(), "a.db".into(), "--no-store".into()],
+            2,
+            "cannot be used with",
+        ),
+    ];
+    for (args, code, needle) in &cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = platscope(&args);
+        let err = text(&out.stderr);
+        println!("{args:?} -> {:?}: {}", out.status.code(), err.trim());
+        assert_eq!(out.status.code(), Some(*code), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err:?}");
+        assert!(err.contains(needle), "{args:?}: expected {needle:?} in {err:?}");
+    }
+    assert_eq!(std::fs::read(&foreign).expect("read"), before, "the foreign file was not touched");
+
+    // An unknown run id in a real database is a usage error.
+    let db = dir.path("real.db");
+    assert!(platscope(&["mem", "latency", "--size", "1MiB", "--duration-ms", "10", "--db", &db])
+        .status
+        .success());
+    let out = platscope(&["results", "show", "999", "--db", &db]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("no run 999"));
+}

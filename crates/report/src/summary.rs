@@ -1,0 +1,116 @@
+//! The terminal summary `platscope report` prints: the headline figures, one line each.
+
+use std::fmt::Write as _;
+
+use topo::units::format_bytes;
+
+use crate::html::ReportData;
+
+/// Headline figures from a report run; the caller appends the report's path.
+pub fn summary_text(d: &ReportData) -> String {
+    let mut out = String::new();
+    let t = &d.topology;
+    let _ = writeln!(
+        out,
+        "platscope report ({}) — {}, {} node(s), {} CPU(s), {}",
+        d.mode,
+        t.machine.cpu_model.as_deref().unwrap_or("unknown CPU"),
+        t.nodes.len(),
+        t.online_cpu_ids().len(),
+        d.version
+    );
+    if let (Some(first), Some(last)) = (d.latency_sweep.first(), d.latency_sweep.last()) {
+        let cycles = first.cycles.map_or(String::new(), |c| format!(" ({c:.1} cycles)"));
+        let _ = writeln!(
+            out,
+            "  latency {:>10}: {:.2} ns{cycles}",
+            format_bytes(first.bytes),
+            first.ns.median
+        );
+        let _ = writeln!(
+            out,
+            "  latency {:>10}: {:.1} ns (p99 {:.1}){}",
+            format_bytes(last.bytes),
+            last.ns.median,
+            last.ns.p99,
+            if last.ns.noisy { " [noisy]" } else { "" }
+        );
+    }
+    if let Some(c) = &d.prefetch_check {
+        let verdict = if c.defeated { "not prefetched" } else { "MAY BE PREFETCHED" };
+        let _ = writeln!(
+            out,
+            "  prefetch check:   random chase {verdict} ({:.1}x slower than address order)",
+            c.ratio
+        );
+    }
+    if let Some(m) = &d.latency_matrix {
+        if m.cells.len() > 1 {
+            let worst = m.cells.iter().flatten().map(|c| c.ns.median).fold(0.0, f64::max);
+            let best = m.cells.iter().flatten().map(|c| c.ns.median).fold(f64::INFINITY, f64::min);
+            let _ = writeln!(out, "  node×node latency: {best:.1} … {worst:.1} ns");
+        }
+    }
+    if let Some(s) = &d.bandwidth_scaling {
+        if let Some(top) =
+            s.steps.iter().max_by(|a, b| a.aggregate_gbs.median.total_cmp(&b.aggregate_gbs.median))
+        {
+            let saturation =
+                s.saturated_at.map_or("still growing at the last thread".to_string(), |n| {
+                    format!("stops growing at {n} thread(s)")
+                });
+            let _ = writeln!(
+                out,
+                "  read bandwidth:   {:.1} GB/s with {} thread(s), {saturation}",
+                top.aggregate_gbs.median,
+                top.threads.len()
+            );
+        }
+    }
+    if let Some(c) = &d.loaded_latency {
+        if let (Some(loaded), Some(idle)) = (c.points.first(), c.points.last()) {
+            let _ = writeln!(
+                out,
+                "  loaded latency:   {:.1} ns at {:.1} GB/s of load vs {:.1} ns idle",
+                loaded.latency_ns.median, loaded.load_gbs, idle.latency_ns.median
+            );
+        }
+    }
+    if let Some(one) = d.slb_scaling.first() {
+        let base = one.summary().median_ns;
+        let mut line = format!("  SLB:              {base:.1} ns/op with 1 worker");
+        if let Some(most) = d.slb_scaling.last().filter(|r| r.workers.len() > 1) {
+            let _ = write!(
+                line,
+                ", {:.2}x slower with {}",
+                most.summary().median_ns / base,
+                most.workers.len()
+            );
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    for (name, outcome) in &d.slb_policies {
+        match outcome {
+            Ok(r) => {
+                let _ = writeln!(out, "  SLB {name:<13} {:.1} ns/op", r.summary().median_ns);
+            }
+            Err(why) => {
+                let _ = writeln!(out, "  SLB {name:<13} {why}");
+            }
+        }
+    }
+    for note in &d.notes {
+        let _ = writeln!(out, "  note: {note}");
+    }
+    match (&d.database, d.stored_runs.first(), d.stored_runs.last()) {
+        (Some(db), Some(first), Some(last)) => {
+            let _ = writeln!(
+                out,
+                "  stored as runs {}–{} in {db} (platscope results list)",
+                first.1, last.1
+            );
+        }
+        _ => out.push_str("  runs not stored (--no-store, or no usable results database)\n"),
+    }
+    out
+}
