@@ -12,9 +12,9 @@
 pub mod bandwidth;
 pub mod html;
 pub mod mem;
-pub mod summary;
 pub mod pagecache;
 mod placement_view;
+pub mod summary;
 pub mod timer;
 mod topo_view;
 
