@@ -12,6 +12,8 @@ packages=(
   clang libelf-dev zlib1g-dev
   # reference tools the tests compare with, and netns/veth for network tests
   numactl hwloc iproute2
+  # the HTML report checked as a person sees it (headless Chromium), with a fixed font
+  chromium fonts-dejavu-core
   # the multi-node NUMA guest (tests/numa-vm)
   qemu-system-x86 busybox-static cpio xz-utils
 )

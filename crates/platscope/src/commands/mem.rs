@@ -285,12 +285,12 @@ fn farthest_node(node: u32, memory_nodes: &[u32], topology: &Topology) -> Option
 /// Why the remote scenario cannot run on a machine whose only memory is local.
 pub(crate) const NO_REMOTE: &str = "skipped: every worker's node is the only node with memory";
 
+/// A named placement scenario's workers, `None` where the machine cannot do it.
+pub(crate) type Scenario = (&'static str, Option<Vec<SlbWorkerSpec>>);
+
 /// The SLB placement scenarios: local, interleave over all memory nodes, and remote (each
 /// worker's memory on the node farthest from it), `None` where impossible.
-pub(crate) fn policy_scenarios(
-    count: u64,
-    topology: &Topology,
-) -> anyhow::Result<Vec<(&'static str, Option<Vec<SlbWorkerSpec>>)>> {
+pub(crate) fn policy_scenarios(count: u64, topology: &Topology) -> anyhow::Result<Vec<Scenario>> {
     let cpus =
         allowed_cpus(&PlacementRequest { cpus: None, policy: MemPolicy::Inherit }, topology)?;
     let memory_nodes = topology.nodes_with_memory();

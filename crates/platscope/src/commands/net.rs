@@ -202,7 +202,7 @@ pub fn run(args: &NetStatArgs, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Runs the `nicstat` compat name with its arguments (not including argv[0]).
+/// Runs the `nicstat` compat name with its arguments (not including `argv[0]`).
 pub fn run_nicstat(args: &[OsString]) -> anyhow::Result<()> {
     let argv = std::iter::once(OsString::from("nicstat")).chain(args.iter().cloned());
     match NicstatCli::try_parse_from(argv) {
