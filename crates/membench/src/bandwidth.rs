@@ -11,6 +11,7 @@ use topo::Topology;
 use crate::gate::StartGate;
 use crate::kernels::bandwidth::{pass, Isa, Kernel, BLOCK};
 use crate::stats::{summarize, Summary};
+use crate::timers::cheapest_trustworthy_clock;
 use crate::{interrupt, BenchError};
 
 /// How to measure.
@@ -139,12 +140,13 @@ fn worker(
     let per_pass = pass_bytes(opts);
     let ptrs = buffers.pointers();
     let round = opts.duration / opts.rounds.max(1);
+    let clock = cheapest_trustworthy_clock();
     let start = Instant::now();
     let mut samples = Vec::new();
     let mut checksum = 0u64;
     for r in 1..=opts.rounds + 1 {
         let deadline = start + round * r;
-        let t0 = Instant::now();
+        let t0 = clock.read();
         let mut moved = 0u64;
         loop {
             // SAFETY: the buffers are this thread's arenas of `bytes` (a multiple of BLOCK),
@@ -155,7 +157,7 @@ fn worker(
                 break;
             }
         }
-        samples.push(moved as f64 / t0.elapsed().as_nanos().max(1) as f64); // bytes/ns = GB/s
+        samples.push(moved as f64 / clock.ticks_to_ns(clock.read().wrapping_sub(t0)).max(1.0)); // bytes/ns = GB/s
         if interrupt::requested() {
             break;
         }
@@ -170,6 +172,8 @@ pub fn run(
     opts: &BandwidthOptions,
     topology: &Topology,
 ) -> Result<BandwidthResult, BenchError> {
+    // Calibrate the measuring clock now, not after the workers' release.
+    cheapest_trustworthy_clock();
     if threads.is_empty() {
         return Err(BenchError::Usage("at least one thread is needed".into()));
     }

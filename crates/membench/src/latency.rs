@@ -12,6 +12,7 @@ use crate::clock::core_ghz;
 use crate::kernels::chase::chase;
 use crate::layout::{build_chase, Access, ChaseLayout};
 use crate::stats::{summarize, Summary};
+use crate::timers::cheapest_trustworthy_clock;
 use crate::{interrupt, BenchError};
 
 /// How to measure one latency figure.
@@ -67,6 +68,8 @@ impl Chase {
     /// and sizes a batch to about `opts.batch`. Runs on (and first-touches from) the calling
     /// thread, which the caller pins first.
     pub fn new(bytes: u64, opts: &LatencyOptions, topology: &Topology) -> Result<Self, BenchError> {
+        // Calibrate the measuring clock now, not after the workers' release.
+        cheapest_trustworthy_clock();
         let spec = ArenaSpec { bytes, policy: opts.policy.clone(), page: opts.page };
         let mut arena = Arena::new(spec, topology)?;
         let placement = arena.placement()?;
@@ -111,11 +114,12 @@ impl Chase {
     /// first batch dropped as warm-up. `None` when interrupted before any sample.
     pub fn sample(&mut self, duration: Duration) -> Option<(Summary, u64)> {
         let mut samples = Vec::new();
+        let clock = cheapest_trustworthy_clock();
         let began = Instant::now();
         while (began.elapsed() < duration || samples.len() < 11) && !interrupt::requested() {
-            let t = Instant::now();
+            let t = clock.read();
             self.run(self.batch);
-            samples.push(t.elapsed().as_nanos() as f64 / self.batch as f64);
+            samples.push(clock.ticks_to_ns(clock.read().wrapping_sub(t)) / self.batch as f64);
         }
         std::hint::black_box(self.position);
         if samples.len() > 1 {

@@ -16,6 +16,7 @@ use crate::gate::StartGate;
 use crate::kernels::bandwidth::{pass, Isa, Kernel};
 use crate::latency::{Chase, LatencyOptions};
 use crate::stats::Summary;
+use crate::timers::cheapest_trustworthy_clock;
 use crate::{interrupt, BenchError};
 
 /// Bytes a load thread moves between delays.
@@ -181,6 +182,8 @@ pub fn run(
     opts: &LoadedOptions,
     topology: &Topology,
 ) -> Result<LoadedCurve, BenchError> {
+    // Calibrate the measuring clock now, not after the workers' release.
+    cheapest_trustworthy_clock();
     if load_cpus.is_empty() {
         return Err(BenchError::Usage(
             "loaded latency needs at least two CPUs: one to chase, the others to load".into(),

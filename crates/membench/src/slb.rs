@@ -4,7 +4,7 @@
 
 use std::io::Read;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use place::{pin, Arena, ArenaSpec, MemPolicy, PageSize, Placement};
 use serde::{Deserialize, Serialize};
@@ -14,6 +14,7 @@ use crate::gate::StartGate;
 use crate::kernels::slb::{slb_writes, SLB_PAGE};
 use crate::kit::{PrivateGate, SlbSemaphore};
 use crate::stats::{quantile, summarize, Summary};
+use crate::timers::cheapest_trustworthy_clock;
 use crate::{interrupt, BenchError};
 
 /// Stores per timed batch: long enough that reading the clock is noise (~20 ms at DRAM
@@ -234,24 +235,27 @@ pub fn hammer(
     let mut state = seed;
     let mut done = 0u64;
     let mut batches = Vec::new();
-    let start = Instant::now();
+    let clock = cheapest_trustworthy_clock();
+    let start = clock.read();
     while done < planned_ops && !interrupt::requested() {
         let n = BATCH_OPS.min(planned_ops - done);
-        let t = Instant::now();
+        let t = clock.read();
         // SAFETY: the arena holds at least `pages` 4 KiB pages (1 ≤ pages < 2^32, checked
         // above) and outlives this call.
         unsafe { slb_writes(arena.as_ptr(), pages, n, &mut state) };
         if n == BATCH_OPS {
-            batches.push(t.elapsed().as_nanos() as f64 / n as f64);
+            batches.push(clock.ticks_to_ns(clock.read().wrapping_sub(t)) / n as f64);
         }
         done += n;
     }
-    let elapsed_ns = start.elapsed().as_nanos() as u64;
+    let elapsed_ns = clock.ticks_to_ns(clock.read().wrapping_sub(start)) as u64;
     Ok(Hammered { ops: done, elapsed_ns, batches: summarize(&batches) })
 }
 
 /// Runs the plan with one thread per worker.
 pub fn run(plan: &SlbPlan, topology: &Topology) -> Result<SlbResult, BenchError> {
+    // Calibrate the measuring clock now, not after the workers' release.
+    cheapest_trustworthy_clock();
     let planned_ops = plan.ops_per_worker()?;
     if plan.workers.is_empty() {
         return Err(BenchError::Usage("at least one worker is needed".into()));
@@ -315,6 +319,8 @@ pub fn run_child(
     request: &SlbChildRequest,
     topology: &Topology,
 ) -> Result<SlbWorkerResult, BenchError> {
+    // Calibrate the measuring clock now, not after the workers' release.
+    cheapest_trustworthy_clock();
     let spec = &request.spec;
     let plan = SlbPlan {
         pages: request.pages,
@@ -609,7 +615,7 @@ mod tests {
             workers: vec![worker; 2],
             seed: 1,
         };
-        let started = Instant::now();
+        let started = std::time::Instant::now();
         let err = run_processes(
             &plan,
             &topology,

@@ -2,13 +2,12 @@
 //! a reader thread on CPU TO loads one word per 64-byte line, TIMES passes; the time taken says
 //! how fast TO can read FROM's memory (local, or across the interconnect).
 
-use std::time::Instant;
-
 use place::{pin, Arena, ArenaSpec, MemPolicy, PageSize, Placement};
 use serde::{Deserialize, Serialize};
 use topo::Topology;
 
 use crate::kernels::bandwidth::{pass, Isa, Kernel};
+use crate::timers::cheapest_trustworthy_clock;
 use crate::{interrupt, BenchError};
 
 /// The seed's buffer: 256 MiB.
@@ -52,6 +51,8 @@ pub fn run(
     topology: &Topology,
     on_address: impl FnOnce(u64) + Send,
 ) -> Result<ThreadRead, BenchError> {
+    // Calibrate the measuring clock now, not after the workers' release.
+    cheapest_trustworthy_clock();
     if passes == 0 {
         return Err(BenchError::Usage("TIMES must be at least 1".into()));
     }
@@ -75,7 +76,8 @@ pub fn run(
                     inner
                         .spawn(move || -> Result<(u64, u64), BenchError> {
                             pin::pin_current_thread(&[to_cpu])?;
-                            let start = Instant::now();
+                            let clock = cheapest_trustworthy_clock();
+                            let start = clock.read();
                             let mut done = 0;
                             let mut checksum = 0;
                             while done < passes && !interrupt::requested() {
@@ -94,7 +96,7 @@ pub fn run(
                                 done += 1;
                             }
                             std::hint::black_box(checksum);
-                            Ok((done, start.elapsed().as_nanos() as u64))
+                            Ok((done, clock.ticks_to_ns(clock.read().wrapping_sub(start)) as u64))
                         })
                         .join()
                         .map_err(|_| BenchError::Worker("reader thread panicked".into()))?

@@ -93,7 +93,9 @@ fn two_node_guest_placement() {
             "platscope place --size 32MiB --cpunodebind 1 --json",
             "platscope place --size 1GiB --membind 1",
             "platscope topo --hardware",
-            "platscope mem latency --matrix --size 4MiB --duration-ms 20 --json",
+            "platscope mem latency --matrix --size 4MiB --duration-ms 20 --json --no-store",
+            "platscope mem bandwidth --matrix --size 4MiB --duration-ms 30 --json --no-store",
+            "platscope compat thread_read 1 1 0",
         ],
     );
     let r = &run.results;

@@ -77,7 +77,11 @@ impl Recorder {
         let Some(store) = self.store.as_mut() else { return Ok(None) };
         let run = NewRun {
             command: command.to_string(),
-            parameters: json!({ "argv": self.argv }),
+            parameters: json!({
+                "argv": self.argv,
+                // The clock every batch in this run was timed with, and why it was trusted.
+                "clock": membench::timers::cheapest_trustworthy_clock(),
+            }),
             version: crate::cli::VERSION.to_string(),
             environment: self.environment.clone(),
             topology: self.topology.clone(),
