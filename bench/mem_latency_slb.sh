@@ -5,6 +5,7 @@
 #   bench/mem_latency_slb.sh [ROUNDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 rounds=${1:-5}
 cpu=0
 out=target/bench
@@ -14,7 +15,6 @@ cc -O2 -o "$out/chase_ref" bench/c/chase_ref.c
 cargo build --release -q -p platscope
 P=target/release/platscope
 
-median() { sort -g | awk '{a[NR]=$1} END {m=(NR+1)/2; if (NR%2) print a[m]; else print (a[m-0.5]+a[m+0.5])/2}'; }
 json_field() { grep -o "\"$1\": *[0-9.e+-]*" | head -1 | sed 's/.*: *//'; }
 
 declare -A c_chase p_chase c_slb p_slb
@@ -56,7 +56,8 @@ table=$(
 )
 
 # The SLB hot loop as compiled: the instructions between the loop label and its back-branch.
-disassemble() { objdump -d --no-show-raw-insn -C "$P" | awk -v f="<$1>:" '$2 == f {on=1; next} on && (/^$/ || /int3/) {exit} on' | sed 's/^ *[0-9a-f]*:\t//'; }
+objdump -d --no-show-raw-insn -C "$P" > "$out/platscope.dis"
+disassemble() { awk -v f="<$1>:" '$2 == f {on=1; next} on && (/^$/ || /int3/) {on=0} on' "$out/platscope.dis" | sed 's/^ *[0-9a-f]*:\t//'; }
 loop=$(disassemble membench::kernels::slb::slb_writes)
 chase_loop=$(disassemble membench::kernels::chase::chase)
 l1_ns=$(echo "${p_slb[4 5000000]}" | tr ' ' '\n' | grep . | awk '{print 1e9/$1}' | median)
@@ -90,12 +91,6 @@ MD
 )
 
 doc=docs/benchmarks.md
-[ -f "$doc" ] || printf '# Benchmarks\n\nSide-by-side measurements from bench/. Each section says how it was run and on what.\n' > "$doc"
-awk -v section="$section" '
-  /<!-- mem-latency-slb:begin -->/ {skip=1; print section; done=1; next}
-  /<!-- mem-latency-slb:end -->/ {skip=0; next}
-  !skip {print}
-  END {if (!done) print "\n" section}
-' "$doc" > "$doc.tmp" && mv "$doc.tmp" "$doc"
+write_doc_section mem-latency-slb "$section"
 echo "$table"
 echo "wrote $doc" >&2

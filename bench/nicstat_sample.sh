@@ -69,20 +69,37 @@ per_sample_ms() {
 lines_of() { ip netns exec "$ns" "$@" | grep -c ' d[0-9]' || true; }
 
 thirty=$(seq -s, -f 'd%g' 0 29)
-echo "machine: $(uname -r), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
-echo "samples per run: $samples at a 1 s interval; CPU per sample = median of 3 (long - short) / $samples"
-printf '%-24s %-22s %14s %10s\n' "tool" "interfaces asked for" "lines/sample" "CPU ms/sample"
-row() { # label, selection label, command...
-  local label=$1 sel=$2; shift 2
-  printf '%-24s %-22s %14s %10s\n' "$label" "$sel" "$(lines_of "$@")" "$(per_sample_ms "$@")"
+measure() {
+  echo "machine: $(uname -r), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+  echo "samples per run: $samples at a 1 s interval; CPU per sample = median of 3 (long - short) / $samples"
+  printf '%-24s %-22s %14s %10s\n' "tool" "interfaces asked for" "lines/sample" "CPU ms/sample"
+  row() { # label, selection label, command...
+    local label=$1 sel=$2; shift 2
+    printf '%-24s %-22s %14s %10s\n' "$label" "$sel" "$(lines_of "$@")" "$(per_sample_ms "$@")"
+  }
+  row "platscope net stat" "all ($have)" "$platscope" net stat
+  row "platscope net stat" "-i d0..d29" "$platscope" net stat -i "$thirty"
+  if command -v nicstat >/dev/null; then
+    row "nicstat $(nicstat -v 2>/dev/null | head -1 | sed 's/nicstat version //')" "all ($have)" nicstat
+    row "nicstat" "-i d0..d29" nicstat -i "$thirty"
+    echo "note: nicstat 1.95 finds at most the first 30 interfaces here (-i d500: 'no matching interface')"
+  else
+    echo "nicstat: not installed (apt-get install nicstat) - no side-by-side figure"
+  fi
+  echo "platscope: $($platscope --version 2>/dev/null | head -1)"
 }
-row "platscope net stat" "all ($have)" "$platscope" net stat
-row "platscope net stat" "-i d0..d29" "$platscope" net stat -i "$thirty"
-if command -v nicstat >/dev/null; then
-  row "nicstat $(nicstat -v 2>/dev/null | head -1 | sed 's/nicstat version //')" "all ($have)" nicstat
-  row "nicstat" "-i d0..d29" nicstat -i "$thirty"
-  echo "note: nicstat 1.95 finds at most the first 30 interfaces here (-i d500: 'no matching interface')"
-else
-  echo "nicstat: not installed (apt-get install nicstat) - no side-by-side figure"
-fi
-echo "platscope: $($platscope --version 2>/dev/null | head -1)"
+table=$(measure)
+echo "$table"
+. "$(dirname "$0")/lib.sh"
+write_doc_section nicstat-sample "<!-- nicstat-sample:begin -->
+## Cost of one nicstat sample with 1,000 interfaces
+
+Command: \`bench/nicstat_sample.sh\` — $have interfaces (ifb devices, this kernel has no dummy driver)
+in a network namespace; CPU time (user + sys) per sample, run on $(date -u +%Y-%m-%d). Target: < 10 ms.
+
+\`\`\`text
+$table
+\`\`\`
+
+nicstat 1.95 watches at most 30 interfaces here, so its all-interfaces row is not like for like.
+<!-- nicstat-sample:end -->"

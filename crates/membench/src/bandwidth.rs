@@ -118,24 +118,17 @@ fn worker(
     gate: &StartGate,
     topology: &Topology,
 ) -> ThreadOutcome {
-    let setup = || -> Result<(Buffers, Vec<Placement>), BenchError> {
+    let Some((buffers, placements)) = gate.prepare(|| -> Result<_, BenchError> {
         if let Some(cpu) = spec.cpu {
             pin::pin_current_thread(&[cpu])?;
         }
         let buffers = Buffers::new(spec, opts, topology)?;
         let placements = buffers.placements()?;
         Ok((buffers, placements))
-    };
-    let (buffers, placements) = match setup() {
-        Ok(ready) => ready,
-        Err(e) => {
-            gate.fail();
-            return Err(e);
-        }
-    };
-    if !gate.ready_and_wait() {
+    })?
+    else {
         return Ok(None);
-    }
+    };
     let bytes = opts.bytes_per_thread.next_multiple_of(BLOCK as u64) as usize;
     let per_pass = pass_bytes(opts);
     let ptrs = buffers.pointers();

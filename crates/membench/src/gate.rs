@@ -49,6 +49,15 @@ impl StartGate {
         self.changed.notify_all();
     }
 
+    /// Runs a worker's `setup` (pin, allocate, touch, verify), then waits at the gate:
+    /// `Ok(Some(ready))` when released to go, `Ok(None)` when another worker failed and the run
+    /// is aborted, `Err` — after telling the gate, so nobody waits forever — when this worker's
+    /// own setup failed.
+    pub fn prepare<T, E>(&self, setup: impl FnOnce() -> Result<T, E>) -> Result<Option<T>, E> {
+        let ready = setup().inspect_err(|_| self.fail())?;
+        Ok(self.ready_and_wait().then_some(ready))
+    }
+
     /// Waits until every worker has arrived, then releases them: all go if none failed.
     /// Returns whether they go.
     pub fn release_when_ready(&self) -> bool {

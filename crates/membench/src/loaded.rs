@@ -119,24 +119,17 @@ fn load_thread(
     gate: &StartGate,
     topology: &Topology,
 ) -> Result<Vec<Placement>, BenchError> {
-    let setup = || -> Result<(Buffers, Vec<Placement>), BenchError> {
+    let Some((buffers, placements)) = gate.prepare(|| -> Result<_, BenchError> {
         if let Some(cpu) = spec.cpu {
             pin::pin_current_thread(&[cpu])?;
         }
         let buffers = Buffers::new(spec, opts, topology)?;
         let placements = buffers.placements()?;
         Ok((buffers, placements))
+    })?
+    else {
+        return Ok(Vec::new()); // aborted: another thread failed to get ready
     };
-    let (buffers, placements) = match setup() {
-        Ok(ready) => ready,
-        Err(e) => {
-            gate.fail();
-            return Err(e);
-        }
-    };
-    if !gate.ready_and_wait() {
-        return Ok(placements);
-    }
     let [a, b, c] = buffers.pointers();
     let bytes = opts.bytes_per_thread as usize;
     let per_chunk = CHUNK as u64 * opts.kernel.info().counted_streams;
@@ -215,20 +208,13 @@ pub fn run(
         let gate_ref = &gate;
         let chase_thread = scope.spawn(move || -> Result<Placement, BenchError> {
             let gate = gate_ref;
-            let setup = || -> Result<Chase, BenchError> {
+            let Some(mut chase) = gate.prepare(|| -> Result<_, BenchError> {
                 pin::pin_current_thread(&[chase_cpu])?;
                 Chase::new(opts.chase_bytes, &opts.chase, topology)
+            })?
+            else {
+                return Err(BenchError::Interrupted); // aborted: a load thread failed to get ready
             };
-            let mut chase = match setup() {
-                Ok(c) => c,
-                Err(e) => {
-                    gate.fail();
-                    return Err(e);
-                }
-            };
-            if !gate.ready_and_wait() {
-                return Ok(chase.placement().clone());
-            }
             while let Ok(ChaseRequest::Sample(duration)) = chase_requests.recv() {
                 if chase_replies.send(chase.sample(duration).map(|(s, _)| s)).is_err() {
                     break;

@@ -164,7 +164,7 @@ fn worker(
     gate: &StartGate,
     topology: &Topology,
 ) -> Result<Option<SlbWorkerResult>, BenchError> {
-    let setup = || -> Result<(Arena, Placement), BenchError> {
+    let Some((arena, placement)) = gate.prepare(|| -> Result<_, BenchError> {
         if let Some(cpu) = spec.cpu {
             pin::pin_current_thread(&[cpu])?;
         }
@@ -176,17 +176,10 @@ fn worker(
         arena.as_mut_slice().fill(0); // memhammer memset its whole buffer before waiting
         let placement = arena.placement()?;
         Ok((arena, placement))
-    };
-    let (arena, placement) = match setup() {
-        Ok(ready) => ready,
-        Err(e) => {
-            gate.fail();
-            return Err(e);
-        }
-    };
-    if !gate.ready_and_wait() {
+    })?
+    else {
         return Ok(None);
-    }
+    };
     let done = hammer(&arena, plan.pages, planned_ops, worker_seed(plan.seed, index))?;
     Ok(Some(SlbWorkerResult {
         worker: index,

@@ -3,32 +3,15 @@
 //! what it saw. Memory is requested from a CPU of another node than the target, so a policy
 //! that is not applied shows up as pages on the wrong node.
 
-use std::path::Path;
 use std::time::Duration;
 
-use numa_vm::{run_in_guest, CommandResult, GuestRun, GuestSpec};
+mod common;
+
+use common::{boot, json};
+use numa_vm::{CommandResult, GuestSpec};
 use serde_json::Value;
 
 const MIB: u64 = 1 << 20;
-
-fn boot(spec: &GuestSpec, commands: &[&str]) -> GuestRun {
-    let binary = Path::new(env!("CARGO_BIN_EXE_platscope"));
-    match run_in_guest(spec, binary, commands) {
-        Ok(run) => {
-            println!("guest booted in {:.1} s, done in {:.1} s", run.boot_secs, run.total_secs);
-            for r in &run.results {
-                println!("$ {}\n[exit {}]\n{}{}", r.command, r.exit_code, r.stdout, r.stderr);
-            }
-            run
-        }
-        Err(err) => panic!("guest run failed: {err}\n{}", err.console_tail().unwrap_or("")),
-    }
-}
-
-fn json(result: &CommandResult) -> Value {
-    assert_eq!(result.exit_code, 0, "{}: {}", result.command, result.stderr);
-    serde_json::from_str(&result.stdout).unwrap_or_else(|e| panic!("{}: {e}", result.command))
-}
 
 /// Pages on each node from `platscope place --json`.
 fn pages_by_node(result: &CommandResult) -> Vec<(u64, u64)> {
@@ -84,6 +67,7 @@ fn two_node_guest_placement() {
         .with_timeout(Duration::from_secs(180));
     let run = boot(
         &spec,
+        &[],
         &[
             "platscope topo --json",
             "platscope place --size 64MiB --membind 1 --physcpubind 0 --json",
@@ -149,6 +133,7 @@ fn four_node_guest_with_memory_only_node() {
         .with_timeout(Duration::from_secs(180));
     let run = boot(
         &spec,
+        &[],
         &[
             "platscope topo --json",
             "platscope place --size 32MiB --membind 3 --physcpubind 0 --json",

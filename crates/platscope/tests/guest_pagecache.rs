@@ -18,8 +18,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use numa_vm::{run_in_guest_with, CommandResult, GuestRun, GuestSpec};
-use serde_json::Value;
+mod common;
+
+use common::json;
+use numa_vm::{CommandResult, GuestRun, GuestSpec};
 
 /// Modules to load, in dependency order, as paths under lib/modules/<version>/kernel/.
 const MODULES: &[&str] = &[
@@ -58,23 +60,8 @@ fn modules() -> Vec<PathBuf> {
 }
 
 fn boot(spec: &GuestSpec, extra: &[PathBuf], commands: &[&str]) -> GuestRun {
-    let mut binaries: Vec<&Path> = vec![Path::new(env!("CARGO_BIN_EXE_platscope"))];
-    binaries.extend(extra.iter().map(PathBuf::as_path));
-    match run_in_guest_with(spec, &binaries, commands) {
-        Ok(run) => {
-            println!("guest booted in {:.1} s, done in {:.1} s", run.boot_secs, run.total_secs);
-            for r in &run.results {
-                println!("$ {}\n[exit {}]\n{}{}", r.command, r.exit_code, r.stdout, r.stderr);
-            }
-            run
-        }
-        Err(err) => panic!("guest run failed: {err}\n{}", err.console_tail().unwrap_or("")),
-    }
-}
-
-fn json(result: &CommandResult) -> Value {
-    assert_eq!(result.exit_code, 0, "{}: {}", result.command, result.stderr);
-    serde_json::from_str(&result.stdout).unwrap_or_else(|e| panic!("{}: {e}", result.command))
+    let extra: Vec<&Path> = extra.iter().map(PathBuf::as_path).collect();
+    common::boot(spec, &extra, commands)
 }
 
 /// (pages, resident, [(node, pages)]) of the one file in a `pagecache --json` answer.

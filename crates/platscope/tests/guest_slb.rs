@@ -6,7 +6,10 @@
 use std::path::Path;
 use std::time::Duration;
 
-use numa_vm::{run_in_guest_with, CommandResult, GuestRun, GuestSpec};
+mod common;
+
+use common::json;
+use numa_vm::{GuestRun, GuestSpec};
 use serde_json::Value;
 
 /// Seed 002's membind_example.4 (the blog's typography turned `--` into `–`; the script has
@@ -24,26 +27,11 @@ wait
 const NUMACTL: &str = "/usr/bin/numactl";
 
 fn boot(spec: &GuestSpec, commands: &[&str]) -> GuestRun {
-    let platscope = Path::new(env!("CARGO_BIN_EXE_platscope"));
     assert!(
         Path::new(NUMACTL).is_file(),
         "{NUMACTL} is needed for this test (scripts/setup.sh installs the numactl package)"
     );
-    match run_in_guest_with(spec, &[platscope, Path::new(NUMACTL)], commands) {
-        Ok(run) => {
-            println!("guest booted in {:.1} s, done in {:.1} s", run.boot_secs, run.total_secs);
-            for r in &run.results {
-                println!("$ {}\n[exit {}]\n{}{}", r.command, r.exit_code, r.stdout, r.stderr);
-            }
-            run
-        }
-        Err(err) => panic!("guest run failed: {err}\n{}", err.console_tail().unwrap_or("")),
-    }
-}
-
-fn json(result: &CommandResult) -> Value {
-    assert_eq!(result.exit_code, 0, "{}: {}", result.command, result.stderr);
-    serde_json::from_str(&result.stdout).unwrap_or_else(|e| panic!("{}: {e}", result.command))
+    common::boot(spec, &[Path::new(NUMACTL)], commands)
 }
 
 /// (node, pages) of a placement, checking every page was resident.

@@ -278,18 +278,22 @@ mod x86 {
 
                 const W: usize = $w;
 
+                /// Vectors per unrolled step: a whole BLOCK, one accumulator each, so the loop
+                /// overhead is paid once per 256 bytes whatever the vector width.
+                const N: usize = super::super::BLOCK / W;
+
                 #[target_feature(enable = $feature)]
                 unsafe fn read(a: *const u8, bytes: usize) -> u64 {
-                    let mut acc = [$splat(0); 4];
+                    let mut acc = [$splat(0); N];
                     let mut o = 0;
                     while o < bytes {
                         for (k, x) in acc.iter_mut().enumerate() {
-                            // SAFETY: o + (k+1)·W ≤ bytes (bytes is a multiple of 4·W), aligned.
+                            // SAFETY: o + (k+1)·W ≤ bytes (bytes is a multiple of BLOCK), aligned.
                             *x = $xor(*x, unsafe { $load(a.add(o + k * W).cast::<$vi>()) });
                         }
-                        o += 4 * W;
+                        o += N * W;
                     }
-                    let folded = $xor($xor(acc[0], acc[1]), $xor(acc[2], acc[3]));
+                    let folded = acc.iter().fold($splat(0), |x, y| $xor(x, *y));
                     // SAFETY: a vector is W plain bytes.
                     let lanes: [u64; $w / 8] = unsafe { std::mem::transmute(folded) };
                     lanes.iter().fold(0, |x, y| x ^ y)
