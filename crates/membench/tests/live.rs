@@ -8,12 +8,21 @@ use membench::slb::{run, SlbPlan, SlbWorkerSpec};
 use place::{MemPolicy, PageSize};
 use topo::Topology;
 
+/// These tests pin threads and time them: run one at a time, so they measure the machine
+/// rather than each other.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn topology() -> Topology {
     Topology::detect().expect("topology")
 }
 
 #[test]
 fn latency_rises_from_l1_to_l2_to_dram() {
+    let _serial = serial();
     let t = topology();
     let cpu = t.online_cpu_ids().first().copied();
     let opts = LatencyOptions { duration: Duration::from_millis(200), ..Default::default() };
@@ -40,6 +49,7 @@ fn latency_rises_from_l1_to_l2_to_dram() {
 
 #[test]
 fn random_chase_is_not_prefetched() {
+    let _serial = serial();
     let t = topology();
     let cpu = t.online_cpu_ids().first().copied();
     let opts = LatencyOptions { duration: Duration::from_millis(200), ..Default::default() };
@@ -55,6 +65,7 @@ fn random_chase_is_not_prefetched() {
 
 #[test]
 fn slb_workers_run_and_report_verified_memory() {
+    let _serial = serial();
     let t = topology();
     let cpus = t.online_cpu_ids();
     let plan = SlbPlan {
@@ -85,6 +96,7 @@ fn slb_workers_run_and_report_verified_memory() {
 
 #[test]
 fn slb_refuses_more_than_memory_before_allocating() {
+    let _serial = serial();
     let t = topology();
     let plan = SlbPlan {
         pages: 1 << 31,

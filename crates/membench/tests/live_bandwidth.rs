@@ -10,12 +10,21 @@ use membench::loaded::{self, LoadMix, LoadedOptions};
 use place::{MemPolicy, PageSize};
 use topo::Topology;
 
+/// These tests pin threads and time them: run one at a time, so they measure the machine
+/// rather than each other.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn topology() -> Topology {
     Topology::detect().expect("topology")
 }
 
 #[test]
 fn every_kernel_and_isa_gives_a_sane_figure_with_verified_memory() {
+    let _serial = serial();
     let t = topology();
     let cpu = t.online_cpu_ids()[0];
     let node = t.node_of_cpu(cpu).expect("node");
@@ -44,6 +53,7 @@ fn every_kernel_and_isa_gives_a_sane_figure_with_verified_memory() {
 
 #[test]
 fn loaded_latency_rises_with_load() {
+    let _serial = serial();
     let t = topology();
     let cpus = t.online_cpu_ids();
     assert!(cpus.len() >= 2, "this test needs two CPUs");
