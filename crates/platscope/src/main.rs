@@ -31,8 +31,8 @@ fn main() -> ExitCode {
             commands::results::run(command, &cli.store_options(), cli.json)
         }
         Command::Net { command: cli::NetCommand::Stat(args) } => commands::net::run(args, cli.json),
-        Command::Pagecache(args) => commands::pagecache::run(args, cli.json),
-        Command::Timer(args) => commands::timer::run(args, cli.json),
+        Command::Pagecache(args) => commands::pagecache::run(args, cli.json, &cli.store_options()),
+        Command::Timer(args) => commands::timer::run(args, cli.json, &cli.store_options()),
         Command::Compat { name, args } => commands::compat::run(name, args),
     };
     finish(result)

@@ -177,3 +177,22 @@ fn bad_out_db_and_ids_are_clear_errors_that_touch_nothing() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("no run 999"));
 }
+
+#[test]
+fn timer_and_pagecache_runs_are_stored_too() {
+    let dir = TempDir::new("store-more");
+    let db = dir.path("r.db");
+    let file = dir.path("cached.txt");
+    std::fs::write(&file, vec![7u8; 1 << 20]).expect("write");
+    assert!(platscope(&["timer", "--batches", "10", "--db", &db]).status.success());
+    assert!(platscope(&["pagecache", &file, "--read-from", "0", "--db", &db]).status.success());
+    let list = platscope(&["results", "list", "--db", &db, "--json"]);
+    let runs: serde_json::Value = serde_json::from_slice(&list.stdout).expect("json");
+    let commands: Vec<&str> =
+        runs.as_array().expect("runs").iter().filter_map(|r| r["command"].as_str()).collect();
+    assert_eq!(commands, vec!["pagecache", "timer"], "newest first");
+    let id = runs[0]["id"].as_i64().expect("id").to_string();
+    let shown = text(&platscope(&["results", "show", &id, "--db", &db]).stdout);
+    assert!(shown.contains("from node 0"), "{shown}");
+    assert!(shown.contains("node 0: 256 pages"), "verified residency: {shown}");
+}

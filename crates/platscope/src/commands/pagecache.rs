@@ -15,6 +15,7 @@ use place::{lists, pin, MemPolicy};
 use serde::Serialize;
 use topo::Topology;
 
+use super::record::{self, Recorder, StoreOptions};
 use crate::output::{emit, emit_json};
 
 #[derive(Debug, Args)]
@@ -64,8 +65,9 @@ struct FilesFailed {
     message: String,
 }
 
-pub fn run(args: &PagecacheArgs, json: bool) -> anyhow::Result<()> {
+pub fn run(args: &PagecacheArgs, json: bool, store: &StoreOptions) -> anyhow::Result<()> {
     let topology = Topology::detect().context("reading the topology")?;
+    let mut rec = Recorder::open(store, &topology)?;
     let policy = match (&args.interleave, &args.membind) {
         (Some(list), _) => MemPolicy::Interleave(lists::parse_memory_nodes(list, &topology)?),
         (_, Some(list)) => MemPolicy::Bind(lists::parse_memory_nodes(list, &topology)?),
@@ -117,6 +119,10 @@ pub fn run(args: &PagecacheArgs, json: bool) -> anyhow::Result<()> {
                 });
             }
         }
+    }
+    let (metrics, placements) = record::pagecache(entries.iter().filter_map(|e| e.result.as_ref()));
+    if !placements.is_empty() {
+        rec.record("pagecache", &entries, metrics, placements, interrupt::requested())?;
     }
     if json {
         emit_json(&entries)?;

@@ -231,3 +231,24 @@ pub fn slb(r: &SlbResult, label: &str) -> (Vec<Metric>, Vec<WorkerPlacement>) {
     }
     (metrics, placements)
 }
+
+/// Page-cache runs: read rates per file and node, and where each file's cached pages were.
+pub fn pagecache<'a>(
+    reports: impl Iterator<Item = &'a place::pagecache::FileReport>,
+) -> (Vec<Metric>, Vec<WorkerPlacement>) {
+    let mut metrics = Vec::new();
+    let mut placements = Vec::new();
+    for r in reports {
+        for read in &r.reads {
+            let passes = read.read.passes.iter().map(|p| p.gbps).collect();
+            metrics.push(Metric::new(
+                format!("read {} from node {}", r.path, read.node),
+                "GB/s",
+                passes,
+            ));
+        }
+        let requested = r.load.as_ref().map_or(Value::Null, |l| json!(l));
+        placements.push(placement(format!("page cache of {}", r.path), requested, &r.residency));
+    }
+    (metrics, placements)
+}

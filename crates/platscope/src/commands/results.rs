@@ -176,7 +176,8 @@ pub fn run(command: &ResultsCommand, options: &StoreOptions, json: bool) -> anyh
 /// Placement JSON in one short line: pages per node when that is what it holds.
 fn compact(verified: &serde_json::Value) -> String {
     let per_node = |p: &serde_json::Value| -> Option<String> {
-        let nodes = p.get("per_node")?.as_array()?;
+        // Arena placements carry `per_node`, page-cache residency `nodes`.
+        let nodes = p.get("per_node").or_else(|| p.get("nodes"))?.as_array()?;
         Some(
             nodes
                 .iter()

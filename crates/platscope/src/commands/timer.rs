@@ -5,6 +5,9 @@ use clap::Args;
 use membench::interrupt;
 use membench::timers::{measure_all, TimerOptions};
 
+use anyhow::Context;
+
+use super::record::{Recorder, StoreOptions};
 use crate::output::{emit, emit_json};
 
 #[derive(Debug, Args)]
@@ -15,13 +18,21 @@ pub struct TimerArgs {
     pub batches: u64,
 }
 
-pub fn run(args: &TimerArgs, json: bool) -> anyhow::Result<()> {
+pub fn run(args: &TimerArgs, json: bool, store: &StoreOptions) -> anyhow::Result<()> {
+    let topology = topo::Topology::detect().context("reading the topology")?;
+    let mut rec = Recorder::open(store, &topology)?;
     interrupt::install();
     let opts = TimerOptions { batches: args.batches as usize, ..TimerOptions::default() };
     let report = measure_all(&opts);
     if report.timers.is_empty() && report.interrupted {
         return Err(membench::BenchError::Interrupted.into());
     }
+    let metrics = report
+        .timers
+        .iter()
+        .map(|t| store::Metric::new(format!("{} per call", t.name), "ns", t.ns.values.clone()))
+        .collect();
+    rec.record("timer", &report, metrics, Vec::new(), report.interrupted)?;
     if json {
         emit_json(&report)
     } else {
