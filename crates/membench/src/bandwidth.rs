@@ -310,11 +310,7 @@ pub fn saturation_point(steps: &[BandwidthResult]) -> Option<usize> {
         .position(|w| {
             w[1].aggregate_gbs.median < w[0].aggregate_gbs.median * (1.0 + SATURATION_GAIN)
         })
-        .map(|i| w_threads(&steps[i]))
-}
-
-fn w_threads(r: &BandwidthResult) -> usize {
-    r.threads.len()
+        .map(|i| steps[i].threads.len())
 }
 
 /// Theoretical peak from SMBIOS memory devices (DMI type 17), in GB/s: Σ configured MT/s × 8

@@ -1105,10 +1105,17 @@ pub fn measure_all(opts: &TimerOptions) -> TimerReport {
     report
 }
 
+static CHOICE: OnceLock<ClockChoice> = OnceLock::new();
+
+/// The clock [`cheapest_trustworthy_clock`] chose, if this process has timed anything with it
+/// (so recording which clock a run used never calibrates one it did not use).
+pub fn clock_in_use() -> Option<&'static ClockChoice> {
+    CHOICE.get()
+}
+
 /// The cheapest trustworthy clock on this machine (see [`choose_clock`]), measured once per
 /// process with short runs; `CLOCK_MONOTONIC` when nothing qualifies.
 pub fn cheapest_trustworthy_clock() -> &'static ClockChoice {
-    static CHOICE: OnceLock<ClockChoice> = OnceLock::new();
     CHOICE.get_or_init(|| {
         let opts = TimerOptions {
             batches: 31,

@@ -8,13 +8,9 @@ use membench::slb::{run, SlbPlan, SlbWorkerSpec};
 use place::{MemPolicy, PageSize};
 use topo::Topology;
 
-/// These tests pin threads and time them: run one at a time, so they measure the machine
-/// rather than each other.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+mod common;
 
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
+use common::serial;
 
 fn topology() -> Topology {
     Topology::detect().expect("topology")

@@ -26,6 +26,16 @@ pub struct PlacementRequest {
 }
 
 impl PlacementRequest {
+    /// The CPUs work may run on: the requested ones, else the online CPUs this process may
+    /// use (its inherited affinity, so platscope also runs under `taskset` or `numactl`).
+    pub fn allowed_cpus(&self, topology: &Topology) -> Result<Vec<u32>, PlaceError> {
+        if let Some(cpus) = &self.cpus {
+            return Ok(cpus.clone());
+        }
+        let online = topology.online_cpu_ids();
+        Ok(crate::pin::affinity(0)?.into_iter().filter(|c| online.contains(c)).collect())
+    }
+
     /// Checks the options against each other and against the machine.
     pub fn resolve(args: &PlacementArgs, topology: &Topology) -> Result<Self, PlaceError> {
         let chosen: Vec<&str> = [

@@ -10,7 +10,7 @@ use membench::kernels::bandwidth::{Isa, Kernel};
 use membench::latency::LatencyOptions;
 use membench::loaded::{self, LoadMix, LoadedOptions};
 use membench::{interrupt, thread_read, BenchError};
-use place::{lists, pin, MemPolicy, PageSize, PlacementRequest};
+use place::{lists, MemPolicy, PageSize, PlacementRequest};
 use topo::Topology;
 
 use crate::cli::{parse_count, parse_page, parse_size, PlacementOptions};
@@ -76,14 +76,6 @@ pub struct LoadedLatencyArgs {
     pub placement: PlacementOptions,
 }
 
-fn allowed_cpus(request: &PlacementRequest, topology: &Topology) -> anyhow::Result<Vec<u32>> {
-    if let Some(cpus) = &request.cpus {
-        return Ok(cpus.clone());
-    }
-    let online = topology.online_cpu_ids();
-    Ok(pin::affinity(0)?.into_iter().filter(|c| online.contains(c)).collect())
-}
-
 /// The peak to compare with: `--peak-gbs`, else SMBIOS memory devices, else unknown.
 fn peak(given: Option<f64>) -> Option<f64> {
     given.or_else(|| bandwidth::smbios_peak_gbs(&bandwidth::read_memory_devices()))
@@ -96,7 +88,7 @@ pub fn run_bandwidth(
     rec: &mut Recorder,
 ) -> anyhow::Result<()> {
     let request = PlacementRequest::resolve(&args.placement.to_args(), topology)?;
-    let cpus = allowed_cpus(&request, topology)?;
+    let cpus = request.allowed_cpus(topology)?;
     let threads = args.threads.unwrap_or(cpus.len() as u64) as usize;
     if threads > cpus.len() {
         return Err(BenchError::Usage(format!(
@@ -165,7 +157,7 @@ pub fn run_loaded(
     rec: &mut Recorder,
 ) -> anyhow::Result<()> {
     let request = PlacementRequest::resolve(&args.placement.to_args(), topology)?;
-    let cpus = allowed_cpus(&request, topology)?;
+    let cpus = request.allowed_cpus(topology)?;
     let chase_cpu = match &args.chase_cpu {
         Some(text) => match lists::parse_cpus(text, topology)?.as_slice() {
             [cpu] => *cpu,

@@ -39,15 +39,6 @@ fn resolve(options: &PlacementOptions, topology: &Topology) -> anyhow::Result<Pl
     Ok(PlacementRequest::resolve(&options.to_args(), topology)?)
 }
 
-/// The CPUs workers may use: the requested ones, else those this process may run on.
-fn allowed_cpus(request: &PlacementRequest, topology: &Topology) -> anyhow::Result<Vec<u32>> {
-    if let Some(cpus) = &request.cpus {
-        return Ok(cpus.clone());
-    }
-    let online = topology.online_cpu_ids();
-    Ok(pin::affinity(0)?.into_iter().filter(|c| online.contains(c)).collect())
-}
-
 fn latency(
     args: &LatencyArgs,
     json: bool,
@@ -73,7 +64,7 @@ fn latency(
         ..LatencyOptions::default()
     };
     // The chase runs on one CPU: the first requested, else the one we are on now.
-    let cpu = allowed_cpus(&request, topology)?.first().copied().or_else(pin::current_cpu);
+    let cpu = request.allowed_cpus(topology)?.first().copied().or_else(pin::current_cpu);
     let default_size = (4 * topology.last_level_cache_bytes()).max(256 << 20);
 
     if args.matrix {
@@ -177,7 +168,7 @@ fn slb(args: &SlbArgs, json: bool, topology: &Topology, rec: &mut Recorder) -> a
             .collect(),
         None => spread_workers(
             args.work.workers.unwrap_or(1),
-            &allowed_cpus(&request, topology)?,
+            &request.allowed_cpus(topology)?,
             &request.policy,
         ),
     };
@@ -222,7 +213,7 @@ fn scale(
     rec: &mut Recorder,
 ) -> anyhow::Result<()> {
     let request = resolve(&args.placement, topology)?;
-    let cpus = allowed_cpus(&request, topology)?;
+    let cpus = request.allowed_cpus(topology)?;
     let counts: Vec<u64> = args.workers.clone().unwrap_or_else(|| scale_counts(cpus.len()));
     let work = SlbWorkArgs { pages: args.pages, loops: args.loops, workers: None, page: args.page };
     let mut results: Vec<SlbResult> = Vec::new();
@@ -292,7 +283,7 @@ pub(crate) type Scenario = (&'static str, Option<Vec<SlbWorkerSpec>>);
 /// worker's memory on the node farthest from it), `None` where impossible.
 pub(crate) fn policy_scenarios(count: u64, topology: &Topology) -> anyhow::Result<Vec<Scenario>> {
     let cpus =
-        allowed_cpus(&PlacementRequest { cpus: None, policy: MemPolicy::Inherit }, topology)?;
+        PlacementRequest { cpus: None, policy: MemPolicy::Inherit }.allowed_cpus(topology)?;
     let memory_nodes = topology.nodes_with_memory();
     let local = spread_workers(count, &cpus, &MemPolicy::Local);
     let interleave = spread_workers(count, &cpus, &MemPolicy::Interleave(memory_nodes.clone()));

@@ -79,8 +79,9 @@ impl Recorder {
             command: command.to_string(),
             parameters: json!({
                 "argv": self.argv,
-                // The clock every batch in this run was timed with, and why it was trusted.
-                "clock": membench::timers::cheapest_trustworthy_clock(),
+                // The clock every batch in this run was timed with, and why it was trusted
+                // (null for runs that timed nothing with it, e.g. `pagecache`).
+                "clock": membench::timers::clock_in_use(),
             }),
             version: crate::cli::VERSION.to_string(),
             environment: self.environment.clone(),

@@ -15,7 +15,7 @@ use membench::latency::{self, LatencyOptions};
 use membench::loaded::{self, LoadMix, LoadedOptions};
 use membench::slb::{self, SlbPlan};
 use membench::{interrupt, BenchError};
-use place::{pin, MemPolicy, PageSize};
+use place::{MemPolicy, PageSize, PlacementRequest};
 use report::html::ReportData;
 use topo::Topology;
 
@@ -156,8 +156,8 @@ pub fn run(args: &ReportArgs, store: &StoreOptions) -> anyhow::Result<()> {
     let mut rec = Recorder::open(store, &topology)?;
     let full = args.full;
     let budget = Budget::new(full, &topology);
-    let online = topology.online_cpu_ids();
-    let cpus: Vec<u32> = pin::affinity(0)?.into_iter().filter(|c| online.contains(c)).collect();
+    let cpus =
+        PlacementRequest { cpus: None, policy: MemPolicy::Inherit }.allowed_cpus(&topology)?;
     let first_cpu = cpus.first().copied();
     let nodes = topology.nodes_with_memory().len() as f64;
     let cpu_nodes = topology.nodes.iter().filter(|n| !n.cpus.is_empty()).count() as f64;
