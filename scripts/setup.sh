@@ -8,8 +8,11 @@ cd "$(dirname "$0")/.."
 packages=(
   # build: hwloc bindings (hwlocality links libhwloc and libudev)
   build-essential pkg-config libhwloc-dev libudev-dev
-  # eBPF programs (libbpf-rs): clang for BPF C, libelf and zlib for libbpf
-  clang libelf-dev zlib1g-dev
+  # eBPF programs (libbpf-rs): clang for BPF C, libelf and zlib for libbpf, bpftool for
+  # the kernel's vmlinux.h
+  clang libelf-dev zlib1g-dev bpftool
+  # io pattern tests: an ext4 image on a loop device
+  e2fsprogs mount
   # reference tools the tests compare with, and netns/veth for network tests
   numactl hwloc iproute2
   # the HTML report checked as a person sees it (headless Chromium), with a fixed font

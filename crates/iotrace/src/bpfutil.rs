@@ -1,0 +1,49 @@
+//! Small shared pieces for loading programs and reading their maps.
+
+use std::path::Path;
+
+use crate::error::{Error, Result};
+
+const KERNEL_BTF: &str = "/sys/kernel/btf/vmlinux";
+
+/// Checks what every program here needs before trying to load one, so the error says why.
+pub(crate) fn preflight() -> Result<()> {
+    if !Path::new(KERNEL_BTF).exists() {
+        return Err(Error::NoBtf);
+    }
+    // libbpf's own warnings go to stderr by default; the errors we return say what failed.
+    // PLATSCOPE_BPF_LOG=1 keeps them (the verifier's log when a program is refused).
+    if std::env::var_os("PLATSCOPE_BPF_LOG").is_none() {
+        libbpf_rs::set_print(None);
+    }
+    Ok(())
+}
+
+/// Whether the running kernel has a tracepoint that `tp_btf` can attach to.
+pub(crate) fn has_tracepoint(name: &str) -> bool {
+    let Ok(btf) = libbpf_rs::btf::Btf::from_vmlinux() else { return false };
+    btf.type_by_name::<libbpf_rs::btf::types::Typedef<'_>>(&format!("btf_trace_{name}")).is_some()
+}
+
+/// The bytes of a plain `#[repr(C)]` value, to write into a map.
+pub(crate) fn as_bytes<T: Copy>(value: &T) -> &[u8] {
+    // SAFETY: T is one of the generated repr(C) map types: plain integers and arrays with no
+    // padding bytes (the C header lays them out that way), so every byte is initialised.
+    unsafe { std::slice::from_raw_parts((value as *const T).cast::<u8>(), size_of::<T>()) }
+}
+
+/// A plain `#[repr(C)]` value read back from a map's bytes; `None` if the size is wrong.
+pub(crate) fn from_bytes<T: Copy>(bytes: &[u8]) -> Option<T> {
+    if bytes.len() < size_of::<T>() {
+        return None;
+    }
+    // SAFETY: the length is checked; T is a generated repr(C) type of integers and arrays,
+    // valid for any bit pattern; read_unaligned has no alignment requirement.
+    Some(unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast::<T>()) })
+}
+
+/// A C char array up to its NUL, lossily as UTF-8.
+pub(crate) fn c_string(chars: &[i8]) -> String {
+    let bytes: Vec<u8> = chars.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}

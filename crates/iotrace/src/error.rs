@@ -1,0 +1,57 @@
+//! What can go wrong attaching BPF programs, each with the fix in its message.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(
+        "this kernel has no BTF (/sys/kernel/btf/vmlinux is missing): the BPF programs need a \
+         kernel built with CONFIG_DEBUG_INFO_BTF=y"
+    )]
+    NoBtf,
+    #[error(
+        "loading BPF programs needs root (or CAP_BPF and CAP_PERFMON): run it with sudo ({0})"
+    )]
+    Privileges(String),
+    #[error("no process with PID {0}")]
+    NoProcess(u32),
+    #[error("--comm {0:?} is longer than the kernel's 15-byte command names")]
+    CommTooLong(String),
+    #[error("--comm must not be empty")]
+    EmptyComm,
+    #[error(
+        "cgroup {path}: {source} (give a cgroup v2 directory, e.g. /sys/fs/cgroup/system.slice)"
+    )]
+    Cgroup { path: PathBuf, source: std::io::Error },
+    #[error("--fs {path}: {source}")]
+    Filesystem { path: PathBuf, source: std::io::Error },
+    #[error("reading the mount table: {0}")]
+    Mounts(std::io::Error),
+    #[error("{what}: {source}")]
+    Bpf { what: &'static str, source: libbpf_rs::Error },
+}
+
+impl Error {
+    /// Errors in what the user asked for (exit code 2) rather than in running it.
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            Error::NoProcess(_)
+                | Error::CommTooLong(_)
+                | Error::EmptyComm
+                | Error::Cgroup { .. }
+                | Error::Filesystem { .. }
+        )
+    }
+
+    /// Wraps a libbpf error, naming missing privileges as such.
+    pub(crate) fn bpf(what: &'static str, source: libbpf_rs::Error) -> Self {
+        if source.kind() == libbpf_rs::ErrorKind::PermissionDenied {
+            Error::Privileges(format!("{what}: {source}"))
+        } else {
+            Error::Bpf { what, source }
+        }
+    }
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
