@@ -215,6 +215,39 @@ pub fn fit(value: f64, width: usize) -> String {
     }
 }
 
+/// The seed's two header lines ("Sample interval: 120 seconds", "End time: 2011 Mar 23
+/// 10:42:20"), in local time.
+pub fn render_header(seconds: f64, end_epoch_s: i64) -> String {
+    let interval = if (seconds - seconds.round()).abs() < 0.0005 {
+        format!("{}", seconds.round() as u64)
+    } else {
+        format!("{seconds:.3}")
+    };
+    let end = local_time(end_epoch_s).unwrap_or_else(|| format!("@{end_epoch_s}"));
+    format!("Sample interval: {interval} seconds\nEnd time: {end}\n")
+}
+
+fn local_time(epoch: i64) -> Option<String> {
+    const MONTHS: [&str; 12] =
+        ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    let t = libc::time_t::try_from(epoch).ok()?;
+    // SAFETY: tm is plain data; all zeroes is valid and localtime_r overwrites it.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are to live locals; localtime_r keeps no reference to them.
+    if unsafe { libc::localtime_r(&t, &mut tm) }.is_null() {
+        return None;
+    }
+    let month = MONTHS.get(usize::try_from(tm.tm_mon).ok()?)?;
+    Some(format!(
+        "{} {month} {:02} {:02}:{:02}:{:02}",
+        tm.tm_year + 1900,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec
+    ))
+}
+
 /// Counts of one file over an interval, for `--per-file`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FileInterval {
@@ -378,6 +411,13 @@ mod tests {
         assert!(lines[4].starts_with("                  TOTAL 157.000 161.000"), "{}", lines[4]);
         assert!(lines[4].ends_with("      other: 5.00000"), "{}", lines[4]);
         assert!(lines.iter().all(|l| l.len() == lines[0].len()));
+    }
+
+    #[test]
+    fn header_names_interval_and_end() {
+        let text = render_header(120.0, 1_300_000_000);
+        assert!(text.starts_with("Sample interval: 120 seconds\nEnd time: 20"), "{text}");
+        assert!(render_header(0.25, 0).starts_with("Sample interval: 0.250 seconds"));
     }
 
     #[test]
