@@ -105,6 +105,14 @@ declare -A vals errs cmds notes
 record() { vals["$1|$2"]+="$3 "; }
 fail() { errs["$1|$2"]=${3:-it failed and printed nothing}; }
 # Runs a command with its output in a log; remembers the command line for the doc.
+# Runs a command with transparent huge pages disabled for it and its children
+# (prctl PR_SET_THP_DISABLE, inherited across fork and exec).
+thp_off() {
+  python3 -c 'import ctypes, os, sys
+if ctypes.CDLL(None, use_errno=True).prctl(41, 1, 0, 0, 0) != 0:
+    sys.exit("prctl(PR_SET_THP_DISABLE) failed")
+os.execvp(sys.argv[1], sys.argv[1:])' "$@"
+}
 run_logged() {
   local log=$1
   shift
@@ -199,7 +207,10 @@ job_memrate() { # T: every method runs in turn (0.15 cannot pick one); read and 
   # --memrate-flush: memrate cycles all its methods over one buffer and by default does not
   # flush the caches between them, so part of a read pass is served from the last-level cache
   # the previous method filled; flushing makes its figure a memory figure like the others'.
-  run_logged "$log" taskset -c "$(cpus_of "$T")" stress-ng --memrate "$T" --memrate-bytes "$S" \
+  # thp_off: memrate madvises its buffer MADV_HUGEPAGE, and khugepaged was seen collapsing
+  # part of it into 2 MiB pages mid-run (1/8 of it within 1.5 s); every other tool here,
+  # platscope included, reads 4 KiB pages, which on this VM are ~20% slower to stream.
+  run_logged "$log" thp_off taskset -c "$(cpus_of "$T")" stress-ng --memrate "$T" --memrate-bytes "$S" \
     --memrate-flush --metrics-brief -t "$(secs_at_least 2 3)" || rc=$?
   for m in "$mr_read" write128nt; do
     cmds["stress-ng memrate $m|$T"]=$last_cmd
