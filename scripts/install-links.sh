@@ -4,7 +4,6 @@
 #   scripts/install-links.sh DIR [BINARY]
 # DIR is created if missing; BINARY defaults to this checkout's target/release/platscope.
 # Existing links of these names in DIR are replaced; other files of these names are left alone.
-# Names without a compat tool yet answer "unknown compat tool" until one is written.
 set -euo pipefail
 
 usage="usage: scripts/install-links.sh DIR [BINARY]"

@@ -18,6 +18,9 @@ pub struct CpuBusy {
     pub cpu: usize,
     /// ns a task other than idle ran, up to the moment of reading.
     pub busy_ns: u64,
+    /// What the scheduler charged the tasks that ran, up to the last switch: `busy_ns` less
+    /// steal (the hypervisor running another guest) and, with IRQ_TIME_ACCOUNTING, interrupts.
+    pub task_ns: u64,
     pub switches: u64,
     /// No switch seen on this CPU yet: its busy time is unknown.
     pub unknown: bool,
@@ -30,13 +33,17 @@ pub struct ExitedThread {
     pub tgid: u32,
     pub ppid: u32,
     pub comm: String,
+    pub uid: u32,
     /// Exact on-CPU time (the scheduler's sum_exec_runtime).
     pub runtime_ns: u64,
+    /// On the last thread of a process: the whole process's on-CPU time over its life.
+    pub group_runtime_ns: Option<u64>,
     /// The kernel's user/system split (tick-sampled, scaled to the runtime).
     pub utime_ns: u64,
     pub stime_ns: u64,
-    /// CLOCK_BOOTTIME ns.
+    /// CLOCK_BOOTTIME ns, of the thread and of its process's leader.
     pub start_boottime_ns: u64,
+    pub group_start_boottime_ns: u64,
     pub exit_boottime_ns: u64,
 }
 
@@ -52,19 +59,56 @@ pub struct CpuEvents<'obj> {
     skel: CputimeSkel<'obj>,
 }
 
-/// Attaches what is wanted, runs `f`, detaches.
-pub fn with_cpu_events<T>(wanted: Wanted, f: impl FnOnce(&mut CpuEvents<'_>) -> T) -> Result<T> {
-    preflight()?;
-    let mut storage = MaybeUninit::uninit();
-    let mut open = CputimeSkelBuilder::default()
-        .open(&mut storage)
-        .map_err(|e| Error::bpf("opening the CPU time BPF object", e))?;
-    open.progs.cpu_sched_switch.set_autoload(wanted.busy);
-    open.progs.cpu_process_exit.set_autoload(wanted.exits);
-    let mut skel = open.load().map_err(|e| Error::bpf("loading the CPU time BPF programs", e))?;
-    skel.attach().map_err(|e| Error::bpf("attaching the CPU time BPF programs", e))?;
-    let mut events = CpuEvents { skel };
-    Ok(f(&mut events))
+impl CpuEvents<'static> {
+    /// Attaches what is wanted; dropping the value detaches it. The programs' object storage
+    /// (a small struct; libbpf's own memory is freed on drop) is leaked so the handle can be
+    /// owned by the caller: meant for once per command, not in a loop.
+    pub fn attach(wanted: Wanted) -> Result<Self> {
+        preflight()?;
+        let storage = Box::leak(Box::new(MaybeUninit::uninit()));
+        let mut open = CputimeSkelBuilder::default()
+            .open(storage)
+            .map_err(|e| Error::bpf("opening the CPU time BPF object", e))?;
+        open.progs.cpu_sched_switch.set_autoload(wanted.busy);
+        open.progs.cpu_process_exit.set_autoload(wanted.exits);
+        let mut skel =
+            open.load().map_err(|e| Error::bpf("loading the CPU time BPF programs", e))?;
+        skel.attach().map_err(|e| Error::bpf("attaching the CPU time BPF programs", e))?;
+        if wanted.busy {
+            switch_on_every_cpu();
+        }
+        Ok(CpuEvents { skel })
+    }
+}
+
+/// Makes every CPU this process may use switch tasks once, so the program knows at once
+/// whether each is idle or busy (an idle CPU can otherwise go long without a switch, and
+/// until its first switch its busy time is unknown).
+fn switch_on_every_cpu() {
+    // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it.
+    let mut allowed: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: the pointer and size describe `allowed`.
+    if unsafe { libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut allowed) } != 0 {
+        return;
+    }
+    let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: reads bit c of a filled set; c < CPU_SETSIZE.
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &allowed) })
+        .collect();
+    std::thread::scope(|s| {
+        for cpu in cpus {
+            s.spawn(move || {
+                // SAFETY: a zeroed set with one CPU added, passed with its size.
+                unsafe {
+                    let mut one: libc::cpu_set_t = std::mem::zeroed();
+                    libc::CPU_SET(cpu, &mut one);
+                    libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &one);
+                }
+                // Run on that CPU, then sleep: a switch in, and one out.
+                std::thread::sleep(std::time::Duration::from_micros(100));
+            });
+        }
+    });
 }
 
 /// CLOCK_MONOTONIC in ns: the clock of bpf_ktime_get_ns.
@@ -99,6 +143,7 @@ impl CpuEvents<'_> {
                 Some(CpuBusy {
                     cpu,
                     busy_ns: b.busy_ns + running,
+                    task_ns: b.task_ns,
                     switches: b.switches,
                     unknown: b.last_switch_ns == 0,
                 })
@@ -121,11 +166,14 @@ impl CpuEvents<'_> {
                 pid: t.pid,
                 tgid: t.tgid,
                 ppid: t.ppid,
+                uid: t.uid,
                 comm: c_string(&t.comm),
                 runtime_ns: t.runtime_ns,
+                group_runtime_ns: (t.group_runtime_ns > 0).then_some(t.group_runtime_ns),
                 utime_ns: t.utime_ns,
                 stime_ns: t.stime_ns,
                 start_boottime_ns: t.start_boottime_ns,
+                group_start_boottime_ns: t.group_start_boottime_ns,
                 exit_boottime_ns: t.exit_boottime_ns,
             });
         }

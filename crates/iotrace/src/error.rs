@@ -9,9 +9,8 @@ pub enum Error {
          kernel built with CONFIG_DEBUG_INFO_BTF=y"
     )]
     NoBtf,
-    #[error(
-        "loading BPF programs needs root (or CAP_BPF and CAP_PERFMON): run it with sudo ({0})"
-    )]
+    /// The detail (what was being loaded) is kept for debugging, not shown.
+    #[error("loading BPF programs needs root (or CAP_BPF and CAP_PERFMON): run it with sudo")]
     Privileges(String),
     #[error("no process with PID {0}")]
     NoProcess(u32),

@@ -23,6 +23,21 @@ pub fn requested() -> bool {
     STOP.load(Ordering::Relaxed)
 }
 
+/// Sleeps until `due`, waking early for Ctrl-C; false when interrupted.
+pub fn sleep_until(due: std::time::Instant) -> bool {
+    const SLICE: std::time::Duration = std::time::Duration::from_millis(50);
+    loop {
+        if requested() {
+            return false;
+        }
+        let now = std::time::Instant::now();
+        if now >= due {
+            return true;
+        }
+        std::thread::sleep((due - now).min(SLICE));
+    }
+}
+
 /// Asks running workers to stop, as Ctrl-C would (used by tests and time limits).
 pub fn request() {
     STOP.store(true, Ordering::Relaxed);

@@ -53,6 +53,17 @@ pub enum Command {
         #[command(subcommand)]
         command: NetCommand,
     },
+    /// CPU time: exact per-process CPU over an interval (pstime) and per-CPU utilization as
+    /// floating-point percentages, over an interval or exactly one command's lifetime.
+    Cpu {
+        #[command(subcommand)]
+        command: crate::commands::cpu::CpuCommand,
+    },
+    /// File I/O: how much is sequential and how much random, per filesystem (eBPF).
+    Io {
+        #[command(subcommand)]
+        command: IoCommand,
+    },
     /// Where a file's page cache is, per NUMA node; load it under a policy, evict it, and read
     /// it from each node's CPUs.
     Pagecache(crate::commands::pagecache::PagecacheArgs),
@@ -60,7 +71,7 @@ pub enum Command {
     /// kernel, clocksource and TSC facts, and the cheapest trustworthy clock.
     Timer(crate::commands::timer::TimerArgs),
     /// Run a compatibility tool by name (as if invoked through a link of that name):
-    /// memhammer, create_sem, trigger, cpu_bind, thread_read, nicstat.
+    /// memhammer, create_sem, trigger, cpu_bind, thread_read, nicstat, pstime.
     Compat {
         /// The tool's name.
         name: String,
@@ -68,6 +79,14 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<std::ffi::OsString>,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum IoCommand {
+    /// Reads and writes per filesystem split into sequential, random and page (mmap) I/O,
+    /// with lookups, readdir, getattr/setattr, create/remove and other calls per second
+    /// (seed 004's table). Needs root: BPF on tracepoints.
+    Pattern(crate::commands::io::PatternArgs),
 }
 
 #[derive(Debug, Subcommand)]

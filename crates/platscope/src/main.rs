@@ -31,9 +31,18 @@ fn main() -> ExitCode {
             commands::results::run(command, &cli.store_options(), cli.json)
         }
         Command::Net { command: cli::NetCommand::Stat(args) } => commands::net::run(args, cli.json),
+        Command::Cpu { command } => commands::cpu::run(command, cli.json),
+        Command::Io { command: cli::IoCommand::Pattern(args) } => commands::io::run(args, cli.json),
         Command::Pagecache(args) => commands::pagecache::run(args, cli.json, &cli.store_options()),
         Command::Timer(args) => commands::timer::run(args, cli.json, &cli.store_options()),
-        Command::Compat { name, args } => commands::compat::run(name, args),
+        Command::Compat { name, args } => {
+            // clap takes `--json` anywhere as the global flag; hand it back to the tool.
+            let mut args = args.clone();
+            if cli.json {
+                args.insert(0, "--json".into());
+            }
+            commands::compat::run(name, &args)
+        }
     };
     finish(result)
 }
@@ -86,6 +95,7 @@ fn exit_code(err: &anyhow::Error) -> u8 {
             || cause.downcast_ref::<commands::compat::UsageError>().is_some()
             || cause.downcast_ref::<store::StoreError>().is_some_and(store::StoreError::is_usage)
             || cause.downcast_ref::<procmon::Error>().is_some_and(procmon::Error::is_usage)
+            || cause.downcast_ref::<iotrace::Error>().is_some_and(iotrace::Error::is_usage)
     });
     if usage {
         2

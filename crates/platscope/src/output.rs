@@ -6,10 +6,17 @@ use serde::Serialize;
 
 /// Writes text to stdout. Returns `Ok` when the reader has gone away.
 pub fn emit(text: &str) -> io::Result<()> {
+    write_out(text).map(drop)
+}
+
+/// Writes a whole sample to stdout at once, for monitors that loop: `Ok(false)` when the
+/// reader has gone away (`| head`), so the loop ends quietly.
+pub fn write_out(text: &str) -> io::Result<bool> {
     let mut out = io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-        other => other,
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(false),
+        Err(e) => Err(e),
     }
 }
 

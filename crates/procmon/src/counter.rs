@@ -23,6 +23,8 @@ pub enum Step {
     /// It restarted from zero (source replaced, or a wrap too large to be believed): the value is
     /// what was counted since the restart, a lower bound for the interval.
     Reset,
+    /// A time counter read lower than before ([`CounterDelta::time_between`]): counted as 0.
+    WentBack,
 }
 
 /// A counter's increase over one interval.
@@ -60,6 +62,18 @@ impl CounterDelta {
             Self { value: wrapped, step }
         } else {
             Self { value: cur, step: Step::Reset }
+        }
+    }
+
+    /// The increase of an accumulated *time* (CPU ticks, ns): such counters are 64-bit and never
+    /// wrap, but a few step back a little — `/proc/stat`'s per-CPU idle and iowait on tickless
+    /// kernels (proc(5)), or a CPU's figures across offline/online. A step back counts 0 and says
+    /// so, never a wrap.
+    pub fn time_between(prev: u64, cur: u64) -> Self {
+        if cur >= prev {
+            Self { value: cur - prev, step: Step::Counted }
+        } else {
+            Self { value: 0, step: Step::WentBack }
         }
     }
 
@@ -125,6 +139,15 @@ mod tests {
     fn a_replaced_source_restarts_even_when_the_counter_grew() {
         let d = CounterDelta::between(100, 5000, false, None);
         assert_eq!(d, CounterDelta { value: 5000, step: Step::Reset });
+    }
+
+    #[test]
+    fn a_time_going_back_counts_nothing() {
+        assert_eq!(
+            CounterDelta::time_between(100, 90),
+            CounterDelta { value: 0, step: Step::WentBack }
+        );
+        assert_eq!(CounterDelta::time_between(90, 100).value, 10);
     }
 
     #[test]

@@ -1,15 +1,21 @@
-//! procmon: what `/proc` and `/sys` say about the network, read honestly.
+//! procmon: what `/proc` and `/sys` say about the network and about CPU time, read honestly.
 //!
 //! Two layers, kept apart so that captured files can be re-parsed anywhere:
 //!
 //! - **Pure parsers** over text: [`netdev::parse_net_dev`] (`/proc/net/dev`),
 //!   [`snmp::ProtoTable::parse`] (`/proc/net/snmp` and `/proc/net/netstat`, read by header name,
-//!   never by position), [`softnet::parse_softnet_stat`], and the sysfs link facts in [`link`].
-//!   None of them touches the system.
+//!   never by position), [`softnet::parse_softnet_stat`], the sysfs link facts in [`link`];
+//!   [`cpustat::parse_proc_stat`] (`/proc/stat`), [`task::parse_stat`] and
+//!   [`task::parse_schedstat`] (`/proc/PID/stat`, `/proc/PID/schedstat` and their per-thread
+//!   twins). None of them touches the system; system constants (clock ticks per second) are
+//!   passed in ([`clock::ClockTicks`]).
 //! - **Monitors** that read those files through an [`FsRoot`] (the live system, or a fixture tree)
 //!   and turn two readings into rates: [`nicstat::Monitor`] is nicstat done without the Linux
 //!   nicstat 1.95 bugs (16-bit speeds, 65535 for "unknown", unknown duplex taken as half,
-//!   positional `/proc/net/netstat`, errors mixed with drops).
+//!   positional `/proc/net/netstat`, errors mixed with drops); [`pstime::Sampler`] measures the
+//!   exact CPU time of every process over an interval, with the tick-sampled user/system split
+//!   labelled as such; [`cpuutil::Monitor`] gives per-CPU utilization as floating-point
+//!   percentages, with a slot for event-based busy time next to the tick-sampled figures.
 //!
 //! Every counter is subtracted through one type, [`CounterDelta`], which knows about 32- and
 //! 64-bit wrap and about counters that restart because an interface was removed and re-added,
@@ -31,14 +37,20 @@
 //! assert_eq!(util, Some(10.0));
 //! ```
 
+pub mod args;
+pub mod clock;
 pub mod counter;
+pub mod cpustat;
+pub mod cpuutil;
 pub mod fsroot;
 pub mod ioctl;
 pub mod link;
 pub mod netdev;
 pub mod nicstat;
+pub mod pstime;
 pub mod snmp;
 pub mod softnet;
+pub mod task;
 
 use std::path::PathBuf;
 
@@ -71,6 +83,12 @@ pub enum UsageError {
     BadInterval { text: String, reason: String },
     #[error("malformed count '{text}': {reason}")]
     BadCount { text: String, reason: String },
+    #[error("malformed process ID '{text}': {reason}")]
+    BadPid { text: String, reason: String },
+    #[error("no such process: {pid}")]
+    NoSuchProcess { pid: u32 },
+    #[error("{tid} is a thread of process {tgid}, not a process (give {tgid})")]
+    NotAProcess { tid: u32, tgid: u32 },
 }
 
 /// Everything procmon can fail with.

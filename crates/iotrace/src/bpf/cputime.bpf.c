@@ -40,9 +40,13 @@ int BPF_PROG(cpu_sched_switch, bool preempt, struct task_struct *prev, struct ta
 		return 0;
 	/* The idle task is pid 0 on every CPU. Before the first switch seen on a CPU its
 	 * state is unknown, so that stretch is not counted. */
-	if (b->last_switch_ns && prev->pid != 0)
+	if (b->last_switch_ns && prev->pid != 0) {
 		b->busy_ns += now - b->last_switch_ns;
+		/* prev's runtime was brought up to date as it was switched out. */
+		b->task_ns += prev->se.sum_exec_runtime - b->next_runtime_ns;
+	}
 	b->last_switch_ns = now;
+	b->next_runtime_ns = next->se.sum_exec_runtime;
 	b->running_busy = next->pid != 0;
 	b->switches++;
 	return 0;
@@ -54,13 +58,19 @@ int BPF_PROG(cpu_process_exit, struct task_struct *task)
 	struct iot_exited_task e = {};
 
 	e.runtime_ns = task->se.sum_exec_runtime;
+	/* signal->live is decremented before this tracepoint: 0 on the process's last thread,
+	 * whose sum_sched_runtime then holds the threads that exited (and were reaped) before. */
+	if (BPF_CORE_READ(task, signal, live.counter) == 0)
+		e.group_runtime_ns = BPF_CORE_READ(task, signal, sum_sched_runtime) + e.runtime_ns;
 	e.utime_ns = task->utime;
 	e.stime_ns = task->stime;
 	e.start_boottime_ns = task->start_boottime;
+	e.group_start_boottime_ns = BPF_CORE_READ(task, group_leader, start_boottime);
 	e.exit_boottime_ns = bpf_ktime_get_boot_ns();
 	e.pid = task->pid;
 	e.tgid = task->tgid;
 	e.ppid = BPF_CORE_READ(task, real_parent, tgid);
+	e.uid = BPF_CORE_READ(task, cred, euid.val);
 	bpf_probe_read_kernel_str(e.comm, sizeof(e.comm), task->comm);
 	if (bpf_map_update_elem(&exited, &e.pid, &e, BPF_ANY))
 		__sync_fetch_and_add(&exits_dropped, 1);

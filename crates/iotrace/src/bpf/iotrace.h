@@ -82,8 +82,11 @@ struct iot_mount_prefix {
 
 /* cputime: per CPU, busy time measured at every context switch. */
 struct iot_cpu_busy {
-	__u64 busy_ns;     /* time a non-idle task ran, up to last_switch_ns */
+	__u64 busy_ns;     /* wall time a non-idle task was on the CPU, up to last_switch_ns */
+	__u64 task_ns;     /* what the scheduler charged those tasks (sum_exec_runtime): leaves
+			    * out steal, and irq time with IRQ_TIME_ACCOUNTING */
 	__u64 last_switch_ns;
+	__u64 next_runtime_ns; /* the incoming task's sum_exec_runtime at the last switch */
 	__u64 switches;
 	__u32 running_busy; /* a non-idle task is on the CPU since last_switch_ns */
 	__u32 _pad;
@@ -94,14 +97,16 @@ struct iot_cpu_busy {
 /* cputime: a thread that exited, with its final CPU time. */
 struct iot_exited_task {
 	__u64 runtime_ns;  /* se.sum_exec_runtime: exact on-CPU time */
+	__u64 group_runtime_ns; /* last thread of its process: the whole process's, else 0 */
 	__u64 utime_ns;    /* tick-sampled split, as the kernel keeps it */
 	__u64 stime_ns;
 	__u64 start_boottime_ns;
+	__u64 group_start_boottime_ns;
 	__u64 exit_boottime_ns;
 	__u32 pid;
 	__u32 tgid;
 	__u32 ppid;
-	__u32 _pad;
+	__u32 uid;
 	char comm[TASK_COMM_LEN_];
 };
 

@@ -6,21 +6,18 @@ use std::path::Path;
 
 /// The compatibility names this binary answers to.
 pub const NAMES: &[&str] =
-    &["create_sem", "memhammer", "trigger", "cpu_bind", "thread_read", "nicstat"];
+    &["create_sem", "memhammer", "trigger", "cpu_bind", "thread_read", "nicstat", "pstime"];
 
 /// A compat tool's command line was wrong: exit code 2.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct UsageError(pub String);
 
-/// Names of the original tools that have no compat tool yet: a link by one of these names
-/// (scripts/install-links.sh makes them) says so instead of parsing platscope's command line.
-const PLANNED: &[&str] = &["pstime"];
 
 /// The compat name this process was invoked as, if its `argv[0]` is one.
 pub fn invoked_as(argv0: &OsStr) -> Option<&'static str> {
     let name = Path::new(argv0).file_name()?.to_str()?;
-    NAMES.iter().chain(PLANNED).copied().find(|n| *n == name)
+    NAMES.iter().copied().find(|n| *n == name)
 }
 
 /// Runs the compat tool `name` with `args`.
@@ -32,9 +29,24 @@ pub fn run(name: &str, args: &[OsString]) -> anyhow::Result<()> {
         "cpu_bind" => super::kit::cpu_bind(args),
         "thread_read" => super::bandwidth::run_thread_read(args),
         "nicstat" => super::net::run_nicstat(args),
+        "pstime" => super::cpu::run_pstime_compat(args),
         _ => {
             let known = NAMES.join(", ");
             Err(UsageError(format!("unknown compat tool {name:?}; known: {known}")).into())
         }
     }
+}
+
+/// A compat tool's clap error as one line, without the usage block; `help` is how to get help
+/// (`pstime -h`).
+pub fn clap_one_line(err: &clap::Error, help: &str) -> String {
+    let rendered = err.render().to_string();
+    let lines: Vec<&str> = rendered
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .filter(|l| !l.is_empty())
+        .collect();
+    let text = lines.join(" ");
+    format!("{} (see {help})", text.strip_prefix("error: ").unwrap_or(&text))
 }

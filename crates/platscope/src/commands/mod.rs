@@ -2,6 +2,8 @@
 
 pub mod bandwidth;
 pub mod compat;
+pub mod cpu;
+pub mod io;
 pub mod kit;
 pub mod mem;
 pub mod net;

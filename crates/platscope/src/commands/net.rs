@@ -4,8 +4,6 @@
 //! complete line.
 
 use std::ffi::OsString;
-use std::io::{self, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -143,10 +141,11 @@ fn version_line() -> String {
 
 /// Runs `platscope net stat`.
 pub fn run(args: &NetStatArgs, json: bool) -> anyhow::Result<()> {
+    use membench::interrupt;
     let opts = args.options();
     // Usage errors (unknown -i or -S interface) stay procmon::Error so main exits with 2.
     let mut monitor = Monitor::new(FsRoot::live(), opts.clone())?;
-    if args.print_version && !json && !write_out(&version_line())? {
+    if args.print_version && !json && !crate::output::write_out(&version_line())? {
         return Ok(());
     }
     if args.list {
@@ -154,9 +153,9 @@ pub fn run(args: &NetStatArgs, json: bool) -> anyhow::Result<()> {
         if json {
             let mut text = serde_json::to_string_pretty(&links)?;
             text.push('\n');
-            write_out(&text)?;
+            crate::output::write_out(&text)?;
         } else {
-            write_out(&render_list(&links, args.print_version))?;
+            crate::output::write_out(&render_list(&links, args.print_version))?;
         }
         return Ok(());
     }
@@ -166,7 +165,7 @@ pub fn run(args: &NetStatArgs, json: bool) -> anyhow::Result<()> {
     if opts.wire && !json {
         if opts.parseable {
             eprintln!("{}", wire_note());
-        } else if !write_out(&format!("{}\n", wire_note()))? {
+        } else if !crate::output::write_out(&format!("{}\n", wire_note()))? {
             return Ok(());
         }
     }
@@ -195,7 +194,7 @@ pub fn run(args: &NetStatArgs, json: bool) -> anyhow::Result<()> {
             let stamp = Stamp::local(report.epoch_s, subsecond);
             render_report(&report, &opts, &stamp, header)
         };
-        if !write_out(&text)? || interrupt::requested() {
+        if !crate::output::write_out(&text)? || interrupt::requested() {
             break;
         }
     }
@@ -229,54 +228,6 @@ fn one_line(err: &clap::Error) -> String {
         .collect();
     let text = lines.join(" ");
     format!("{} (see nicstat -h)", text.strip_prefix("error: ").unwrap_or(&text))
-}
-
-/// Writes a whole sample to stdout at once. `Ok(false)` when the reader has gone away
-/// (`| head`): the run ends quietly.
-fn write_out(text: &str) -> io::Result<bool> {
-    let mut out = io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Ok(()) => Ok(true),
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(false),
-        Err(e) => Err(e),
-    }
-}
-
-/// Ctrl-C ends the loop between samples: the lines already printed stay, a second Ctrl-C kills.
-mod interrupt {
-    use super::*;
-
-    static STOP: AtomicBool = AtomicBool::new(false);
-
-    extern "C" fn on_sigint(_: libc::c_int) {
-        STOP.store(true, Ordering::Relaxed);
-        // SAFETY: signal() is async-signal-safe; restoring the default makes a second Ctrl-C fatal.
-        unsafe { libc::signal(libc::SIGINT, libc::SIG_DFL) };
-    }
-
-    pub fn install() {
-        // SAFETY: on_sigint only stores to an atomic and calls an async-signal-safe function.
-        unsafe { libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t) };
-    }
-
-    pub fn requested() -> bool {
-        STOP.load(Ordering::Relaxed)
-    }
-
-    /// Sleeps until `due`, waking early for Ctrl-C; false when interrupted.
-    pub fn sleep_until(due: Instant) -> bool {
-        const SLICE: Duration = Duration::from_millis(50);
-        loop {
-            if requested() {
-                return false;
-            }
-            let now = Instant::now();
-            if now >= due {
-                return true;
-            }
-            std::thread::sleep((due - now).min(SLICE));
-        }
-    }
 }
 
 #[cfg(test)]

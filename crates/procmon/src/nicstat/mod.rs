@@ -26,10 +26,11 @@
 pub mod render;
 
 use std::collections::{HashMap, HashSet};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
+pub use crate::args::{parse_count, parse_interval};
 use crate::counter::CounterDelta;
 use crate::fsroot::FsRoot;
 use crate::ioctl::Socket;
@@ -84,32 +85,6 @@ impl Options {
     pub fn show_interfaces(&self) -> bool {
         self.extended || self.summary || (!self.tcp && !self.udp)
     }
-}
-
-/// Parses an interval in seconds: a positive decimal (`5`, `0.1`); at least 1 ms.
-pub fn parse_interval(text: &str) -> Result<Duration, UsageError> {
-    let bad = |reason: &str| UsageError::BadInterval { text: text.into(), reason: reason.into() };
-    let seconds: f64 = text.trim().parse().map_err(|_| bad("not a number of seconds"))?;
-    if !seconds.is_finite() {
-        return Err(bad("not a number of seconds"));
-    }
-    if seconds <= 0.0 {
-        return Err(bad("must be greater than 0 seconds"));
-    }
-    if seconds < 0.001 {
-        return Err(bad("must be at least 0.001 seconds"));
-    }
-    Duration::try_from_secs_f64(seconds).map_err(|_| bad("too long"))
-}
-
-/// Parses a sample count: a whole number from 1.
-pub fn parse_count(text: &str) -> Result<u64, UsageError> {
-    let bad = |reason: &str| UsageError::BadCount { text: text.into(), reason: reason.into() };
-    let count: u64 = text.trim().parse().map_err(|_| bad("not a whole number"))?;
-    if count == 0 {
-        return Err(bad("must be at least 1"));
-    }
-    Ok(count)
 }
 
 /// One reading of the counters.

@@ -1,0 +1,422 @@
+//! `platscope cpu pstime|util` and the `pstime` compat name: arguments, the sampling loop and
+//! output. The figures come from `procmon::pstime` and `procmon::cpuutil`; the BPF part
+//! (`iotrace`) plugs in at [`exit_tracer`] and [`event_clock`].
+
+use std::ffi::OsString;
+use std::io;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use iotrace::cputime::{CpuEvents, Wanted};
+use membench::interrupt;
+use procmon::args::{parse_count, parse_interval, parse_pid};
+use procmon::clock::ClockTicks;
+use procmon::cpuutil::render::{command_line, notes as util_notes, render_report, CommandRun};
+use procmon::cpuutil::{self, CpuBusyNs, EventReading};
+use procmon::nicstat::render::Stamp;
+use procmon::pstime::render::{self as pstime_render, Layout, UserNames, SEED_COMMAND_WIDTH};
+use procmon::pstime::{self, ExitedTask, Sampler};
+use procmon::task::Comm;
+use procmon::FsRoot;
+
+#[derive(Debug, Subcommand)]
+pub enum CpuCommand {
+    /// pstime: exact CPU time per process over INTERVAL seconds, %USR and %SYS (the exact time
+    /// split by tick samples) as percentages of all CPUs, four significant digits; every
+    /// process, or the PIDs given.
+    Pstime(PstimeArgs),
+    /// Per-CPU and all-CPU utilization (%usr %nice %sys %iowait %irq %soft %steal %guest
+    /// %gnice %idle) as floating-point percentages; since boot, every INTERVAL seconds, or
+    /// over exactly one command's lifetime (-- COMMAND ARGS...).
+    Util(UtilArgs),
+}
+
+/// `cpu pstime`'s arguments (also the `pstime` compat name's).
+#[derive(Debug, Clone, Args)]
+pub struct PstimeArgs {
+    /// Seconds between the two samples; decimals allowed (0.5).
+    #[arg(value_name = "INTERVAL", value_parser = interval_arg, allow_negative_numbers = true)]
+    pub interval: Duration,
+
+    /// Processes to report (default: every process).
+    #[arg(value_name = "PID", value_parser = pid_arg, allow_negative_numbers = true)]
+    pub pids: Vec<u32>,
+
+    /// List each process's threads under it.
+    #[arg(long)]
+    pub threads: bool,
+}
+
+/// `cpu util`'s arguments.
+#[derive(Debug, Clone, Args)]
+pub struct UtilArgs {
+    /// Seconds between reports; decimals allowed. Without it, one report since boot.
+    #[arg(value_name = "INTERVAL", value_parser = interval_arg, allow_negative_numbers = true)]
+    pub interval: Option<Duration>,
+
+    /// Number of reports (default: until Ctrl-C).
+    #[arg(value_name = "COUNT", value_parser = count_arg, allow_negative_numbers = true)]
+    pub count: Option<u64>,
+
+    /// Hide CPUs that were idle the whole interval (the all-CPU line stays).
+    #[arg(long)]
+    pub busy_only: bool,
+
+    /// Next to the tick-sampled figures, busy time measured at every context switch (BPF on
+    /// sched_switch), and the difference.
+    #[arg(long)]
+    pub event: bool,
+
+    /// Run this command and report utilization over exactly its lifetime.
+    #[arg(last = true, value_name = "COMMAND", conflicts_with_all = ["interval", "count"])]
+    pub command: Vec<OsString>,
+}
+
+/// The standalone `pstime` command line (the compat name), with platscope's `--json`.
+#[derive(Debug, Parser)]
+#[command(name = "pstime", disable_version_flag = true)]
+pub struct PstimeCli {
+    /// Print the report as JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+
+    #[command(flatten)]
+    pub args: PstimeArgs,
+}
+
+fn interval_arg(text: &str) -> Result<Duration, procmon::UsageError> {
+    parse_interval(text)
+}
+
+fn count_arg(text: &str) -> Result<u64, procmon::UsageError> {
+    parse_count(text)
+}
+
+fn pid_arg(text: &str) -> Result<u32, procmon::UsageError> {
+    parse_pid(text)
+}
+
+pub fn run(command: &CpuCommand, json: bool) -> anyhow::Result<()> {
+    match command {
+        CpuCommand::Pstime(args) => run_pstime(args, json, Style::Platscope),
+        CpuCommand::Util(args) => run_util(args, json),
+    }
+}
+
+/// Runs the `pstime` compat name with its arguments (not including `argv[0]`).
+pub fn run_pstime_compat(args: &[OsString]) -> anyhow::Result<()> {
+    let argv = std::iter::once(OsString::from("pstime")).chain(args.iter().cloned());
+    match PstimeCli::try_parse_from(argv) {
+        Ok(cli) => run_pstime(&cli.args, cli.json, Style::Seed),
+        Err(err) => {
+            use clap::error::ErrorKind;
+            if matches!(err.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                err.print()?;
+                return Ok(());
+            }
+            Err(super::compat::UsageError(super::compat::clap_one_line(&err, "pstime -h")).into())
+        }
+    }
+}
+
+/// Which text layout: the seed's exactly (the compat name), or with the exact columns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Style {
+    Seed,
+    Platscope,
+}
+
+// ---------------------------------------------------------------------------------------------
+// The BPF part (crate iotrace): exit records for pstime, sched_switch busy time for util.
+
+/// Collects `sched_process_exit` records between two pstime samples.
+trait ExitTracer {
+    /// Everything recorded since the tracer started (or since the last call).
+    fn take(&mut self) -> anyhow::Result<Vec<ExitedTask>>;
+}
+
+/// Reads event-based (sched_switch) busy time per CPU, cumulative since it started.
+trait EventClock {
+    fn read(&mut self) -> anyhow::Result<Vec<CpuBusyNs>>;
+}
+
+impl ExitTracer for CpuEvents<'static> {
+    fn take(&mut self) -> anyhow::Result<Vec<ExitedTask>> {
+        let dropped = self.exits_dropped();
+        if dropped > 0 {
+            anyhow::bail!("{dropped} exits were not recorded (the kernel-side table was full)");
+        }
+        Ok(self
+            .take_exited()?
+            .into_iter()
+            .map(|t| ExitedTask {
+                tid: t.pid,
+                tgid: t.tgid,
+                ppid: t.ppid,
+                uid: t.uid,
+                comm: Comm::new(t.comm.as_bytes()),
+                cpu_ns: t.runtime_ns,
+                group_cpu_ns: t.group_runtime_ns,
+                utime_ns: t.utime_ns,
+                stime_ns: t.stime_ns,
+                start_boottime_ns: t.start_boottime_ns,
+                group_start_boottime_ns: t.group_start_boottime_ns,
+                exit_boottime_ns: t.exit_boottime_ns,
+            })
+            .collect())
+    }
+}
+
+impl EventClock for CpuEvents<'static> {
+    fn read(&mut self) -> anyhow::Result<Vec<CpuBusyNs>> {
+        Ok(self
+            .busy()?
+            .into_iter()
+            .filter(|c| !c.unknown)
+            .map(|c| CpuBusyNs {
+                cpu: u32::try_from(c.cpu).unwrap_or(u32::MAX),
+                busy_ns: c.busy_ns,
+            })
+            .collect())
+    }
+}
+
+/// Starts exit tracing before the first pstime sample; `Err` says why there is none.
+fn exit_tracer() -> Result<Box<dyn ExitTracer>, String> {
+    CpuEvents::attach(Wanted { busy: false, exits: true })
+        .map(|events| Box::new(events) as Box<dyn ExitTracer>)
+        .map_err(|e| e.to_string())
+}
+
+/// Starts event-based busy-time accounting; `Err` says why there is none.
+fn event_clock() -> Result<Box<dyn EventClock>, String> {
+    CpuEvents::attach(Wanted { busy: true, exits: false })
+        .map(|events| Box::new(events) as Box<dyn EventClock>)
+        .map_err(|e| e.to_string())
+}
+
+// ---------------------------------------------------------------------------------------------
+
+fn run_pstime(args: &PstimeArgs, json: bool, style: Style) -> anyhow::Result<()> {
+    let program = match style {
+        Style::Seed => "pstime",
+        Style::Platscope => "platscope",
+    };
+    let opts = pstime::Options { pids: args.pids.clone(), threads: args.threads };
+    let root = FsRoot::live();
+    // Usage errors (no such PID, a thread ID) stay procmon::Error so main exits with 2.
+    let mut sampler = Sampler::new(root.clone(), opts, ClockTicks::system())?;
+    let mut tracer = exit_tracer();
+    interrupt::install();
+    let first = sampler.snapshot().context("sampling processes")?;
+    let due = Instant::now() + args.interval;
+    let interrupted = !interrupt::sleep_until(due);
+    let second = sampler.snapshot().context("sampling processes")?;
+    let exits = match tracer.as_mut() {
+        Ok(t) => match t.take() {
+            Ok(records) => Some(records),
+            Err(e) => {
+                eprintln!("{program}: exit tracing failed: {e:#}");
+                None
+            }
+        },
+        Err(_) => None,
+    };
+    let mut report =
+        pstime::compare(&first, &second, exits.as_deref(), sampler.basis(), sampler.options());
+    if exits.is_none() {
+        report.exit_tracing_unavailable = Some(match &tracer {
+            Err(why) => why.clone(),
+            Ok(_) => "the exit tracer failed".into(),
+        });
+    }
+    sampler.describe(&mut report);
+    if interrupted {
+        eprintln!(
+            "{program}: interrupted after {:.3} s; reporting that interval",
+            report.elapsed_s
+        );
+    }
+    for note in pstime_render::notes(&report) {
+        eprintln!("{program}: {note}");
+    }
+    if json {
+        let mut text = serde_json::to_string_pretty(&report)?;
+        text.push('\n');
+        crate::output::write_out(&text)?;
+        return Ok(());
+    }
+    let layout = match style {
+        Style::Seed => Layout { exact: false, command_width: Some(SEED_COMMAND_WIDTH) },
+        Style::Platscope => Layout { exact: true, command_width: None },
+    };
+    let users = UserNames::load(&root);
+    crate::output::write_out(&pstime_render::render_report(&report, &layout, &users))?;
+    Ok(())
+}
+
+fn run_util(args: &UtilArgs, json: bool) -> anyhow::Result<()> {
+    let ticks = ClockTicks::system();
+    let opts = cpuutil::Options { busy_only: args.busy_only };
+    let mut monitor = cpuutil::Monitor::new(FsRoot::live());
+    let mut events: Option<Box<dyn EventClock>> = None;
+    if args.event {
+        match event_clock() {
+            Ok(clock) => events = Some(clock),
+            Err(why) => eprintln!(
+                "platscope: --event: event-based busy time unavailable ({why}); showing the \
+                 tick-sampled figures only"
+            ),
+        }
+    }
+    let read_events = |events: &mut Option<Box<dyn EventClock>>| -> Option<EventReading> {
+        let clock = events.as_mut()?;
+        match clock.read() {
+            Ok(cpus) => Some(EventReading { cpus }),
+            Err(e) => {
+                eprintln!("platscope: --event: reading event-based busy time failed: {e:#}");
+                *events = None;
+                None
+            }
+        }
+    };
+    let mut snapshot = |events: &mut Option<Box<dyn EventClock>>| {
+        let event = read_events(events);
+        monitor.snapshot(event).context("reading /proc/stat")
+    };
+
+    if !args.command.is_empty() {
+        let before = snapshot(&mut events)?;
+        let run = run_command(&args.command)?;
+        let after = snapshot(&mut events)?;
+        let report = cpuutil::compute(Some(&before), &after, ticks, &opts);
+        for note in util_notes(&report) {
+            eprintln!("platscope: {note}");
+        }
+        if json {
+            let value = CommandReport { command: &run, report: &report };
+            let mut text = serde_json::to_string_pretty(&value)?;
+            text.push('\n');
+            crate::output::write_out(&text)?;
+        } else {
+            let stamp = Stamp::local(report.epoch_s, false);
+            let text = format!("{}\n{}", command_line(&run), render_report(&report, &stamp));
+            crate::output::write_out(&text)?;
+        }
+        return Ok(());
+    }
+
+    let Some(interval) = args.interval else {
+        let now = snapshot(&mut events)?;
+        let report = cpuutil::compute(None, &now, ticks, &opts);
+        return emit_util(&report, json, false, true).map(|_| ());
+    };
+    let count = args.count.unwrap_or(u64::MAX);
+    let subsecond = interval < Duration::from_secs(1);
+    interrupt::install();
+    let start = Instant::now();
+    let mut prev = snapshot(&mut events)?;
+    for n in 1..=count {
+        let due = start + interval.saturating_mul(u32::try_from(n).unwrap_or(u32::MAX));
+        let completed = interrupt::sleep_until(due);
+        let cur = snapshot(&mut events)?;
+        let report = cpuutil::compute(Some(&prev), &cur, ticks, &opts);
+        // An interrupted interval is still measured: print it, then stop.
+        if !emit_util(&report, json, subsecond, n == 1)? || !completed {
+            break;
+        }
+        prev = cur;
+    }
+    Ok(())
+}
+
+/// `cpu util --json -- COMMAND`'s object.
+#[derive(Debug, serde::Serialize)]
+struct CommandReport<'a> {
+    command: &'a CommandRun,
+    report: &'a cpuutil::Report,
+}
+
+/// Prints one utilization report (text reports after the first one after a blank line);
+/// `Ok(false)` when the reader has gone away.
+fn emit_util(
+    report: &cpuutil::Report,
+    json: bool,
+    subsecond: bool,
+    first: bool,
+) -> anyhow::Result<bool> {
+    for note in util_notes(report) {
+        // The column legend once, at the first report; other notes each time they apply.
+        if first || !note.starts_with("%busy-tk") {
+            eprintln!("platscope: {note}");
+        }
+    }
+    let text = if json {
+        let mut line = serde_json::to_string(report)?;
+        line.push('\n');
+        line
+    } else {
+        let stamp = Stamp::local(report.epoch_s, subsecond);
+        let gap = if first { "" } else { "\n" };
+        format!("{gap}{}", render_report(report, &stamp))
+    };
+    Ok(crate::output::write_out(&text)?)
+}
+
+/// Runs `argv` to completion with stdin/stdout/stderr inherited. Ctrl-C goes to the command
+/// (same process group); platscope keeps waiting and reports.
+fn run_command(argv: &[OsString]) -> anyhow::Result<CommandRun> {
+    let (program, rest) = argv.split_first().context("no command given")?;
+    let children_before = children_cpu();
+    interrupt::install();
+    let started = Instant::now();
+    let mut child = match Command::new(program).args(rest).spawn() {
+        Ok(child) => child,
+        Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::PermissionDenied) => {
+            let why = if e.kind() == io::ErrorKind::NotFound {
+                "not found"
+            } else {
+                "not executable (permission denied)"
+            };
+            return Err(super::compat::UsageError(format!(
+                "cannot run {:?}: {why}",
+                program.to_string_lossy()
+            ))
+            .into());
+        }
+        Err(e) => {
+            return Err(e).with_context(|| format!("starting {:?}", program.to_string_lossy()))
+        }
+    };
+    let status = child.wait().context("waiting for the command")?;
+    let wall_s = started.elapsed().as_secs_f64();
+    let children_after = children_cpu();
+    use std::os::unix::process::ExitStatusExt;
+    let status_text = match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited {code}"),
+        (None, Some(sig)) => format!("killed by signal {sig}"),
+        _ => "ended".into(),
+    };
+    Ok(CommandRun {
+        argv: argv.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
+        status: status_text,
+        exit_code: status.code(),
+        wall_s,
+        user_s: (children_after.0 - children_before.0).max(0.0),
+        system_s: (children_after.1 - children_before.1).max(0.0),
+    })
+}
+
+/// User and system CPU seconds of waited-for children (`getrusage(RUSAGE_CHILDREN)`).
+fn children_cpu() -> (f64, f64) {
+    // SAFETY: rusage is plain data; all zeroes is valid and getrusage overwrites it.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: usage is a live local the kernel writes one rusage into.
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) } != 0 {
+        return (0.0, 0.0);
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    (secs(usage.ru_utime), secs(usage.ru_stime))
+}

@@ -1,0 +1,201 @@
+//! `platscope io pattern`: random vs sequential file I/O per filesystem, seed 004's table.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::Context;
+use clap::Args;
+use iotrace::iopattern::{self, Options, Snapshot, Tracer};
+use iotrace::mounts::{kernel_dev_of, KernelDev};
+use iotrace::pattern::{self, Counts, FsInterval};
+use serde::Serialize;
+
+#[derive(Debug, Args)]
+pub struct PatternArgs {
+    /// Seconds per sample (fractions allowed).
+    #[arg(value_name = "INTERVAL", default_value = "1", value_parser = interval_arg)]
+    pub interval: Duration,
+    /// Number of samples (default: until Ctrl-C).
+    #[arg(value_name = "COUNT", value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: Option<u64>,
+    /// Only the filesystem holding this path (shown even when idle).
+    #[arg(long = "fs", value_name = "MOUNT")]
+    pub fs: Option<PathBuf>,
+    /// Only this process (all its threads).
+    #[arg(long, value_name = "PID")]
+    pub pid: Option<u32>,
+    /// Only tasks with this command name (as /proc/PID/comm shows it).
+    #[arg(long, value_name = "NAME")]
+    pub comm: Option<String>,
+    /// Only tasks in this cgroup v2 directory or below it (absolute, or under /sys/fs/cgroup).
+    #[arg(long, value_name = "PATH")]
+    pub cgroup: Option<PathBuf>,
+    /// Count a forward gap of up to this many bytes as sequential (k, M suffixes allowed).
+    #[arg(long, value_name = "BYTES", default_value = "0", value_parser = parse_tolerance)]
+    pub tolerance: u64,
+    /// Also list the busiest files (default 10) with their sequential share.
+    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "10",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub per_file: Option<u64>,
+}
+
+fn interval_arg(text: &str) -> Result<Duration, procmon::UsageError> {
+    procmon::args::parse_interval(text)
+}
+
+fn parse_tolerance(text: &str) -> Result<u64, String> {
+    if text.trim() == "0" {
+        return Ok(0);
+    }
+    topo::units::parse_bytes(text).map_err(|e| e.to_string())
+}
+
+/// One interval, as JSON (one object per line).
+#[derive(Debug, Serialize)]
+struct IntervalJson<'a> {
+    seconds: f64,
+    end_epoch_s: i64,
+    filesystems: &'a [FsInterval],
+    files: &'a [pattern::FileInterval],
+    notes: &'a [String],
+}
+
+pub fn run(args: &PatternArgs, json: bool) -> anyhow::Result<()> {
+    let fs_filter = match &args.fs {
+        Some(path) => Some(
+            std::fs::metadata(path)
+                .map(|m| kernel_dev_of(std::os::unix::fs::MetadataExt::dev(&m)))
+                .map_err(|source| iotrace::Error::Filesystem { path: path.clone(), source })?,
+        ),
+        None => None,
+    };
+    let options = Options {
+        pid: args.pid,
+        comm: args.comm.clone(),
+        cgroup: args.cgroup.clone(),
+        tolerance: args.tolerance,
+    };
+    membench::interrupt::install();
+    iopattern::trace(&options, |tracer| sample_loop(tracer, args, fs_filter, json))?
+}
+
+fn sample_loop(
+    tracer: &mut Tracer<'_>,
+    args: &PatternArgs,
+    fs_filter: Option<KernelDev>,
+    json: bool,
+) -> anyhow::Result<()> {
+    let mut notes: Vec<String> = tracer.notes().to_vec();
+    if !json {
+        for note in &notes {
+            eprintln!("io pattern: {note}");
+        }
+    }
+    // On stderr, so scripts (and the tests) know when counting has started.
+    eprintln!("io pattern: tracing file I/O; Ctrl-C prints the interval so far");
+    let with_files = args.per_file.is_some();
+    let mut previous = tracer.snapshot(with_files).context("reading the BPF maps")?;
+    let mut previous_at = Instant::now();
+    let start = previous_at;
+    let count = args.count.unwrap_or(u64::MAX);
+    for n in 1..=count {
+        let due = start + args.interval.saturating_mul(u32::try_from(n).unwrap_or(u32::MAX));
+        let interrupted = !membench::interrupt::sleep_until(due);
+        let now = tracer.snapshot(with_files).context("reading the BPF maps")?;
+        let now_at = Instant::now();
+        let seconds = (now_at - previous_at).as_secs_f64();
+        if now.untracked_calls > previous.untracked_calls {
+            notes.push(format!(
+                "{} reads/writes not classified: more in flight at once than the tracer follows",
+                now.untracked_calls - previous.untracked_calls
+            ));
+        }
+        let text =
+            render_interval(tracer, &previous, &now, seconds, args, fs_filter, json, &notes)?;
+        notes.clear();
+        if !crate::output::write_out(&text)? || interrupted {
+            break;
+        }
+        previous = now;
+        previous_at = now_at;
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn render_interval(
+    tracer: &Tracer<'_>,
+    previous: &Snapshot,
+    now: &Snapshot,
+    seconds: f64,
+    args: &PatternArgs,
+    fs_filter: Option<KernelDev>,
+    json: bool,
+    notes: &[String],
+) -> anyhow::Result<String> {
+    let zero = Counts::default();
+    let mut devs: Vec<KernelDev> = now.per_fs.keys().copied().collect();
+    if let Some(dev) = fs_filter {
+        devs = vec![dev];
+    }
+    let mut tables: Vec<FsInterval> = devs
+        .into_iter()
+        .filter_map(|dev| {
+            let counts = now
+                .per_fs
+                .get(&dev)
+                .unwrap_or(&zero)
+                .since(previous.per_fs.get(&dev).unwrap_or(&zero));
+            // Devices outside the mount table (sockets, pipes, anonymous inodes) are not
+            // filesystems anyone asked about.
+            let mount = tracer.mounts().mount_of(dev)?;
+            (fs_filter.is_some() || !counts.is_zero()).then(|| {
+                let device = format!("{}:{}", mount.major, mount.minor);
+                FsInterval::new(&mount.mount_point, &mount.fstype, &device, counts, seconds)
+            })
+        })
+        .collect();
+    tables.sort_by(|a, b| a.mount_point.cmp(&b.mount_point));
+    let files = match args.per_file {
+        Some(top) => {
+            let mut all = now.files_since(previous);
+            if let Some(dev) = fs_filter {
+                let point = tracer.mounts().mount_of(dev).map(|m| m.mount_point.clone());
+                all.retain(|f| Some(&f.mount_point) == point.as_ref());
+            }
+            pattern::top_files(all, usize::try_from(top).unwrap_or(usize::MAX))
+        }
+        None => Vec::new(),
+    };
+    let end_epoch_s = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+    if json {
+        let mut line = serde_json::to_string(&IntervalJson {
+            seconds,
+            end_epoch_s,
+            filesystems: &tables,
+            files: &files,
+            notes,
+        })?;
+        line.push('\n');
+        return Ok(line);
+    }
+    let mut text = pattern::render_header(seconds, end_epoch_s);
+    for note in notes {
+        text.push_str(&format!("Note: {note}\n"));
+    }
+    text.push('\n');
+    if tables.is_empty() {
+        text.push_str("(no file-system I/O)\n\n");
+    }
+    for table in &tables {
+        text.push_str(&table.render());
+        text.push('\n');
+    }
+    if args.per_file.is_some() {
+        text.push_str(&pattern::render_files(&files, seconds));
+        text.push('\n');
+    }
+    Ok(text)
+}

@@ -1,0 +1,413 @@
+//! `platscope cpu pstime`, `platscope cpu util` and the `pstime` compat name as users run them:
+//! the exact CPU time of a child that burns a known amount (± 2 %, the requirement), the
+//! seed's layout, threads, vanished PIDs, the notes about what needs BPF, bad input (one line,
+//! exit 2), utilization since boot, per interval and over one command's lifetime, --busy-only.
+//!
+//! The burning child is this test binary run again with `PLATSCOPE_TEST_BURN` set
+//! ([`burner_child`]); it measures its own CPU time, so nothing else needs installing.
+
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_platscope");
+const BURN_ENV: &str = "PLATSCOPE_TEST_BURN";
+const BURN_NS: u64 = 500_000_000;
+
+fn platscope(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn own_cpu_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: ts is a live local the kernel writes one timespec into.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0);
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Not a test on its own: the burner the other tests start. Prints `ready`, waits for a line,
+/// burns `PLATSCOPE_TEST_BURN` ns of its own CPU time (`CLOCK_PROCESS_CPUTIME_ID`), prints
+/// `done`, then waits for stdin to close.
+#[test]
+fn burner_child() {
+    let Some(burn) = std::env::var(BURN_ENV).ok().and_then(|v| v.parse::<u64>().ok()) else {
+        return;
+    };
+    let mut lines = std::io::stdin().lock().lines();
+    println!("ready");
+    let _go = lines.next();
+    let start = own_cpu_ns();
+    let mut x = 0u64;
+    while own_cpu_ns() < start + burn {
+        for i in 0..1000u64 {
+            x = std::hint::black_box(x.wrapping_add(i));
+        }
+    }
+    println!("done");
+    for _ in lines {}
+}
+
+struct Burner {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Burner {
+    fn start() -> Self {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args(["burner_child", "--exact", "--nocapture", "--test-threads=1"])
+            .env(BURN_ENV, BURN_NS.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut burner = Self { child, stdin, stdout };
+        burner.wait_for("ready");
+        burner
+    }
+
+    fn pid(&self) -> String {
+        self.child.id().to_string()
+    }
+
+    /// Waits for a line holding `marker` (libtest may print `test burner_child ... ` first).
+    fn wait_for(&mut self, marker: &str) {
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(self.stdout.read_line(&mut line).unwrap() > 0, "burner ended early");
+            if line.contains(marker) {
+                return;
+            }
+        }
+    }
+
+    fn burn(&mut self) {
+        writeln!(self.stdin.as_mut().unwrap(), "go").unwrap();
+        self.wait_for("done");
+    }
+}
+
+impl Drop for Burner {
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)))
+}
+
+#[test]
+fn pstime_reports_a_half_second_burn_within_2_percent() {
+    let mut burner = Burner::start();
+    let pid = burner.pid();
+    let mut pstime = Command::new(BIN)
+        .args(["--json", "cpu", "pstime", "4", &pid])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Let pstime take its first sample (of one process: milliseconds) before the burn starts.
+    std::thread::sleep(Duration::from_millis(1000));
+    burner.burn();
+    assert!(
+        pstime.try_wait().unwrap().is_none(),
+        "the burn outlasted pstime's interval (machine too busy for this test)"
+    );
+    let out = pstime.wait_with_output().unwrap();
+    let report = json(&out);
+    let row = &report["processes"][0];
+    assert_eq!(row["pid"].as_u64().unwrap().to_string(), pid);
+    assert_eq!(row["lifetime"], "whole");
+    let cpu_ns = row["cpu_ns"].as_u64().unwrap();
+    let off = cpu_ns.abs_diff(BURN_NS) as f64 / BURN_NS as f64;
+    assert!(
+        off <= 0.02,
+        "pstime says {cpu_ns} ns for a {BURN_NS} ns burn ({:.2} % off)",
+        off * 100.0
+    );
+    assert_eq!(report["exits_traced"], true, "as root, exits are traced with BPF");
+}
+
+#[test]
+fn pstime_prints_the_seed_layout_under_its_own_name() {
+    // Some CPU first, so ticks have fallen on this process and its user/system split is
+    // known (with none, pstime prints "-": it cannot split what no tick sampled).
+    let until = std::time::Instant::now() + Duration::from_millis(30);
+    while std::time::Instant::now() < until {
+        std::hint::black_box(0u64);
+    }
+    let dir = std::env::temp_dir().join(format!("platscope-pstime-link-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let link = dir.join("pstime");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(BIN, &link).unwrap();
+    let me = std::process::id().to_string();
+    let outputs = [
+        Command::new(&link).args(["0.2", &me]).output().unwrap(),
+        platscope(&["compat", "pstime", "0.2", &me]),
+    ];
+    let _ = std::fs::remove_dir_all(&dir);
+    for out in outputs {
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let stdout = text(&out.stdout);
+        let lines: Vec<&str> = stdout.lines().collect();
+        assert_eq!(lines[0], "  UID    PID  %USR  %SYS COMMAND", "{stdout}");
+        assert_eq!(lines.len(), 2, "{stdout}");
+        let fields: Vec<&str> = lines[1].split_whitespace().collect();
+        assert_eq!(fields[1], me);
+        for figure in &fields[2..4] {
+            // Four significant digits: 0.000, 3.391, 44.17, 100.0.
+            let digits = figure.chars().filter(char::is_ascii_digit).count();
+            assert!(digits == 4 && figure.contains('.'), "{figure} in {stdout}");
+        }
+        // The command line, cut at 52 characters as the seed's.
+        let rest = lines[1].split_whitespace().skip(4).collect::<Vec<_>>().join(" ");
+        assert!(!rest.is_empty() && rest.chars().count() <= 52, "{stdout}");
+        // As root exits are traced: no note about short-lived processes.
+        let stderr = text(&out.stderr);
+        assert!(!stderr.contains("short-lived processes"), "{stderr}");
+    }
+}
+
+/// Runs the binary as user nobody: no BPF.
+fn platscope_unprivileged(args: &[&str]) -> Output {
+    Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn without_bpf_privileges_pstime_and_util_say_so_and_go_on() {
+    let out = platscope_unprivileged(&["cpu", "pstime", "0.2", "1"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("short-lived processes") && stderr.contains("needs root"), "{stderr}");
+    assert!(text(&out.stdout).starts_with("  UID    PID"));
+
+    let out = platscope_unprivileged(&["cpu", "util", "--event", "0.1", "1"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("--event") && stderr.contains("needs root"), "{stderr}");
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains(" all ") && !stdout.contains("%busy-ev"), "{stdout}");
+}
+
+#[test]
+fn pstime_with_exact_columns_threads_and_every_process() {
+    let me = std::process::id().to_string();
+    let out = platscope(&["cpu", "pstime", "0.2", "--threads", &me]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.starts_with("  UID    PID  %USR  %SYS  %CPU   CPU-ms COMMAND\n"), "{stdout}");
+    // This test binary runs tests on several threads: each is listed under the process.
+    assert!(stdout.lines().filter(|l| l.contains(" \\_ ")).count() >= 2, "{stdout}");
+
+    let out = platscope(&["--json", "cpu", "pstime", "0.2"]);
+    let report = json(&out);
+    let processes = report["processes"].as_array().unwrap();
+    assert!(processes.iter().any(|p| p["pid"].as_u64().unwrap().to_string() == me));
+    assert!(processes.iter().any(|p| p["pid"] == 1));
+    assert_eq!(report["source"], "process_clock");
+}
+
+#[test]
+fn pstime_a_pid_that_exits_mid_interval_is_not_an_error() {
+    let mut sleeper = Command::new("sleep").arg("0.2").spawn().unwrap();
+    let pid = sleeper.id().to_string();
+    // Reaped as soon as it ends, so it is gone (not a zombie) at pstime's second sample.
+    let reaper = std::thread::spawn(move || sleeper.wait());
+    let out = platscope(&["cpu", "pstime", "1", &pid]);
+    let _ = reaper.join();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // As root its exit is traced, so it is in the table with its CPU time up to the exit.
+    let stdout = text(&out.stdout);
+    let row = stdout.lines().find(|l| l.split_whitespace().nth(1) == Some(pid.as_str()));
+    assert!(row.is_some_and(|r| r.contains("sleep <exited>")), "{stdout}");
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    // A thread of this process (not the main one) is not a process.
+    let tid = std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .find(|t| *t != std::process::id().to_string());
+    let mut cases: Vec<Vec<String>> = [
+        &["cpu", "pstime"][..],
+        &["cpu", "pstime", "0"],
+        &["cpu", "pstime", "-1"],
+        &["cpu", "pstime", "-0.5"],
+        &["cpu", "pstime", "soon"],
+        &["cpu", "pstime", "1", "0"],
+        &["cpu", "pstime", "1", "-7"],
+        &["cpu", "pstime", "1", "abc"],
+        &["cpu", "pstime", "1", "4000000000"],
+        &["cpu", "pstime", "1", "--bogus"],
+        &["cpu", "util", "0"],
+        &["cpu", "util", "-2"],
+        &["cpu", "util", "1", "0"],
+        &["cpu", "util", "1", "-1"],
+        &["cpu", "util", "often"],
+        &["cpu", "util", "--bogus"],
+        &["cpu", "util", "1", "--", "true"],
+        &["cpu", "util", "--", "/nonexistent/command"],
+        &["compat", "pstime"],
+        &["compat", "pstime", "0"],
+        &["compat", "pstime", "1", "-3"],
+    ]
+    .iter()
+    .map(|a| a.iter().map(|s| s.to_string()).collect())
+    .collect();
+    // No such process: the highest PID the kernel can hand out is not in use.
+    let pid_max = std::fs::read_to_string("/proc/sys/kernel/pid_max").unwrap();
+    let unused = (1..=pid_max.trim().parse::<u32>().unwrap())
+        .rev()
+        .find(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())
+        .unwrap();
+    cases.push(vec!["cpu".into(), "pstime".into(), "0.1".into(), unused.to_string()]);
+    if let Some(tid) = tid {
+        cases.push(vec!["cpu".into(), "pstime".into(), "0.1".into(), tid]);
+    }
+    for args in &cases {
+        let out = Command::new(BIN).args(args).output().unwrap();
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.starts_with("platscope: "), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    let out = platscope(&["cpu", "pstime", "0.1", &unused.to_string()]);
+    assert_eq!(text(&out.stderr).trim(), format!("platscope: no such process: {unused}"));
+}
+
+fn cpu_count() -> usize {
+    std::fs::read_to_string("/proc/stat")
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
+        .count()
+}
+
+#[test]
+fn util_since_boot_and_per_interval() {
+    let out = platscope(&["cpu", "util"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(
+        lines[0].ends_with(
+            "CPU    %usr   %nice    %sys %iowait    %irq   %soft  %steal  %guest  %gnice   %idle"
+        ),
+        "{stdout}"
+    );
+    assert_eq!(lines[1].split_whitespace().nth(1), Some("all"), "{stdout}");
+    assert_eq!(lines.len(), 2 + cpu_count(), "{stdout}");
+
+    let out = platscope(&["cpu", "util", "0.1", "3"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert_eq!(stdout.lines().filter(|l| l.contains("%usr")).count(), 3, "{stdout}");
+    // Sub-second intervals print milliseconds.
+    assert_eq!(stdout.lines().next().unwrap().as_bytes()[8], b'.', "{stdout}");
+}
+
+#[test]
+fn util_over_a_commands_lifetime() {
+    let out = platscope(&["cpu", "util", "--", "sleep", "0.2"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines[0].starts_with("command: sleep 0.2 (exited 0; "), "{stdout}");
+    assert!(lines[1].contains("%idle") && lines[2].contains(" all "), "{stdout}");
+
+    // A failing command is reported, not propagated.
+    let out = platscope(&["--json", "cpu", "util", "--busy-only", "--", "sh", "-c", "exit 3"]);
+    let v = json(&out);
+    assert_eq!(
+        (v["command"]["status"].as_str(), v["command"]["exit_code"].as_i64()),
+        (Some("exited 3"), Some(3))
+    );
+    assert!(v["report"]["elapsed_s"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn util_busy_only_hides_idle_cpus() {
+    let out = platscope(&["--json", "cpu", "util", "--busy-only", "0.2", "1"]);
+    let v = json(&out);
+    let shown = v["cpus"].as_array().unwrap();
+    let hidden = v["hidden_idle"].as_array().unwrap();
+    assert_eq!(shown.len() + hidden.len(), cpu_count(), "{v}");
+    for cpu in shown {
+        assert!(cpu["busy"].as_f64().unwrap() > 0.0, "an idle CPU was shown: {cpu}");
+    }
+    // Without the flag, nothing is hidden.
+    let v = json(&platscope(&["--json", "cpu", "util", "0.2", "1"]));
+    assert_eq!(v["cpus"].as_array().unwrap().len(), cpu_count());
+    assert!(v["hidden_idle"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn util_event_shows_switch_measured_busy_time_next_to_the_tick() {
+    let out = platscope(&["cpu", "util", "--event", "0.2", "2"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let header = stdout.lines().next().unwrap();
+    assert!(header.ends_with("%idle %busy-tk %busy-ev    diff"), "{stdout}");
+    let all: Vec<&str> =
+        stdout.lines().filter(|l| l.split_whitespace().nth(1) == Some("all")).collect();
+    assert_eq!(all.len(), 2, "{stdout}");
+    for line in all {
+        let ev: f64 = line.split_whitespace().nth(12).unwrap().parse().unwrap();
+        assert!((0.0..=100.0).contains(&ev), "{line}");
+    }
+    // The legend once, on stderr.
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.matches("%busy-ev").count(), 1, "{stderr}");
+}
+
+#[test]
+fn pstime_counts_a_process_that_starts_and_exits_inside_the_interval() {
+    let pstime = Command::new(BIN)
+        .args(["--json", "cpu", "pstime", "1.5"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(600)); // after the first sample
+                                                    // A child that burns CPU for a while and exits, all between pstime's two samples.
+    let child = Command::new("sh")
+        .args(["-c", "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done"])
+        .spawn()
+        .unwrap();
+    let pid = u64::from(child.id());
+    assert!(child.wait_with_output().unwrap().status.success());
+    let out = pstime.wait_with_output().unwrap();
+    let report = json(&out);
+    let row = report["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["pid"].as_u64() == Some(pid))
+        .unwrap_or_else(|| panic!("pid {pid} not reported: {}", text(&out.stderr)));
+    assert_eq!(row["lifetime"], "started_and_exited", "{row}");
+    assert_eq!(row["comm"], "sh");
+    assert!(row["cpu_ns"].as_u64().unwrap() > 10_000_000, "{row}");
+}

@@ -1,0 +1,182 @@
+//! `platscope io pattern` end to end (root): the seed's table and JSON for a workload on a
+//! fresh tmpfs, Ctrl-C keeping the interval so far, bad input, and no privileges.
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_platscope");
+
+fn platscope(args: &[&str]) -> Output {
+    Command::new(BIN).args(args).output().unwrap()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A tmpfs mounted for one test, unmounted on drop.
+struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    fn new(name: &str) -> Self {
+        let dir =
+            std::env::temp_dir().join(format!("platscope-io-cli-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let status = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=64m", "pstest"])
+            .arg(&dir)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        Tmpfs(dir)
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+/// The tests that attach run one at a time (each checks what is attached).
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Starts `platscope ARGS` and returns once it says it is tracing; its stderr is then
+/// drained in the background (the returned handle joins it for the rest).
+fn start_tracing(args: &[&str]) -> (Child, std::thread::JoinHandle<String>) {
+    let mut child =
+        Command::new(BIN).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut seen = String::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        seen.push_str(&line);
+        seen.push('\n');
+        if line.contains("tracing file I/O") {
+            let rest = std::thread::spawn(move || {
+                lines.map_while(Result::ok).fold(seen, |acc, l| acc + &l + "\n")
+            });
+            return (child, rest);
+        }
+    }
+    let status = child.wait();
+    panic!("platscope never started tracing ({status:?}): {seen}");
+}
+
+#[test]
+fn json_interval_counts_a_workload_on_the_chosen_filesystem() {
+    let fs = Tmpfs::new("json");
+    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let dir = fs.0.to_str().unwrap().to_string();
+    let (tracer, err) =
+        start_tracing(&["--json", "io", "pattern", "2", "1", "--fs", &dir, "--per-file", "3"]);
+    // 16 sequential 64 KiB writes by a separate process (dd), then 100 stats.
+    let file = format!("{dir}/data");
+    let dd = Command::new("dd")
+        .args(["if=/dev/zero", &format!("of={file}"), "bs=64k", "count=16", "status=none"])
+        .status()
+        .unwrap();
+    assert!(dd.success());
+    let stats = Command::new("sh")
+        .arg("-c")
+        .arg(format!("i=0; while [ $i -lt 100 ]; do stat {file} > /dev/null; i=$((i+1)); done"))
+        .status()
+        .unwrap();
+    assert!(stats.success());
+    let out = tracer.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", err.join().unwrap());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let interval: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    let fss = interval["filesystems"].as_array().unwrap();
+    assert_eq!(fss.len(), 1, "--fs shows one filesystem: {interval}");
+    let fs_json = &fss[0];
+    assert_eq!(fs_json["mount_point"], dir.as_str());
+    assert_eq!(fs_json["fstype"], "tmpfs");
+    let counts = &fs_json["counts"];
+    assert_eq!(counts["ops"][0][1], 16, "sequential writes: {counts}");
+    assert_eq!(counts["bytes"][0][1], 16 * 65536, "{counts}");
+    assert_eq!(counts["ops"][1][1], 0, "no random writes: {counts}");
+    // 100 stat(1) runs: each stats the file by its absolute path at least once.
+    assert!(counts["meta"][2].as_u64().unwrap() >= 100, "geta/seta: {counts}");
+    let files = interval["files"].as_array().unwrap();
+    assert_eq!(files[0]["name"], "data", "{interval}");
+    assert_eq!(files[0]["bytes"][0][1], 16 * 65536);
+}
+
+#[test]
+fn text_has_the_seed_header_and_ctrl_c_prints_the_interval_so_far() {
+    let fs = Tmpfs::new("text");
+    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let dir = fs.0.to_str().unwrap().to_string();
+    let (tracer, err) = start_tracing(&["io", "pattern", "30", "--fs", &dir]);
+    std::thread::sleep(Duration::from_millis(300));
+    std::fs::write(format!("{dir}/x"), vec![1u8; 8192]).unwrap_or_default();
+    let pid = libc::pid_t::try_from(tracer.id()).unwrap();
+    // SAFETY: signalling our own child.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let out = tracer.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", err.join().unwrap());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("Sample interval: 0."), "a partial interval: {text}");
+    assert!(lines[1].starts_with("End time: "), "{text}");
+    let header = lines.iter().position(|l| l.starts_with(&dir)).unwrap();
+    assert!(lines[header].contains("rd/s    wr/s   rdKB/s   wrKB/s   acc/look:"), "{text}");
+    assert!(lines[header + 1].trim_start().starts_with("sequential"));
+    assert!(lines[header + 4].trim_start().starts_with("TOTAL"));
+    // The test process wrote it: not excluded (only platscope itself is).
+    assert!(!lines[header + 1].contains("sequential       0       0"), "{text}");
+    // Nothing stays attached once platscope has exited (the kernel frees a program shortly
+    // after its last link closes, so give it a moment).
+    let mut listed = String::new();
+    for _ in 0..40 {
+        let progs = Command::new("bpftool").args(["prog", "show"]).output().unwrap();
+        listed = String::from_utf8_lossy(&progs.stdout).into_owned();
+        if !listed.contains("iop_sys_enter") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!listed.contains("iop_sys_enter"), "left attached:\n{listed}");
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    for args in [
+        &["io", "pattern", "0"][..],
+        &["io", "pattern", "-1"],
+        &["io", "pattern", "1", "0"],
+        &["io", "pattern", "--pid", "999999999"],
+        &["io", "pattern", "--pid", "4194000"],
+        &["io", "pattern", "--comm", "a-name-longer-than-15"],
+        &["io", "pattern", "--comm", ""],
+        &["io", "pattern", "--cgroup", "/no/such/cgroup"],
+        &["io", "pattern", "--fs", "/no/such/path"],
+        &["io", "pattern", "--tolerance", "lots"],
+        &["io", "pattern", "--per-file", "0"],
+        &["io", "pattern", "--bogus"],
+    ] {
+        let out = platscope(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
+
+#[test]
+fn without_privileges_it_says_what_is_missing() {
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN, "io", "pattern", "1", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("needs root") && err.contains("sudo"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+}

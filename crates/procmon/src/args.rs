@@ -1,0 +1,69 @@
+//! Operands the monitors share: intervals, counts and process IDs, checked the same way
+//! everywhere so that every command rejects a bad one with the same words.
+
+use std::time::Duration;
+
+use crate::UsageError;
+
+/// Parses an interval in seconds: a positive decimal (`5`, `0.1`); at least 1 ms.
+pub fn parse_interval(text: &str) -> Result<Duration, UsageError> {
+    let bad = |reason: &str| UsageError::BadInterval { text: text.into(), reason: reason.into() };
+    let seconds: f64 = text.trim().parse().map_err(|_| bad("not a number of seconds"))?;
+    if !seconds.is_finite() {
+        return Err(bad("not a number of seconds"));
+    }
+    if seconds <= 0.0 {
+        return Err(bad("must be greater than 0 seconds"));
+    }
+    if seconds < 0.001 {
+        return Err(bad("must be at least 0.001 seconds"));
+    }
+    Duration::try_from_secs_f64(seconds).map_err(|_| bad("too long"))
+}
+
+/// Parses a sample count: a whole number from 1.
+pub fn parse_count(text: &str) -> Result<u64, UsageError> {
+    let bad = |reason: &str| UsageError::BadCount { text: text.into(), reason: reason.into() };
+    let count: u64 = text.trim().parse().map_err(|_| bad("not a whole number"))?;
+    if count == 0 {
+        return Err(bad("must be at least 1"));
+    }
+    Ok(count)
+}
+
+/// Parses a process ID: a whole number from 1 (0 is the idle task, not a process).
+pub fn parse_pid(text: &str) -> Result<u32, UsageError> {
+    let bad = |reason: &str| UsageError::BadPid { text: text.into(), reason: reason.into() };
+    let t = text.trim();
+    if t.starts_with('-') {
+        return Err(bad("process IDs are positive"));
+    }
+    let pid: u32 = t.parse().map_err(|_| bad("not a process ID"))?;
+    // The kernel's PID_MAX_LIMIT is 2^22; i32 is what clock IDs and kill(2) can carry.
+    if pid == 0 || pid > i32::MAX as u32 {
+        return Err(bad("not a process ID"));
+    }
+    Ok(pid)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may unwrap
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intervals() {
+        assert_eq!(parse_interval("0.1").unwrap(), Duration::from_millis(100));
+        for bad in ["0", "-1", "soon", "inf", "NaN", "0.0001", ""] {
+            assert!(parse_interval(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn pids() {
+        assert_eq!(parse_pid("42").unwrap(), 42);
+        for bad in ["0", "-5", "x", "1.5", "99999999999", ""] {
+            assert!(parse_pid(bad).is_err(), "{bad}");
+        }
+    }
+}
