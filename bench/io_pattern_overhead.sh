@@ -39,9 +39,8 @@ bpftrace_script='
 tracepoint:syscalls:sys_enter_pread64 { @off[tid] = args->pos; @fd[tid] = args->fd + 1; }
 tracepoint:syscalls:sys_exit_pread64 /@fd[tid]/ {
   if (args->ret > 0) {
-    $k = (pid, @fd[tid]);
-    if (@next[$k] == @off[tid]) { @seq = count(); } else { @rnd = count(); }
-    @next[$k] = @off[tid] + args->ret;
+    if (@next[pid, @fd[tid]] == @off[tid]) { @seq = count(); } else { @rnd = count(); }
+    @next[pid, @fd[tid]] = @off[tid] + args->ret;
   }
   delete(@off[tid]); delete(@fd[tid]);
 }
@@ -56,12 +55,19 @@ start_tracer() {
   [ -n "$tracer_pid" ] && sleep 3   # attached (bpftrace compiles first)
   return 0
 }
-stop_tracer() { [ -n "$tracer_pid" ] && { kill -INT "$tracer_pid"; wait "$tracer_pid" 2>/dev/null || true; }; tracer_pid=; }
+# A tracer that is gone before the run ended has failed: the figure would be untraced.
+stop_tracer() {
+  if [ -n "$tracer_pid" ]; then
+    kill -INT "$tracer_pid" 2>/dev/null || { echo "bench: the $1 tracer died during the run" >&2; exit 1; }
+    wait "$tracer_pid" 2>/dev/null || true
+  fi
+  tracer_pid=
+}
 
 # fio's read bandwidth in KiB/s.
 run_fio() {
   local rw=$1 bs=$2
-  fio --name=w --filename="$file" --rw="$rw" --bs="$bs" --size=1g --ioengine=psync \
+  fio --name=w --filename="$file" --rw="$rw" --bs="$bs" --size=1g --ioengine=psync --invalidate=0 \
       --time_based --runtime="$seconds" --output-format=json \
     | python3 -c 'import json,sys; print(json.load(sys.stdin)["jobs"][0]["read"]["bw"])'
 }
@@ -74,7 +80,7 @@ for ((r = 0; r < rounds; r++)); do
       tracer=${tracers[$(((t + r) % ${#tracers[@]}))]}
       start_tracer "$tracer"
       bw=$(run_fio $w)
-      stop_tracer
+      stop_tracer "$tracer"
       results["$w/$tracer"]+="$bw"$'\n'
       echo "round $r: $w $tracer $bw KiB/s" >&2
     done

@@ -55,17 +55,19 @@ struct {
 	__type(value, __u32);
 } cgroup_filter SEC(".maps");
 
+/* A read or write between its entry and its exit, in the task's own storage (cheaper than
+ * a hash keyed by thread, and freed with the task). */
 struct iot_pending_io {
-	struct file *file;
+	__u64 file; /* struct file *, held by the call until it returns */
 	__s64 offset; /* from the call; -1: the file position */
 	__u32 dir;
-	__u32 _pad;
+	__u32 valid;
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u64);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct iot_pending_io);
 } pending SEC(".maps");
 
@@ -140,27 +142,27 @@ static __always_inline unsigned long syscall_arg(struct pt_regs *regs, int n)
 	}
 }
 
+/* The open file behind a descriptor: the table is walked with direct loads through the
+ * task's BTF pointers; only the array slot needs a probe read. */
 static __always_inline struct file *fd_file(struct task_struct *task, long fd)
 {
-	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
-	struct file **fds;
+	struct fdtable *fdt = task->files->fdt;
 	struct file *file = NULL;
 
-	if (!fdt || fd < 0 || fd >= BPF_CORE_READ(fdt, max_fds))
+	if (!fdt || fd < 0 || fd >= fdt->max_fds)
 		return NULL;
-	fds = BPF_CORE_READ(fdt, fd);
-	bpf_probe_read_kernel(&file, sizeof(file), &fds[fd]);
-	return file;
+	bpf_probe_read_kernel(&file, sizeof(file), &fdt->fd[fd]);
+	return file ? bpf_core_cast(file, struct file) : NULL;
 }
 
 static __always_inline __u32 file_dev(struct file *file)
 {
-	return file ? BPF_CORE_READ(file, f_inode, i_sb, s_dev) : 0;
+	return file ? file->f_inode->i_sb->s_dev : 0;
 }
 
 static __always_inline bool is_regular(struct inode *inode)
 {
-	return (BPF_CORE_READ(inode, i_mode) & S_IFMT) == S_IFREG;
+	return (inode->i_mode & S_IFMT) == S_IFREG;
 }
 
 /* The filesystem an absolute path names: the longest mount prefix it starts with. */
@@ -215,7 +217,7 @@ static __always_inline __u32 dev_of_path(struct task_struct *task, const struct 
 	if (path[0] == 0 && !(op->flags & SYSOP_NULL_PATH_IS_FD) && upath)
 		return 0; /* "" without AT_EMPTY_PATH semantics: the call fails */
 	if (dirfd == AT_FDCWD)
-		return BPF_CORE_READ(task, fs, pwd.dentry, d_sb, s_dev);
+		return task->fs->pwd.dentry->d_sb->s_dev;
 	return file_dev(fd_file(task, dirfd));
 }
 
@@ -269,52 +271,71 @@ int BPF_PROG(iop_sys_enter, struct pt_regs *regs, long id)
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct file *file = fd_file(task, (int)syscall_arg(regs, op->fd_arg));
 
-	if (!file || !is_regular(BPF_CORE_READ(file, f_inode)))
+	if (!file || !is_regular(file->f_inode))
 		return 0;
-	struct iot_pending_io io = {
-		.file = file,
-		.offset = op->offset_arg >= 0 ? (__s64)syscall_arg(regs, op->offset_arg) : -1,
-		.dir = op->kind == OP_READ ? DIR_READ : DIR_WRITE,
-	};
-	__u64 tid = bpf_get_current_pid_tgid();
+	struct iot_pending_io *io =
+		bpf_task_storage_get(&pending, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 
-	if (bpf_map_update_elem(&pending, &tid, &io, BPF_ANY))
+	if (!io) {
 		__sync_fetch_and_add(&pending_dropped, 1);
+		return 0;
+	}
+	io->file = (__u64)file;
+	io->offset = op->offset_arg >= 0 ? (__s64)syscall_arg(regs, op->offset_arg) : -1;
+	io->dir = op->kind == OP_READ ? DIR_READ : DIR_WRITE;
+	io->valid = 1;
 	return 0;
+}
+
+/* The system call number at exit. */
+static __always_inline long syscall_nr(struct pt_regs *regs)
+{
+#if defined(__TARGET_ARCH_x86)
+	return regs->orig_ax;
+#elif defined(__TARGET_ARCH_arm64)
+	return ((struct user_pt_regs *)regs)->regs[8];
+#else
+	return -1;
+#endif
 }
 
 SEC("tp_btf/sys_exit")
 int BPF_PROG(iop_sys_exit, struct pt_regs *regs, long ret)
 {
-	__u64 tid = bpf_get_current_pid_tgid();
-	struct iot_pending_io *io = bpf_map_lookup_elem(&pending, &tid);
+	/* Most system calls are not reads or writes: leave before touching task storage. */
+	__u32 nr = syscall_nr(regs);
+	struct iot_sys_op *op = bpf_map_lookup_elem(&sys_ops, &nr);
 
-	if (!io)
+	if (!op || (op->kind != OP_READ && op->kind != OP_WRITE))
 		return 0;
-	struct file *file = io->file;
-	__s64 offset = io->offset;
-	__u32 dir = io->dir & 1;
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct iot_pending_io *io = bpf_task_storage_get(&pending, task, 0, 0);
 
-	bpf_map_delete_elem(&pending, &tid);
+	if (!io || !io->valid)
+		return 0;
+	io->valid = 0;
 	if (ret < 0)
 		return 0; /* failed calls move nothing and are not counted */
+	struct file *file = bpf_core_cast((void *)io->file, struct file);
+	__s64 offset = io->offset;
+	__u32 dir = io->dir & 1;
 
 	/* Where the I/O started: the call's offset, or (read/write/readv/writev, and the v2
 	 * calls with offset -1) the file position it advanced, which also gives the true
 	 * start of O_APPEND writes. pwrite on an O_APPEND file appends too. */
-	struct inode *inode = BPF_CORE_READ(file, f_inode);
+	struct inode *inode = file->f_inode;
 	__u64 start;
 
-	if (dir == DIR_WRITE && (BPF_CORE_READ(file, f_flags) & O_APPEND))
-		start = BPF_CORE_READ(inode, i_size) - ret;
+	if (dir == DIR_WRITE && (file->f_flags & O_APPEND))
+		start = inode->i_size - ret;
 	else if (offset < 0)
-		start = BPF_CORE_READ(file, f_pos) - ret;
+		start = file->f_pos - ret;
 	else
 		start = offset;
 
 	struct iot_file_id id = {
-		.ino = BPF_CORE_READ(inode, i_ino),
-		.dev = BPF_CORE_READ(inode, i_sb, s_dev),
+		.ino = inode->i_ino,
+		.dev = inode->i_sb->s_dev,
 	};
 	struct iot_file_state *state = bpf_map_lookup_elem(&files, &id);
 	__u32 class;
@@ -330,7 +351,7 @@ int BPF_PROG(iop_sys_exit, struct pt_regs *regs, long ret)
 		struct iot_file_state fresh = {};
 
 		bpf_probe_read_kernel_str(fresh.name, sizeof(fresh.name),
-					  BPF_CORE_READ(file, f_path.dentry, d_name.name));
+					  file->f_path.dentry->d_name.name);
 		bpf_map_update_elem(&files, &id, &fresh, BPF_NOEXIST);
 		state = bpf_map_lookup_elem(&files, &id);
 	}
@@ -352,11 +373,11 @@ int BPF_PROG(iop_sys_exit, struct pt_regs *regs, long ret)
 
 static __always_inline int count_page_in(struct address_space *mapping, __u64 pages)
 {
-	struct inode *host = BPF_CORE_READ(mapping, host);
+	struct inode *host = mapping->host;
 
 	if (!host || !is_regular(host) || !traced_task())
 		return 0;
-	struct iot_fs_counts *c = fs_counts_for(BPF_CORE_READ(host, i_sb, s_dev));
+	struct iot_fs_counts *c = fs_counts_for(host->i_sb->s_dev);
 
 	if (c) {
 		c->ops[CLASS_PAGE][DIR_READ]++;
@@ -388,12 +409,12 @@ int BPF_PROG(iop_writeback_inode, struct inode *inode, struct writeback_control 
 {
 	if (filter_tgid || filter_comm_len || filter_cgroup || !is_regular(inode))
 		return 0;
-	long left = BPF_CORE_READ(wbc, nr_to_write);
+	long left = wbc->nr_to_write;
 	long wrote = (long)nr_to_write - left;
 
 	if (wrote <= 0)
 		return 0;
-	struct iot_fs_counts *c = fs_counts_for(BPF_CORE_READ(inode, i_sb, s_dev));
+	struct iot_fs_counts *c = fs_counts_for(inode->i_sb->s_dev);
 
 	if (c) {
 		c->ops[CLASS_PAGE][DIR_WRITE]++;
