@@ -212,23 +212,11 @@ pub fn run_nicstat(args: &[OsString]) -> anyhow::Result<()> {
                 err.print()?;
                 return Ok(());
             }
-            Err(super::compat::UsageError(one_line(&err)).into())
+            Err(super::compat::UsageError(super::compat::clap_one_line(&err, "nicstat -h")).into())
         }
     }
 }
 
-/// A clap error as one line, without the usage block.
-fn one_line(err: &clap::Error) -> String {
-    let rendered = err.render().to_string();
-    let lines: Vec<&str> = rendered
-        .lines()
-        .map(str::trim)
-        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
-        .filter(|l| !l.is_empty())
-        .collect();
-    let text = lines.join(" ");
-    format!("{} (see nicstat -h)", text.strip_prefix("error: ").unwrap_or(&text))
-}
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // tests may unwrap
@@ -288,7 +276,7 @@ mod tests {
     #[test]
     fn a_clap_error_becomes_one_line() {
         let err = parse(&["0"]).unwrap_err();
-        let line = one_line(&err);
+        let line = super::super::compat::clap_one_line(&err, "nicstat -h");
         assert!(!line.contains('\n'), "{line}");
         assert!(line.contains("greater than 0"), "{line}");
     }
