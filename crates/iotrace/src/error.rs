@@ -18,16 +18,16 @@ pub enum Error {
     CommTooLong(String),
     #[error("--comm must not be empty")]
     EmptyComm,
-    #[error(
-        "cgroup {path}: {source} (give a cgroup v2 directory, e.g. /sys/fs/cgroup/system.slice)"
-    )]
-    Cgroup { path: PathBuf, source: std::io::Error },
-    #[error("--fs {path}: {source}")]
-    Filesystem { path: PathBuf, source: std::io::Error },
+    // The fields are named `reason`, not `source`: the message already says it, and a
+    // `source` would be printed again by the error chain.
+    #[error("--cgroup {path}: {reason}")]
+    Cgroup { path: PathBuf, reason: std::io::Error },
+    #[error("--fs {path}: {reason}")]
+    Filesystem { path: PathBuf, reason: std::io::Error },
     #[error("reading the mount table: {0}")]
     Mounts(std::io::Error),
-    #[error("{what}: {source}")]
-    Bpf { what: &'static str, source: libbpf_rs::Error },
+    #[error("{what}: {reason}")]
+    Bpf { what: &'static str, reason: libbpf_rs::Error },
 }
 
 impl Error {
@@ -48,7 +48,7 @@ impl Error {
         if source.kind() == libbpf_rs::ErrorKind::PermissionDenied {
             Error::Privileges(format!("{what}: {source}"))
         } else {
-            Error::Bpf { what, source }
+            Error::Bpf { what, reason: source }
         }
     }
 }

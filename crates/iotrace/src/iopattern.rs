@@ -103,12 +103,12 @@ pub struct Tracer<'obj> {
 /// early). Nothing stays attached after this returns.
 pub fn trace<T>(options: &Options, f: impl FnOnce(&mut Tracer<'_>) -> T) -> Result<T> {
     options.validate()?;
+    let mounts = MountTable::live().map_err(Error::Mounts)?;
     let cgroup = match &options.cgroup {
-        Some(path) => Some(open_cgroup(path)?),
+        Some(path) => Some(open_cgroup(path, &mounts)?),
         None => None,
     };
     preflight()?;
-    let mounts = MountTable::live().map_err(Error::Mounts)?;
     let mut storage = MaybeUninit::uninit();
     let mut open = IopatternSkelBuilder::default()
         .open(&mut storage)
@@ -188,19 +188,39 @@ pub fn trace<T>(options: &Options, f: impl FnOnce(&mut Tracer<'_>) -> T) -> Resu
     Ok(f(&mut tracer))
 }
 
-fn open_cgroup(path: &std::path::Path) -> Result<std::fs::File> {
+/// Opens a cgroup v2 directory: absolute, or relative to where cgroup2 is mounted (found in
+/// the mount table: /sys/fs/cgroup on most systems, /sys/fs/cgroup/unified on hybrid ones).
+fn open_cgroup(path: &std::path::Path, mounts: &MountTable) -> Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
-    // Relative names are taken under the cgroup v2 mount.
-    let full = if path.is_absolute() && path.exists() {
-        path.to_path_buf()
-    } else {
-        std::path::Path::new("/sys/fs/cgroup").join(path.strip_prefix("/").unwrap_or(path))
+    const CGROUP2_SUPER_MAGIC: i64 = 0x6367_7270;
+    let root = mounts.cgroup2_root();
+    let full = match (&root, path.is_absolute() && path.exists()) {
+        (_, true) | (None, false) => path.to_path_buf(),
+        (Some(root), false) => root.join(path.strip_prefix("/").unwrap_or(path)),
     };
-    std::fs::OpenOptions::new()
+    let not_v2 = |full: std::path::PathBuf| Error::Cgroup {
+        path: full,
+        reason: std::io::Error::other(match &root {
+            Some(root) => {
+                format!("not a cgroup v2 directory (cgroup2 is mounted at {})", root.display())
+            }
+            None => "not a cgroup v2 directory, and no cgroup2 filesystem is mounted".to_string(),
+        }),
+    };
+    let dir = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_DIRECTORY)
         .open(&full)
-        .map_err(|source| Error::Cgroup { path: full, source })
+        .map_err(|reason| Error::Cgroup { path: full.clone(), reason })?;
+    // SAFETY: statfs is plain data, all zeroes valid; fstatfs fills it from a live descriptor.
+    let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; the pointer is to a live local.
+    if unsafe { libc::fstatfs(dir.as_raw_fd(), &mut fs) } != 0
+        || fs.f_type as i64 != CGROUP2_SUPER_MAGIC
+    {
+        return Err(not_v2(full));
+    }
+    Ok(dir)
 }
 
 impl Tracer<'_> {

@@ -97,6 +97,11 @@ impl MountTable {
         Some(of_dev.find(|m| m.root == "/").unwrap_or(first))
     }
 
+    /// Where the cgroup v2 hierarchy is mounted, if it is.
+    pub fn cgroup2_root(&self) -> Option<std::path::PathBuf> {
+        self.mounts.iter().find(|m| m.fstype == "cgroup2").map(|m| m.mount_point.clone().into())
+    }
+
     /// Mount points for the BPF program, longest first so the first match is the deepest
     /// mount; at most `max` of them, each shorter than `max_len` bytes. When there are too
     /// many, the deepest ones are left out (the second value counts them): their paths are
@@ -149,6 +154,10 @@ mod tests {
         assert_eq!(table.mount_of(kernel_dev(7, 0)).unwrap().mount_point, "/mnt/my disk");
         assert_eq!(table.mount_of(kernel_dev(0, 35)).unwrap().fstype, "tmpfs");
         assert!(table.mount_of(kernel_dev(9, 9)).is_none());
+        assert_eq!(table.cgroup2_root(), None);
+        let hybrid = "30 22 0:26 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n";
+        let table = MountTable::new(parse_mountinfo(hybrid));
+        assert_eq!(table.cgroup2_root().unwrap(), std::path::Path::new("/sys/fs/cgroup/unified"));
     }
 
     #[test]

@@ -180,3 +180,43 @@ fn without_privileges_it_says_what_is_missing() {
     assert!(err.contains("needs root") && err.contains("sudo"), "{err}");
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
 }
+
+/// Where cgroup2 is mounted here (hybrid hierarchies put it under /sys/fs/cgroup/unified).
+fn cgroup2_root() -> String {
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let line = mountinfo.lines().find(|l| l.contains(" - cgroup2 ")).expect("cgroup2 mounted");
+    line.split(' ').nth(4).unwrap().to_string()
+}
+
+#[test]
+fn cgroup_filter_counts_only_tasks_inside_it() {
+    let fs = Tmpfs::new("cgroup");
+    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let dir = fs.0.to_str().unwrap().to_string();
+    let name = format!("platscope-test-{}", std::process::id());
+    let cgroup = format!("{}/{name}", cgroup2_root());
+    std::fs::create_dir(&cgroup).unwrap();
+    let (tracer, err) =
+        start_tracing(&["--json", "io", "pattern", "2", "1", "--fs", &dir, "--cgroup", &name]);
+    // Inside: a shell that moves itself into the cgroup, then writes 10 blocks.
+    let inside = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "echo $$ > {cgroup}/cgroup.procs && dd if=/dev/zero of={dir}/in bs=4k count=10 status=none"
+        ))
+        .status()
+        .unwrap();
+    // Outside: 7 blocks.
+    let outside = Command::new("dd")
+        .args(["if=/dev/zero", &format!("of={dir}/out"), "bs=4k", "count=7", "status=none"])
+        .status()
+        .unwrap();
+    let out = tracer.wait_with_output().unwrap();
+    let _ = std::fs::remove_dir(&cgroup);
+    assert!(inside.success() && outside.success());
+    assert!(out.status.success(), "{}", err.join().unwrap());
+    let interval: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let counts = &interval["filesystems"][0]["counts"];
+    assert_eq!(counts["ops"][0][1], 10, "only the 10 writes inside the cgroup: {counts}");
+    assert_eq!(counts["bytes"][0][1], 40960, "{counts}");
+}

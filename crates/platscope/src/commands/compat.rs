@@ -13,7 +13,6 @@ pub const NAMES: &[&str] =
 #[error("{0}")]
 pub struct UsageError(pub String);
 
-
 /// The compat name this process was invoked as, if its `argv[0]` is one.
 pub fn invoked_as(argv0: &OsStr) -> Option<&'static str> {
     let name = Path::new(argv0).file_name()?.to_str()?;

@@ -27,7 +27,8 @@ pub struct PatternArgs {
     /// Only tasks with this command name (as /proc/PID/comm shows it).
     #[arg(long, value_name = "NAME")]
     pub comm: Option<String>,
-    /// Only tasks in this cgroup v2 directory or below it (absolute, or under /sys/fs/cgroup).
+    /// Only tasks in this cgroup v2 directory or below it (absolute, or relative to where
+    /// cgroup2 is mounted).
     #[arg(long, value_name = "PATH")]
     pub cgroup: Option<PathBuf>,
     /// Count a forward gap of up to this many bytes as sequential (k, M suffixes allowed).
@@ -65,7 +66,7 @@ pub fn run(args: &PatternArgs, json: bool) -> anyhow::Result<()> {
         Some(path) => Some(
             std::fs::metadata(path)
                 .map(|m| kernel_dev_of(std::os::unix::fs::MetadataExt::dev(&m)))
-                .map_err(|source| iotrace::Error::Filesystem { path: path.clone(), source })?,
+                .map_err(|reason| iotrace::Error::Filesystem { path: path.clone(), reason })?,
         ),
         None => None,
     };

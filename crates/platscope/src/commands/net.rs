@@ -217,7 +217,6 @@ pub fn run_nicstat(args: &[OsString]) -> anyhow::Result<()> {
     }
 }
 
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
