@@ -8,7 +8,7 @@ use std::process::Command;
 
 use libbpf_cargo::SkeletonBuilder;
 
-const PROGRAMS: &[&str] = &["iopattern", "cputime"];
+const PROGRAMS: &[&str] = &["iopattern", "cputime", "tasks"];
 const KERNEL_BTF: &str = "/sys/kernel/btf/vmlinux";
 
 fn main() {

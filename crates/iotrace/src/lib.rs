@@ -12,6 +12,7 @@ pub mod iopattern;
 pub mod mounts;
 pub mod pattern;
 pub mod syscalls;
+pub mod tasks;
 
 pub use error::{Error, Result};
 
@@ -31,5 +32,8 @@ mod skel {
     }
     pub mod cputime {
         include!(concat!(env!("OUT_DIR"), "/cputime.skel.rs"));
+    }
+    pub mod tasks {
+        include!(concat!(env!("OUT_DIR"), "/tasks.skel.rs"));
     }
 }

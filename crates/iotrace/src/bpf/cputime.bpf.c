@@ -42,11 +42,25 @@ int BPF_PROG(cpu_sched_switch, bool preempt, struct task_struct *prev, struct ta
 	 * state is unknown, so that stretch is not counted. */
 	if (b->last_switch_ns && prev->pid != 0) {
 		b->busy_ns += now - b->last_switch_ns;
-		/* prev's runtime was brought up to date as it was switched out. */
-		b->task_ns += prev->se.sum_exec_runtime - b->next_runtime_ns;
+		/* prev's runtime was brought up to date as it was switched out. It should be the
+		 * task switched in last here; if not (a switch this program did not see), its
+		 * scheduler-kept start of this stint is used instead, never a negative stretch. */
+		__u64 runtime = prev->se.sum_exec_runtime;
+		/* Both loaded first: clang would otherwise merge two loads through different
+		 * pointer kinds into one instruction, which the verifier refuses. */
+		__u64 stint_start = prev->se.prev_sum_exec_runtime;
+		__u64 recorded = b->next_runtime_ns;
+
+		barrier_var(stint_start);
+		barrier_var(recorded);
+		__u64 from = prev->pid == b->next_pid ? recorded : stint_start;
+
+		if (runtime > from)
+			b->task_ns += runtime - from;
 	}
 	b->last_switch_ns = now;
 	b->next_runtime_ns = next->se.sum_exec_runtime;
+	b->next_pid = next->pid;
 	b->running_busy = next->pid != 0;
 	b->switches++;
 	return 0;

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use iotrace::cputime::{CpuEvents, Wanted};
+use iotrace::tasks::TaskIter;
 use membench::interrupt;
 use procmon::args::{parse_count, parse_interval, parse_pid};
 use procmon::clock::ClockTicks;
@@ -209,11 +210,19 @@ fn run_pstime(args: &PstimeArgs, json: bool, style: Style) -> anyhow::Result<()>
     // Usage errors (no such PID, a thread ID) stay procmon::Error so main exits with 2.
     let mut sampler = Sampler::new(root.clone(), opts, ClockTicks::system())?;
     let mut tracer = exit_tracer();
+    // As root, every process in one pass over the kernel's tasks instead of a /proc read each.
+    let tasks = if sampler.can_use_task_records() { TaskIter::load().ok() } else { None };
+    let sample = |sampler: &mut Sampler| -> anyhow::Result<pstime::Snapshot> {
+        match &tasks {
+            Some(iter) => Ok(sampler.snapshot_from_tasks(&iter.read()?)?),
+            None => Ok(sampler.snapshot().context("sampling processes")?),
+        }
+    };
     interrupt::install();
-    let first = sampler.snapshot().context("sampling processes")?;
+    let first = sample(&mut sampler)?;
     let due = Instant::now() + args.interval;
     let interrupted = !interrupt::sleep_until(due);
-    let second = sampler.snapshot().context("sampling processes")?;
+    let second = sample(&mut sampler)?;
     let exits = match tracer.as_mut() {
         Ok(t) => match t.take() {
             Ok(records) => Some(records),

@@ -94,6 +94,32 @@ pub struct ExitedTask {
     pub exit_boottime_ns: u64,
 }
 
+/// One thread as the kernel keeps it, from a pass over every task (a BPF task iterator):
+/// what [`Sampler::snapshot_from_tasks`] builds a snapshot from. Times in ns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskRecord {
+    pub tid: u32,
+    pub tgid: u32,
+    pub ppid: u32,
+    pub nr_threads: u32,
+    /// The letter `/proc/PID/stat` shows.
+    pub state: u8,
+    pub comm: String,
+    /// This thread's `se.sum_exec_runtime` and tick-sampled split.
+    pub runtime_ns: u64,
+    pub utime_ns: u64,
+    pub stime_ns: u64,
+    /// The process leader's start, `CLOCK_BOOTTIME`.
+    pub start_boottime_ns: u64,
+    /// The process's exited threads (`signal->sum_sched_runtime`, `utime`, `stime`).
+    pub dead_runtime_ns: u64,
+    pub dead_utime_ns: u64,
+    pub dead_stime_ns: u64,
+    /// Reaped children (`signal->cutime`, `cstime`).
+    pub children_utime_ns: u64,
+    pub children_stime_ns: u64,
+}
+
 /// One thread at one snapshot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ThreadSample {
@@ -578,6 +604,100 @@ impl Sampler {
         if self.carries_over() {
             self.last.clone_from(&snap.processes);
         }
+        snap.cost_ns = thread_cpu_ns().saturating_sub(cost_from);
+        Ok(snap)
+    }
+
+    /// Whether a snapshot can be built from per-thread kernel records instead of `/proc`:
+    /// every process, without the per-thread listing, on the process-clock basis.
+    pub fn can_use_task_records(&self) -> bool {
+        self.opts.pids.is_empty()
+            && !self.opts.threads
+            && self.basis.source == CpuSource::ProcessClock
+    }
+
+    /// A snapshot of every process from one pass over the kernel's tasks (a BPF task
+    /// iterator; see [`TaskRecord`]), instead of one `/proc/PID/stat` per process. A
+    /// process's CPU is its exited threads' plus its live threads' runtime, which for a thread
+    /// running at that moment is as of its last update; those few processes (state `R`) have
+    /// their CPU clock read, so every figure is as exact as the `/proc` path's.
+    pub fn snapshot_from_tasks(&mut self, tasks: &[TaskRecord]) -> Result<Snapshot, Error> {
+        let cost_from = thread_cpu_ns();
+        let mut snap = Snapshot {
+            begin_ns: self.now_ns(),
+            begin_boottime_ns: boottime_ns(),
+            online_cpus: self.online_cpus(),
+            ..Snapshot::default()
+        };
+        let ticks = self.basis.ticks;
+        // tgid → (sample, runtime, utime, stime, a thread running)
+        let mut by_process: BTreeMap<u32, (ProcSample, u64, u64, u64, bool)> = BTreeMap::new();
+        let at = self.now_ns();
+        for t in tasks {
+            let entry = by_process.entry(t.tgid).or_insert_with(|| {
+                let sample = ProcSample {
+                    pid: t.tgid,
+                    ppid: 0,
+                    state: b'S',
+                    comm: Comm::new(t.comm.as_bytes()),
+                    start_ticks: ticks.from_ns(t.start_boottime_ns),
+                    utime_ticks: 0,
+                    stime_ticks: 0,
+                    children_ticks: ticks.from_ns(t.children_utime_ns)
+                        + ticks.from_ns(t.children_stime_ns),
+                    num_threads: t.nr_threads,
+                    clock_ns: None,
+                    at_ns: at,
+                    threads_from: 0,
+                    threads_len: 0,
+                };
+                (sample, t.dead_runtime_ns, t.dead_utime_ns, t.dead_stime_ns, false)
+            });
+            let (sample, runtime, utime, stime, running) = entry;
+            if t.tid == t.tgid {
+                sample.ppid = t.ppid;
+                sample.state = t.state;
+                sample.comm = Comm::new(t.comm.as_bytes());
+            }
+            *runtime += t.runtime_ns;
+            *utime += t.utime_ns;
+            *stime += t.stime_ns;
+            *running |= t.state == b'R';
+        }
+        for (_, (mut sample, runtime, utime, stime, running)) in by_process {
+            sample.utime_ticks = ticks.from_ns(utime);
+            sample.stime_ticks = ticks.from_ns(stime);
+            sample.clock_ns = Some(runtime);
+            if running {
+                match process_cpu_ns(sample.pid) {
+                    Ok(ns) => {
+                        sample.clock_ns = Some(ns);
+                        sample.at_ns = self.now_ns();
+                    }
+                    // Exited since the pass: it is not in this snapshot.
+                    Err(_) => continue,
+                }
+            }
+            snap.processes.push(sample);
+        }
+        // Any process /proc lists that the pass did not (one that started meanwhile; and the
+        // task iterator here skips PID 1) is read the /proc way.
+        let listed: std::collections::HashSet<u32> = snap.processes.iter().map(|p| p.pid).collect();
+        let dir = self.root.path("proc");
+        let pids: Vec<u32> = std::fs::read_dir(&dir)
+            .map_err(|source| Error::Io { path: dir.clone(), source })?
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+            .filter(|pid| !listed.contains(pid))
+            .collect();
+        if !pids.is_empty() {
+            self.proc_dir = open_dir(&self.root)?;
+            for pid in pids {
+                self.sample_counted(pid, &mut snap)?;
+            }
+            snap.processes.sort_by_key(|p| p.pid);
+        }
+        snap.end_ns = self.now_ns();
+        snap.end_boottime_ns = boottime_ns();
         snap.cost_ns = thread_cpu_ns().saturating_sub(cost_from);
         Ok(snap)
     }
