@@ -65,8 +65,6 @@ pub struct Snapshot {
     pub per_fs: HashMap<KernelDev, Counts>,
     /// Per file, when asked for: (device, inode) → name and counts.
     pub files: HashMap<(KernelDev, u64), FileInterval>,
-    /// Reads and writes not followed because too many were in flight at once.
-    pub untracked_calls: u64,
 }
 
 impl Snapshot {
@@ -236,10 +234,7 @@ impl Tracer<'_> {
     /// Reads the cumulative counts; `with_files` also walks the per-file map.
     pub fn snapshot(&self, with_files: bool) -> Result<Snapshot> {
         let maps = &self.skel.maps;
-        let mut snap = Snapshot {
-            untracked_calls: maps.bss_data.as_ref().map_or(0, |b| b.pending_dropped),
-            ..Snapshot::default()
-        };
+        let mut snap = Snapshot::default();
         for key in maps.fs_stats.keys() {
             let Some(dev) = key.get(..4).and_then(|k| k.try_into().ok()).map(u32::from_ne_bytes)
             else {

@@ -31,9 +31,6 @@ const volatile __u8 filter_cgroup = 0;
 const volatile __u64 tolerance = 0;
 const volatile __u32 mount_count = 0;
 
-/* Counted by the programs, read by user space. */
-__u64 pending_dropped = 0;
-
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, MAX_SYSCALLS);
@@ -54,22 +51,6 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } cgroup_filter SEC(".maps");
-
-/* A read or write between its entry and its exit, in the task's own storage (cheaper than
- * a hash keyed by thread, and freed with the task). */
-struct iot_pending_io {
-	__u64 file; /* struct file *, held by the call until it returns */
-	__s64 offset; /* from the call; -1: the file position */
-	__u32 dir;
-	__u32 valid;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct iot_pending_io);
-} pending SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
@@ -263,28 +244,10 @@ int BPF_PROG(iop_sys_enter, struct pt_regs *regs, long id)
 	__u32 nr = id;
 	struct iot_sys_op *op = bpf_map_lookup_elem(&sys_ops, &nr);
 
-	if (!op || op->kind == OP_NONE || !traced_task())
+	/* Reads and writes are all done at exit. */
+	if (!op || op->kind != OP_META || !traced_task())
 		return 0;
-	if (op->kind == OP_META)
-		return count_meta(op, regs);
-
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct file *file = fd_file(task, (int)syscall_arg(regs, op->fd_arg));
-
-	if (!file || !is_regular(file->f_inode))
-		return 0;
-	struct iot_pending_io *io =
-		bpf_task_storage_get(&pending, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-
-	if (!io) {
-		__sync_fetch_and_add(&pending_dropped, 1);
-		return 0;
-	}
-	io->file = (__u64)file;
-	io->offset = op->offset_arg >= 0 ? (__s64)syscall_arg(regs, op->offset_arg) : -1;
-	io->dir = op->kind == OP_READ ? DIR_READ : DIR_WRITE;
-	io->valid = 1;
-	return 0;
+	return count_meta(op, regs);
 }
 
 /* The system call number at exit. */
@@ -302,23 +265,25 @@ static __always_inline long syscall_nr(struct pt_regs *regs)
 SEC("tp_btf/sys_exit")
 int BPF_PROG(iop_sys_exit, struct pt_regs *regs, long ret)
 {
-	/* Most system calls are not reads or writes: leave before touching task storage. */
+	/* Most system calls are not reads or writes: leave at once. */
 	__u32 nr = syscall_nr(regs);
 	struct iot_sys_op *op = bpf_map_lookup_elem(&sys_ops, &nr);
 
 	if (!op || (op->kind != OP_READ && op->kind != OP_WRITE))
 		return 0;
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct iot_pending_io *io = bpf_task_storage_get(&pending, task, 0, 0);
-
-	if (!io || !io->valid)
+	/* Failed calls move nothing and are not counted. */
+	if (ret < 0 || !traced_task())
 		return 0;
-	io->valid = 0;
-	if (ret < 0)
-		return 0; /* failed calls move nothing and are not counted */
-	struct file *file = bpf_core_cast((void *)io->file, struct file);
-	__s64 offset = io->offset;
-	__u32 dir = io->dir & 1;
+	/* The arguments are still in the saved registers at exit (arm64 keeps the first one
+	 * in orig_x0), and the descriptor still names the file the call used: no state is
+	 * needed from the entry. */
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct file *file = fd_file(task, (int)syscall_arg(regs, op->fd_arg));
+
+	if (!file || !is_regular(file->f_inode))
+		return 0;
+	__s64 offset = op->offset_arg >= 0 ? (__s64)syscall_arg(regs, op->offset_arg) : -1;
+	__u32 dir = op->kind == OP_READ ? DIR_READ : DIR_WRITE;
 
 	/* Where the I/O started: the call's offset, or (read/write/readv/writev, and the v2
 	 * calls with offset -1) the file position it advanced, which also gives the true

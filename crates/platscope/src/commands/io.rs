@@ -105,12 +105,6 @@ fn sample_loop(
         let now = tracer.snapshot(with_files).context("reading the BPF maps")?;
         let now_at = Instant::now();
         let seconds = (now_at - previous_at).as_secs_f64();
-        if now.untracked_calls > previous.untracked_calls {
-            notes.push(format!(
-                "{} reads/writes not classified: more in flight at once than the tracer follows",
-                now.untracked_calls - previous.untracked_calls
-            ));
-        }
         let text =
             render_interval(tracer, &previous, &now, seconds, args, fs_filter, json, &notes)?;
         notes.clear();
