@@ -89,6 +89,17 @@ pub struct Rates {
 }
 
 impl Rates {
+    /// The four rate columns of the seed's table, each fitted to its width.
+    fn columns(&self) -> String {
+        format!(
+            "{:>7} {:>7} {:>8} {:>8}",
+            fit(self.rd_per_s, 7),
+            fit(self.wr_per_s, 7),
+            fit(self.rd_kb_per_s, 8),
+            fit(self.wr_kb_per_s, 8)
+        )
+    }
+
     fn of(ops: [u64; 2], bytes: [u64; 2], seconds: f64) -> Self {
         let per_s = |v: u64| if seconds > 0.0 { v as f64 / seconds } else { 0.0 };
         Rates {
@@ -181,15 +192,7 @@ impl FsInterval {
             right(0)
         );
         for (i, (label, r)) in rows.iter().enumerate() {
-            out.push_str(&format!(
-                "{:>23} {:>7} {:>7} {:>8} {:>8}{}\n",
-                label,
-                fit(r.rd_per_s, 7),
-                fit(r.wr_per_s, 7),
-                fit(r.rd_kb_per_s, 8),
-                fit(r.wr_kb_per_s, 8),
-                right(i + 1)
-            ));
+            out.push_str(&format!("{:>23} {}{}\n", label, r.columns(), right(i + 1)));
         }
         out
     }
@@ -300,12 +303,9 @@ pub fn render_files(files: &[FileInterval], seconds: f64) -> String {
         let share = f.sequential_share().map_or("-".to_string(), |s| format!("{:.1}", s * 100.0));
         let name: String = f.name.chars().take(23).collect();
         out.push_str(&format!(
-            "{:<23} {:>7} {:>7} {:>8} {:>8} {:>5}  {} ({})\n",
+            "{:<23} {} {:>5}  {} ({})\n",
             name,
-            fit(r.rd_per_s, 7),
-            fit(r.wr_per_s, 7),
-            fit(r.rd_kb_per_s, 8),
-            fit(r.wr_kb_per_s, 8),
+            r.columns(),
             share,
             f.mount_point,
             f.inode
