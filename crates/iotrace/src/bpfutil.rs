@@ -19,10 +19,18 @@ pub(crate) fn preflight() -> Result<()> {
     Ok(())
 }
 
-/// Whether the running kernel has a tracepoint that `tp_btf` can attach to.
-pub(crate) fn has_tracepoint(name: &str) -> bool {
-    let Ok(btf) = libbpf_rs::btf::Btf::from_vmlinux() else { return false };
-    btf.type_by_name::<libbpf_rs::btf::types::Typedef<'_>>(&format!("btf_trace_{name}")).is_some()
+/// Which of `names` the running kernel has as tracepoints `tp_btf` can attach to (the
+/// kernel's BTF, several MB, is parsed once for all of them).
+pub(crate) fn missing_tracepoints<'a>(names: &[&'a str]) -> Vec<&'a str> {
+    let Ok(btf) = libbpf_rs::btf::Btf::from_vmlinux() else { return names.to_vec() };
+    names
+        .iter()
+        .copied()
+        .filter(|name| {
+            btf.type_by_name::<libbpf_rs::btf::types::Typedef<'_>>(&format!("btf_trace_{name}"))
+                .is_none()
+        })
+        .collect()
 }
 
 /// The bytes of a plain `#[repr(C)]` value, to write into a map.

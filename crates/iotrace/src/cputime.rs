@@ -111,14 +111,6 @@ fn switch_on_every_cpu() {
     });
 }
 
-/// CLOCK_MONOTONIC in ns: the clock of bpf_ktime_get_ns.
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: ts is a live local; clock_gettime only writes it.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 impl CpuEvents<'_> {
     /// Busy time per CPU up to now (the running stretch of a busy CPU included).
     pub fn busy(&self) -> Result<Vec<CpuBusy>> {
@@ -129,7 +121,7 @@ impl CpuEvents<'_> {
             .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)
             .map_err(|e| Error::bpf("reading busy time", e))?
             .unwrap_or_default();
-        let now = monotonic_ns();
+        let now = procmon::clock::monotonic_ns();
         Ok(per_cpu
             .iter()
             .enumerate()

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags};
 
-use crate::bpfutil::{as_bytes, c_string, from_bytes, has_tracepoint, preflight};
+use crate::bpfutil::{as_bytes, c_string, from_bytes, missing_tracepoints, preflight};
 use crate::error::{Error, Result};
 use crate::mounts::{KernelDev, MountTable};
 use crate::pattern::{Counts, FileInterval};
@@ -135,15 +135,14 @@ pub fn trace<T>(options: &Options, f: impl FnOnce(&mut Tracer<'_>) -> T) -> Resu
              metadata calls count on the filesystem above them"
         ));
     }
-    for tp in PAGE_IN_TRACEPOINTS {
-        if !has_tracepoint(tp) {
-            open.progs.iop_filemap_fault.set_autoload(false);
-            open.progs.iop_filemap_map_pages.set_autoload(false);
-            notes.push(format!("page-ins not counted: this kernel has no {tp} tracepoint"));
-            break;
-        }
+    let missing =
+        missing_tracepoints(&[PAGE_IN_TRACEPOINTS[0], PAGE_IN_TRACEPOINTS[1], PAGE_OUT_TRACEPOINT]);
+    if let Some(tp) = PAGE_IN_TRACEPOINTS.iter().find(|tp| missing.contains(tp)) {
+        open.progs.iop_filemap_fault.set_autoload(false);
+        open.progs.iop_filemap_map_pages.set_autoload(false);
+        notes.push(format!("page-ins not counted: this kernel has no {tp} tracepoint"));
     }
-    if !has_tracepoint(PAGE_OUT_TRACEPOINT) {
+    if missing.contains(&PAGE_OUT_TRACEPOINT) {
         open.progs.iop_writeback_inode.set_autoload(false);
         notes.push(format!(
             "page-outs not counted: this kernel has no {PAGE_OUT_TRACEPOINT} tracepoint"

@@ -233,13 +233,7 @@ pub fn render_header(seconds: f64, end_epoch_s: i64) -> String {
 fn local_time(epoch: i64) -> Option<String> {
     const MONTHS: [&str; 12] =
         ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
-    let t = libc::time_t::try_from(epoch).ok()?;
-    // SAFETY: tm is plain data; all zeroes is valid and localtime_r overwrites it.
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    // SAFETY: both pointers are to live locals; localtime_r keeps no reference to them.
-    if unsafe { libc::localtime_r(&t, &mut tm) }.is_null() {
-        return None;
-    }
+    let tm = procmon::clock::local_time(epoch)?;
     let month = MONTHS.get(usize::try_from(tm.tm_mon).ok()?)?;
     Some(format!(
         "{} {month} {:02} {:02}:{:02}:{:02}",

@@ -64,6 +64,22 @@ pub fn boottime_ns() -> u64 {
     clock_ns(libc::CLOCK_BOOTTIME).unwrap_or(0)
 }
 
+/// `CLOCK_MONOTONIC` in ns: the clock of BPF's `bpf_ktime_get_ns()`. 0 if unreadable.
+pub fn monotonic_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC).unwrap_or(0)
+}
+
+/// Local calendar time of a Unix time (`localtime_r`); `None` if it cannot be represented.
+pub fn local_time(epoch: i64) -> Option<libc::tm> {
+    let t = libc::time_t::try_from(epoch).ok()?;
+    // SAFETY: tm is plain data; all zeroes is valid and localtime_r overwrites it.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are to live locals for the duration of the call; localtime_r is
+    // the thread-safe variant and keeps no reference to them.
+    let result = unsafe { libc::localtime_r(&t, &mut tm) };
+    (!result.is_null()).then_some(tm)
+}
+
 /// `CPUCLOCK_SCHED`, the scheduler's exact runtime, in the kernel's CPU-clock ID encoding.
 const CPUCLOCK_SCHED: libc::clockid_t = 2;
 

@@ -1,6 +1,6 @@
 //! `platscope cpu pstime|util` and the `pstime` compat name: arguments, the sampling loop and
 //! output. The figures come from `procmon::pstime` and `procmon::cpuutil`; the BPF part
-//! (`iotrace`) plugs in at [`exit_tracer`] and [`event_clock`].
+//! (`iotrace`) comes in through [`exit_tracer`] and [`event_clock`].
 
 use std::ffi::OsString;
 use std::io;
@@ -132,70 +132,50 @@ enum Style {
 // ---------------------------------------------------------------------------------------------
 // The BPF part (crate iotrace): exit records for pstime, sched_switch busy time for util.
 
-/// Collects `sched_process_exit` records between two pstime samples.
-trait ExitTracer {
-    /// Everything recorded since the tracer started (or since the last call).
-    fn take(&mut self) -> anyhow::Result<Vec<ExitedTask>>;
-}
-
-/// Reads event-based (sched_switch) busy time per CPU, cumulative since it started.
-trait EventClock {
-    fn read(&mut self) -> anyhow::Result<Vec<CpuBusyNs>>;
-}
-
-impl ExitTracer for CpuEvents<'static> {
-    fn take(&mut self) -> anyhow::Result<Vec<ExitedTask>> {
-        let dropped = self.exits_dropped();
-        if dropped > 0 {
-            anyhow::bail!("{dropped} exits were not recorded (the kernel-side table was full)");
-        }
-        Ok(self
-            .take_exited()?
-            .into_iter()
-            .map(|t| ExitedTask {
-                tid: t.pid,
-                tgid: t.tgid,
-                ppid: t.ppid,
-                uid: t.uid,
-                comm: Comm::new(t.comm.as_bytes()),
-                cpu_ns: t.runtime_ns,
-                group_cpu_ns: t.group_runtime_ns,
-                utime_ns: t.utime_ns,
-                stime_ns: t.stime_ns,
-                start_boottime_ns: t.start_boottime_ns,
-                group_start_boottime_ns: t.group_start_boottime_ns,
-                exit_boottime_ns: t.exit_boottime_ns,
-            })
-            .collect())
+/// The `sched_process_exit` records since the last call, as pstime takes them.
+fn take_exits(events: &CpuEvents<'static>) -> anyhow::Result<Vec<ExitedTask>> {
+    let dropped = events.exits_dropped();
+    if dropped > 0 {
+        anyhow::bail!("{dropped} exits were not recorded (the kernel-side table was full)");
     }
+    Ok(events
+        .take_exited()?
+        .into_iter()
+        .map(|t| ExitedTask {
+            tid: t.pid,
+            tgid: t.tgid,
+            ppid: t.ppid,
+            uid: t.uid,
+            comm: Comm::new(t.comm.as_bytes()),
+            cpu_ns: t.runtime_ns,
+            group_cpu_ns: t.group_runtime_ns,
+            utime_ns: t.utime_ns,
+            stime_ns: t.stime_ns,
+            start_boottime_ns: t.start_boottime_ns,
+            group_start_boottime_ns: t.group_start_boottime_ns,
+            exit_boottime_ns: t.exit_boottime_ns,
+        })
+        .collect())
 }
 
-impl EventClock for CpuEvents<'static> {
-    fn read(&mut self) -> anyhow::Result<Vec<CpuBusyNs>> {
-        Ok(self
-            .busy()?
-            .into_iter()
-            .filter(|c| !c.unknown)
-            .map(|c| CpuBusyNs {
-                cpu: u32::try_from(c.cpu).unwrap_or(u32::MAX),
-                busy_ns: c.busy_ns,
-            })
-            .collect())
-    }
+/// sched_switch busy time per CPU (CPUs not yet seen switching left out), as cpuutil takes it.
+fn read_busy(events: &CpuEvents<'static>) -> anyhow::Result<Vec<CpuBusyNs>> {
+    Ok(events
+        .busy()?
+        .into_iter()
+        .filter(|c| !c.unknown)
+        .map(|c| CpuBusyNs { cpu: u32::try_from(c.cpu).unwrap_or(u32::MAX), busy_ns: c.busy_ns })
+        .collect())
 }
 
 /// Starts exit tracing before the first pstime sample; `Err` says why there is none.
-fn exit_tracer() -> Result<Box<dyn ExitTracer>, String> {
-    CpuEvents::attach(Wanted { busy: false, exits: true })
-        .map(|events| Box::new(events) as Box<dyn ExitTracer>)
-        .map_err(|e| e.to_string())
+fn exit_tracer() -> Result<CpuEvents<'static>, String> {
+    CpuEvents::attach(Wanted { busy: false, exits: true }).map_err(|e| e.to_string())
 }
 
 /// Starts event-based busy-time accounting; `Err` says why there is none.
-fn event_clock() -> Result<Box<dyn EventClock>, String> {
-    CpuEvents::attach(Wanted { busy: true, exits: false })
-        .map(|events| Box::new(events) as Box<dyn EventClock>)
-        .map_err(|e| e.to_string())
+fn event_clock() -> Result<CpuEvents<'static>, String> {
+    CpuEvents::attach(Wanted { busy: true, exits: false }).map_err(|e| e.to_string())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -209,7 +189,7 @@ fn run_pstime(args: &PstimeArgs, json: bool, style: Style) -> anyhow::Result<()>
     let root = FsRoot::live();
     // Usage errors (no such PID, a thread ID) stay procmon::Error so main exits with 2.
     let mut sampler = Sampler::new(root.clone(), opts, ClockTicks::system())?;
-    let mut tracer = exit_tracer();
+    let tracer = exit_tracer();
     // As root, every process in one pass over the kernel's tasks instead of a /proc read each.
     let tasks = if sampler.can_use_task_records() { TaskIter::load().ok() } else { None };
     let sample = |sampler: &mut Sampler| -> anyhow::Result<pstime::Snapshot> {
@@ -223,8 +203,8 @@ fn run_pstime(args: &PstimeArgs, json: bool, style: Style) -> anyhow::Result<()>
     let due = Instant::now() + args.interval;
     let interrupted = !interrupt::sleep_until(due);
     let second = sample(&mut sampler)?;
-    let exits = match tracer.as_mut() {
-        Ok(t) => match t.take() {
+    let exits = match &tracer {
+        Ok(t) => match take_exits(t) {
             Ok(records) => Some(records),
             Err(e) => {
                 eprintln!("{program}: exit tracing failed: {e:#}");
@@ -270,7 +250,7 @@ fn run_util(args: &UtilArgs, json: bool) -> anyhow::Result<()> {
     let ticks = ClockTicks::system();
     let opts = cpuutil::Options { busy_only: args.busy_only };
     let mut monitor = cpuutil::Monitor::new(FsRoot::live());
-    let mut events: Option<Box<dyn EventClock>> = None;
+    let mut events: Option<CpuEvents<'static>> = None;
     if args.event {
         match event_clock() {
             Ok(clock) => events = Some(clock),
@@ -280,9 +260,9 @@ fn run_util(args: &UtilArgs, json: bool) -> anyhow::Result<()> {
             ),
         }
     }
-    let read_events = |events: &mut Option<Box<dyn EventClock>>| -> Option<EventReading> {
-        let clock = events.as_mut()?;
-        match clock.read() {
+    let read_events = |events: &mut Option<CpuEvents<'static>>| -> Option<EventReading> {
+        let clock = events.as_ref()?;
+        match read_busy(clock) {
             Ok(cpus) => Some(EventReading { cpus }),
             Err(e) => {
                 eprintln!("platscope: --event: reading event-based busy time failed: {e:#}");
@@ -291,7 +271,7 @@ fn run_util(args: &UtilArgs, json: bool) -> anyhow::Result<()> {
             }
         }
     };
-    let mut snapshot = |events: &mut Option<Box<dyn EventClock>>| {
+    let mut snapshot = |events: &mut Option<CpuEvents<'static>>| {
         let event = read_events(events);
         monitor.snapshot(event).context("reading /proc/stat")
     };

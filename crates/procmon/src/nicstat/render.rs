@@ -52,17 +52,7 @@ impl Stamp {
 }
 
 fn local_hms(epoch: i64) -> Option<(i32, i32, i32)> {
-    let t = libc::time_t::try_from(epoch).ok()?;
-    // SAFETY: tm is plain data; all zeroes is valid and localtime_r overwrites it.
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    // SAFETY: both pointers are to live locals for the duration of the call; localtime_r is
-    // the thread-safe variant and keeps no reference to them.
-    let result = unsafe { libc::localtime_r(&t, &mut tm) };
-    if result.is_null() {
-        None
-    } else {
-        Some((tm.tm_hour, tm.tm_min, tm.tm_sec))
-    }
+    crate::clock::local_time(epoch).map(|tm| (tm.tm_hour, tm.tm_min, tm.tm_sec))
 }
 
 /// A value in a text column: two decimals, one from 100 up, none when that does not fit.
@@ -158,6 +148,26 @@ pub fn render_report(report: &Report, opts: &Options, stamp: &Stamp, header: boo
     out
 }
 
+/// The fields `-p` lines of the default and `-x` layouts share: time, name, throughput,
+/// packets and utilization, each followed by a colon.
+fn parseable_throughput(out: &mut String, r: &InterfaceRates, opts: &Options, stamp: &Stamp) {
+    let _ = write!(
+        out,
+        "{}:{}:{}:{}:{}:{}:",
+        stamp.epoch,
+        r.name,
+        pnum(throughput(r.rx_bytes_per_s, opts)),
+        pnum(throughput(r.tx_bytes_per_s, opts)),
+        pnum(r.rx_packets_per_s),
+        pnum(r.tx_packets_per_s)
+    );
+    if opts.split_util {
+        let _ = write!(out, "{}:{}:", opt_fixed(r.rx_util_pct, 2), opt_fixed(r.tx_util_pct, 2));
+    } else {
+        let _ = write!(out, "{}:", opt_fixed(r.util_pct, 2));
+    }
+}
+
 fn default_lines(
     out: &mut String,
     rows: &[InterfaceRates],
@@ -168,22 +178,7 @@ fn default_lines(
     let t = stamp.width();
     if opts.parseable {
         for r in rows {
-            let _ = write!(
-                out,
-                "{}:{}:{}:{}:{}:{}:",
-                stamp.epoch,
-                r.name,
-                pnum(throughput(r.rx_bytes_per_s, opts)),
-                pnum(throughput(r.tx_bytes_per_s, opts)),
-                pnum(r.rx_packets_per_s),
-                pnum(r.tx_packets_per_s)
-            );
-            if opts.split_util {
-                let _ =
-                    write!(out, "{}:{}:", opt_fixed(r.rx_util_pct, 2), opt_fixed(r.tx_util_pct, 2));
-            } else {
-                let _ = write!(out, "{}:", opt_fixed(r.util_pct, 2));
-            }
+            parseable_throughput(out, r, opts, stamp);
             let _ = writeln!(out, "{:.2}", r.sat_per_s);
         }
         return;
@@ -263,22 +258,7 @@ fn extended_lines(out: &mut String, rows: &[InterfaceRates], opts: &Options, sta
     let t = stamp.width();
     if opts.parseable {
         for r in rows {
-            let _ = write!(
-                out,
-                "{}:{}:{}:{}:{}:{}:",
-                stamp.epoch,
-                r.name,
-                pnum(throughput(r.rx_bytes_per_s, opts)),
-                pnum(throughput(r.tx_bytes_per_s, opts)),
-                pnum(r.rx_packets_per_s),
-                pnum(r.tx_packets_per_s)
-            );
-            if opts.split_util {
-                let _ =
-                    write!(out, "{}:{}:", opt_fixed(r.rx_util_pct, 2), opt_fixed(r.tx_util_pct, 2));
-            } else {
-                let _ = write!(out, "{}:", opt_fixed(r.util_pct, 2));
-            }
+            parseable_throughput(out, r, opts, stamp);
             let _ = writeln!(
                 out,
                 "{:.2}:{:.2}:{:.2}:{:.2}:-:-:{:.2}:{:.2}",
