@@ -8,11 +8,12 @@ use place::{pin, Arena, ArenaSpec, MemPolicy, PageSize, Placement};
 use serde::{Deserialize, Serialize};
 use topo::Topology;
 
-use crate::gate::StartGate;
 use crate::kernels::bandwidth::{pass, Isa, Kernel, BLOCK};
-use crate::stats::{summarize, Summary};
 use crate::timers::cheapest_trustworthy_clock;
-use crate::{interrupt, BenchError};
+use crate::BenchError;
+use measure::gate::StartGate;
+use measure::stop;
+use measure::summary::{summarize, Summary};
 
 /// How to measure.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -146,12 +147,12 @@ fn worker(
             // page-aligned, distinct; opts.isa was validated against Isa::available.
             checksum ^= unsafe { pass(opts.kernel, opts.isa, ptrs, bytes, r as u64) };
             moved += per_pass;
-            if Instant::now() >= deadline || interrupt::requested() {
+            if Instant::now() >= deadline || stop::requested() {
                 break;
             }
         }
         samples.push(moved as f64 / clock.ticks_to_ns(clock.read().wrapping_sub(t0)).max(1.0)); // bytes/ns = GB/s
-        if interrupt::requested() {
+        if stop::requested() {
             break;
         }
     }
@@ -262,7 +263,7 @@ pub fn matrix(
                 .map(|&cpu| ThreadSpec { cpu: Some(cpu), policy: MemPolicy::Bind(vec![to]) })
                 .collect();
             row.push(run(&specs, opts, topology)?);
-            if interrupt::requested() {
+            if stop::requested() {
                 return Err(BenchError::Interrupted);
             }
         }
@@ -296,7 +297,7 @@ pub fn scale(
             .map(|&cpu| ThreadSpec { cpu: Some(cpu), policy: policy.clone() })
             .collect();
         steps.push(run(&specs, opts, topology)?);
-        if interrupt::requested() {
+        if stop::requested() {
             break;
         }
     }

@@ -29,7 +29,7 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use crate::interrupt;
+use measure::stop;
 
 /// The IPC key of the SLB semaphore unless [`KEY_ENV`] says otherwise ("SLB!" in ASCII).
 pub const DEFAULT_KEY: libc::key_t = 0x534C_4221;
@@ -258,20 +258,20 @@ impl SlbSemaphore {
     pub fn ready_and_wait(&self) -> Result<(), KitError> {
         let flags = (libc::SEM_UNDO | libc::IPC_NOWAIT) as libc::c_short;
         let mut ops = [libc::sembuf { sem_num: ARRIVING, sem_op: -1, sem_flg: flags }];
-        if !self.op(&mut ops)? && interrupt::requested() {
+        if !self.op(&mut ops)? && stop::requested() {
             return Err(KitError::Interrupted);
         }
         self.wait_open()
     }
 
-    /// Blocks until the gate opens. Ctrl-C (see [`interrupt`]) ends the wait with
+    /// Blocks until the gate opens. Ctrl-C (see [`measure::stop`]) ends the wait with
     /// [`KitError::Interrupted`]; other signals resume it.
     pub fn wait_open(&self) -> Result<(), KitError> {
         let mut ops = [libc::sembuf { sem_num: GATE, sem_op: 0, sem_flg: 0 }];
         loop {
             // semop is never restarted after a signal handler: Ctrl-C while blocked returns
             // EINTR and lands here; Ctrl-C before blocking is seen here too.
-            if interrupt::requested() {
+            if stop::requested() {
                 return Err(KitError::Interrupted);
             }
             if self.op(&mut ops)? {

@@ -8,12 +8,13 @@ use place::{pin, Arena, ArenaSpec, MemPolicy, PageSize, Placement};
 use serde::{Deserialize, Serialize};
 use topo::Topology;
 
-use crate::clock::core_ghz;
 use crate::kernels::chase::chase;
 use crate::layout::{build_chase, Access, ChaseLayout};
-use crate::stats::{summarize, Summary};
 use crate::timers::cheapest_trustworthy_clock;
-use crate::{interrupt, BenchError};
+use crate::BenchError;
+use measure::core_clock::core_ghz;
+use measure::stop;
+use measure::summary::{summarize, Summary};
 
 /// How to measure one latency figure.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -116,7 +117,7 @@ impl Chase {
         let mut samples = Vec::new();
         let clock = cheapest_trustworthy_clock();
         let began = Instant::now();
-        while (began.elapsed() < duration || samples.len() < 11) && !interrupt::requested() {
+        while (began.elapsed() < duration || samples.len() < 11) && !stop::requested() {
             let t = clock.read();
             self.run(self.batch);
             samples.push(clock.ticks_to_ns(clock.read().wrapping_sub(t)) / self.batch as f64);
@@ -258,7 +259,7 @@ pub fn matrix(
         for &to in &memory_nodes {
             let cell_opts = LatencyOptions { policy: MemPolicy::Bind(vec![to]), ..opts.clone() };
             row.push(measure_on(cpu, bytes, &cell_opts, topology)?);
-            if interrupt::requested() {
+            if stop::requested() {
                 return Err(BenchError::Interrupted);
             }
         }

@@ -3,9 +3,6 @@
 //! and which clock to trust ([`timers`]).
 
 pub mod bandwidth;
-pub mod clock;
-pub mod gate;
-pub mod interrupt;
 pub mod kernels;
 pub mod kit;
 pub mod latency;
@@ -13,7 +10,6 @@ pub mod layout;
 pub mod loaded;
 pub mod rng;
 pub mod slb;
-pub mod stats;
 pub mod thread_read;
 pub mod timers;
 

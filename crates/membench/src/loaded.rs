@@ -11,13 +11,14 @@ use serde::{Deserialize, Serialize};
 use topo::Topology;
 
 use crate::bandwidth::{BandwidthOptions, Buffers, ThreadSpec};
-use crate::clock::busy_cycles;
-use crate::gate::StartGate;
 use crate::kernels::bandwidth::{pass, Isa, Kernel};
 use crate::latency::{Chase, LatencyOptions};
-use crate::stats::Summary;
 use crate::timers::cheapest_trustworthy_clock;
-use crate::{interrupt, BenchError};
+use crate::BenchError;
+use measure::core_clock::busy_cycles;
+use measure::gate::StartGate;
+use measure::stop;
+use measure::summary::Summary;
 
 /// Bytes a load thread moves between delays.
 pub const CHUNK: usize = 4096;
@@ -237,7 +238,7 @@ pub fn run(
             let mut levels: Vec<Option<u64>> = opts.delays.iter().map(|&d| Some(d)).collect();
             levels.push(None);
             for level in levels {
-                if interrupt::requested() {
+                if stop::requested() {
                     break;
                 }
                 state.store(level.unwrap_or(PAUSE), Ordering::Relaxed);

@@ -10,12 +10,13 @@ use place::{pin, Arena, ArenaSpec, MemPolicy, PageSize, Placement};
 use serde::{Deserialize, Serialize};
 use topo::Topology;
 
-use crate::gate::StartGate;
 use crate::kernels::slb::{slb_writes, SLB_PAGE};
 use crate::kit::{PrivateGate, SlbSemaphore};
-use crate::stats::{quantile, summarize, Summary};
 use crate::timers::cheapest_trustworthy_clock;
-use crate::{interrupt, BenchError};
+use crate::BenchError;
+use measure::gate::StartGate;
+use measure::stop;
+use measure::summary::{quantile, summarize, Summary};
 
 /// Stores per timed batch: long enough that reading the clock is noise (~20 ms at DRAM
 /// speed), short enough to answer Ctrl-C quickly and give many samples.
@@ -211,7 +212,7 @@ pub struct Hammered {
 /// The timed SLB loop shared by thread workers, worker processes and `memhammer`:
 /// `planned_ops` random 8-byte stores into the first `pages` 4 KiB pages of `arena`, in
 /// batches timed from outside the kernel, stopping early between batches on Ctrl-C (see
-/// [`interrupt`]). `seed` starts the generator.
+/// [`measure::stop`]). `seed` starts the generator.
 pub fn hammer(
     arena: &Arena,
     pages: u64,
@@ -230,7 +231,7 @@ pub fn hammer(
     let mut batches = Vec::new();
     let clock = cheapest_trustworthy_clock();
     let start = clock.read();
-    while done < planned_ops && !interrupt::requested() {
+    while done < planned_ops && !stop::requested() {
         let n = BATCH_OPS.min(planned_ops - done);
         let t = clock.read();
         // SAFETY: the arena holds at least `pages` 4 KiB pages (1 ≤ pages < 2^32, checked
@@ -489,7 +490,7 @@ pub fn run_processes(
 
     // Release only when every worker is ready and waiting.
     loop {
-        if interrupt::requested() {
+        if stop::requested() {
             return Err(BenchError::Interrupted);
         }
         if let Some(i) = children.poll()? {
@@ -510,7 +511,7 @@ pub fn run_processes(
 
     let mut passed_on = false;
     while children.running() > 0 {
-        if interrupt::requested() && !passed_on {
+        if stop::requested() && !passed_on {
             children.signal(libc::SIGINT);
             passed_on = true;
         }

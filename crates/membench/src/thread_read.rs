@@ -8,7 +8,8 @@ use topo::Topology;
 
 use crate::kernels::bandwidth::{pass, Isa, Kernel};
 use crate::timers::cheapest_trustworthy_clock;
-use crate::{interrupt, BenchError};
+use crate::BenchError;
+use measure::stop;
 
 /// The seed's buffer: 256 MiB.
 pub const BYTES: u64 = 256 << 20;
@@ -80,7 +81,7 @@ pub fn run(
                             let start = clock.read();
                             let mut done = 0;
                             let mut checksum = 0;
-                            while done < passes && !interrupt::requested() {
+                            while done < passes && !stop::requested() {
                                 let ptr = arena.as_ptr();
                                 // SAFETY: the arena is BYTES long (a multiple of the kernel's
                                 // block), page-aligned, alive for this scope; read-line only reads.

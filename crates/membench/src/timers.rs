@@ -3,8 +3,8 @@
 //!
 //! - **Cost**: each timer is called in batches sized to last at least [`TimerOptions::batch`];
 //!   a batch's wall time over its calls is one sample; the figure is the median of the samples
-//!   ([`crate::stats::summarize`]). Cycles are that median times the measured core clock
-//!   ([`crate::clock::core_ghz`]).
+//!   ([`measure::summary::summarize`]). Cycles are that median times the measured core clock
+//!   ([`measure::core_clock::core_ghz`]).
 //! - **vDSO or kernel**: observed, not guessed. A short-lived thread installs a seccomp filter
 //!   that makes the clock system calls (`clock_gettime`, `gettimeofday`, `time`) fail with a
 //!   marker errno, then calls every timer through the C library. A call that returns normally
@@ -30,9 +30,9 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::clock::core_ghz;
-use crate::interrupt;
-use crate::stats::{summarize, Summary};
+use measure::core_clock::core_ghz;
+use measure::stop;
+use measure::summary::{summarize, Summary};
 
 /// How a timer is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -1021,7 +1021,7 @@ pub fn warnings(r: &TimerReport) -> Vec<String> {
     if !noisy.is_empty() {
         w.push(format!(
             "noisy samples (middle half spread over {:.0}% of the median) for {}: something else ran meanwhile; rerun on a quiet machine",
-            crate::stats::NOISY_IQR * 100.0,
+            measure::summary::NOISY_IQR * 100.0,
             noisy.join(", ")
         ));
     }
@@ -1039,7 +1039,7 @@ pub fn measure_all(opts: &TimerOptions) -> TimerReport {
     let mut skipped = Vec::new();
     let mut interrupted = false;
     for &kind in &kinds {
-        if interrupt::requested() {
+        if stop::requested() {
             interrupted = true;
             break;
         }
@@ -1086,7 +1086,7 @@ pub fn measure_all(opts: &TimerOptions) -> TimerReport {
     };
     // SAFETY: getauxval has no preconditions; 0 means the entry is absent.
     let vdso_mapped = unsafe { libc::getauxval(libc::AT_SYSINFO_EHDR) } != 0;
-    let counter = if interrupt::requested() { None } else { counter_info(opts) };
+    let counter = if stop::requested() { None } else { counter_info(opts) };
     let mut report = TimerReport {
         timers,
         skipped,
@@ -1098,7 +1098,7 @@ pub fn measure_all(opts: &TimerOptions) -> TimerReport {
         counter,
         choice: None,
         warnings: Vec::new(),
-        interrupted: interrupted || interrupt::requested(),
+        interrupted: interrupted || stop::requested(),
     };
     report.choice = choose_clock(&report);
     report.warnings = warnings(&report);

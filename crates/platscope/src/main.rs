@@ -93,9 +93,11 @@ fn exit_code(err: &anyhow::Error) -> u8 {
                 .downcast_ref::<membench::BenchError>()
                 .is_some_and(membench::BenchError::is_usage)
             || cause.downcast_ref::<commands::compat::UsageError>().is_some()
-            || cause.downcast_ref::<store::StoreError>().is_some_and(store::StoreError::is_usage)
-            || cause.downcast_ref::<procmon::Error>().is_some_and(procmon::Error::is_usage)
-            || cause.downcast_ref::<iotrace::Error>().is_some_and(iotrace::Error::is_usage)
+            || cause
+                .downcast_ref::<results::StoreError>()
+                .is_some_and(results::StoreError::is_usage)
+            || cause.downcast_ref::<measure::Error>().is_some_and(measure::Error::is_usage)
+            || cause.downcast_ref::<iopattern::Error>().is_some_and(iopattern::Error::is_usage)
     });
     if usage {
         2

@@ -19,11 +19,11 @@
 
 use std::fmt::Write as _;
 
+use measure::summary::Summary;
 use membench::bandwidth::{BandwidthMatrix, BandwidthResult, Scaling};
 use membench::latency::{LatencyMatrix, LatencyPoint, PrefetchCheck};
 use membench::loaded::{LoadMix, LoadedCurve};
 use membench::slb::{SlbResult, SlbWorkerResult};
-use membench::stats::Summary;
 use place::Placement;
 use serde::{Deserialize, Serialize};
 use topo::Topology;

@@ -147,7 +147,7 @@ pub fn timer_text(r: &TimerReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use membench::stats::summarize;
+    use measure::summary::summarize;
     use membench::timers::{ChosenClock, Clock, ClockChoice, CounterInfo, ReportedHz, TscFlags};
 
     fn t(kind: TimerKind, ns: f64, path: CallPath, res: Option<u64>) -> TimerResult {

@@ -5,11 +5,12 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Parser};
+use measure::stop;
 use membench::bandwidth::{self, BandwidthOptions, ThreadSpec};
 use membench::kernels::bandwidth::{Isa, Kernel};
 use membench::latency::LatencyOptions;
 use membench::loaded::{self, LoadMix, LoadedOptions};
-use membench::{interrupt, thread_read, BenchError};
+use membench::{thread_read, BenchError};
 use place::{lists, MemPolicy, PageSize, PlacementRequest};
 use topo::Topology;
 
@@ -125,7 +126,7 @@ pub fn run_bandwidth(
     if args.scale {
         let s = bandwidth::scale(&cpus[..threads], &request.policy, &opts, topology)?;
         let (metrics, placements) = record::bandwidth_scaling(&s);
-        rec.record("mem bandwidth --scale", &s, metrics, placements, interrupt::requested())?;
+        rec.record("mem bandwidth --scale", &s, metrics, placements, stop::requested())?;
         return if json {
             emit_json(&s)
         } else {
@@ -237,7 +238,7 @@ pub fn run_thread_read(args: &[OsString]) -> anyhow::Result<()> {
         }
     };
     let (from, to) = (one_cpu(&args.from)?, one_cpu(&args.to)?);
-    interrupt::install();
+    stop::install();
     let result = thread_read::run(args.times, from, to, &topology, |address| {
         let _ = emit(&format!("The address of source data is {address:#x}\n"));
     })?;

@@ -1,5 +1,5 @@
 //! `platscope cpu pstime|util` and the `pstime` compat name: arguments, the sampling loop and
-//! output. The figures come from `procmon::pstime` and `procmon::cpuutil`; the BPF part
+//! output. The figures come from `cpuacct::pstime` and `cpuacct::cpuutil`; the BPF part
 //! (`iotrace`) comes in through [`exit_tracer`] and [`event_clock`].
 
 use std::ffi::OsString;
@@ -9,18 +9,18 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use iotrace::cputime::{CpuEvents, Wanted};
-use iotrace::tasks::TaskIter;
-use membench::interrupt;
-use procmon::args::{parse_count, parse_interval, parse_pid};
-use procmon::clock::ClockTicks;
-use procmon::cpuutil::render::{command_line, notes as util_notes, render_report, CommandRun};
-use procmon::cpuutil::{self, CpuBusyNs, EventReading};
-use procmon::nicstat::render::Stamp;
-use procmon::pstime::render::{self as pstime_render, Layout, UserNames, SEED_COMMAND_WIDTH};
-use procmon::pstime::{self, ExitedTask, Sampler};
-use procmon::task::Comm;
-use procmon::FsRoot;
+use cpuacct::cputime::{CpuEvents, Wanted};
+use cpuacct::cpuutil::render::{command_line, notes as util_notes, render_report, CommandRun};
+use cpuacct::cpuutil::{self, CpuBusyNs, EventReading};
+use cpuacct::pstime::render::{self as pstime_render, Layout, UserNames, SEED_COMMAND_WIDTH};
+use cpuacct::pstime::{self, ExitedTask, Sampler};
+use cpuacct::task::Comm;
+use cpuacct::tasks::TaskIter;
+use measure::args::{parse_count, parse_interval, parse_pid};
+use measure::stop;
+use measure::time::ClockTicks;
+use measure::time::Stamp;
+use measure::FsRoot;
 
 #[derive(Debug, Subcommand)]
 pub enum CpuCommand {
@@ -87,15 +87,15 @@ pub struct PstimeCli {
     pub args: PstimeArgs,
 }
 
-fn interval_arg(text: &str) -> Result<Duration, procmon::UsageError> {
+fn interval_arg(text: &str) -> Result<Duration, measure::UsageError> {
     parse_interval(text)
 }
 
-fn count_arg(text: &str) -> Result<u64, procmon::UsageError> {
+fn count_arg(text: &str) -> Result<u64, measure::UsageError> {
     parse_count(text)
 }
 
-fn pid_arg(text: &str) -> Result<u32, procmon::UsageError> {
+fn pid_arg(text: &str) -> Result<u32, measure::UsageError> {
     parse_pid(text)
 }
 
@@ -187,7 +187,7 @@ fn run_pstime(args: &PstimeArgs, json: bool, style: Style) -> anyhow::Result<()>
     };
     let opts = pstime::Options { pids: args.pids.clone(), threads: args.threads };
     let root = FsRoot::live();
-    // Usage errors (no such PID, a thread ID) stay procmon::Error so main exits with 2.
+    // Usage errors (no such PID, a thread ID) stay measure::Error so main exits with 2.
     let mut sampler = Sampler::new(root.clone(), opts, ClockTicks::system())?;
     let tracer = exit_tracer();
     // As root, every process in one pass over the kernel's tasks instead of a /proc read each.
@@ -198,10 +198,10 @@ fn run_pstime(args: &PstimeArgs, json: bool, style: Style) -> anyhow::Result<()>
             None => Ok(sampler.snapshot().context("sampling processes")?),
         }
     };
-    interrupt::install();
+    stop::install();
     let first = sample(&mut sampler)?;
     let due = Instant::now() + args.interval;
-    let interrupted = !interrupt::sleep_until(due);
+    let interrupted = !stop::sleep_until(due);
     let second = sample(&mut sampler)?;
     let exits = match &tracer {
         Ok(t) => match take_exits(t) {
@@ -304,12 +304,12 @@ fn run_util(args: &UtilArgs, json: bool) -> anyhow::Result<()> {
     };
     let count = args.count.unwrap_or(u64::MAX);
     let subsecond = interval < Duration::from_secs(1);
-    interrupt::install();
+    stop::install();
     let start = Instant::now();
     let mut prev = snapshot(&mut events)?;
     for n in 1..=count {
         let due = start + interval.saturating_mul(u32::try_from(n).unwrap_or(u32::MAX));
-        let completed = interrupt::sleep_until(due);
+        let completed = stop::sleep_until(due);
         let cur = snapshot(&mut events)?;
         let report = cpuutil::compute(Some(&prev), &cur, ticks, &opts);
         // An interrupted interval is still measured: print it, then stop.
@@ -359,7 +359,7 @@ fn emit_util(
 fn run_command(argv: &[OsString]) -> anyhow::Result<CommandRun> {
     let (program, rest) = argv.split_first().context("no command given")?;
     let children_before = children_cpu();
-    interrupt::install();
+    stop::install();
     let started = Instant::now();
     let mut child = match Command::new(program).args(rest).spawn() {
         Ok(child) => child,

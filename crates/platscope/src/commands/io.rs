@@ -5,9 +5,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context;
 use clap::Args;
-use iotrace::iopattern::{self, Options, Snapshot, Tracer};
-use iotrace::mounts::{kernel_dev_of, KernelDev};
-use iotrace::pattern::{self, Counts, FsInterval};
+use iopattern::mounts::{kernel_dev_of, KernelDev};
+use iopattern::pattern::{self, Counts, FsInterval};
+use iopattern::tracer::{Options, Snapshot, Tracer};
 use serde::Serialize;
 
 #[derive(Debug, Args)]
@@ -40,8 +40,8 @@ pub struct PatternArgs {
     pub per_file: Option<u64>,
 }
 
-fn interval_arg(text: &str) -> Result<Duration, procmon::UsageError> {
-    procmon::args::parse_interval(text)
+fn interval_arg(text: &str) -> Result<Duration, measure::UsageError> {
+    measure::args::parse_interval(text)
 }
 
 fn parse_tolerance(text: &str) -> Result<u64, String> {
@@ -66,7 +66,7 @@ pub fn run(args: &PatternArgs, json: bool) -> anyhow::Result<()> {
         Some(path) => Some(
             std::fs::metadata(path)
                 .map(|m| kernel_dev_of(std::os::unix::fs::MetadataExt::dev(&m)))
-                .map_err(|reason| iotrace::Error::Filesystem { path: path.clone(), reason })?,
+                .map_err(|reason| iopattern::Error::Filesystem { path: path.clone(), reason })?,
         ),
         None => None,
     };
@@ -76,8 +76,8 @@ pub fn run(args: &PatternArgs, json: bool) -> anyhow::Result<()> {
         cgroup: args.cgroup.clone(),
         tolerance: args.tolerance,
     };
-    membench::interrupt::install();
-    iopattern::trace(&options, |tracer| sample_loop(tracer, args, fs_filter, json))?
+    measure::stop::install();
+    iopattern::tracer::trace(&options, |tracer| sample_loop(tracer, args, fs_filter, json))?
 }
 
 fn sample_loop(
@@ -101,7 +101,7 @@ fn sample_loop(
     let count = args.count.unwrap_or(u64::MAX);
     for n in 1..=count {
         let due = start + args.interval.saturating_mul(u32::try_from(n).unwrap_or(u32::MAX));
-        let interrupted = !membench::interrupt::sleep_until(due);
+        let interrupted = !measure::stop::sleep_until(due);
         let now = tracer.snapshot(with_files).context("reading the BPF maps")?;
         let now_at = Instant::now();
         let seconds = (now_at - previous_at).as_secs_f64();

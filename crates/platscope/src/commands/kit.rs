@@ -6,8 +6,9 @@ use std::ffi::OsString;
 use std::fmt;
 
 use anyhow::Context;
+use measure::stop;
 use membench::kit::{self, KitError, SlbSemaphore};
-use membench::{interrupt, slb, BenchError};
+use membench::{slb, BenchError};
 use place::{lists, pin, Arena, ArenaSpec, MemPolicy, PageSize, PlaceError};
 use topo::Topology;
 
@@ -191,7 +192,7 @@ pub fn memhammer(args: &[OsString]) -> anyhow::Result<()> {
     let key = kit::key_from_env().map_err(kit_error)?;
     let topology = Topology::detect().context("reading the topology")?;
     let spec = hammer_arena_spec(hammer, &topology)?;
-    interrupt::install();
+    stop::install();
     // Announce ourselves before the (possibly long) allocation, so trigger waits for us.
     let sem = SlbSemaphore::open(key).map_err(kit_error)?;
     sem.arrive().map_err(kit_error)?;

@@ -1,10 +1,11 @@
 //! `platscope mem …`: resolve placement, build plans, run membench, render.
 
 use anyhow::Context;
+use measure::stop;
 use membench::latency::{self, LatencyOptions, LatencyPoint};
 use membench::layout::ChaseLayout;
 use membench::slb::{self, SlbChildRequest, SlbPlan, SlbResult, SlbWorkerSpec};
-use membench::{interrupt, BenchError};
+use membench::BenchError;
 use place::{lists, pin, MemPolicy, PageSize, PlacementRequest};
 use serde::Serialize;
 use topo::Topology;
@@ -18,7 +19,7 @@ use crate::output::{emit, emit_json};
 
 pub fn run(command: &MemCommand, json: bool, store: &StoreOptions) -> anyhow::Result<()> {
     let topology = Topology::detect().context("reading the topology")?;
-    interrupt::install();
+    stop::install();
     if let MemCommand::SlbWorker(args) = command {
         return slb_worker(args, &topology); // a child of `mem slb --processes`: the parent records
     }
@@ -97,29 +98,23 @@ fn latency(
                 Err(BenchError::Interrupted) => break,
                 Err(e) => return Err(e.into()),
             }
-            if interrupt::requested() {
+            if stop::requested() {
                 break;
             }
         }
-        if interrupt::requested() && !json {
+        if stop::requested() && !json {
             emit("interrupted: the sizes above were measured\n")?;
         }
         if !points.is_empty() {
             let (metrics, placements) = record::latency_sweep(&points);
-            rec.record(
-                "mem latency --sweep",
-                &points,
-                metrics,
-                placements,
-                interrupt::requested(),
-            )?;
+            rec.record("mem latency --sweep", &points, metrics, placements, stop::requested())?;
         }
         return if json { emit_json(&points) } else { Ok(()) };
     }
 
     let point = latency::measure_on(cpu, args.size.unwrap_or(default_size), &opts, topology)?;
     // Chasing in address order is only clearly faster once the buffer is beyond the caches.
-    let check = if point.bytes > 2 * topology.last_level_cache_bytes() && !interrupt::requested() {
+    let check = if point.bytes > 2 * topology.last_level_cache_bytes() && !stop::requested() {
         Some(latency::prefetch_check(cpu, &point, &opts, topology)?)
     } else {
         None
@@ -249,7 +244,7 @@ fn scale(
         metrics.extend(m);
         placements.extend(p);
     }
-    rec.record("mem scale", &results, metrics, placements, interrupt::requested())?;
+    rec.record("mem scale", &results, metrics, placements, stop::requested())?;
     if json {
         emit_json(&results)?;
     }
@@ -317,7 +312,7 @@ fn compare_policies(
         emit(&report::mem::compare_header())?;
     }
     for (name, workers) in scenarios {
-        if interrupt::requested() {
+        if stop::requested() {
             break;
         }
         let why_not = NO_REMOTE.to_string();
@@ -340,7 +335,7 @@ fn compare_policies(
             placements.extend(p);
         }
     }
-    rec.record("mem compare-policies", &rows, metrics, placements, interrupt::requested())?;
+    rec.record("mem compare-policies", &rows, metrics, placements, stop::requested())?;
     if json {
         emit_json(&rows)?;
     }

@@ -1,5 +1,5 @@
 //! `platscope net stat …` and the `nicstat` compat name: nicstat's flags, operands and layouts,
-//! sampled by `procmon::nicstat`. The loop is here: sample, print, sleep until the next
+//! sampled by `nicstat`. The loop is here: sample, print, sleep until the next
 //! interval (sub-second intervals allowed); Ctrl-C or a closed pipe ends it after the last
 //! complete line.
 
@@ -8,9 +8,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::{ArgAction, Args, Parser};
-use procmon::nicstat::render::{render_list, render_report, wire_note, Stamp};
-use procmon::nicstat::{parse_count, parse_interval, Monitor, Options, SpeedOverride};
-use procmon::FsRoot;
+use measure::time::Stamp;
+use measure::FsRoot;
+use nicstat::render::{render_list, render_report, wire_note};
+use nicstat::{parse_count, parse_interval, Monitor, Options, SpeedOverride};
 
 /// nicstat: per-interface throughput (KB/s), packets/s, average packet size, utilization and
 /// saturation; with -x extended errors, drops and softnet per CPU, -t TCP, -u UDP.
@@ -102,15 +103,15 @@ pub struct NicstatCli {
     pub args: NetStatArgs,
 }
 
-fn parse_speed(text: &str) -> Result<SpeedOverride, procmon::UsageError> {
+fn parse_speed(text: &str) -> Result<SpeedOverride, measure::UsageError> {
     text.parse()
 }
 
-fn interval_arg(text: &str) -> Result<Duration, procmon::UsageError> {
+fn interval_arg(text: &str) -> Result<Duration, measure::UsageError> {
     parse_interval(text)
 }
 
-fn count_arg(text: &str) -> Result<u64, procmon::UsageError> {
+fn count_arg(text: &str) -> Result<u64, measure::UsageError> {
     parse_count(text)
 }
 
@@ -141,9 +142,9 @@ fn version_line() -> String {
 
 /// Runs `platscope net stat`.
 pub fn run(args: &NetStatArgs, json: bool) -> anyhow::Result<()> {
-    use membench::interrupt;
+    use measure::stop;
     let opts = args.options();
-    // Usage errors (unknown -i or -S interface) stay procmon::Error so main exits with 2.
+    // Usage errors (unknown -i or -S interface) stay measure::Error so main exits with 2.
     let mut monitor = Monitor::new(FsRoot::live(), opts.clone())?;
     if args.print_version && !json && !crate::output::write_out(&version_line())? {
         return Ok(());
@@ -175,12 +176,12 @@ pub fn run(args: &NetStatArgs, json: bool) -> anyhow::Result<()> {
         Some(interval) => (interval, args.count.unwrap_or(u64::MAX)),
     };
     let subsecond = interval > Duration::ZERO && interval < Duration::from_secs(1);
-    interrupt::install();
+    stop::install();
     let start = Instant::now();
     for n in 0..count {
         if n > 0 {
             let due = start + interval.saturating_mul(u32::try_from(n).unwrap_or(u32::MAX));
-            if !interrupt::sleep_until(due) {
+            if !stop::sleep_until(due) {
                 break;
             }
         }
@@ -194,7 +195,7 @@ pub fn run(args: &NetStatArgs, json: bool) -> anyhow::Result<()> {
             let stamp = Stamp::local(report.epoch_s, subsecond);
             render_report(&report, &opts, &stamp, header)
         };
-        if !crate::output::write_out(&text)? || interrupt::requested() {
+        if !crate::output::write_out(&text)? || stop::requested() {
             break;
         }
     }

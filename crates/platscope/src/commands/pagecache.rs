@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Args;
-use membench::interrupt;
+use measure::stop;
 use place::pagecache::{compare_reads, home_node, CacheFile, FileReport, NodeRead, PageCacheError};
 use place::{lists, pin, MemPolicy};
 use serde::Serialize;
@@ -77,7 +77,7 @@ pub fn run(args: &PagecacheArgs, json: bool, store: &StoreOptions) -> anyhow::Re
         Some(list) => reader_cpus(&lists::parse_cpu_nodes(list, &topology)?, &topology)?,
         None => Vec::new(),
     };
-    interrupt::install();
+    stop::install();
 
     let total = args.files.len();
     let mut entries = Vec::new();
@@ -87,7 +87,7 @@ pub fn run(args: &PagecacheArgs, json: bool, store: &StoreOptions) -> anyhow::Re
     let mut pending: Option<String> = None;
     let mut first = true;
     for path in &args.files {
-        if interrupt::requested() {
+        if stop::requested() {
             let _ = emit("interrupted: the files above were done\n");
             break;
         }
@@ -122,7 +122,7 @@ pub fn run(args: &PagecacheArgs, json: bool, store: &StoreOptions) -> anyhow::Re
     }
     let (metrics, placements) = record::pagecache(entries.iter().filter_map(|e| e.result.as_ref()));
     if !placements.is_empty() {
-        rec.record("pagecache", &entries, metrics, placements, interrupt::requested())?;
+        rec.record("pagecache", &entries, metrics, placements, stop::requested())?;
     }
     if json {
         emit_json(&entries)?;

@@ -9,9 +9,9 @@ use membench::bandwidth::{BandwidthMatrix, BandwidthResult, Scaling};
 use membench::latency::{LatencyMatrix, LatencyPoint};
 use membench::loaded::LoadedCurve;
 use membench::slb::SlbResult;
+use results::{Metric, NewRun, Store, WorkerPlacement};
 use serde::Serialize;
 use serde_json::{json, Value};
-use store::{Metric, NewRun, Store, WorkerPlacement};
 use topo::units::format_bytes;
 use topo::Topology;
 
@@ -40,7 +40,7 @@ impl Recorder {
         } else if let Some(path) = &options.db {
             Some(Store::open(path)?)
         } else {
-            match store::default_path().map(|p| Store::open(&p)) {
+            match results::default_path().map(|p| Store::open(&p)) {
                 Some(Ok(store)) => Some(store),
                 Some(Err(e)) => {
                     eprintln!("platscope: warning: results not stored: {e}");

@@ -9,12 +9,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
+use measure::stop;
 use membench::bandwidth::{self, BandwidthOptions};
 use membench::kernels::bandwidth::{Isa, Kernel};
 use membench::latency::{self, LatencyOptions};
 use membench::loaded::{self, LoadMix, LoadedOptions};
 use membench::slb::{self, SlbPlan};
-use membench::{interrupt, BenchError};
+use membench::BenchError;
 use place::{MemPolicy, PageSize, PlacementRequest};
 use report::html::ReportData;
 use topo::Topology;
@@ -152,7 +153,7 @@ fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
 pub fn run(args: &ReportArgs, store: &StoreOptions) -> anyhow::Result<()> {
     let out_dir = prepare_out(&args.out)?;
     let topology = Topology::detect().context("reading the topology")?;
-    interrupt::install();
+    stop::install();
     let mut rec = Recorder::open(store, &topology)?;
     let full = args.full;
     let budget = Budget::new(full, &topology);
@@ -198,7 +199,7 @@ pub fn run(args: &ReportArgs, store: &StoreOptions) -> anyhow::Result<()> {
     let latency_opts = LatencyOptions { duration: budget.sweep, ..LatencyOptions::default() };
     // Measure the core clock first: it also wakes the core from any idle state before the
     // smallest (cache-resident) sizes, which would otherwise absorb the ramp-up.
-    membench::clock::core_ghz();
+    measure::core_clock::core_ghz();
 
     // 1. Latency by size.
     progress.begin(0);
@@ -211,25 +212,21 @@ pub fn run(args: &ReportArgs, store: &StoreOptions) -> anyhow::Result<()> {
                 break;
             }
         }
-        if interrupt::requested() {
+        if stop::requested() {
             break;
         }
     }
     if !data.latency_sweep.is_empty() {
         let (m, p) = record::latency_sweep(&data.latency_sweep);
-        if let Some(id) = rec.record(
-            "report: latency by size",
-            &data.latency_sweep,
-            m,
-            p,
-            interrupt::requested(),
-        )? {
+        if let Some(id) =
+            rec.record("report: latency by size", &data.latency_sweep, m, p, stop::requested())?
+        {
             data.stored_runs.push(("latency by size".into(), id));
         }
     }
 
     // 2. Prefetch self-check on the largest size.
-    if !interrupt::requested() {
+    if !stop::requested() {
         progress.begin(1);
         if let Some(last) = data.latency_sweep.last() {
             match latency::prefetch_check(first_cpu, last, &latency_opts, &topology) {
@@ -240,7 +237,7 @@ pub fn run(args: &ReportArgs, store: &StoreOptions) -> anyhow::Result<()> {
     }
 
     // 3. Node×node latency.
-    if !interrupt::requested() {
+    if !stop::requested() {
         progress.begin(2);
         let opts = LatencyOptions { duration: budget.matrix, ..LatencyOptions::default() };
         match latency::matrix(budget.matrix_bytes, &opts, &topology) {
@@ -267,7 +264,7 @@ pub fn run(args: &ReportArgs, store: &StoreOptions) -> anyhow::Result<()> {
     };
 
     // 4. Node×node bandwidth, all of a node's CPUs reading.
-    if !interrupt::requested() {
+    if !stop::requested() {
         progress.begin(3);
         let per_node = topology.nodes.iter().map(|n| n.cpus.len()).max().unwrap_or(1);
         match bandwidth::matrix(per_node, &bw_opts(per_node), &topology) {
@@ -285,7 +282,7 @@ pub fn run(args: &ReportArgs, store: &StoreOptions) -> anyhow::Result<()> {
     }
 
     // 5. Bandwidth by thread count.
-    if !interrupt::requested() {
+    if !stop::requested() {
         progress.begin(4);
         match bandwidth::scale(&cpus, &MemPolicy::Inherit, &bw_opts(cpus.len()), &topology) {
             Ok(s) => {
@@ -295,7 +292,7 @@ pub fn run(args: &ReportArgs, store: &StoreOptions) -> anyhow::Result<()> {
                     &s,
                     metrics,
                     placements,
-                    interrupt::requested(),
+                    stop::requested(),
                 )? {
                     data.stored_runs.push(("bandwidth by threads".into(), id));
                 }
@@ -306,7 +303,7 @@ pub fn run(args: &ReportArgs, store: &StoreOptions) -> anyhow::Result<()> {
     }
 
     // 6. Loaded latency.
-    if !interrupt::requested() {
+    if !stop::requested() {
         progress.begin(5);
         match first_cpu {
             Some(chase_cpu) if cpus.len() >= 2 => {
@@ -344,7 +341,7 @@ pub fn run(args: &ReportArgs, store: &StoreOptions) -> anyhow::Result<()> {
         workers,
         seed: 0x51B,
     };
-    if !interrupt::requested() {
+    if !stop::requested() {
         progress.begin(6);
         for count in scale_counts(cpus.len()) {
             match slb::run(&slb_plan(spread_workers(count, &cpus, &MemPolicy::Inherit)), &topology)
@@ -355,7 +352,7 @@ pub fn run(args: &ReportArgs, store: &StoreOptions) -> anyhow::Result<()> {
                     break;
                 }
             }
-            if interrupt::requested() {
+            if stop::requested() {
                 break;
             }
         }
@@ -371,7 +368,7 @@ pub fn run(args: &ReportArgs, store: &StoreOptions) -> anyhow::Result<()> {
                 &data.slb_scaling,
                 metrics,
                 placements,
-                interrupt::requested(),
+                stop::requested(),
             )? {
                 data.stored_runs.push(("SLB by workers".into(), id));
             }
@@ -379,10 +376,10 @@ pub fn run(args: &ReportArgs, store: &StoreOptions) -> anyhow::Result<()> {
     }
 
     // 8. SLB under each placement policy, one worker per CPU.
-    if !interrupt::requested() {
+    if !stop::requested() {
         progress.begin(7);
         for (name, workers) in policy_scenarios(cpus.len() as u64, &topology)? {
-            if interrupt::requested() {
+            if stop::requested() {
                 break;
             }
             let outcome = match workers {
@@ -405,14 +402,14 @@ pub fn run(args: &ReportArgs, store: &StoreOptions) -> anyhow::Result<()> {
                 &data.slb_policies,
                 metrics,
                 placements,
-                interrupt::requested(),
+                stop::requested(),
             )? {
                 data.stored_runs.push(("SLB by placement".into(), id));
             }
         }
     }
     progress.finish();
-    if interrupt::requested() {
+    if stop::requested() {
         data.notes.push(
             "interrupted with Ctrl-C: the sections after the interruption were not measured".into(),
         );

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use clap::{Subcommand, ValueEnum};
-use store::Store;
+use results::Store;
 
 use super::record::StoreOptions;
 use crate::output::{emit, emit_json};
@@ -39,7 +39,7 @@ pub enum ExportFormat {
 fn open(options: &StoreOptions) -> anyhow::Result<Store> {
     let path = match &options.db {
         Some(p) => p.clone(),
-        None => store::default_path().ok_or_else(|| {
+        None => results::default_path().ok_or_else(|| {
             anyhow::anyhow!("no HOME or XDG_DATA_HOME to find the results database; use --db PATH")
         })?,
     };
@@ -136,7 +136,7 @@ pub fn run(command: &ResultsCommand, options: &StoreOptions, json: bool) -> anyh
             Ok(emit(&out)?)
         }
         ResultsCommand::Compare { a, b } => {
-            let c = store::compare(&store.run(*a)?, &store.run(*b)?);
+            let c = results::compare(&store.run(*a)?, &store.run(*b)?);
             if json {
                 return emit_json(&c);
             }
@@ -167,7 +167,7 @@ pub fn run(command: &ResultsCommand, options: &StoreOptions, json: bool) -> anyh
             let runs = ids.iter().map(|id| store.run(*id)).collect::<Result<Vec<_>, _>>()?;
             match format {
                 ExportFormat::Json => emit_json(&runs),
-                ExportFormat::Csv => Ok(emit(&store::samples_csv(&runs))?),
+                ExportFormat::Csv => Ok(emit(&results::samples_csv(&runs))?),
             }
         }
     }

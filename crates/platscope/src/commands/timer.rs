@@ -2,7 +2,7 @@
 //! the clocksource and counter facts, warnings, and the clock benchmarks should use.
 
 use clap::Args;
-use membench::interrupt;
+use measure::stop;
 use membench::timers::{measure_all, TimerOptions};
 
 use anyhow::Context;
@@ -21,7 +21,7 @@ pub struct TimerArgs {
 pub fn run(args: &TimerArgs, json: bool, store: &StoreOptions) -> anyhow::Result<()> {
     let topology = topo::Topology::detect().context("reading the topology")?;
     let mut rec = Recorder::open(store, &topology)?;
-    interrupt::install();
+    stop::install();
     let opts = TimerOptions { batches: args.batches as usize, ..TimerOptions::default() };
     let report = measure_all(&opts);
     if report.timers.is_empty() && report.interrupted {
@@ -30,7 +30,7 @@ pub fn run(args: &TimerArgs, json: bool, store: &StoreOptions) -> anyhow::Result
     let metrics = report
         .timers
         .iter()
-        .map(|t| store::Metric::new(format!("{} per call", t.name), "ns", t.ns.values.clone()))
+        .map(|t| results::Metric::new(format!("{} per call", t.name), "ns", t.ns.values.clone()))
         .collect();
     rec.record("timer", &report, metrics, Vec::new(), report.interrupted)?;
     if json {

@@ -2,12 +2,12 @@
 //! tag scanner to read data marks back from the page (ours, or the DOM Chromium built).
 #![allow(dead_code)]
 
+use measure::summary::Summary;
 use membench::bandwidth::{BandwidthMatrix, BandwidthResult, Scaling, ThreadResult};
 use membench::kernels::bandwidth::{Isa, Kernel};
 use membench::latency::{LatencyMatrix, LatencyPoint, PrefetchCheck};
 use membench::loaded::{LoadMix, LoadedCurve, LoadedPoint};
 use membench::slb::{SlbPlan, SlbResult, SlbWorkerResult, SlbWorkerSpec};
-use membench::stats::Summary;
 use place::{MemPolicy, NodePages, PageSize, Placement};
 use report::html::ReportData;
 use topo::{Cache, CacheKind, Cpu, Distances, Environment, Governor, Machine, Node, Topology};

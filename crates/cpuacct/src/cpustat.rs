@@ -1,0 +1,170 @@
+//! `/proc/stat`'s CPU lines: time per state since boot, for all CPUs (`cpu`) and each online
+//! CPU (`cpuN`), in clock ticks (`USER_HZ`, see [`measure::time::ClockTicks`]).
+//!
+//! How the kernel fills them (and so what a utilization figure from them means):
+//!
+//! - `user`, `nice`, `system`, `irq`, `softirq`, `steal`, `guest`, `guest_nice` are
+//!   **tick-sampled** on kernels built with `CONFIG_TICK_CPU_ACCOUNTING` (the common case): at
+//!   each scheduler tick the whole tick is charged to the state the CPU is in. Work that runs
+//!   between ticks is missed, work that straddles them is over-counted. (`irq` and `softirq`
+//!   are measured when `CONFIG_IRQ_TIME_ACCOUNTING` is on; everything is measured under
+//!   `CONFIG_VIRT_CPU_ACCOUNTING_GEN`.)
+//! - `idle` and `iowait` come from the tickless idle code's own clock on `NO_HZ` kernels
+//!   (measured, not sampled); they may step back a little (proc(5)), so they are subtracted
+//!   with [`measure::CounterDelta::time_between`].
+//! - `guest` is already inside `user`, and `guest_nice` inside `nice`.
+//! - Only online CPUs have a `cpuN` line; the `cpu` line sums every possible CPU, so a CPU going
+//!   offline or online moves it.
+
+use serde::Serialize;
+
+use measure::ParseError;
+
+/// One CPU line, ticks since boot. `steal`, `guest` and `guest_nice` appeared in 2.6.11,
+/// 2.6.24 and 2.6.33; older kernels print fewer columns and these read `None`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct CpuTimes {
+    pub user: u64,
+    pub nice: u64,
+    pub system: u64,
+    pub idle: u64,
+    pub iowait: u64,
+    pub irq: u64,
+    pub softirq: u64,
+    pub steal: Option<u64>,
+    pub guest: Option<u64>,
+    pub guest_nice: Option<u64>,
+}
+
+impl CpuTimes {
+    /// Every state once: `guest` and `guest_nice` are not added again (they are inside `user`
+    /// and `nice`).
+    pub fn total(&self) -> u64 {
+        [
+            self.user,
+            self.nice,
+            self.system,
+            self.idle,
+            self.iowait,
+            self.irq,
+            self.softirq,
+            self.steal.unwrap_or(0),
+        ]
+        .iter()
+        .fold(0u64, |a, &b| a.saturating_add(b))
+    }
+
+    /// Time not idle and not waiting for I/O (an idle CPU with I/O outstanding is idle).
+    pub fn busy(&self) -> u64 {
+        self.total().saturating_sub(self.idle.saturating_add(self.iowait))
+    }
+}
+
+/// A per-CPU line: the CPU's number and its times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct CpuLine {
+    pub cpu: u32,
+    pub times: CpuTimes,
+}
+
+/// The CPU part of `/proc/stat`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ProcStat {
+    /// The `cpu` line: all possible CPUs summed.
+    pub total: CpuTimes,
+    /// One line per online CPU, in the kernel's (ascending) order.
+    pub cpus: Vec<CpuLine>,
+    /// Context switches since boot (`ctxt`).
+    pub context_switches: Option<u64>,
+}
+
+impl ProcStat {
+    pub fn cpu(&self, cpu: u32) -> Option<&CpuTimes> {
+        self.cpus.iter().find(|c| c.cpu == cpu).map(|c| &c.times)
+    }
+}
+
+fn parse_times(rest: &str, line: usize) -> Result<CpuTimes, ParseError> {
+    let mut values = [0u64; 10];
+    let mut n = 0;
+    for word in rest.split_ascii_whitespace() {
+        if n == values.len() {
+            break;
+        }
+        values[n] = word
+            .parse()
+            .map_err(|_| ParseError::new(line, format!("'{word}' is not a tick count")))?;
+        n += 1;
+    }
+    if n < 7 {
+        return Err(ParseError::new(
+            line,
+            format!("{n} times where at least 7 (user … softirq, Linux 2.6) are expected"),
+        ));
+    }
+    let opt = |i: usize| (i < n).then_some(values[i]);
+    Ok(CpuTimes {
+        user: values[0],
+        nice: values[1],
+        system: values[2],
+        idle: values[3],
+        iowait: values[4],
+        irq: values[5],
+        softirq: values[6],
+        steal: opt(7),
+        guest: opt(8),
+        guest_nice: opt(9),
+    })
+}
+
+/// Parses the CPU lines and `ctxt` of `/proc/stat`; other lines are skipped.
+pub fn parse_proc_stat(text: &str) -> Result<ProcStat, ParseError> {
+    let mut stat = ProcStat::default();
+    let mut saw_total = false;
+    for (index, raw) in text.lines().enumerate() {
+        let line = index + 1;
+        let Some(rest) = raw.strip_prefix("cpu") else {
+            if let Some(v) = raw.strip_prefix("ctxt ") {
+                stat.context_switches = v.trim().parse().ok();
+            }
+            continue;
+        };
+        let (name, times) =
+            rest.split_once(|c: char| c.is_ascii_whitespace()).unwrap_or((rest, ""));
+        if name.is_empty() {
+            stat.total = parse_times(times, line)?;
+            saw_total = true;
+        } else {
+            let cpu = name
+                .parse()
+                .map_err(|_| ParseError::new(line, format!("'cpu{name}' is not a CPU line")))?;
+            stat.cpus.push(CpuLine { cpu, times: parse_times(times, line)? });
+        }
+    }
+    if !saw_total {
+        return Err(ParseError::new(0, "no 'cpu' line"));
+    }
+    Ok(stat)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may unwrap
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guest_time_is_not_counted_twice() {
+        let t = parse_proc_stat("cpu  10 2 3 80 1 1 1 2 4 1\n").unwrap().total;
+        assert_eq!(t.total(), 100);
+        assert_eq!(t.busy(), 19);
+        assert_eq!((t.guest, t.guest_nice), (Some(4), Some(1)));
+    }
+
+    #[test]
+    fn old_kernels_have_fewer_columns() {
+        let s = parse_proc_stat("cpu  1 2 3 4 5 6 7\ncpu0 1 2 3 4 5 6 7\n").unwrap();
+        assert_eq!((s.total.steal, s.cpus[0].times.guest), (None, None));
+        assert!(parse_proc_stat("cpu  1 2 3 4\n").is_err());
+        assert!(parse_proc_stat("intr 1 2\n").is_err());
+    }
+}

@@ -1,0 +1,358 @@
+//! CPU utilization per CPU and for all CPUs, as floating-point percentages from `/proc/stat`
+//! (mpstat's columns), with room for event-based busy time next to the tick-sampled figures.
+//!
+//! - [`Monitor`] reads [`Snapshot`]s through an [`FsRoot`]; [`compute`] turns two of them (or one,
+//!   since boot) into a [`Report`]. CPUs are matched by number: one that went offline or came
+//!   online between the snapshots is listed in [`Report::offlined`] / [`Report::onlined`] and
+//!   left out of the figures, including the all-CPU line, which sums the CPUs present in both
+//!   (the kernel's `cpu` line also carries offline CPUs' frozen counts).
+//! - Definitions (mpstat's): `%usr` is user time without guest time and without niced time;
+//!   `%nice` is niced user time without niced guest time; `%guest`/`%gnice` are time running a
+//!   virtual CPU; `%idle` excludes `%iowait`. The columns add up to 100. *busy* is everything but
+//!   idle and iowait.
+//! - Event-based busy time (`--event`) comes from elsewhere (a `sched_switch` BPF program):
+//!   pass an [`EventReading`] with each snapshot and the report carries, per CPU, the measured
+//!   busy percentage and its difference from the tick-sampled one ([`EventBusy`]).
+//!
+//! See `crate::cpustat` for which figures are sampled and which are measured.
+
+pub mod render;
+
+use std::collections::BTreeSet;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+use crate::cpustat::{parse_proc_stat, CpuTimes, ProcStat};
+use measure::counter::{CounterDelta, Step};
+use measure::time::ClockTicks;
+use measure::Error;
+use measure::FsRoot;
+
+/// What to show.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Leave out CPUs that were idle for the whole interval (no tick charged to anything but
+    /// idle or iowait): the seed's `mpstat | grep -v ' 100$'`. The all-CPU line always stays.
+    pub busy_only: bool,
+}
+
+/// One CPU's busy time as counted from scheduler events: the ns it spent running anything but
+/// its idle task, accumulated since the counting started, up to the moment of reading
+/// (including the slice running at that moment).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct CpuBusyNs {
+    pub cpu: u32,
+    pub busy_ns: u64,
+}
+
+/// Event-based busy time of every CPU, read together with `/proc/stat`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct EventReading {
+    pub cpus: Vec<CpuBusyNs>,
+}
+
+impl EventReading {
+    fn busy_ns(&self, cpu: u32) -> Option<u64> {
+        self.cpus.iter().find(|c| c.cpu == cpu).map(|c| c.busy_ns)
+    }
+}
+
+/// One reading.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub at: Instant,
+    /// Wall-clock time of the reading, seconds since the Unix epoch (for display).
+    pub epoch_s: f64,
+    pub stat: ProcStat,
+    pub event: Option<EventReading>,
+}
+
+/// Event-based busy time of one CPU (or all) over the interval, next to the sampled figure.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct EventBusy {
+    pub busy_ns: u64,
+    /// The interval's length the percentage is of (ns; for all CPUs, times the CPUs counted).
+    pub window_ns: u64,
+    pub busy_pct: f64,
+    /// Tick-sampled busy % minus event-based busy %: positive when the ticks over-count.
+    pub sampled_minus_event_pct: f64,
+}
+
+impl EventBusy {
+    /// Whether sampling and events disagree enough to point out: by more than a tenth of the
+    /// measured figure and more than half a percentage point.
+    pub fn differs(&self) -> bool {
+        let d = self.sampled_minus_event_pct.abs();
+        d > 0.5 && d > self.busy_pct.abs() * 0.1
+    }
+}
+
+/// One CPU (or all) over one interval: percentages of the ticks counted.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CpuUtil {
+    /// The CPU's number; `None` for the all-CPU line.
+    pub cpu: Option<u32>,
+    /// Clock ticks counted in all states (the denominator).
+    pub ticks: u64,
+    pub usr: f64,
+    pub nice: f64,
+    pub sys: f64,
+    pub iowait: f64,
+    pub irq: f64,
+    pub soft: f64,
+    pub steal: f64,
+    pub guest: f64,
+    pub gnice: f64,
+    pub idle: f64,
+    /// Everything but idle and iowait (tick-sampled).
+    pub busy: f64,
+    /// Some counter read lower than before (idle/iowait on tickless kernels): counted as 0.
+    pub went_back: bool,
+    /// Event-based busy time, when an [`EventReading`] came with both snapshots.
+    pub event: Option<EventBusy>,
+}
+
+impl CpuUtil {
+    /// No tick charged to anything but idle or iowait.
+    pub fn is_idle(&self) -> bool {
+        self.busy == 0.0
+    }
+}
+
+/// Everything measured over one interval.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    /// Wall-clock end of the interval, seconds since the Unix epoch.
+    pub epoch_s: f64,
+    /// Length of the interval (monotonic clock); for a since-boot report, the ticks counted
+    /// per CPU in seconds.
+    pub elapsed_s: f64,
+    pub since_boot: bool,
+    pub ticks_per_s: u64,
+    pub all: CpuUtil,
+    pub cpus: Vec<CpuUtil>,
+    /// CPUs left out by `busy_only`.
+    pub hidden_idle: Vec<u32>,
+    /// CPUs online at the end but not at the start (left out).
+    pub onlined: Vec<u32>,
+    /// CPUs online at the start but not at the end (left out).
+    pub offlined: Vec<u32>,
+    pub context_switches_per_s: Option<f64>,
+}
+
+/// Per-state tick deltas of one CPU.
+#[derive(Debug, Clone, Copy, Default)]
+struct Ticks {
+    user: u64,
+    nice: u64,
+    system: u64,
+    idle: u64,
+    iowait: u64,
+    irq: u64,
+    softirq: u64,
+    steal: u64,
+    guest: u64,
+    guest_nice: u64,
+    went_back: bool,
+}
+
+impl Ticks {
+    fn between(prev: Option<&CpuTimes>, cur: &CpuTimes) -> Self {
+        let mut went_back = false;
+        let mut d = |f: fn(&CpuTimes) -> u64| {
+            let delta = match prev {
+                Some(p) => CounterDelta::time_between(f(p), f(cur)),
+                None => CounterDelta::from_zero(f(cur)),
+            };
+            went_back |= delta.step == Step::WentBack;
+            delta.value
+        };
+        let t = Ticks {
+            user: d(|t| t.user),
+            nice: d(|t| t.nice),
+            system: d(|t| t.system),
+            idle: d(|t| t.idle),
+            iowait: d(|t| t.iowait),
+            irq: d(|t| t.irq),
+            softirq: d(|t| t.softirq),
+            steal: d(|t| t.steal.unwrap_or(0)),
+            guest: d(|t| t.guest.unwrap_or(0)),
+            guest_nice: d(|t| t.guest_nice.unwrap_or(0)),
+            went_back: false,
+        };
+        Ticks { went_back, ..t }
+    }
+
+    fn add(&mut self, o: &Ticks) {
+        self.user += o.user;
+        self.nice += o.nice;
+        self.system += o.system;
+        self.idle += o.idle;
+        self.iowait += o.iowait;
+        self.irq += o.irq;
+        self.softirq += o.softirq;
+        self.steal += o.steal;
+        self.guest += o.guest;
+        self.guest_nice += o.guest_nice;
+        self.went_back |= o.went_back;
+    }
+
+    /// Every state once (guest time is inside user time).
+    fn total(&self) -> u64 {
+        self.user
+            + self.nice
+            + self.system
+            + self.idle
+            + self.iowait
+            + self.irq
+            + self.softirq
+            + self.steal
+    }
+
+    fn util(&self, cpu: Option<u32>, event: Option<(u64, u64)>) -> CpuUtil {
+        let total = self.total();
+        let pct = |v: u64| if total > 0 { v as f64 / total as f64 * 100.0 } else { 0.0 };
+        let busy_ticks = total - self.idle - self.iowait;
+        let busy = pct(busy_ticks);
+        CpuUtil {
+            cpu,
+            ticks: total,
+            usr: pct(self.user.saturating_sub(self.guest)),
+            nice: pct(self.nice.saturating_sub(self.guest_nice)),
+            sys: pct(self.system),
+            iowait: pct(self.iowait),
+            irq: pct(self.irq),
+            soft: pct(self.softirq),
+            steal: pct(self.steal),
+            guest: pct(self.guest),
+            gnice: pct(self.guest_nice),
+            idle: pct(self.idle),
+            busy,
+            went_back: self.went_back,
+            event: event.map(|(busy_ns, window_ns)| {
+                let busy_pct =
+                    if window_ns > 0 { busy_ns as f64 / window_ns as f64 * 100.0 } else { 0.0 };
+                EventBusy { busy_ns, window_ns, busy_pct, sampled_minus_event_pct: busy - busy_pct }
+            }),
+        }
+    }
+}
+
+/// Builds a report from two snapshots (`prev` `None`: since boot, no event figures).
+pub fn compute(
+    prev: Option<&Snapshot>,
+    cur: &Snapshot,
+    ticks_per_s: ClockTicks,
+    opts: &Options,
+) -> Report {
+    let window_ns = prev.map(|p| {
+        u64::try_from(cur.at.saturating_duration_since(p.at).as_nanos()).unwrap_or(u64::MAX)
+    });
+    let events = match (prev.and_then(|p| p.event.as_ref()), cur.event.as_ref(), window_ns) {
+        (Some(a), Some(b), Some(w)) => Some((a, b, w)),
+        _ => None,
+    };
+    let mut cpus = Vec::with_capacity(cur.stat.cpus.len());
+    let mut all = Ticks::default();
+    let (mut all_busy_ns, mut all_window_ns, mut all_events) = (0u64, 0u64, events.is_some());
+    let mut onlined = Vec::new();
+    for line in &cur.stat.cpus {
+        let before = match prev {
+            Some(p) => match p.stat.cpu(line.cpu) {
+                Some(t) => Some(t),
+                None => {
+                    onlined.push(line.cpu);
+                    continue;
+                }
+            },
+            None => None,
+        };
+        let t = Ticks::between(before, &line.times);
+        all.add(&t);
+        let event = events.and_then(|(a, b, w)| {
+            let busy = CounterDelta::time_between(a.busy_ns(line.cpu)?, b.busy_ns(line.cpu)?);
+            Some((busy.value, w))
+        });
+        match event {
+            Some((busy, w)) => {
+                all_busy_ns = all_busy_ns.saturating_add(busy);
+                all_window_ns = all_window_ns.saturating_add(w);
+            }
+            None => all_events = false,
+        }
+        cpus.push(t.util(Some(line.cpu), event));
+    }
+    let offlined: Vec<u32> = match prev {
+        Some(p) => {
+            let now: BTreeSet<u32> = cur.stat.cpus.iter().map(|c| c.cpu).collect();
+            p.stat.cpus.iter().map(|c| c.cpu).filter(|c| !now.contains(c)).collect()
+        }
+        None => Vec::new(),
+    };
+    if prev.is_none() || cur.stat.cpus.is_empty() {
+        // Since boot (or a kernel without per-CPU lines): the kernel's own all-CPU line.
+        all = Ticks::between(prev.map(|p| &p.stat.total), &cur.stat.total);
+    }
+    let all_event = (all_events && !cpus.is_empty()).then_some((all_busy_ns, all_window_ns));
+    let all = all.util(None, all_event);
+
+    let per_cpu_ticks = if cpus.is_empty() { 0 } else { all.ticks / cpus.len() as u64 };
+    let elapsed_s = match window_ns {
+        Some(w) => w as f64 / 1e9,
+        None => ticks_per_s.to_secs(per_cpu_ticks),
+    };
+    let context_switches_per_s =
+        match (prev.and_then(|p| p.stat.context_switches), cur.stat.context_switches) {
+            (Some(a), Some(b)) if elapsed_s > 0.0 => {
+                Some(CounterDelta::time_between(a, b).value as f64 / elapsed_s)
+            }
+            (None, Some(b)) if prev.is_none() && elapsed_s > 0.0 => Some(b as f64 / elapsed_s),
+            _ => None,
+        };
+    let mut hidden_idle = Vec::new();
+    if opts.busy_only {
+        cpus.retain(|c| {
+            let keep = !c.is_idle();
+            if !keep {
+                hidden_idle.extend(c.cpu);
+            }
+            keep
+        });
+    }
+    Report {
+        epoch_s: cur.epoch_s,
+        elapsed_s,
+        since_boot: prev.is_none(),
+        ticks_per_s: ticks_per_s.per_second(),
+        all,
+        cpus,
+        hidden_idle,
+        onlined,
+        offlined,
+        context_switches_per_s,
+    }
+}
+
+/// Reads `/proc/stat` and keeps its buffer between readings.
+#[derive(Debug)]
+pub struct Monitor {
+    root: FsRoot,
+    buf: String,
+}
+
+impl Monitor {
+    pub fn new(root: FsRoot) -> Self {
+        Self { root, buf: String::new() }
+    }
+
+    /// One reading, with the event-based busy time read just before (if any).
+    pub fn snapshot(&mut self, event: Option<EventReading>) -> Result<Snapshot, Error> {
+        let path = self.root.path("proc/stat");
+        let stat = self.root.parse(&path, &mut self.buf, parse_proc_stat)?;
+        let at = Instant::now();
+        let epoch_s =
+            SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
+        Ok(Snapshot { at, epoch_s, stat, event })
+    }
+}

@@ -1,0 +1,389 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* The VFS-level random/sequential tally (platscope io pattern).
+ *
+ * Only tp_btf programs: sys_enter/sys_exit (one attachment for every system call; the
+ * per-architecture table in `sys_ops` says which ones matter), the filemap fault
+ * tracepoints for page-ins and writeback_single_inode for page-outs. Everything is
+ * aggregated here, in per-CPU and per-file maps that user space reads each interval:
+ * no per-event traffic, so nothing is lost at any event rate. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "iopattern.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#define S_IFMT 00170000
+#define S_IFREG 0100000
+#define O_CREAT 00000100
+#define O_APPEND 00002000
+#define AT_FDCWD -100
+#define PAGE_BYTES 4096
+#define PATH_BUF 256
+
+/* Set by user space before load. */
+const volatile __u32 self_tgid = 0;
+const volatile __u32 filter_tgid = 0;
+const volatile __u8 filter_comm_len = 0;
+const volatile char filter_comm[TASK_COMM_LEN_] = {};
+const volatile __u8 filter_cgroup = 0;
+const volatile __u64 tolerance = 0;
+const volatile __u32 mount_count = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_SYSCALLS);
+	__type(key, __u32);
+	__type(value, struct iot_sys_op);
+} sys_ops SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_MOUNTS);
+	__type(key, __u32);
+	__type(value, struct iot_mount_prefix);
+} mounts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} cgroup_filter SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct iot_fs_counts);
+} fs_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct iot_file_id);
+	__type(value, struct iot_file_state);
+} files SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, char[PATH_BUF]);
+} path_scratch SEC(".maps");
+
+static __always_inline bool traced_task(void)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	if (tgid == self_tgid)
+		return false;
+	if (filter_tgid && tgid != filter_tgid)
+		return false;
+	if (filter_comm_len) {
+		char comm[TASK_COMM_LEN_];
+
+		bpf_get_current_comm(comm, sizeof(comm));
+		for (int i = 0; i < TASK_COMM_LEN_; i++) {
+			if (i >= filter_comm_len)
+				break;
+			if (comm[i] != filter_comm[i])
+				return false;
+		}
+		if (filter_comm_len < TASK_COMM_LEN_ && comm[filter_comm_len & (TASK_COMM_LEN_ - 1)])
+			return false;
+	}
+	if (filter_cgroup && bpf_current_task_under_cgroup(&cgroup_filter, 0) != 1)
+		return false;
+	return true;
+}
+
+static __always_inline struct iot_fs_counts *fs_counts_for(__u32 dev)
+{
+	struct iot_fs_counts *counts = bpf_map_lookup_elem(&fs_stats, &dev);
+
+	if (counts)
+		return counts;
+	struct iot_fs_counts zero = {};
+
+	bpf_map_update_elem(&fs_stats, &dev, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&fs_stats, &dev);
+}
+
+static __always_inline unsigned long syscall_arg(struct pt_regs *regs, int n)
+{
+	switch (n) {
+	case 0: return PT_REGS_PARM1_CORE_SYSCALL(regs);
+	case 1: return PT_REGS_PARM2_CORE_SYSCALL(regs);
+	case 2: return PT_REGS_PARM3_CORE_SYSCALL(regs);
+	case 3: return PT_REGS_PARM4_CORE_SYSCALL(regs);
+	case 4: return PT_REGS_PARM5_CORE_SYSCALL(regs);
+	default: return 0;
+	}
+}
+
+/* The open file behind a descriptor: the table is walked with direct loads through the
+ * task's BTF pointers; only the array slot needs a probe read. */
+static __always_inline struct file *fd_file(struct task_struct *task, long fd)
+{
+	struct fdtable *fdt = task->files->fdt;
+	struct file *file = NULL;
+
+	if (!fdt || fd < 0 || fd >= fdt->max_fds)
+		return NULL;
+	bpf_probe_read_kernel(&file, sizeof(file), &fdt->fd[fd]);
+	return file ? bpf_core_cast(file, struct file) : NULL;
+}
+
+static __always_inline __u32 file_dev(struct file *file)
+{
+	return file ? file->f_inode->i_sb->s_dev : 0;
+}
+
+static __always_inline bool is_regular(struct inode *inode)
+{
+	return (inode->i_mode & S_IFMT) == S_IFREG;
+}
+
+/* The filesystem an absolute path names: the longest mount prefix it starts with. */
+static __always_inline __u32 dev_of_absolute(const char *path)
+{
+	for (__u32 i = 0; i < MAX_MOUNTS; i++) {
+		if (i >= mount_count)
+			break;
+		__u32 idx = i;
+		struct iot_mount_prefix *m = bpf_map_lookup_elem(&mounts, &idx);
+
+		if (!m)
+			break;
+		__u32 len = m->len;
+		bool match = len > 0 && len < MOUNT_PREFIX_LEN;
+
+		for (__u32 j = 0; j < MOUNT_PREFIX_LEN && match; j++) {
+			if (j >= len)
+				break;
+			if (path[j & (PATH_BUF - 1)] != m->prefix[j])
+				match = false;
+		}
+		if (!match)
+			continue;
+		/* "/" matches everything; "/mnt" matches "/mnt" and "/mnt/x", not "/mnt2". */
+		char next = path[len & (PATH_BUF - 1)];
+
+		if (len == 1 || next == '/' || next == 0)
+			return m->dev;
+	}
+	return 0;
+}
+
+/* The filesystem a path-taking call works on: the path's mount when absolute, otherwise
+ * the directory it is relative to (dirfd or the working directory). By the name as given:
+ * ".." or symlinks that cross a mount are attributed to where the name starts. */
+static __always_inline __u32 dev_of_path(struct task_struct *task, const struct iot_sys_op *op,
+					 struct pt_regs *regs)
+{
+	long dirfd = op->dirfd_arg >= 0 ? (long)(int)syscall_arg(regs, op->dirfd_arg) : AT_FDCWD;
+	const char *upath = op->path_arg >= 0 ? (const char *)syscall_arg(regs, op->path_arg) : NULL;
+	__u32 zero = 0;
+	char *path = bpf_map_lookup_elem(&path_scratch, &zero);
+
+	if (!path)
+		return 0;
+	path[0] = 0;
+	if (upath)
+		bpf_probe_read_user_str(path, PATH_BUF, upath);
+	if (path[0] == '/')
+		return dev_of_absolute(path);
+	if (path[0] == 0 && !(op->flags & SYSOP_NULL_PATH_IS_FD) && upath)
+		return 0; /* "" without AT_EMPTY_PATH semantics: the call fails */
+	if (dirfd == AT_FDCWD)
+		return task->fs->pwd.dentry->d_sb->s_dev;
+	return file_dev(fd_file(task, dirfd));
+}
+
+static __always_inline int count_meta(const struct iot_sys_op *op, struct pt_regs *regs)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 dev;
+	__u8 meta = op->meta;
+
+	if (op->fd_arg >= 0)
+		dev = file_dev(fd_file(task, (int)syscall_arg(regs, op->fd_arg)));
+	else
+		dev = dev_of_path(task, op, regs);
+	if (!dev)
+		return 0;
+
+	if (op->flags & SYSOP_CREATE_IF_O_CREAT) {
+		__u64 flags = syscall_arg(regs, op->flags_arg);
+
+		if (op->flags & SYSOP_FLAGS_IN_OPEN_HOW) {
+			__u64 how_flags = 0;
+
+			bpf_probe_read_user(&how_flags, sizeof(how_flags), (void *)flags);
+			flags = how_flags;
+		}
+		if (flags & O_CREAT)
+			meta |= META_CREATE_REMOVE;
+	}
+
+	struct iot_fs_counts *c = fs_counts_for(dev);
+
+	if (!c)
+		return 0;
+	for (int i = 0; i < META_CLASSES; i++)
+		if (meta & (1 << i))
+			c->meta[i]++;
+	return 0;
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(iop_sys_enter, struct pt_regs *regs, long id)
+{
+	__u32 nr = id;
+	struct iot_sys_op *op = bpf_map_lookup_elem(&sys_ops, &nr);
+
+	/* Reads and writes are all done at exit. */
+	if (!op || op->kind != OP_META || !traced_task())
+		return 0;
+	return count_meta(op, regs);
+}
+
+/* The system call number at exit. */
+static __always_inline long syscall_nr(struct pt_regs *regs)
+{
+#if defined(__TARGET_ARCH_x86)
+	return regs->orig_ax;
+#elif defined(__TARGET_ARCH_arm64)
+	return ((struct user_pt_regs *)regs)->regs[8];
+#else
+	return -1;
+#endif
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(iop_sys_exit, struct pt_regs *regs, long ret)
+{
+	/* Most system calls are not reads or writes: leave at once. */
+	__u32 nr = syscall_nr(regs);
+	struct iot_sys_op *op = bpf_map_lookup_elem(&sys_ops, &nr);
+
+	if (!op || (op->kind != OP_READ && op->kind != OP_WRITE))
+		return 0;
+	/* Failed calls move nothing and are not counted. */
+	if (ret < 0 || !traced_task())
+		return 0;
+	/* The arguments are still in the saved registers at exit (arm64 keeps the first one
+	 * in orig_x0), and the descriptor still names the file the call used: no state is
+	 * needed from the entry. */
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct file *file = fd_file(task, (int)syscall_arg(regs, op->fd_arg));
+
+	if (!file || !is_regular(file->f_inode))
+		return 0;
+	__s64 offset = op->offset_arg >= 0 ? (__s64)syscall_arg(regs, op->offset_arg) : -1;
+	__u32 dir = op->kind == OP_READ ? DIR_READ : DIR_WRITE;
+
+	/* Where the I/O started: the call's offset, or (read/write/readv/writev, and the v2
+	 * calls with offset -1) the file position it advanced, which also gives the true
+	 * start of O_APPEND writes. pwrite on an O_APPEND file appends too. */
+	struct inode *inode = file->f_inode;
+	__u64 start;
+
+	if (dir == DIR_WRITE && (file->f_flags & O_APPEND))
+		start = inode->i_size - ret;
+	else if (offset < 0)
+		start = file->f_pos - ret;
+	else
+		start = offset;
+
+	struct iot_file_id id = {
+		.ino = inode->i_ino,
+		.dev = inode->i_sb->s_dev,
+	};
+	struct iot_file_state *state = bpf_map_lookup_elem(&files, &id);
+	__u32 class;
+
+	if (state) {
+		__u64 expected = state->next_offset;
+
+		class = (start >= expected && start - expected <= tolerance) ? CLASS_SEQUENTIAL
+									      : CLASS_RANDOM;
+	} else {
+		/* First I/O seen on this file: sequential when it starts at the beginning. */
+		class = start == 0 ? CLASS_SEQUENTIAL : CLASS_RANDOM;
+		struct iot_file_state fresh = {};
+
+		bpf_probe_read_kernel_str(fresh.name, sizeof(fresh.name),
+					  file->f_path.dentry->d_name.name);
+		bpf_map_update_elem(&files, &id, &fresh, BPF_NOEXIST);
+		state = bpf_map_lookup_elem(&files, &id);
+	}
+	class &= 1;
+	if (state) {
+		state->next_offset = start + ret;
+		__sync_fetch_and_add(&state->ops[class][dir], 1);
+		__sync_fetch_and_add(&state->bytes[class][dir], ret);
+	}
+
+	struct iot_fs_counts *c = fs_counts_for(id.dev);
+
+	if (c) {
+		c->ops[class][dir]++;
+		c->bytes[class][dir] += ret;
+	}
+	return 0;
+}
+
+static __always_inline int count_page_in(struct address_space *mapping, __u64 pages)
+{
+	struct inode *host = mapping->host;
+
+	if (!host || !is_regular(host) || !traced_task())
+		return 0;
+	struct iot_fs_counts *c = fs_counts_for(host->i_sb->s_dev);
+
+	if (c) {
+		c->ops[CLASS_PAGE][DIR_READ]++;
+		c->bytes[CLASS_PAGE][DIR_READ] += pages * PAGE_BYTES;
+	}
+	return 0;
+}
+
+/* A page fault that the page cache serves (or reads in) for a file mapping. */
+SEC("tp_btf/mm_filemap_fault")
+int BPF_PROG(iop_filemap_fault, struct address_space *mapping, unsigned long index)
+{
+	return count_page_in(mapping, 1);
+}
+
+/* Fault-around: the range of cached pages the kernel tried to map with one fault. */
+SEC("tp_btf/mm_filemap_map_pages")
+int BPF_PROG(iop_filemap_map_pages, struct address_space *mapping, unsigned long start,
+	     unsigned long last)
+{
+	return count_page_in(mapping, last >= start ? last - start + 1 : 0);
+}
+
+/* The flusher wrote an inode's dirty pages: page-outs, whoever dirtied them. Done by
+ * kernel threads, so not attributable to a process: skipped under process filters. */
+SEC("tp_btf/writeback_single_inode")
+int BPF_PROG(iop_writeback_inode, struct inode *inode, struct writeback_control *wbc,
+	     unsigned long nr_to_write)
+{
+	if (filter_tgid || filter_comm_len || filter_cgroup || !is_regular(inode))
+		return 0;
+	long left = wbc->nr_to_write;
+	long wrote = (long)nr_to_write - left;
+
+	if (wrote <= 0)
+		return 0;
+	struct iot_fs_counts *c = fs_counts_for(inode->i_sb->s_dev);
+
+	if (c) {
+		c->ops[CLASS_PAGE][DIR_WRITE]++;
+		c->bytes[CLASS_PAGE][DIR_WRITE] += (__u64)wrote * PAGE_BYTES;
+	}
+	return 0;
+}

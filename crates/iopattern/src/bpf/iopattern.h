@@ -1,0 +1,85 @@
+/* Layouts shared by the iopattern BPF program and its Rust reader (libbpf-cargo generates the
+ * Rust types from them). Only fixed-width fields, no padding holes. */
+#ifndef IOPATTERN_H
+#define IOPATTERN_H
+
+/* What a system call is to iopattern; filled per architecture from Rust (syscalls.rs). */
+#define OP_NONE 0
+#define OP_READ 1
+#define OP_WRITE 2
+#define OP_META 3
+
+/* Right-column classes, as bits: one call may count in two (stat by path is a lookup
+ * and a getattr). */
+#define META_LOOKUP (1 << 0)
+#define META_READDIR (1 << 1)
+#define META_ATTR (1 << 2)
+#define META_CREATE_REMOVE (1 << 3)
+#define META_OTHER (1 << 4)
+#define META_CLASSES 5
+
+/* sys_op.flags */
+#define SYSOP_CREATE_IF_O_CREAT (1 << 0) /* flags_arg holds open flags: O_CREAT adds a create */
+#define SYSOP_FLAGS_IN_OPEN_HOW (1 << 1) /* flags_arg points to struct open_how (openat2) */
+#define SYSOP_NULL_PATH_IS_FD (1 << 2)   /* a NULL or "" path means the dirfd itself */
+
+#define ARG_NONE (-1)
+#define MAX_SYSCALLS 512
+
+struct iot_sys_op {
+	__u8 kind;
+	__u8 meta;
+	__s8 fd_arg;
+	__s8 dirfd_arg;
+	__s8 path_arg;
+	__s8 flags_arg;
+	__s8 offset_arg; /* pread/pwrite offset; -1 in the argument itself means f_pos */
+	__u8 flags;
+};
+
+/* Row indexes of the table: classification of a read or write. */
+#define CLASS_SEQUENTIAL 0
+#define CLASS_RANDOM 1
+#define CLASS_PAGE 2
+#define CLASSES 3
+#define DIR_READ 0
+#define DIR_WRITE 1
+
+/* Per filesystem (keyed by the kernel's s_dev), per CPU, cumulative since attach. */
+struct iot_fs_counts {
+	__u64 ops[CLASSES][2];
+	__u64 bytes[CLASSES][2];
+	__u64 meta[META_CLASSES];
+	__u64 _reserved;
+};
+
+struct iot_file_id {
+	__u64 ino;
+	__u32 dev;
+	__u32 _pad;
+};
+
+#define FILE_NAME_LEN 48
+
+/* Per file, shared by all CPUs, cumulative since attach (LRU: the least recently used
+ * files are forgotten first when the map is full). */
+struct iot_file_state {
+	__u64 next_offset;   /* where the last read or write on this file ended */
+	__u64 ops[2][2];     /* [sequential, random][read, write] */
+	__u64 bytes[2][2];
+	char name[FILE_NAME_LEN]; /* the file's name (last path component) when first seen */
+};
+
+#define MAX_MOUNTS 64
+#define MOUNT_PREFIX_LEN 128
+
+/* Mount points for paths given as absolute names; longest first. */
+struct iot_mount_prefix {
+	__u32 dev;
+	__u32 len;
+	char prefix[MOUNT_PREFIX_LEN];
+};
+
+#define TASK_COMM_LEN_ 16
+
+#endif

@@ -1,0 +1,163 @@
+//! The clocks CPU accounting is read with: the kernel's clock tick (`USER_HZ`, the unit of
+//! `/proc/stat` and `/proc/PID/stat` times), `CLOCK_BOOTTIME` (the clock of process start times
+//! and of BPF's `bpf_ktime_get_boot_ns`), and a process's CPU-time clock.
+
+use std::io;
+
+/// The unit of `/proc/stat` and `/proc/PID/stat` CPU times: `USER_HZ` ticks per second
+/// (`sysconf(_SC_CLK_TCK)`, 100 on every Linux architecture in use). It is a reporting unit,
+/// not the scheduler's tick (`CONFIG_HZ`, often 250 or 1000), which is what does the sampling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClockTicks {
+    per_second: u64,
+}
+
+impl ClockTicks {
+    /// A given rate (captured files are re-parsed with the rate of the machine they came from).
+    pub fn new(per_second: u64) -> Self {
+        Self { per_second: per_second.max(1) }
+    }
+
+    /// This system's rate; 100 if `sysconf` does not say.
+    pub fn system() -> Self {
+        // SAFETY: sysconf has no preconditions and only reads a configuration value.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        Self::new(u64::try_from(hz).ok().filter(|&h| h > 0).unwrap_or(100))
+    }
+
+    pub fn per_second(self) -> u64 {
+        self.per_second
+    }
+
+    /// Nanoseconds in `ticks` (saturating).
+    pub fn to_ns(self, ticks: u64) -> u64 {
+        let ns_per_tick = 1_000_000_000 / self.per_second;
+        ticks.saturating_mul(ns_per_tick)
+    }
+
+    /// Ticks in `ns`, rounded down as the kernel's `nsec_to_clock_t` does.
+    pub fn from_ns(self, ns: u64) -> u64 {
+        ns / (1_000_000_000 / self.per_second)
+    }
+
+    /// Seconds in `ticks`.
+    pub fn to_secs(self, ticks: u64) -> f64 {
+        ticks as f64 / self.per_second as f64
+    }
+}
+
+fn clock_ns(clock: libc::clockid_t) -> io::Result<u64> {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: ts is a live local the kernel (or vDSO) writes one timespec into.
+    let rc = unsafe { libc::clock_gettime(clock, &mut ts) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let secs = u64::try_from(ts.tv_sec).unwrap_or(0);
+    let nanos = u64::try_from(ts.tv_nsec).unwrap_or(0);
+    Ok(secs.saturating_mul(1_000_000_000).saturating_add(nanos))
+}
+
+/// `CLOCK_BOOTTIME` in ns: the clock of `/proc/PID/stat` start times and BPF's
+/// `bpf_ktime_get_boot_ns()`. 0 if unreadable (never on Linux ≥ 2.6.39).
+pub fn boottime_ns() -> u64 {
+    clock_ns(libc::CLOCK_BOOTTIME).unwrap_or(0)
+}
+
+/// `CLOCK_MONOTONIC` in ns: the clock of BPF's `bpf_ktime_get_ns()`. 0 if unreadable.
+pub fn monotonic_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC).unwrap_or(0)
+}
+
+/// Local calendar time of a Unix time (`localtime_r`); `None` if it cannot be represented.
+pub fn local_time(epoch: i64) -> Option<libc::tm> {
+    let t = libc::time_t::try_from(epoch).ok()?;
+    // SAFETY: tm is plain data; all zeroes is valid and localtime_r overwrites it.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are to live locals for the duration of the call; localtime_r is
+    // the thread-safe variant and keeps no reference to them.
+    let result = unsafe { libc::localtime_r(&t, &mut tm) };
+    (!result.is_null()).then_some(tm)
+}
+
+/// `CPUCLOCK_SCHED`, the scheduler's exact runtime, in the kernel's CPU-clock ID encoding.
+const CPUCLOCK_SCHED: libc::clockid_t = 2;
+
+/// The exact on-CPU time of process `pid`'s whole thread group, in ns: what
+/// `clock_gettime(CLOCK_PROCESS_CPUTIME_ID)` tells a process about itself, asked from outside
+/// (the ID `clock_getcpuclockid(3)` makes). It counts threads that have exited and brings running
+/// threads up to date, which `/proc/PID/task/*/schedstat` does not; the kernel allows it for any
+/// process in the caller's PID namespace.
+///
+/// Errors: `EINVAL` when there is no such process (in this PID namespace).
+pub fn process_cpu_ns(pid: u32) -> io::Result<u64> {
+    let pid =
+        libc::clockid_t::try_from(pid).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    // MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED) from the kernel's posix-timers.h.
+    clock_ns(((!pid) << 3) | CPUCLOCK_SCHED)
+}
+
+/// The time printed on a line: `HH:MM:SS` (with milliseconds for sub-second intervals) for text,
+/// seconds since the epoch for `-p`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stamp {
+    pub clock: String,
+    pub epoch: String,
+}
+
+impl Stamp {
+    /// Local time of `epoch_s`; `subsecond` adds milliseconds to both forms.
+    pub fn local(epoch_s: f64, subsecond: bool) -> Self {
+        let whole = epoch_s.floor();
+        let millis = ((epoch_s - whole) * 1000.0).floor().clamp(0.0, 999.0) as u32;
+        let (h, m, s) = local_hms(whole as i64).unwrap_or((0, 0, 0));
+        if subsecond {
+            Self {
+                clock: format!("{h:02}:{m:02}:{s:02}.{millis:03}"),
+                epoch: format!("{}.{millis:03}", whole as i64),
+            }
+        } else {
+            Self { clock: format!("{h:02}:{m:02}:{s:02}"), epoch: format!("{}", whole as i64) }
+        }
+    }
+
+    /// A fixed stamp (tests, replays).
+    pub fn fixed(clock: &str, epoch: &str) -> Self {
+        Self { clock: clock.into(), epoch: epoch.into() }
+    }
+
+    /// The width of the time column: the clock, at least 8 characters.
+    pub fn width(&self) -> usize {
+        self.clock.len().max(8)
+    }
+}
+
+fn local_hms(epoch: i64) -> Option<(i32, i32, i32)> {
+    local_time(epoch).map(|tm| (tm.tm_hour, tm.tm_min, tm.tm_sec))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may unwrap
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_convert_both_ways() {
+        let t = ClockTicks::new(100);
+        assert_eq!(t.to_ns(3), 30_000_000);
+        assert_eq!(t.from_ns(29_999_999), 2);
+        assert_eq!(t.to_secs(250), 2.5);
+    }
+
+    #[test]
+    fn own_process_clock_matches_the_self_clock() {
+        let mut x = 0u64;
+        for i in 0..2_000_000u64 {
+            x = x.wrapping_add(i * i);
+        }
+        std::hint::black_box(x);
+        let outside = process_cpu_ns(std::process::id()).unwrap();
+        let inside = clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID).unwrap();
+        assert!(outside > 0 && outside <= inside, "{outside} {inside}");
+    }
+}
