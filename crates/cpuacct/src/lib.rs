@@ -12,7 +12,7 @@
 //!
 //! ```
 //! use cpuacct::task::parse_schedstat;
-//! let s = parse_schedstat("1500000 20000 7\n").unwrap();
+//! let s = parse_schedstat(b"1500000 20000 7\n").unwrap();
 //! assert_eq!(s.cpu_ns, 1_500_000);
 //! ```
 
