@@ -8,6 +8,7 @@
 //! - [`time`]: clock ticks, monotonic and boot time, local time for headers.
 //! - [`args`]: intervals, counts and PIDs, rejected with the same words everywhere.
 //! - [`fsroot`]: where `/proc` and `/sys` are read from (the live system or a captured tree).
+//! - [`progress`]: the one progress-bar factory, drawn only when stderr is a terminal.
 //! - [`metric`]: typed, labelled metrics ([`Metric`], [`ToMetrics`]) that stores, exporters and
 //!   comparisons key on — never formatted text.
 //! - [`UsageError`]: the one marker for "the command line was wrong" (exit code 2).
@@ -27,6 +28,7 @@ pub mod counter;
 pub mod fsroot;
 pub mod gate;
 pub mod metric;
+pub mod progress;
 pub mod stop;
 pub mod summary;
 pub mod time;
@@ -36,7 +38,7 @@ use std::path::PathBuf;
 pub use counter::{CounterDelta, Step};
 pub use fsroot::FsRoot;
 pub use gate::StartGate;
-pub use metric::{Metric, ToMetrics, Unit};
+pub use metric::{Metric, ToMetrics, Unit, WorkerPlacement};
 pub use summary::{summarize, Summary};
 
 /// A parse failure in one of the kernel's text formats: which line and what was wrong.

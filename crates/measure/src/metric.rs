@@ -107,9 +107,104 @@ pub fn metric_key(name: &str, labels: &BTreeMap<String, String>) -> String {
     format!("{name}{{{}}}", inner.join(","))
 }
 
-/// A result that can say what it measured as labelled metrics.
+/// Requested and verified placement of one worker, as recorded beside its metrics.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkerPlacement {
+    /// Which worker (`cpu 3`, `node 0 to node 1`, `worker 2 cpu 1`).
+    pub worker: String,
+    pub requested: serde_json::Value,
+    /// Pages per node as the kernel reported them.
+    pub verified: serde_json::Value,
+}
+
+impl WorkerPlacement {
+    pub fn new(
+        worker: impl Into<String>,
+        requested: &impl Serialize,
+        verified: &impl Serialize,
+    ) -> Self {
+        // A value that cannot be serialized is recorded as null rather than losing the run.
+        let value = |v: serde_json::Result<serde_json::Value>| v.unwrap_or_default();
+        Self {
+            worker: worker.into(),
+            requested: value(serde_json::to_value(requested)),
+            verified: value(serde_json::to_value(verified)),
+        }
+    }
+}
+
+/// A result that can say what it measured as labelled metrics, and where its workers' memory was.
 pub trait ToMetrics {
     fn to_metrics(&self) -> Vec<Metric>;
+
+    fn placements(&self) -> Vec<WorkerPlacement> {
+        Vec::new()
+    }
+}
+
+impl ToMetrics for Metric {
+    fn to_metrics(&self) -> Vec<Metric> {
+        vec![self.clone()]
+    }
+}
+
+impl<T: ToMetrics + ?Sized> ToMetrics for &T {
+    fn to_metrics(&self) -> Vec<Metric> {
+        (**self).to_metrics()
+    }
+
+    fn placements(&self) -> Vec<WorkerPlacement> {
+        (**self).placements()
+    }
+}
+
+impl<T: ToMetrics> ToMetrics for [T] {
+    fn to_metrics(&self) -> Vec<Metric> {
+        self.iter().flat_map(ToMetrics::to_metrics).collect()
+    }
+
+    fn placements(&self) -> Vec<WorkerPlacement> {
+        self.iter().flat_map(ToMetrics::placements).collect()
+    }
+}
+
+impl<T: ToMetrics> ToMetrics for Vec<T> {
+    fn to_metrics(&self) -> Vec<Metric> {
+        self.as_slice().to_metrics()
+    }
+
+    fn placements(&self) -> Vec<WorkerPlacement> {
+        self.as_slice().placements()
+    }
+}
+
+/// A result measured as one step of a larger experiment (a thread count, a policy): every metric
+/// gains the label `key=value` and every worker's name is prefixed with `value: `.
+#[derive(Debug)]
+pub struct Step<'a, T: ?Sized> {
+    pub key: &'a str,
+    pub value: String,
+    pub inner: &'a T,
+}
+
+impl<'a, T: ToMetrics + ?Sized> Step<'a, T> {
+    pub fn new(key: &'a str, value: impl ToString, inner: &'a T) -> Self {
+        Self { key, value: value.to_string(), inner }
+    }
+}
+
+impl<T: ToMetrics + ?Sized> ToMetrics for Step<'_, T> {
+    fn to_metrics(&self) -> Vec<Metric> {
+        self.inner.to_metrics().into_iter().map(|m| m.label(self.key, &self.value)).collect()
+    }
+
+    fn placements(&self) -> Vec<WorkerPlacement> {
+        self.inner
+            .placements()
+            .into_iter()
+            .map(|p| WorkerPlacement { worker: format!("{}: {}", self.value, p.worker), ..p })
+            .collect()
+    }
 }
 
 #[cfg(test)]

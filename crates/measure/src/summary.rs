@@ -19,7 +19,9 @@ pub struct Summary {
     pub iqr_ratio: f64,
     /// Whether the spread exceeds [`NOISY_IQR`]: something else disturbed the run.
     pub noisy: bool,
-    /// Every sample, in order.
+    /// Every sample, in order (empty when read back from a store, which keeps samples once,
+    /// in its metrics).
+    #[serde(default)]
     pub values: Vec<f64>,
 }
 

@@ -136,6 +136,35 @@ fn local_hms(epoch: i64) -> Option<(i32, i32, i32)> {
     local_time(epoch).map(|tm| (tm.tm_hour, tm.tm_min, tm.tm_sec))
 }
 
+/// The current time as RFC 3339 UTC from the system clock (no time-zone database needed).
+pub fn utc_now_rfc3339() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    utc_rfc3339(secs)
+}
+
+/// `secs` since the epoch as RFC 3339 UTC.
+pub fn utc_rfc3339(secs: u64) -> String {
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (the proleptic Gregorian calendar in 400-year eras).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
@@ -159,5 +188,12 @@ mod tests {
         let outside = process_cpu_ns(std::process::id()).unwrap();
         let inside = clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID).unwrap();
         assert!(outside > 0 && outside <= inside, "{outside} {inside}");
+    }
+
+    #[test]
+    fn rfc3339_dates() {
+        assert_eq!(utc_rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(utc_rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(utc_rfc3339(1_795_392_000 + 3661), "2026-11-23T01:01:01Z");
     }
 }

@@ -28,6 +28,9 @@ pub struct BandwidthOptions {
     pub rounds: u32,
 }
 
+/// Samples per bandwidth figure unless asked otherwise.
+pub const DEFAULT_ROUNDS: u32 = 10;
+
 /// Per-thread buffer size so all threads together stream through at least 4× the last-level
 /// cache (and never less than 32 MiB each), rounded to whole blocks.
 pub fn default_bytes_per_thread(topology: &Topology, threads: usize) -> u64 {
@@ -236,8 +239,12 @@ pub struct BandwidthMatrix {
     pub cpu_nodes: Vec<u32>,
     pub memory_nodes: Vec<u32>,
     pub threads_per_cell: usize,
-    /// `cells[i][j]`: threads on `cpu_nodes[i]`, memory bound to `memory_nodes[j]`.
+    /// `cells[i][j]`: threads on `cpu_nodes[i]`, memory bound to `memory_nodes[j]`. After an
+    /// interruption the last row may be short and later rows missing.
     pub cells: Vec<Vec<BandwidthResult>>,
+    /// Ctrl-C stopped it: the cells present were measured, the rest were not.
+    #[serde(default)]
+    pub interrupted: bool,
 }
 
 /// Every (CPU node, memory node) pair with `threads` threads (≤ the node's CPUs) per cell.
@@ -262,14 +269,30 @@ pub fn matrix(
                 .take(count)
                 .map(|&cpu| ThreadSpec { cpu: Some(cpu), policy: MemPolicy::Bind(vec![to]) })
                 .collect();
-            row.push(run(&specs, opts, topology)?);
+            let cell = match run(&specs, opts, topology) {
+                Ok(cell) => cell,
+                Err(BenchError::Interrupted) => break,
+                Err(e) => return Err(e),
+            };
+            row.push(cell);
             if stop::requested() {
-                return Err(BenchError::Interrupted);
+                break;
             }
         }
-        cells.push(row);
+        if !row.is_empty() {
+            cells.push(row);
+        }
+        if stop::requested() {
+            break;
+        }
     }
-    Ok(BandwidthMatrix { cpu_nodes, memory_nodes, threads_per_cell: used, cells })
+    if cells.is_empty() {
+        return Err(BenchError::Interrupted);
+    }
+    // Finished cells are kept; rows never reached are left out with their node.
+    let interrupted = stop::requested();
+    let cpu_nodes = cpu_nodes.into_iter().take(cells.len()).collect();
+    Ok(BandwidthMatrix { cpu_nodes, memory_nodes, threads_per_cell: used, cells, interrupted })
 }
 
 /// Threshold under which one more thread "adds nothing": less than this relative gain.

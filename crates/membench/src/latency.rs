@@ -40,6 +40,12 @@ impl Default for LatencyOptions {
     }
 }
 
+/// A working set that is surely beyond the caches: 4× the last-level cache, at least 256 MiB —
+/// the default for DRAM latency everywhere.
+pub fn default_dram_bytes(topology: &Topology) -> u64 {
+    (4 * topology.last_level_cache_bytes()).max(256 << 20)
+}
+
 /// One measured latency.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LatencyPoint {

@@ -1,6 +1,21 @@
-//! Memory benchmarks: idle load-to-use latency by pointer chasing, and the Silly Little
-//! Benchmark (random 8-byte stores, workers released together); what reading the clock costs
-//! and which clock to trust ([`timers`]).
+//! membench: how fast is memory from here, and from there — and what does locality cost?
+//!
+//! - [`latency`]: idle load-to-use latency by a prefetch-defeating pointer chase (sizes, sweeps,
+//!   node×node matrices); [`loaded`]: latency while other threads load memory.
+//! - [`bandwidth`]: read, write, non-temporal, copy and triad kernels ([`kernels`]), per thread
+//!   and aggregate, scaling and node×node matrices; [`thread_read`] (seed 001).
+//! - [`slb`]: the Silly Little Benchmark and its kit ([`kit`]: create_sem, memhammer, trigger);
+//!   [`scenarios`]: the experiments built from it (worker counts, placement policies).
+//! - [`timers`]: what reading the clock costs and which clock to trust.
+//! - [`metrics`]: every result as labelled metrics; [`render`]: every result as text.
+//!
+//! Workers are prepared (pinned, memory allocated, touched and verified) before one start gate
+//! releases them together ([`measure::gate`]); hot loops run only the kernel.
+//!
+//! ```
+//! let counts = membench::scenarios::scale_counts(6);
+//! assert_eq!(counts, vec![1, 2, 4, 6]);
+//! ```
 
 pub mod bandwidth;
 pub mod kernels;
@@ -8,7 +23,10 @@ pub mod kit;
 pub mod latency;
 pub mod layout;
 pub mod loaded;
+pub mod metrics;
+pub mod render;
 pub mod rng;
+pub mod scenarios;
 pub mod slb;
 pub mod thread_read;
 pub mod timers;

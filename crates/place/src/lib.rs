@@ -28,12 +28,15 @@ mod pagenodes;
 mod pages;
 pub mod pin;
 mod policy;
+pub mod render;
+pub mod render_pagecache;
 mod request;
 
 pub use arena::{anon_huge_bytes_in, Arena, ArenaSpec, NodePages, Placement};
 pub use pagenodes::{merge_node_pages, pages_nodes, tally_nodes};
 pub use pages::PageSize;
 pub use policy::{thread_policy, MemPolicy, ThreadPolicy};
+pub use render::placement_text;
 pub use request::{PlacementArgs, PlacementRequest};
 pub use topo::Topology;
 

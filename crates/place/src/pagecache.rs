@@ -716,6 +716,28 @@ pub fn capacity_message(bytes: u64, available: u64, nodes: &[u32]) -> Option<Str
     })
 }
 
+/// Read rates per file and node, labelled; the file's cached pages per node as its placement.
+pub const PAGECACHE_READ: &str = "pagecache_read_bandwidth";
+
+impl measure::ToMetrics for FileReport {
+    fn to_metrics(&self) -> Vec<measure::Metric> {
+        self.reads
+            .iter()
+            .map(|read| {
+                let passes = read.read.passes.iter().map(|p| p.gbps).collect();
+                measure::Metric::new(PAGECACHE_READ, measure::Unit::GigabytesPerSecond, passes)
+                    .label("file", &self.path)
+                    .label("node", read.node)
+            })
+            .collect()
+    }
+
+    fn placements(&self) -> Vec<measure::WorkerPlacement> {
+        let worker = format!("page cache of {}", self.path);
+        vec![measure::WorkerPlacement::new(worker, &self.load, &self.residency)]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -292,7 +292,7 @@ pub fn parse_page(text: &str) -> Result<PageSize, String> {
 
 impl Cli {
     /// Where this invocation's results go.
-    pub fn store_options(&self) -> crate::commands::record::StoreOptions {
-        crate::commands::record::StoreOptions { db: self.db.clone(), no_store: self.no_store }
+    pub fn store_options(&self) -> results::StoreOptions {
+        results::StoreOptions { db: self.db.clone(), no_store: self.no_store }
     }
 }

@@ -85,18 +85,21 @@ fn usage_error(err: &clap::Error) -> ExitCode {
 }
 
 /// 2 when the request was wrong (the user can fix the command), 1 when the system failed.
+/// Libraries mark usage errors with `measure::UsageError` or answer `is_usage()` on their own
+/// error type; nothing else decides the exit code.
 fn exit_code(err: &anyhow::Error) -> u8 {
     let usage = err.chain().any(|cause| {
-        cause.downcast_ref::<place::PlaceError>().is_some_and(place::PlaceError::is_usage)
-            || cause.downcast_ref::<topo::units::SizeError>().is_some()
+        cause.is::<measure::UsageError>()
+            || cause.is::<topo::units::SizeError>()
+            || cause.downcast_ref::<measure::Error>().is_some_and(measure::Error::is_usage)
+            || cause.downcast_ref::<place::PlaceError>().is_some_and(place::PlaceError::is_usage)
             || cause
                 .downcast_ref::<membench::BenchError>()
                 .is_some_and(membench::BenchError::is_usage)
-            || cause.downcast_ref::<commands::compat::UsageError>().is_some()
             || cause
                 .downcast_ref::<results::StoreError>()
                 .is_some_and(results::StoreError::is_usage)
-            || cause.downcast_ref::<measure::Error>().is_some_and(measure::Error::is_usage)
+            || cause.downcast_ref::<suite::SuiteError>().is_some_and(suite::SuiteError::is_usage)
             || cause.downcast_ref::<iopattern::Error>().is_some_and(iopattern::Error::is_usage)
     });
     if usage {

@@ -1,22 +1,8 @@
-//! Rendering results for people and for the tools they already parse.
+//! report: the HTML page of `platscope report` — a self-contained file with inline SVG charts,
+//! rendered from [`html::ReportData`] (live, or read back from the results store). Text output
+//! lives with the crate that measured it (`membench::render`, `topo::render`, …).
 //!
-//! Every renderer returns a `String` (or writes to `impl Write`), so tests compare text and the
-//! binary decides where it goes.
-//!
-//! ```
-//! let topo = topo::Topology::from_synthetic("pack:2 [numa(memory=1GiB)] core:1 pu:1").unwrap();
-//! let text = report::numactl_hardware(&topo);
-//! assert!(text.starts_with("available: 2 nodes (0-1)\n"));
-//! ```
+//! The page is plain HTML and SVG (no script), so it can be mailed, archived and opened anywhere.
 
-pub mod bandwidth;
+pub mod file;
 pub mod html;
-pub mod mem;
-pub mod pagecache;
-mod placement_view;
-pub mod summary;
-pub mod timer;
-mod topo_view;
-
-pub use placement_view::placement_text;
-pub use topo_view::{numactl_hardware, topology_text};

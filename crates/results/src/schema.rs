@@ -1,20 +1,23 @@
 //! The schema, its version, and migrations. The file is marked with an application id so a
-//! foreign SQLite file is recognised and left alone.
+//! foreign SQLite file is recognised and left alone. Creation and migration run inside one
+//! immediate transaction, so any number of processes can open a new store at once: one creates
+//! it, the others wait for it and find it made.
 
 use std::path::Path;
+use std::time::{Duration, Instant};
 
-use rusqlite::{Connection, ErrorCode};
+use rusqlite::{params, Connection, ErrorCode, TransactionBehavior};
 
-use crate::StoreError;
+use crate::{legacy, StoreError};
 
 /// `PRAGMA application_id` of platscope databases ("PSCP").
 const APPLICATION_ID: i64 = 0x5053_4350;
 
-/// The schema this platscope writes.
-pub const SCHEMA_VERSION: i64 = 1;
+/// The schema this platscope writes: 2 added metric labels.
+pub const SCHEMA_VERSION: i64 = 2;
 
-/// Migrations from version N-1 to N, in order; index 0 creates version 1.
-const MIGRATIONS: &[&str] = &["
+/// Version 1, as the first release created it.
+const CREATE_V1: &str = "
     CREATE TABLE runs (
         id          INTEGER PRIMARY KEY,
         recorded_at TEXT    NOT NULL,
@@ -43,32 +46,51 @@ const MIGRATIONS: &[&str] = &["
         verified  TEXT    NOT NULL,    -- JSON: pages per node as the kernel reported them
         PRIMARY KEY (run_id, position)
     );
-"];
+";
+
+/// Version 2: labelled metrics. Schema-1 names are turned into today's names and labels.
+fn migrate_v2(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(
+        "ALTER TABLE metrics ADD COLUMN labels TEXT NOT NULL DEFAULT '{}';  -- JSON object",
+    )?;
+    let rows: Vec<(i64, i64, String)> = tx
+        .prepare("SELECT run_id, position, name FROM metrics")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<Result<_, _>>()?;
+    let mut update = tx
+        .prepare("UPDATE metrics SET name = ?1, labels = ?2 WHERE run_id = ?3 AND position = ?4")?;
+    for (run, position, old) in rows {
+        let (name, labels) = legacy::relabel(&old);
+        let labels = serde_json::to_string(&labels).unwrap_or_else(|_| "{}".into());
+        update.execute(params![name, labels, run, position])?;
+    }
+    Ok(())
+}
 
 fn is_not_a_database(e: &rusqlite::Error) -> bool {
     matches!(e.sqlite_error_code(), Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt))
 }
 
-/// Checks the file is platscope's (or empty), not newer, and migrates it to [`SCHEMA_VERSION`].
-pub(crate) fn prepare(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
-    let foreign = || StoreError::Foreign(path.to_path_buf());
-    let pragma = |conn: &Connection, name: &str| -> Result<i64, StoreError> {
-        conn.query_row(&format!("PRAGMA {name}"), [], |r| r.get(0)).map_err(|e| {
-            if is_not_a_database(&e) {
-                foreign()
-            } else {
-                e.into()
-            }
-        })
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(e.sqlite_error_code(), Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked))
+}
+
+/// The store's application id and schema version, refusing foreign files.
+pub(crate) fn identify(conn: &Connection, path: &Path) -> Result<i64, StoreError> {
+    let classify = |e: rusqlite::Error| {
+        if is_not_a_database(&e) {
+            StoreError::Foreign(path.to_path_buf())
+        } else {
+            StoreError::sql(path, &e)
+        }
     };
-    let app = pragma(conn, "application_id")?;
-    let tables: i64 = conn
-        .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
-        .map_err(|e| if is_not_a_database(&e) { foreign() } else { StoreError::from(e) })?;
+    let app: i64 = conn.query_row("PRAGMA application_id", [], |r| r.get(0)).map_err(classify)?;
+    let tables: i64 =
+        conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0)).map_err(classify)?;
     if app != APPLICATION_ID && (app != 0 || tables > 0) {
-        return Err(foreign());
+        return Err(StoreError::Foreign(path.to_path_buf()));
     }
-    let version = pragma(conn, "user_version")?;
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(classify)?;
     if version > SCHEMA_VERSION {
         return Err(StoreError::NewerSchema {
             path: path.to_path_buf(),
@@ -76,15 +98,71 @@ pub(crate) fn prepare(conn: &mut Connection, path: &Path) -> Result<(), StoreErr
             supported: SCHEMA_VERSION,
         });
     }
-    // WAL lets several platscope runs write at once (each waits out the others' commits).
-    conn.pragma_update(None, "journal_mode", "WAL")?;
-    conn.pragma_update(None, "foreign_keys", true)?;
-    let tx = conn.transaction()?;
-    for (index, migration) in MIGRATIONS.iter().enumerate().skip(version as usize) {
-        tx.execute_batch(migration)?;
-        tx.pragma_update(None, "user_version", index as i64 + 1)?;
+    Ok(version)
+}
+
+/// Checks the file is platscope's (or empty), not newer, and brings it to [`SCHEMA_VERSION`],
+/// waiting out other processes doing the same.
+pub(crate) fn prepare(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match try_prepare(conn, path) {
+            Err(Retry::Busy(_)) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(Retry::Busy(e)) => return Err(StoreError::sql(path, &e)),
+            Err(Retry::Fail(e)) => return Err(e),
+            Ok(()) => return Ok(()),
+        }
     }
-    tx.pragma_update(None, "application_id", APPLICATION_ID)?;
-    tx.commit()?;
+}
+
+enum Retry {
+    Busy(rusqlite::Error),
+    Fail(StoreError),
+}
+
+fn try_prepare(conn: &mut Connection, path: &Path) -> Result<(), Retry> {
+    let sql = |e: rusqlite::Error| {
+        if is_busy(&e) {
+            Retry::Busy(e)
+        } else if is_not_a_database(&e) {
+            Retry::Fail(StoreError::Foreign(path.to_path_buf()))
+        } else {
+            Retry::Fail(StoreError::sql(path, &e))
+        }
+    };
+    // WAL lets several platscope runs write at once (each waits out the others' commits). A
+    // file that is already platscope's is checked before anything is written to it.
+    // One read transaction, so the id and the tables are seen as of one moment (another process
+    // committing its creation between two reads would make the file look foreign).
+    let snapshot = conn.transaction().map_err(sql)?;
+    let version = identify(&snapshot, path).map_err(Retry::Fail)?;
+    drop(snapshot);
+    if version == SCHEMA_VERSION {
+        let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).map_err(sql)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            conn.pragma_update(None, "journal_mode", "WAL").map_err(sql)?;
+        }
+        return Ok(());
+    }
+    conn.pragma_update(None, "journal_mode", "WAL").map_err(sql)?;
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(sql)?;
+    // Another process may have created or migrated it while this one waited for the lock.
+    let version = identify(&tx, path).map_err(Retry::Fail)?;
+    if version < 1 {
+        tx.execute_batch(CREATE_V1).map_err(sql)?;
+    }
+    if version < 2 {
+        migrate_v2(&tx).map_err(sql)?;
+    }
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION).map_err(sql)?;
+    tx.pragma_update(None, "application_id", APPLICATION_ID).map_err(sql)?;
+    tx.commit().map_err(sql)?;
     Ok(())
+}
+
+/// Whether the metrics table has labels (schema 2 and later).
+pub(crate) fn has_labels(conn: &Connection, path: &Path) -> Result<bool, StoreError> {
+    Ok(identify(conn, path)? >= 2)
 }

@@ -2,7 +2,11 @@
 
 use std::path::PathBuf;
 
-use results::{compare, samples_csv, Metric, NewRun, Store, StoreError, WorkerPlacement};
+use measure::Unit;
+use results::{
+    compare, samples_csv, Metric, NewRun, ResultStore, SqliteStore as Store, StoreError,
+    WorkerPlacement,
+};
 use serde_json::json;
 
 struct TempDir(PathBuf);
@@ -36,17 +40,18 @@ fn run(median_shift: f64) -> NewRun {
         metrics: vec![
             Metric::new(
                 "latency",
-                "ns",
+                Unit::Nanoseconds,
                 (0..21).map(|i| 90.0 + median_shift + f64::from(i % 5)).collect(),
             ),
-            Metric::new("bandwidth", "GB/s", vec![10.0, 10.1, 10.2]),
+            Metric::new("bandwidth", Unit::GigabytesPerSecond, vec![10.0, 10.1, 10.2])
+                .label("kernel", "read"),
         ],
         placements: vec![WorkerPlacement {
             worker: "cpu 0".into(),
             requested: json!({"policy": "bind", "nodes": [0]}),
             verified: json!([{"node": 0, "pages": 65536}]),
         }],
-        result: json!({"point": {"ns": {"median": 92.0}}}),
+        result: json!({"point": {"ns": {"median": 92.0, "p99": 94.0, "values": [90.0, 94.0]}}}),
         interrupted: false,
     }
 }
@@ -64,6 +69,9 @@ fn records_and_reads_back_everything() {
     assert_eq!(back.metrics[0].median, 92.0);
     assert_eq!(back.placements[0].verified, json!([{"node": 0, "pages": 65536}]));
     assert_eq!(back.environment["thp_enabled"], "madvise");
+    assert_eq!(back.metrics[1].key(), "bandwidth{kernel=read}");
+    // Samples are kept once, in the metrics: the stored result loses its summaries' values.
+    assert_eq!(back.result, json!({"point": {"ns": {"median": 92.0, "p99": 94.0}}}));
     let list = s.list(10).expect("lists");
     assert_eq!(list.len(), 1);
     assert_eq!(list[0].headline, Some(("latency".into(), 92.0, "ns".into())));
@@ -163,7 +171,67 @@ fn csv_has_one_row_per_sample() {
     let mut s = Store::open(&dir.file("r.db")).expect("opens");
     let id = s.record(&run(0.0)).expect("records");
     let csv = samples_csv(&[s.run(id).expect("run")]);
-    assert!(csv.starts_with("run_id,metric,unit,index,value\n"));
+    assert!(csv.starts_with("run_id,metric,labels,unit,index,value\n"));
     assert_eq!(csv.lines().count(), 1 + 21 + 3);
-    assert!(csv.contains(&format!("{id},bandwidth,GB/s,2,10.2")));
+    assert!(csv.contains(&format!("{id},bandwidth,kernel=read,GB/s,2,10.2")));
+}
+
+#[test]
+fn compare_matches_on_name_and_labels_not_text() {
+    let dir = TempDir::new("labels");
+    let mut s = Store::open(&dir.file("r.db")).expect("opens");
+    let a = s.record(&run(0.0)).expect("a");
+    let mut other = run(0.0);
+    other.metrics[1] = other.metrics[1].clone().label("kernel", "copy");
+    let b = s.record(&other).expect("b");
+    let c = compare(&s.run(a).expect("a"), &s.run(b).expect("b"));
+    assert_eq!(c.deltas.len(), 1, "only the unlabelled latency matches: {c:?}");
+    assert_eq!(c.unmatched, ["bandwidth{kernel=read}", "bandwidth{kernel=copy}"]);
+    let slower = s.record(&run(20.0)).expect("slower");
+    let c = compare(&s.run(a).expect("a"), &s.run(slower).expect("c"));
+    assert_eq!(c.deltas[0].better, Some(false), "higher latency is worse");
+}
+
+#[test]
+fn many_writers_creating_a_new_store_at_once_all_land() {
+    for round in 0..5 {
+        let dir = TempDir::new(&format!("race-{round}"));
+        let path = dir.file("new.db");
+        let barrier = std::sync::Barrier::new(6);
+        std::thread::scope(|s| {
+            for _ in 0..6 {
+                let (path, barrier) = (&path, &barrier);
+                s.spawn(move || {
+                    barrier.wait();
+                    let mut store = Store::open(path).expect("creating races are waited out");
+                    store.record(&run(0.0)).expect("records");
+                });
+            }
+        });
+        assert_eq!(Store::open(&path).expect("opens").list(100).expect("lists").len(), 6);
+    }
+}
+
+#[test]
+fn read_only_open_writes_nothing() {
+    let dir = TempDir::new("readonly");
+    let path = dir.file("r.db");
+    let id = Store::open(&path).expect("creates").record(&run(0.0)).expect("records");
+    let files = || {
+        let mut names: Vec<String> = std::fs::read_dir(&dir.0)
+            .expect("lists")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let (before, bytes) = (files(), std::fs::read(&path).expect("reads"));
+    let s = Store::open_read_only(&path).expect("opens read-only");
+    assert_eq!(s.run(id).expect("reads").metrics.len(), 2);
+    assert_eq!(s.list(5).expect("lists").len(), 1);
+    drop(s);
+    assert_eq!(std::fs::read(&path).expect("reads"), bytes, "the file is unchanged");
+    assert_eq!(files(), before, "nothing was created beside it");
+    let err = Store::open_read_only(&dir.file("missing.db")).expect_err("missing");
+    assert!(err.to_string().contains("missing.db"), "{err}");
 }

@@ -17,6 +17,7 @@ mod discover;
 mod environment;
 pub mod idlist;
 mod model;
+pub mod render;
 pub mod sysfs;
 pub mod units;
 
@@ -24,6 +25,7 @@ pub use environment::{hypervisor_name, Environment, Governor};
 pub use model::{
     Cache, CacheKind, Cpu, Distances, HmatAccess, HugePagePool, Machine, Node, NodeMemory, Topology,
 };
+pub use render::{numactl_hardware, topology_text};
 
 /// Why a topology could not be built.
 #[derive(Debug, thiserror::Error)]

@@ -15,9 +15,10 @@ use place::{lists, MemPolicy, PageSize, PlacementRequest};
 use topo::Topology;
 
 use crate::cli::{parse_count, parse_page, parse_size, PlacementOptions};
-use crate::commands::compat::UsageError;
-use crate::commands::record::{self, Recorder};
 use crate::output::{emit, emit_json};
+use measure::UsageError;
+use membench::render::bandwidth as render;
+use results::Recorder;
 
 #[derive(Debug, Args)]
 pub struct BandwidthArgs {
@@ -110,45 +111,48 @@ pub fn run_bandwidth(
             .unwrap_or_else(|| bandwidth::default_bytes_per_thread(topology, threads)),
         page: args.page,
         duration: Duration::from_millis(args.duration_ms),
-        rounds: 10,
+        rounds: bandwidth::DEFAULT_ROUNDS,
     };
     let peak = peak(args.peak_gbs);
     if args.matrix {
         let m = bandwidth::matrix(threads, &opts, topology)?;
-        let (metrics, placements) = record::bandwidth_matrix(&m);
-        rec.record("mem bandwidth --matrix", &m, metrics, placements, false)?;
-        return if json {
-            emit_json(&m)
+        if json {
+            emit_json(&m)?;
         } else {
-            Ok(emit(&report::bandwidth::bandwidth_matrix(&m))?)
-        };
+            emit(&render::bandwidth_matrix(&m))?;
+            if m.interrupted {
+                emit("interrupted: only the cells above were measured\n")?;
+            }
+        }
+        rec.record("mem bandwidth --matrix", &m, &m, m.interrupted)?;
+        return Ok(());
     }
     if args.scale {
         let s = bandwidth::scale(&cpus[..threads], &request.policy, &opts, topology)?;
-        let (metrics, placements) = record::bandwidth_scaling(&s);
-        rec.record("mem bandwidth --scale", &s, metrics, placements, stop::requested())?;
-        return if json {
-            emit_json(&s)
+        if json {
+            emit_json(&s)?;
         } else {
-            Ok(emit(&report::bandwidth::bandwidth_scaling(&s, peak))?)
-        };
+            emit(&render::bandwidth_scaling(&s, peak))?;
+        }
+        rec.record("mem bandwidth --scale", &s, &s, stop::requested())?;
+        return Ok(());
     }
     let specs: Vec<ThreadSpec> = cpus[..threads]
         .iter()
         .map(|&cpu| ThreadSpec { cpu: Some(cpu), policy: request.policy.clone() })
         .collect();
     let r = bandwidth::run(&specs, &opts, topology)?;
-    let (metrics, placements) = record::bandwidth(&r, "");
-    rec.record("mem bandwidth", &r, metrics, placements, r.interrupted)?;
     if json {
-        emit_json(&r)
+        emit_json(&r)?;
     } else {
-        let mut text = report::bandwidth::bandwidth_text(&r, peak);
+        let mut text = render::bandwidth_text(&r, peak);
         if peak.is_none() {
             text.push_str("  theoretical peak unknown: no SMBIOS memory devices readable here (pass --peak-gbs)\n");
         }
-        Ok(emit(&text)?)
+        emit(&text)?;
     }
+    rec.record("mem bandwidth", &r, &r, r.interrupted)?;
+    Ok(())
 }
 
 pub fn run_loaded(
@@ -175,10 +179,9 @@ pub fn run_loaded(
         Some(text) => MemPolicy::Bind(lists::parse_memory_nodes(text, topology)?),
         None => request.policy.clone(),
     };
-    let llc = topology.last_level_cache_bytes();
     let opts = LoadedOptions {
         chase: LatencyOptions { policy: chase_policy, ..LatencyOptions::default() },
-        chase_bytes: (4 * llc).max(256 << 20),
+        chase_bytes: membench::latency::default_dram_bytes(topology),
         mix: args.mix,
         isa: args.isa.unwrap_or_else(Isa::best),
         load_bytes_per_thread: bandwidth::default_bytes_per_thread(topology, load_cpus.len()),
@@ -187,13 +190,13 @@ pub fn run_loaded(
         point_duration: Duration::from_millis(args.duration_ms),
     };
     let curve = loaded::run(chase_cpu, &load_cpus, &opts, topology)?;
-    let (metrics, placements) = record::loaded(&curve);
-    rec.record("mem loaded-latency", &curve, metrics, placements, curve.interrupted)?;
     if json {
-        emit_json(&curve)
+        emit_json(&curve)?;
     } else {
-        Ok(emit(&report::bandwidth::loaded_latency(&curve))?)
+        emit(&render::loaded_latency(&curve))?;
     }
+    rec.record("mem loaded-latency", &curve, &curve, curve.interrupted)?;
+    Ok(())
 }
 
 /// `thread_read TIMES FROM TO`, as seed 001's program.
@@ -224,7 +227,7 @@ pub fn run_thread_read(args: &[OsString]) -> anyhow::Result<()> {
             let text = e.render().to_string();
             let first =
                 text.lines().next().unwrap_or("bad arguments").trim_start_matches("error: ");
-            return Err(UsageError(format!(
+            return Err(UsageError::Message(format!(
                 "thread_read: {first}; usage: thread_read TIMES FROM TO"
             ))
             .into());
@@ -234,7 +237,7 @@ pub fn run_thread_read(args: &[OsString]) -> anyhow::Result<()> {
     let one_cpu = |text: &str| -> anyhow::Result<u32> {
         match lists::parse_cpus(text, &topology)?.as_slice() {
             [cpu] => Ok(*cpu),
-            _ => Err(UsageError(format!("thread_read: {text:?} must be one CPU")).into()),
+            _ => Err(UsageError::Message(format!("thread_read: {text:?} must be one CPU")).into()),
         }
     };
     let (from, to) = (one_cpu(&args.from)?, one_cpu(&args.to)?);
@@ -243,5 +246,5 @@ pub fn run_thread_read(args: &[OsString]) -> anyhow::Result<()> {
         let _ = emit(&format!("The address of source data is {address:#x}\n"));
     })?;
     emit(&format!("{}\n", result.time_cost_line()))?;
-    Ok(emit(&report::bandwidth::thread_read_summary(&result))?)
+    Ok(emit(&render::thread_read_summary(&result))?)
 }

@@ -4,14 +4,11 @@
 use std::ffi::{OsStr, OsString};
 use std::path::Path;
 
+use measure::UsageError;
+
 /// The compatibility names this binary answers to.
 pub const NAMES: &[&str] =
     &["create_sem", "memhammer", "trigger", "cpu_bind", "thread_read", "nicstat", "pstime"];
-
-/// A compat tool's command line was wrong: exit code 2.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct UsageError(pub String);
 
 /// The compat name this process was invoked as, if its `argv[0]` is one.
 pub fn invoked_as(argv0: &OsStr) -> Option<&'static str> {
@@ -31,7 +28,7 @@ pub fn run(name: &str, args: &[OsString]) -> anyhow::Result<()> {
         "pstime" => super::cpu::run_pstime_compat(args),
         _ => {
             let known = NAMES.join(", ");
-            Err(UsageError(format!("unknown compat tool {name:?}; known: {known}")).into())
+            Err(UsageError::Message(format!("unknown compat tool {name:?}; known: {known}")).into())
         }
     }
 }

@@ -117,7 +117,8 @@ pub fn run_pstime_compat(args: &[OsString]) -> anyhow::Result<()> {
                 err.print()?;
                 return Ok(());
             }
-            Err(super::compat::UsageError(super::compat::clap_one_line(&err, "pstime -h")).into())
+            Err(measure::UsageError::Message(super::compat::clap_one_line(&err, "pstime -h"))
+                .into())
         }
     }
 }
@@ -369,7 +370,7 @@ fn run_command(argv: &[OsString]) -> anyhow::Result<CommandRun> {
             } else {
                 "not executable (permission denied)"
             };
-            return Err(super::compat::UsageError(format!(
+            return Err(measure::UsageError::Message(format!(
                 "cannot run {:?}: {why}",
                 program.to_string_lossy()
             ))

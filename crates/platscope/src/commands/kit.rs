@@ -12,9 +12,9 @@ use membench::{slb, BenchError};
 use place::{lists, pin, Arena, ArenaSpec, MemPolicy, PageSize, PlaceError};
 use topo::Topology;
 
-use super::compat::UsageError;
 use crate::cli::parse_count;
 use crate::output::emit;
+use measure::UsageError;
 
 /// memhammer's page: it allocated and addressed 4 KiB pages.
 const PAGE: u64 = 4096;
@@ -65,16 +65,16 @@ fn positional(
 ) -> Result<Parsed<Vec<String>>, UsageError> {
     let mut out = Vec::with_capacity(args.len());
     for arg in args {
-        let text = arg
-            .to_str()
-            .ok_or_else(|| UsageError(format!("argument {arg:?} is not valid UTF-8 ({usage})")))?;
+        let text = arg.to_str().ok_or_else(|| {
+            UsageError::Message(format!("argument {arg:?} is not valid UTF-8 ({usage})"))
+        })?;
         if text == "--help" || text == "-h" {
             return Ok(Parsed::Help);
         }
         let numeric =
             text.strip_prefix('-').is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()));
         if text.starts_with('-') && text.len() > 1 && !numeric {
-            return Err(UsageError(format!(
+            return Err(UsageError::Message(format!(
                 "{tool} takes no options, got {text:?} ({usage}; --help explains)"
             )));
         }
@@ -92,16 +92,17 @@ fn no_arguments(tool: &str, args: &[OsString], help: &'static str) -> Result<boo
     match positional(tool, args, usage)? {
         Parsed::Help => Ok(false),
         Parsed::Run(a) if a.is_empty() => Ok(true),
-        Parsed::Run(a) => {
-            Err(UsageError(format!("{tool} takes no arguments, got {} ({usage})", a.join(" "))))
-        }
+        Parsed::Run(a) => Err(UsageError::Message(format!(
+            "{tool} takes no arguments, got {} ({usage})",
+            a.join(" ")
+        ))),
     }
 }
 
 /// A kit error as the binary reports it: a bad `PLATSCOPE_SLB_KEY` is a usage error.
 fn kit_error(err: KitError) -> anyhow::Error {
     if err.is_usage() {
-        UsageError(err.to_string()).into()
+        UsageError::Message(err.to_string()).into()
     } else {
         err.into()
     }
@@ -144,7 +145,7 @@ impl Hammer {
 }
 
 fn count(name: &str, text: &str, usage: &str) -> Result<u64, UsageError> {
-    parse_count(text).map_err(|why| UsageError(format!("{name} {why} ({usage})")))
+    parse_count(text).map_err(|why| UsageError::Message(format!("{name} {why} ({usage})")))
 }
 
 fn parse_memhammer(args: &[OsString]) -> Result<Parsed<Hammer>, UsageError> {
@@ -154,7 +155,7 @@ fn parse_memhammer(args: &[OsString]) -> Result<Parsed<Hammer>, UsageError> {
         Parsed::Run(args) => args,
     };
     let [pages, loops] = args.as_slice() else {
-        return Err(UsageError(format!(
+        return Err(UsageError::Message(format!(
             "memhammer takes 2 arguments, got {} ({usage})",
             args.len()
         )));
@@ -162,12 +163,12 @@ fn parse_memhammer(args: &[OsString]) -> Result<Parsed<Hammer>, UsageError> {
     let pages = count("PAGES", pages, usage)?;
     let loops = count("LOOPS", loops, usage)?;
     if pages >= 1 << 32 {
-        return Err(UsageError(format!(
+        return Err(UsageError::Message(format!(
             "PAGES {pages} is too large: at most 4294967295 pages of 4 KiB ({usage})"
         )));
     }
     let ops = pages.checked_mul(loops).ok_or_else(|| {
-        UsageError(format!(
+        UsageError::Message(format!(
             "PAGES x LOOPS ({pages} x {loops}) is more stores than a 64-bit count holds ({usage})"
         ))
     })?;
@@ -233,7 +234,7 @@ fn parse_cpu_bind(args: &[OsString]) -> Result<Parsed<(Pid, String)>, UsageError
         Parsed::Run(args) => args,
     };
     let [pid, cpu] = args.as_slice() else {
-        return Err(UsageError(format!(
+        return Err(UsageError::Message(format!(
             "cpu_bind takes 2 arguments, got {} ({usage})",
             args.len()
         )));
@@ -241,7 +242,7 @@ fn parse_cpu_bind(args: &[OsString]) -> Result<Parsed<(Pid, String)>, UsageError
     let pid = match pid.trim().parse::<libc::pid_t>() {
         Ok(p) if p > 0 => Pid(p),
         _ => {
-            return Err(UsageError(format!(
+            return Err(UsageError::Message(format!(
                 "PID {pid:?} is not a process id (a whole number of at least 1, e.g. $$ for the \
                  shell) ({usage})"
             )))
@@ -267,8 +268,10 @@ fn threads_of(pid: Pid) -> Option<Vec<libc::pid_t>> {
 }
 
 fn no_such_process(pid: Pid) -> anyhow::Error {
-    UsageError(format!("process {pid} does not exist (cpu_bind PID CPU; $$ is the shell's PID)"))
-        .into()
+    UsageError::Message(format!(
+        "process {pid} does not exist (cpu_bind PID CPU; $$ is the shell's PID)"
+    ))
+    .into()
 }
 
 /// `cpu_bind PID CPU`

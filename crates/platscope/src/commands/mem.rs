@@ -1,17 +1,20 @@
 //! `platscope mem …`: resolve placement, build plans, run membench, render.
 
 use anyhow::Context;
+use measure::metric::Step;
 use measure::stop;
+use measure::UsageError;
 use membench::latency::{self, LatencyOptions, LatencyPoint};
 use membench::layout::ChaseLayout;
+use membench::render::mem as render;
+use membench::scenarios::{policy_scenarios, scale_counts, slb_plan, spread_workers, NO_REMOTE};
 use membench::slb::{self, SlbChildRequest, SlbPlan, SlbResult, SlbWorkerSpec};
 use membench::BenchError;
-use place::{lists, pin, MemPolicy, PageSize, PlacementRequest};
+use place::{lists, pin, PageSize, PlacementRequest};
+use results::{Recorder, StoreOptions};
 use serde::Serialize;
 use topo::Topology;
 
-use super::compat::UsageError;
-use super::record::{self, Recorder, StoreOptions};
 use crate::cli::{
     LatencyArgs, MemCommand, PlacementOptions, ScaleArgs, SlbArgs, SlbWorkArgs, SlbWorkerArgs,
 };
@@ -23,7 +26,7 @@ pub fn run(command: &MemCommand, json: bool, store: &StoreOptions) -> anyhow::Re
     if let MemCommand::SlbWorker(args) = command {
         return slb_worker(args, &topology); // a child of `mem slb --processes`: the parent records
     }
-    let mut rec = Recorder::open(store, &topology)?;
+    let mut rec = super::record::recorder(store, &topology)?;
     let rec = &mut rec;
     match command {
         MemCommand::Latency(args) => latency(args, json, &topology, rec),
@@ -66,17 +69,17 @@ fn latency(
     };
     // The chase runs on one CPU: the first requested, else the one we are on now.
     let cpu = request.allowed_cpus(topology)?.first().copied().or_else(pin::current_cpu);
-    let default_size = (4 * topology.last_level_cache_bytes()).max(256 << 20);
+    let default_size = latency::default_dram_bytes(topology);
 
     if args.matrix {
         let matrix = latency::matrix(args.size.unwrap_or(default_size), &opts, topology)?;
-        let (metrics, placements) = record::latency_matrix(&matrix);
-        rec.record("mem latency --matrix", &matrix, metrics, placements, false)?;
-        return if json {
-            emit_json(&matrix)
+        if json {
+            emit_json(&matrix)?;
         } else {
-            Ok(emit(&report::mem::latency_matrix(&matrix, topology.distances.as_ref()))?)
-        };
+            emit(&render::latency_matrix(&matrix, topology.distances.as_ref()))?;
+        }
+        rec.record("mem latency --matrix", &matrix, &matrix, false)?;
+        return Ok(());
     }
 
     if args.sweep {
@@ -85,13 +88,13 @@ fn latency(
         }
         let mut points: Vec<LatencyPoint> = Vec::new();
         if !json {
-            emit(&report::mem::sweep_header())?;
+            emit(&render::sweep_header())?;
         }
         for bytes in latency::sweep_sizes(args.from, args.to) {
             match latency::measure_on(cpu, bytes, &opts, topology) {
                 Ok(point) => {
                     if !json {
-                        emit(&report::mem::sweep_row(&point, &topology.caches))?;
+                        emit(&render::sweep_row(&point, &topology.caches))?;
                     }
                     points.push(point);
                 }
@@ -105,11 +108,13 @@ fn latency(
         if stop::requested() && !json {
             emit("interrupted: the sizes above were measured\n")?;
         }
-        if !points.is_empty() {
-            let (metrics, placements) = record::latency_sweep(&points);
-            rec.record("mem latency --sweep", &points, metrics, placements, stop::requested())?;
+        if json {
+            emit_json(&points)?;
         }
-        return if json { emit_json(&points) } else { Ok(()) };
+        if !points.is_empty() {
+            rec.record("mem latency --sweep", &points, &points, stop::requested())?;
+        }
+        return Ok(());
     }
 
     let point = latency::measure_on(cpu, args.size.unwrap_or(default_size), &opts, topology)?;
@@ -125,33 +130,24 @@ fn latency(
         prefetch_check: Option<latency::PrefetchCheck>,
     }
     let out = Out { point: &point, prefetch_check: check };
-    let (metrics, placements) = record::latency_point(&point);
-    rec.record("mem latency", &out, metrics, placements, false)?;
     if json {
-        return emit_json(&out);
+        emit_json(&out)?;
+    } else {
+        let mut text = render::latency_line(&point);
+        text.push('\n');
+        match check {
+            Some(c) => text.push_str(&render::prefetch_line(&c)),
+            None => text.push_str("prefetch check skipped: the buffer fits in the caches"),
+        }
+        text.push('\n');
+        emit(&text)?;
     }
-    let mut text = report::mem::latency_line(&point);
-    text.push('\n');
-    match check {
-        Some(c) => text.push_str(&report::mem::prefetch_line(&c)),
-        None => text.push_str("prefetch check skipped: the buffer fits in the caches"),
-    }
-    text.push('\n');
-    Ok(emit(&text)?)
-}
-
-/// `count` workers pinned round-robin over `cpus`, all with `policy`.
-pub(crate) fn spread_workers(count: u64, cpus: &[u32], policy: &MemPolicy) -> Vec<SlbWorkerSpec> {
-    (0..count as usize)
-        .map(|i| SlbWorkerSpec {
-            cpu: cpus.get(i % cpus.len().max(1)).copied(),
-            policy: policy.clone(),
-        })
-        .collect()
+    rec.record("mem latency", &out, &point, false)?;
+    Ok(())
 }
 
 fn plan(work: &SlbWorkArgs, page: PageSize, workers: Vec<SlbWorkerSpec>) -> SlbPlan {
-    SlbPlan { pages: work.pages, loops: work.loops, page, workers, seed: 0x51B }
+    slb_plan(work.pages, work.loops, page, workers)
 }
 
 fn slb(args: &SlbArgs, json: bool, topology: &Topology, rec: &mut Recorder) -> anyhow::Result<()> {
@@ -175,14 +171,14 @@ fn slb(args: &SlbArgs, json: bool, topology: &Topology, rec: &mut Recorder) -> a
     } else {
         slb::run(&plan, topology)?
     };
-    let (metrics, placements) = record::slb(&result, "");
-    let name = if args.processes { "mem slb --processes" } else { "mem slb" };
-    rec.record(name, &result, metrics, placements, result.interrupted)?;
     if json {
-        emit_json(&result)
+        emit_json(&result)?;
     } else {
-        Ok(emit(&report::mem::slb_text(&result))?)
+        emit(&render::slb_text(&result))?;
     }
+    let name = if args.processes { "mem slb --processes" } else { "mem slb" };
+    rec.record(name, &result, &result, result.interrupted)?;
+    Ok(())
 }
 
 /// The command line of one `mem slb --processes` worker: this binary's hidden `mem slb-worker`.
@@ -196,7 +192,7 @@ fn worker_process(request: &SlbChildRequest) -> std::io::Result<std::process::Co
 /// `mem slb-worker REQUEST`: a worker process; prints its result as one JSON line.
 fn slb_worker(args: &SlbWorkerArgs, topology: &Topology) -> anyhow::Result<()> {
     let request: SlbChildRequest = serde_json::from_str(&args.request)
-        .map_err(|e| UsageError(format!("slb-worker: unreadable request ({e})")))?;
+        .map_err(|e| UsageError::Message(format!("slb-worker: unreadable request ({e})")))?;
     let result = slb::run_child(&request, topology)?;
     Ok(emit(&format!("{}\n", serde_json::to_string(&result)?))?)
 }
@@ -213,7 +209,7 @@ fn scale(
     let work = SlbWorkArgs { pages: args.pages, loops: args.loops, workers: None, page: args.page };
     let mut results: Vec<SlbResult> = Vec::new();
     if !json {
-        emit(&report::mem::scale_header())?;
+        emit(&render::scale_header())?;
     }
     for count in counts {
         let result = match slb::run(
@@ -226,7 +222,7 @@ fn scale(
         };
         let baseline = results.first().unwrap_or(&result).summary().median_ns;
         if !json {
-            emit(&report::mem::scale_row(result.workers.len(), &result.summary(), baseline))?;
+            emit(&render::scale_row(result.workers.len(), &result.summary(), baseline))?;
         }
         let stop = result.interrupted;
         results.push(result);
@@ -237,60 +233,13 @@ fn scale(
             break;
         }
     }
-    let mut metrics = Vec::new();
-    let mut placements = Vec::new();
-    for r in &results {
-        let (m, p) = record::slb(r, &format!("{} workers: ", r.workers.len()));
-        metrics.extend(m);
-        placements.extend(p);
-    }
-    rec.record("mem scale", &results, metrics, placements, stop::requested())?;
     if json {
         emit_json(&results)?;
     }
+    let steps: Vec<Step<'_, SlbResult>> =
+        results.iter().map(|r| Step::new("workers", r.workers.len(), r)).collect();
+    rec.record("mem scale", &results, &steps, stop::requested())?;
     Ok(())
-}
-
-/// Worker counts for a scaling run: 1, 2, 4 … and the CPU count itself.
-pub(crate) fn scale_counts(cpus: usize) -> Vec<u64> {
-    std::iter::successors(Some(1u64), |n| Some(n * 2))
-        .take_while(|&n| n <= cpus as u64)
-        .chain((!cpus.is_power_of_two() && cpus > 0).then_some(cpus as u64))
-        .collect()
-}
-
-/// The node farthest from `node` by SLIT distance (another node), if there is one.
-fn farthest_node(node: u32, memory_nodes: &[u32], topology: &Topology) -> Option<u32> {
-    memory_nodes
-        .iter()
-        .copied()
-        .filter(|&m| m != node)
-        .max_by_key(|&m| topology.distances.as_ref().and_then(|d| d.get(node, m)).unwrap_or(0))
-}
-
-/// Why the remote scenario cannot run on a machine whose only memory is local.
-pub(crate) const NO_REMOTE: &str = "skipped: every worker's node is the only node with memory";
-
-/// A named placement scenario's workers, `None` where the machine cannot do it.
-pub(crate) type Scenario = (&'static str, Option<Vec<SlbWorkerSpec>>);
-
-/// The SLB placement scenarios: local, interleave over all memory nodes, and remote (each
-/// worker's memory on the node farthest from it), `None` where impossible.
-pub(crate) fn policy_scenarios(count: u64, topology: &Topology) -> anyhow::Result<Vec<Scenario>> {
-    let cpus =
-        PlacementRequest { cpus: None, policy: MemPolicy::Inherit }.allowed_cpus(topology)?;
-    let memory_nodes = topology.nodes_with_memory();
-    let local = spread_workers(count, &cpus, &MemPolicy::Local);
-    let interleave = spread_workers(count, &cpus, &MemPolicy::Interleave(memory_nodes.clone()));
-    let remote: Option<Vec<SlbWorkerSpec>> = local
-        .iter()
-        .map(|w| {
-            let node = w.cpu.and_then(|c| topology.node_of_cpu(c))?;
-            let far = farthest_node(node, &memory_nodes, topology)?;
-            Some(SlbWorkerSpec { cpu: w.cpu, policy: MemPolicy::Bind(vec![far]) })
-        })
-        .collect();
-    Ok(vec![("local", Some(local)), ("interleave", Some(interleave)), ("remote", remote)])
 }
 
 fn compare_policies(
@@ -309,7 +258,7 @@ fn compare_policies(
     }
     let mut rows = Vec::new();
     if !json {
-        emit(&report::mem::compare_header())?;
+        emit(&render::compare_header())?;
     }
     for (name, workers) in scenarios {
         if stop::requested() {
@@ -321,23 +270,18 @@ fn compare_policies(
             None => None,
         };
         if !json {
-            emit(&report::mem::compare_row(name, result.as_ref(), &why_not))?;
+            emit(&render::compare_row(name, result.as_ref(), &why_not))?;
         }
         let skipped = result.is_none().then_some(why_not);
         rows.push(Row { policy: name, result, skipped });
     }
-    let mut metrics = Vec::new();
-    let mut placements = Vec::new();
-    for row in &rows {
-        if let Some(r) = &row.result {
-            let (m, p) = record::slb(r, &format!("{}: ", row.policy));
-            metrics.extend(m);
-            placements.extend(p);
-        }
-    }
-    rec.record("mem compare-policies", &rows, metrics, placements, stop::requested())?;
     if json {
         emit_json(&rows)?;
     }
+    let steps: Vec<Step<'_, SlbResult>> = rows
+        .iter()
+        .filter_map(|row| row.result.as_ref().map(|r| Step::new("policy", row.policy, r)))
+        .collect();
+    rec.record("mem compare-policies", &rows, &steps, stop::requested())?;
     Ok(())
 }

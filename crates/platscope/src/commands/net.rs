@@ -213,7 +213,8 @@ pub fn run_nicstat(args: &[OsString]) -> anyhow::Result<()> {
                 err.print()?;
                 return Ok(());
             }
-            Err(super::compat::UsageError(super::compat::clap_one_line(&err, "nicstat -h")).into())
+            Err(measure::UsageError::Message(super::compat::clap_one_line(&err, "nicstat -h"))
+                .into())
         }
     }
 }

@@ -15,8 +15,8 @@ use place::{lists, pin, MemPolicy};
 use serde::Serialize;
 use topo::Topology;
 
-use super::record::{self, Recorder, StoreOptions};
 use crate::output::{emit, emit_json};
+use results::StoreOptions;
 
 #[derive(Debug, Args)]
 pub struct PagecacheArgs {
@@ -67,7 +67,7 @@ struct FilesFailed {
 
 pub fn run(args: &PagecacheArgs, json: bool, store: &StoreOptions) -> anyhow::Result<()> {
     let topology = Topology::detect().context("reading the topology")?;
-    let mut rec = Recorder::open(store, &topology)?;
+    let mut rec = super::record::recorder(store, &topology)?;
     let policy = match (&args.interleave, &args.membind) {
         (Some(list), _) => MemPolicy::Interleave(lists::parse_memory_nodes(list, &topology)?),
         (_, Some(list)) => MemPolicy::Bind(lists::parse_memory_nodes(list, &topology)?),
@@ -95,7 +95,7 @@ pub fn run(args: &PagecacheArgs, json: bool, store: &StoreOptions) -> anyhow::Re
             Ok(report) => {
                 if !json {
                     let sep = if first { "" } else { "\n" };
-                    emit(&format!("{sep}{}", report::pagecache::file_text(&report)))?;
+                    emit(&format!("{sep}{}", place::render_pagecache::file_text(&report)))?;
                     first = false;
                 }
                 entries.push(Entry {
@@ -120,12 +120,13 @@ pub fn run(args: &PagecacheArgs, json: bool, store: &StoreOptions) -> anyhow::Re
             }
         }
     }
-    let (metrics, placements) = record::pagecache(entries.iter().filter_map(|e| e.result.as_ref()));
-    if !placements.is_empty() {
-        rec.record("pagecache", &entries, metrics, placements, stop::requested())?;
-    }
     if json {
         emit_json(&entries)?;
+    }
+    let measured: Vec<&place::pagecache::FileReport> =
+        entries.iter().filter_map(|e| e.result.as_ref()).collect();
+    if !measured.is_empty() {
+        rec.record("pagecache", &entries, &measured, stop::requested())?;
     }
     match pending {
         None => Ok(()),

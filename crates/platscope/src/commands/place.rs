@@ -26,6 +26,6 @@ pub fn run(args: &PlaceArgs, json: bool) -> anyhow::Result<()> {
     if json {
         emit_json(&PlaceResult { request: &request, touched_from_cpu, placement })
     } else {
-        Ok(emit(&report::placement_text(&placement, touched_from_cpu))?)
+        Ok(emit(&place::placement_text(&placement, touched_from_cpu))?)
     }
 }

@@ -7,8 +7,8 @@ use membench::timers::{measure_all, TimerOptions};
 
 use anyhow::Context;
 
-use super::record::{Recorder, StoreOptions};
 use crate::output::{emit, emit_json};
+use results::StoreOptions;
 
 #[derive(Debug, Args)]
 pub struct TimerArgs {
@@ -20,22 +20,18 @@ pub struct TimerArgs {
 
 pub fn run(args: &TimerArgs, json: bool, store: &StoreOptions) -> anyhow::Result<()> {
     let topology = topo::Topology::detect().context("reading the topology")?;
-    let mut rec = Recorder::open(store, &topology)?;
+    let mut rec = super::record::recorder(store, &topology)?;
     stop::install();
     let opts = TimerOptions { batches: args.batches as usize, ..TimerOptions::default() };
     let report = measure_all(&opts);
     if report.timers.is_empty() && report.interrupted {
         return Err(membench::BenchError::Interrupted.into());
     }
-    let metrics = report
-        .timers
-        .iter()
-        .map(|t| results::Metric::new(format!("{} per call", t.name), "ns", t.ns.values.clone()))
-        .collect();
-    rec.record("timer", &report, metrics, Vec::new(), report.interrupted)?;
     if json {
-        emit_json(&report)
+        emit_json(&report)?;
     } else {
-        Ok(emit(&report::timer::timer_text(&report))?)
+        emit(&membench::render::timer::timer_text(&report))?;
     }
+    rec.record("timer", &report, &report, report.interrupted)?;
+    Ok(())
 }

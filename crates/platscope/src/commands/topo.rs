@@ -8,8 +8,8 @@ pub fn run(args: &TopoArgs, json: bool) -> anyhow::Result<()> {
     if json {
         emit_json(&topology)
     } else if args.hardware {
-        Ok(emit(&report::numactl_hardware(&topology))?)
+        Ok(emit(&topo::numactl_hardware(&topology))?)
     } else {
-        Ok(emit(&report::topology_text(&topology))?)
+        Ok(emit(&topo::topology_text(&topology))?)
     }
 }

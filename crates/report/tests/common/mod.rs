@@ -245,6 +245,7 @@ pub fn sample() -> ReportData {
                     .collect()
             })
             .collect(),
+        interrupted: false,
     };
     let cpus = [0, 2, 1, 3];
     let scaling = Scaling {

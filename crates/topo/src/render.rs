@@ -2,8 +2,8 @@
 
 use std::fmt::Write as _;
 
-use topo::units::format_bytes;
-use topo::{idlist, Topology};
+use crate::units::format_bytes;
+use crate::{idlist, Topology};
 
 /// `numactl --hardware`'s exact layout: node count and ids, CPUs, size and free in MB
 /// (2^20 bytes, truncated), and the distance table.

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use place::Placement;
+use crate::Placement;
 use topo::units::format_bytes;
 
 /// Requested versus actual placement: one line of what was asked, a row per node.

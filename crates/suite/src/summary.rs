@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use topo::units::format_bytes;
 
-use crate::html::ReportData;
+use report::html::ReportData;
 
 /// Headline figures from a report run; the caller appends the report's path.
 pub fn summary_text(d: &ReportData) -> String {

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use place::pagecache::{Backing, EvictResult, FileReport, LoadResult, NodeRead, Residency};
+use crate::pagecache::{Backing, EvictResult, FileReport, LoadResult, NodeRead, Residency};
 use topo::units::format_bytes;
 
 /// The whole report for one file.
@@ -148,7 +148,7 @@ pub fn reads_text(reads: &[NodeRead], home: Option<u32>, r: &Residency) -> Strin
             let _ = writeln!(
                 out,
                 "  warning: only {:.1}% of the file was cached before reading from node {}: its first pass read the rest from disk and cached it near node {}",
-                place::pagecache::percent(n.read.resident_before, n.read.pages),
+                crate::pagecache::percent(n.read.resident_before, n.read.pages),
                 n.node,
                 n.node
             );
@@ -164,8 +164,8 @@ pub fn reads_text(reads: &[NodeRead], home: Option<u32>, r: &Residency) -> Strin
 #[cfg(test)]
 mod tests {
     use super::*;
-    use place::pagecache::{node_shares, percent, ReadPass, ReadResult};
-    use place::{MemPolicy, NodePages};
+    use crate::pagecache::{node_shares, percent, ReadPass, ReadResult};
+    use crate::{MemPolicy, NodePages};
 
     fn residency() -> Residency {
         Residency {

@@ -2,8 +2,8 @@
 
 use std::fmt::Write as _;
 
-use membench::latency::{LatencyMatrix, LatencyPoint, PrefetchCheck, PREFETCH_RATIO};
-use membench::slb::{SlbResult, SlbSummary};
+use crate::latency::{LatencyMatrix, LatencyPoint, PrefetchCheck, PREFETCH_RATIO};
+use crate::slb::{SlbResult, SlbSummary};
 use place::Placement;
 use topo::units::format_bytes;
 use topo::{Cache, Distances};

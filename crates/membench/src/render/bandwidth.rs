@@ -2,9 +2,9 @@
 
 use std::fmt::Write as _;
 
-use membench::bandwidth::{BandwidthMatrix, BandwidthResult, Scaling};
-use membench::loaded::LoadedCurve;
-use membench::thread_read::ThreadRead;
+use crate::bandwidth::{BandwidthMatrix, BandwidthResult, Scaling};
+use crate::loaded::LoadedCurve;
+use crate::thread_read::ThreadRead;
 use place::Placement;
 use topo::units::format_bytes;
 

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use membench::timers::{CallPath, PathMethod, TimerKind, TimerReport, TimerResult};
+use crate::timers::{CallPath, PathMethod, TimerKind, TimerReport, TimerResult};
 
 fn path_word(t: &TimerResult) -> String {
     match t.path {
@@ -147,8 +147,8 @@ pub fn timer_text(r: &TimerReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::timers::{ChosenClock, Clock, ClockChoice, CounterInfo, ReportedHz, TscFlags};
     use measure::summary::summarize;
-    use membench::timers::{ChosenClock, Clock, ClockChoice, CounterInfo, ReportedHz, TscFlags};
 
     fn t(kind: TimerKind, ns: f64, path: CallPath, res: Option<u64>) -> TimerResult {
         TimerResult {

@@ -1,0 +1,207 @@
+//! What each memory benchmark measured, as labelled metrics ([`measure::ToMetrics`]) with the
+//! placement of every worker — the form the results store, comparisons and exporters use.
+//!
+//! Names and labels are stable: a comparison across platscope versions matches on them.
+//! `results` maps runs recorded before labelled metrics onto the same names and labels.
+
+use measure::{Metric, ToMetrics, Unit, WorkerPlacement};
+use topo::units::format_bytes;
+
+use crate::bandwidth::{BandwidthMatrix, BandwidthResult, Scaling};
+use crate::latency::{LatencyMatrix, LatencyPoint};
+use crate::loaded::LoadedCurve;
+use crate::slb::SlbResult;
+use crate::timers::TimerReport;
+
+/// Idle latency of a dependent-load chase.
+pub const LATENCY: &str = "mem_latency";
+/// Aggregate bandwidth of all threads.
+pub const BANDWIDTH: &str = "mem_bandwidth";
+/// One thread's bandwidth.
+pub const THREAD_BANDWIDTH: &str = "mem_bandwidth_thread";
+/// Chase latency while load threads run.
+pub const LOADED_LATENCY: &str = "mem_loaded_latency";
+/// Bandwidth the load threads achieved at that point.
+pub const LOAD_BANDWIDTH: &str = "mem_load_bandwidth";
+/// One SLB worker's nanoseconds per store.
+pub const SLB_NS_PER_OP: &str = "slb_ns_per_op";
+/// What one call of a timer costs.
+pub const TIMER_COST: &str = "timer_cost";
+
+fn cpu_label(cpu: Option<u32>) -> String {
+    cpu.map_or("?".to_string(), |c| c.to_string())
+}
+
+impl ToMetrics for LatencyPoint {
+    fn to_metrics(&self) -> Vec<Metric> {
+        vec![Metric::new(LATENCY, Unit::Nanoseconds, self.ns.values.clone())
+            .label("size", format_bytes(self.bytes))]
+    }
+
+    fn placements(&self) -> Vec<WorkerPlacement> {
+        let worker = format!("cpu {}", cpu_label(self.cpu));
+        vec![WorkerPlacement::new(worker, &self.placement.requested, &self.placement)]
+    }
+}
+
+impl LatencyMatrix {
+    fn cells(&self) -> impl Iterator<Item = (u32, u32, &LatencyPoint)> {
+        self.cpu_nodes.iter().zip(&self.cells).flat_map(|(&from, row)| {
+            self.memory_nodes.iter().zip(row).map(move |(&to, cell)| (from, to, cell))
+        })
+    }
+}
+
+impl ToMetrics for LatencyMatrix {
+    fn to_metrics(&self) -> Vec<Metric> {
+        self.cells()
+            .map(|(from, to, cell)| {
+                Metric::new(LATENCY, Unit::Nanoseconds, cell.ns.values.clone())
+                    .label("cpu_node", from)
+                    .label("mem_node", to)
+            })
+            .collect()
+    }
+
+    fn placements(&self) -> Vec<WorkerPlacement> {
+        self.cells()
+            .map(|(from, to, cell)| {
+                let worker = format!("node {from} to node {to}");
+                WorkerPlacement::new(worker, &cell.placement.requested, &cell.placement)
+            })
+            .collect()
+    }
+}
+
+impl BandwidthResult {
+    /// The aggregate figure alone, labelled by kernel and ISA.
+    fn aggregate_metric(&self) -> Metric {
+        Metric::new(BANDWIDTH, Unit::GigabytesPerSecond, self.aggregate_gbs.values.clone())
+            .label("kernel", self.kernel)
+            .label("isa", self.isa)
+    }
+
+    fn thread_placements(&self, prefix: &str) -> Vec<WorkerPlacement> {
+        self.threads
+            .iter()
+            .map(|t| {
+                let requested = t.placements.first().map(|p| &p.requested);
+                let worker = format!("{prefix}cpu {}", cpu_label(t.cpu));
+                WorkerPlacement::new(worker, &requested, &t.placements)
+            })
+            .collect()
+    }
+}
+
+impl ToMetrics for BandwidthResult {
+    fn to_metrics(&self) -> Vec<Metric> {
+        let threads = self.threads.iter().map(|t| {
+            Metric::new(THREAD_BANDWIDTH, Unit::GigabytesPerSecond, t.gbs.values.clone())
+                .label("kernel", self.kernel)
+                .label("cpu", cpu_label(t.cpu))
+        });
+        std::iter::once(self.aggregate_metric()).chain(threads).collect()
+    }
+
+    fn placements(&self) -> Vec<WorkerPlacement> {
+        self.thread_placements("")
+    }
+}
+
+impl ToMetrics for BandwidthMatrix {
+    fn to_metrics(&self) -> Vec<Metric> {
+        let mut out = Vec::new();
+        for (from, row) in self.cpu_nodes.iter().zip(&self.cells) {
+            for (to, cell) in self.memory_nodes.iter().zip(row) {
+                out.push(cell.aggregate_metric().label("cpu_node", from).label("mem_node", to));
+            }
+        }
+        out
+    }
+
+    fn placements(&self) -> Vec<WorkerPlacement> {
+        let mut out = Vec::new();
+        for (from, row) in self.cpu_nodes.iter().zip(&self.cells) {
+            for (to, cell) in self.memory_nodes.iter().zip(row) {
+                out.extend(cell.thread_placements(&format!("node {from} to node {to}: ")));
+            }
+        }
+        out
+    }
+}
+
+impl ToMetrics for Scaling {
+    fn to_metrics(&self) -> Vec<Metric> {
+        self.steps.iter().map(|s| s.aggregate_metric().label("threads", s.threads.len())).collect()
+    }
+
+    fn placements(&self) -> Vec<WorkerPlacement> {
+        let prefix = |s: &BandwidthResult| format!("{} threads: ", s.threads.len());
+        self.steps.iter().flat_map(|s| s.thread_placements(&prefix(s))).collect()
+    }
+}
+
+impl ToMetrics for LoadedCurve {
+    fn to_metrics(&self) -> Vec<Metric> {
+        let mut out = Vec::new();
+        for p in &self.points {
+            let delay = p.delay_cycles.map_or("idle".to_string(), |d| d.to_string());
+            out.push(
+                Metric::new(LOADED_LATENCY, Unit::Nanoseconds, p.latency_ns.values.clone())
+                    .label("delay", &delay),
+            );
+            out.push(
+                Metric::new(LOAD_BANDWIDTH, Unit::GigabytesPerSecond, vec![p.load_gbs])
+                    .label("delay", &delay),
+            );
+        }
+        out
+    }
+
+    fn placements(&self) -> Vec<WorkerPlacement> {
+        let chase = WorkerPlacement::new(
+            format!("chase cpu {}", self.chase_cpu),
+            &self.chase_placement.requested,
+            &self.chase_placement,
+        );
+        let loads = self.load_cpus.iter().zip(&self.load_placements).map(|(cpu, p)| {
+            WorkerPlacement::new(format!("load cpu {cpu}"), &p.first().map(|p| &p.requested), p)
+        });
+        std::iter::once(chase).chain(loads).collect()
+    }
+}
+
+impl ToMetrics for SlbResult {
+    fn to_metrics(&self) -> Vec<Metric> {
+        self.workers
+            .iter()
+            .map(|w| {
+                let values =
+                    w.batches.as_ref().map_or_else(|| vec![w.ns_per_op()], |b| b.values.clone());
+                Metric::new(SLB_NS_PER_OP, Unit::Nanoseconds, values).label("worker", w.worker)
+            })
+            .collect()
+    }
+
+    fn placements(&self) -> Vec<WorkerPlacement> {
+        self.workers
+            .iter()
+            .map(|w| {
+                let worker = format!("worker {} cpu {}", w.worker, cpu_label(w.cpu));
+                WorkerPlacement::new(worker, &w.placement.requested, &w.placement)
+            })
+            .collect()
+    }
+}
+
+impl ToMetrics for TimerReport {
+    fn to_metrics(&self) -> Vec<Metric> {
+        self.timers
+            .iter()
+            .map(|t| {
+                Metric::new(TIMER_COST, Unit::Nanoseconds, t.ns.values.clone())
+                    .label("timer", &t.name)
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,97 @@
+//! Experiments built from the SLB: how many workers, spread over which CPUs, with their memory
+//! where. Pure (topology in, worker specs out), so they are tested on synthetic topologies.
+
+use place::{MemPolicy, PageSize, PlacementRequest};
+use topo::Topology;
+
+use crate::slb::{SlbPlan, SlbWorkerSpec};
+
+/// `count` workers pinned round-robin over `cpus`, all with `policy`.
+pub fn spread_workers(count: u64, cpus: &[u32], policy: &MemPolicy) -> Vec<SlbWorkerSpec> {
+    (0..count as usize)
+        .map(|i| SlbWorkerSpec {
+            cpu: cpus.get(i % cpus.len().max(1)).copied(),
+            policy: policy.clone(),
+        })
+        .collect()
+}
+
+/// An SLB plan with the seed's generator seed.
+pub fn slb_plan(pages: u64, loops: u64, page: PageSize, workers: Vec<SlbWorkerSpec>) -> SlbPlan {
+    SlbPlan { pages, loops, page, workers, seed: 0x51B }
+}
+
+/// Worker counts for a scaling run: 1, 2, 4 … and the CPU count itself.
+pub fn scale_counts(cpus: usize) -> Vec<u64> {
+    std::iter::successors(Some(1u64), |n| Some(n * 2))
+        .take_while(|&n| n <= cpus as u64)
+        .chain((!cpus.is_power_of_two() && cpus > 0).then_some(cpus as u64))
+        .collect()
+}
+
+/// The node farthest from `node` by SLIT distance (another node), if there is one.
+pub fn farthest_node(node: u32, memory_nodes: &[u32], topology: &Topology) -> Option<u32> {
+    memory_nodes
+        .iter()
+        .copied()
+        .filter(|&m| m != node)
+        .max_by_key(|&m| topology.distances.as_ref().and_then(|d| d.get(node, m)).unwrap_or(0))
+}
+
+/// Why the remote scenario cannot run on a machine whose only memory is local.
+pub const NO_REMOTE: &str = "skipped: every worker's node is the only node with memory";
+
+/// A named placement scenario's workers, `None` where the machine cannot do it.
+pub type Scenario = (&'static str, Option<Vec<SlbWorkerSpec>>);
+
+/// The SLB placement scenarios: local, interleave over all memory nodes, and remote (each
+/// worker's memory on the node farthest from it), `None` where impossible.
+pub fn policy_scenarios(
+    count: u64,
+    topology: &Topology,
+) -> Result<Vec<Scenario>, place::PlaceError> {
+    let cpus =
+        PlacementRequest { cpus: None, policy: MemPolicy::Inherit }.allowed_cpus(topology)?;
+    let memory_nodes = topology.nodes_with_memory();
+    let local = spread_workers(count, &cpus, &MemPolicy::Local);
+    let interleave = spread_workers(count, &cpus, &MemPolicy::Interleave(memory_nodes.clone()));
+    let remote: Option<Vec<SlbWorkerSpec>> = local
+        .iter()
+        .map(|w| {
+            let node = w.cpu.and_then(|c| topology.node_of_cpu(c))?;
+            let far = farthest_node(node, &memory_nodes, topology)?;
+            Some(SlbWorkerSpec { cpu: w.cpu, policy: MemPolicy::Bind(vec![far]) })
+        })
+        .collect();
+    Ok(vec![("local", Some(local)), ("interleave", Some(interleave)), ("remote", remote)])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_double_then_end_at_the_cpu_count() {
+        assert_eq!(scale_counts(1), vec![1]);
+        assert_eq!(scale_counts(2), vec![1, 2]);
+        assert_eq!(scale_counts(6), vec![1, 2, 4, 6]);
+        assert_eq!(scale_counts(8), vec![1, 2, 4, 8]);
+    }
+
+    #[test]
+    fn remote_is_the_farthest_node_and_absent_on_one_node() {
+        let two =
+            Topology::from_synthetic("pack:2 [numa(memory=1GiB)] core:1 pu:1").expect("2 nodes");
+        let scenarios = policy_scenarios(2, &two).expect("scenarios");
+        let remote = scenarios[2].1.as_ref().expect("two nodes have a remote scenario");
+        for w in remote {
+            let node = w.cpu.and_then(|c| two.node_of_cpu(c)).expect("pinned to a node");
+            assert_eq!(w.policy, MemPolicy::Bind(vec![1 - node]));
+        }
+        let one =
+            Topology::from_synthetic("pack:1 [numa(memory=1GiB)] core:2 pu:1").expect("1 node");
+        assert!(policy_scenarios(2, &one).expect("scenarios")[2].1.is_none());
+        let spread = spread_workers(3, &[4, 5], &MemPolicy::Local);
+        assert_eq!(spread.iter().map(|w| w.cpu).collect::<Vec<_>>(), [Some(4), Some(5), Some(4)]);
+    }
+}

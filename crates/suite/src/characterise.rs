@@ -1,0 +1,339 @@
+//! `platscope report`: the machine's characterisation, step by step. Each step's budget (sizes,
+//! durations, delays) depends on the mode; each finished step is recorded at once, so an
+//! interruption or a later failure loses nothing already measured.
+
+use std::time::Duration;
+
+use measure::metric::Step;
+use measure::progress::Steps;
+use measure::{stop, Metric};
+use membench::bandwidth::{self, BandwidthOptions};
+use membench::kernels::bandwidth::{Isa, Kernel};
+use membench::latency::{self, LatencyOptions};
+use membench::loaded::{self, LoadMix, LoadedOptions};
+use membench::scenarios::{policy_scenarios, scale_counts, slb_plan, spread_workers, NO_REMOTE};
+use membench::slb;
+use membench::BenchError;
+use place::{MemPolicy, PageSize, PlacementRequest};
+use report::html::ReportData;
+use results::Recorder;
+use topo::Topology;
+
+use crate::SuiteError;
+
+/// The command name the whole report's data is recorded under (see [`crate::from_db`]).
+pub const REPORT_COMMAND: &str = "report";
+
+/// How thorough the report is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// About two minutes on a small machine.
+    Quick,
+    /// Longer and more precise: sweep to 1 GiB, more samples per figure.
+    Full,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Quick => "quick",
+            Mode::Full => "full",
+        }
+    }
+}
+
+/// How long and how large each step is, by mode.
+#[derive(Debug, Clone)]
+pub struct Budget {
+    pub sweep_to: u64,
+    pub sweep: Duration,
+    pub matrix_bytes: u64,
+    pub matrix: Duration,
+    pub bandwidth: Duration,
+    pub bandwidth_rounds: u32,
+    pub loaded_delays: Vec<u64>,
+    pub loaded: Duration,
+    pub slb_pages: u64,
+    pub slb_loops: u64,
+}
+
+impl Budget {
+    pub fn new(mode: Mode, topology: &Topology) -> Self {
+        let dram = latency::default_dram_bytes(topology);
+        match mode {
+            Mode::Full => Budget {
+                sweep_to: 1 << 30,
+                sweep: Duration::from_millis(300),
+                matrix_bytes: dram.max(1 << 30),
+                matrix: Duration::from_millis(500),
+                bandwidth: Duration::from_millis(2000),
+                bandwidth_rounds: bandwidth::DEFAULT_ROUNDS,
+                loaded_delays: loaded::DEFAULT_DELAYS.to_vec(),
+                loaded: Duration::from_millis(500),
+                slb_pages: 262_144,
+                slb_loops: 100,
+            },
+            Mode::Quick => Budget {
+                sweep_to: dram,
+                sweep: Duration::from_millis(100),
+                matrix_bytes: dram,
+                matrix: Duration::from_millis(150),
+                bandwidth: Duration::from_millis(500),
+                bandwidth_rounds: bandwidth::DEFAULT_ROUNDS,
+                loaded_delays: vec![0, 200, 800, 3200, 12800, 51200],
+                loaded: Duration::from_millis(150),
+                slb_pages: 65_536,
+                slb_loops: 60,
+            },
+        }
+    }
+}
+
+/// Runs every step and returns the page's data; `version` is the binary's version line.
+pub fn run(
+    mode: Mode,
+    topology: &Topology,
+    rec: &mut Recorder,
+    version: &str,
+) -> Result<ReportData, SuiteError> {
+    let budget = Budget::new(mode, topology);
+    let cpus =
+        PlacementRequest { cpus: None, policy: MemPolicy::Inherit }.allowed_cpus(topology)?;
+    let first_cpu = cpus.first().copied();
+    let nodes = topology.nodes_with_memory().len() as f64;
+    let cpu_nodes = topology.nodes.iter().filter(|n| !n.cpus.is_empty()).count() as f64;
+    let n = cpus.len() as f64;
+    let factor = if mode == Mode::Full { 3.0 } else { 1.0 };
+    let progress = Steps::new(&[
+        ("latency by working-set size", 12.0 * factor),
+        ("prefetch self-check", 2.0 * factor),
+        ("node×node latency", 1.5 * nodes * cpu_nodes * factor),
+        ("node×node bandwidth", 1.5 * nodes * cpu_nodes * factor),
+        ("bandwidth by thread count", 1.5 * n * factor),
+        ("loaded latency", (budget.loaded_delays.len() as f64 + 1.0) * 0.5 * factor),
+        ("SLB by worker count", 2.0 * n * factor),
+        ("SLB under local, interleaved and remote memory", 6.0 * factor),
+    ]);
+
+    let mut data = ReportData {
+        mode: mode.name().into(),
+        generated_at: measure::time::utc_now_rfc3339(),
+        version: version.to_string(),
+        topology: topology.clone(),
+        latency_sweep: Vec::new(),
+        sweep_cpu: first_cpu,
+        prefetch_check: None,
+        latency_matrix: None,
+        bandwidth_matrix: None,
+        bandwidth_scaling: None,
+        loaded_latency: None,
+        slb_scaling: Vec::new(),
+        slb_policies: Vec::new(),
+        stored_runs: Vec::new(),
+        database: rec.database(),
+        notes: Vec::new(),
+    };
+    let note = |data: &mut ReportData, step: &str, err: &dyn std::fmt::Display| {
+        data.notes.push(format!("{step}: not measured ({err})"));
+    };
+    let latency_opts = LatencyOptions { duration: budget.sweep, ..LatencyOptions::default() };
+    // Measure the core clock first: it also wakes the core from any idle state before the
+    // smallest (cache-resident) sizes, which would otherwise absorb the ramp-up.
+    measure::core_clock::core_ghz();
+
+    // 1. Latency by size.
+    progress.begin(0);
+    for bytes in latency::sweep_sizes(16 << 10, budget.sweep_to) {
+        match latency::measure_on(first_cpu, bytes, &latency_opts, topology) {
+            Ok(p) => data.latency_sweep.push(p),
+            Err(BenchError::Interrupted) => break,
+            Err(e) => {
+                note(&mut data, &format!("latency at {bytes} bytes"), &e);
+                break;
+            }
+        }
+        if stop::requested() {
+            break;
+        }
+    }
+    if !data.latency_sweep.is_empty() {
+        let sweep = &data.latency_sweep;
+        if let Some(id) = rec.record("report: latency by size", sweep, sweep, stop::requested())? {
+            data.stored_runs.push(("latency by size".into(), id));
+        }
+    }
+
+    // 2. Prefetch self-check on the largest size.
+    if !stop::requested() {
+        progress.begin(1);
+        if let Some(last) = data.latency_sweep.last() {
+            match latency::prefetch_check(first_cpu, last, &latency_opts, topology) {
+                Ok(c) => data.prefetch_check = Some(c),
+                Err(e) => note(&mut data, "prefetch self-check", &e),
+            }
+        }
+    }
+
+    // 3. Node×node latency.
+    if !stop::requested() {
+        progress.begin(2);
+        let opts = LatencyOptions { duration: budget.matrix, ..LatencyOptions::default() };
+        match latency::matrix(budget.matrix_bytes, &opts, topology) {
+            Ok(m) => {
+                if let Some(id) = rec.record("report: latency matrix", &m, &m, false)? {
+                    data.stored_runs.push(("node×node latency".into(), id));
+                }
+                data.latency_matrix = Some(m);
+            }
+            Err(e) => note(&mut data, "node×node latency", &e),
+        }
+    }
+
+    let bw_opts = |threads: usize| BandwidthOptions {
+        kernel: Kernel::Read,
+        isa: Isa::best(),
+        bytes_per_thread: bandwidth::default_bytes_per_thread(topology, threads),
+        page: PageSize::Base,
+        duration: budget.bandwidth,
+        rounds: budget.bandwidth_rounds,
+    };
+
+    // 4. Node×node bandwidth, all of a node's CPUs reading.
+    if !stop::requested() {
+        progress.begin(3);
+        let per_node = topology.nodes.iter().map(|n| n.cpus.len()).max().unwrap_or(1);
+        match bandwidth::matrix(per_node, &bw_opts(per_node), topology) {
+            Ok(m) => {
+                let interrupted = m.interrupted;
+                if let Some(id) = rec.record("report: bandwidth matrix", &m, &m, interrupted)? {
+                    data.stored_runs.push(("node×node bandwidth".into(), id));
+                }
+                data.bandwidth_matrix = Some(m);
+            }
+            Err(e) => note(&mut data, "node×node bandwidth", &e),
+        }
+    }
+
+    // 5. Bandwidth by thread count.
+    if !stop::requested() {
+        progress.begin(4);
+        match bandwidth::scale(&cpus, &MemPolicy::Inherit, &bw_opts(cpus.len()), topology) {
+            Ok(s) => {
+                if let Some(id) =
+                    rec.record("report: bandwidth scaling", &s, &s, stop::requested())?
+                {
+                    data.stored_runs.push(("bandwidth by threads".into(), id));
+                }
+                data.bandwidth_scaling = Some(s);
+            }
+            Err(e) => note(&mut data, "bandwidth by thread count", &e),
+        }
+    }
+
+    // 6. Loaded latency.
+    if !stop::requested() {
+        progress.begin(5);
+        match first_cpu {
+            Some(chase_cpu) if cpus.len() >= 2 => {
+                let load_cpus: Vec<u32> =
+                    cpus.iter().copied().filter(|&c| c != chase_cpu).collect();
+                let opts = LoadedOptions {
+                    chase: LatencyOptions::default(),
+                    chase_bytes: budget.matrix_bytes,
+                    mix: LoadMix::Reads,
+                    isa: Isa::best(),
+                    load_bytes_per_thread: bandwidth::default_bytes_per_thread(
+                        topology,
+                        load_cpus.len(),
+                    ),
+                    load_policy: MemPolicy::Inherit,
+                    delays: budget.loaded_delays.clone(),
+                    point_duration: budget.loaded,
+                };
+                match loaded::run(chase_cpu, &load_cpus, &opts, topology) {
+                    Ok(c) => {
+                        if let Some(id) =
+                            rec.record("report: loaded latency", &c, &c, c.interrupted)?
+                        {
+                            data.stored_runs.push(("loaded latency".into(), id));
+                        }
+                        data.loaded_latency = Some(c);
+                    }
+                    Err(e) => note(&mut data, "loaded latency", &e),
+                }
+            }
+            _ => data.notes.push(
+                "loaded latency: not measured (needs at least two CPUs: one chases, the others \
+                 load)"
+                    .into(),
+            ),
+        }
+    }
+
+    // 7. SLB by worker count.
+    let plan = |workers| slb_plan(budget.slb_pages, budget.slb_loops, PageSize::Base, workers);
+    if !stop::requested() {
+        progress.begin(6);
+        for count in scale_counts(cpus.len()) {
+            match slb::run(&plan(spread_workers(count, &cpus, &MemPolicy::Inherit)), topology) {
+                Ok(r) => data.slb_scaling.push(r),
+                Err(e) => {
+                    note(&mut data, &format!("SLB with {count} workers"), &e);
+                    break;
+                }
+            }
+            if stop::requested() {
+                break;
+            }
+        }
+        let steps: Vec<Step<'_, _>> =
+            data.slb_scaling.iter().map(|r| Step::new("workers", r.workers.len(), r)).collect();
+        if !steps.is_empty() {
+            let scaling = &data.slb_scaling;
+            if let Some(id) =
+                rec.record("report: SLB scaling", scaling, &steps, stop::requested())?
+            {
+                data.stored_runs.push(("SLB by workers".into(), id));
+            }
+        }
+    }
+
+    // 8. SLB under each placement policy, one worker per CPU.
+    if !stop::requested() {
+        progress.begin(7);
+        for (name, workers) in policy_scenarios(cpus.len() as u64, topology)? {
+            if stop::requested() {
+                break;
+            }
+            let outcome = match workers {
+                Some(w) => slb::run(&plan(w), topology).map_err(|e| e.to_string()),
+                None => Err(NO_REMOTE.to_string()),
+            };
+            data.slb_policies.push((name.to_string(), outcome));
+        }
+        let steps: Vec<Step<'_, _>> = data
+            .slb_policies
+            .iter()
+            .filter_map(|(name, outcome)| {
+                outcome.as_ref().ok().map(|r| Step::new("policy", name, r))
+            })
+            .collect();
+        if !steps.is_empty() {
+            let policies = &data.slb_policies;
+            if let Some(id) =
+                rec.record("report: SLB placement", policies, &steps, stop::requested())?
+            {
+                data.stored_runs.push(("SLB by placement".into(), id));
+            }
+        }
+    }
+    progress.finish();
+    if stop::requested() {
+        data.notes.push(
+            "interrupted with Ctrl-C: the sections after the interruption were not measured".into(),
+        );
+    }
+    // The page's own data, so `report --from-db` can rebuild it; its figures are the steps'.
+    rec.record(REPORT_COMMAND, &data, &Vec::<Metric>::new(), stop::requested())?;
+    Ok(data)
+}

@@ -1,0 +1,148 @@
+//! A report rebuilt from stored runs (`platscope report --from-db ID…`): a whole `report` run
+//! as it was recorded, or any mix of `mem …` runs, each placed in the section it belongs to.
+//! Stored results keep summaries, not raw samples (the metrics hold those), which is all the page
+//! draws.
+
+use membench::bandwidth::{BandwidthMatrix, Scaling};
+use membench::latency::{LatencyMatrix, LatencyPoint, PrefetchCheck};
+use membench::loaded::LoadedCurve;
+use membench::slb::SlbResult;
+use report::html::ReportData;
+use results::{ResultStore, StoredRun};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use topo::Topology;
+
+use crate::characterise::REPORT_COMMAND;
+use crate::SuiteError;
+
+/// The page's data from the runs `ids` of `store`, in the order given (a later run of the same
+/// kind replaces an earlier one's section).
+pub fn rebuild(store: &dyn ResultStore, ids: &[i64]) -> Result<ReportData, SuiteError> {
+    let runs: Vec<StoredRun> = ids.iter().map(|&id| store.run(id)).collect::<Result<_, _>>()?;
+    let Some(first) = runs.first() else {
+        return Err(SuiteError::NotReportable {
+            id: 0,
+            command: String::new(),
+            why: "no run given".into(),
+        });
+    };
+    let mut data = if first.command == REPORT_COMMAND {
+        parse::<ReportData>(first)?
+    } else {
+        let topology: Topology = parse_value(first, first.topology.clone())?;
+        let mut data = ReportData {
+            mode: "from stored runs".into(),
+            generated_at: measure::time::utc_now_rfc3339(),
+            version: first.version.clone(),
+            topology,
+            latency_sweep: Vec::new(),
+            sweep_cpu: None,
+            prefetch_check: None,
+            latency_matrix: None,
+            bandwidth_matrix: None,
+            bandwidth_scaling: None,
+            loaded_latency: None,
+            slb_scaling: Vec::new(),
+            slb_policies: Vec::new(),
+            stored_runs: Vec::new(),
+            database: Some(store.location()),
+            notes: Vec::new(),
+        };
+        place(&mut data, first)?;
+        data
+    };
+    for run in &runs[1..] {
+        if run.command == REPORT_COMMAND {
+            return Err(not_reportable(run, "a whole report can only be rebuilt on its own"));
+        }
+        place(&mut data, run)?;
+    }
+    for run in &runs {
+        if run.interrupted {
+            data.notes.push(format!(
+                "run {} ({}) was interrupted: it holds what was measured before Ctrl-C",
+                run.id, run.command
+            ));
+        }
+    }
+    Ok(data)
+}
+
+/// Puts one `mem …` or `report: …` step run into its section.
+fn place(data: &mut ReportData, run: &StoredRun) -> Result<(), SuiteError> {
+    #[derive(Deserialize)]
+    struct LatencyOut {
+        point: LatencyPoint,
+        prefetch_check: Option<PrefetchCheck>,
+    }
+    #[derive(Deserialize)]
+    struct PolicyRow {
+        policy: String,
+        result: Option<SlbResult>,
+        skipped: Option<String>,
+    }
+    match run.command.as_str() {
+        "mem latency" => {
+            let out: LatencyOut = parse(run)?;
+            data.sweep_cpu = data.sweep_cpu.or(out.point.cpu);
+            data.latency_sweep.push(out.point);
+            data.latency_sweep.sort_by_key(|p| p.bytes);
+            data.prefetch_check = out.prefetch_check.or(data.prefetch_check);
+        }
+        "mem latency --sweep" | "report: latency by size" => {
+            let points: Vec<LatencyPoint> = parse(run)?;
+            data.sweep_cpu = points.first().and_then(|p| p.cpu);
+            data.latency_sweep = points;
+        }
+        "mem latency --matrix" | "report: latency matrix" => {
+            data.latency_matrix = Some(parse::<LatencyMatrix>(run)?);
+        }
+        "mem bandwidth --matrix" | "report: bandwidth matrix" => {
+            data.bandwidth_matrix = Some(parse::<BandwidthMatrix>(run)?);
+        }
+        "mem bandwidth --scale" | "report: bandwidth scaling" => {
+            data.bandwidth_scaling = Some(parse::<Scaling>(run)?);
+        }
+        "mem loaded-latency" | "report: loaded latency" => {
+            data.loaded_latency = Some(parse::<LoadedCurve>(run)?);
+        }
+        "mem scale" | "report: SLB scaling" => data.slb_scaling = parse(run)?,
+        "report: SLB placement" => data.slb_policies = parse(run)?,
+        "mem compare-policies" => {
+            let rows: Vec<PolicyRow> = parse(run)?;
+            data.slb_policies = rows
+                .into_iter()
+                .map(|r| {
+                    let skipped = r.skipped.unwrap_or_else(|| "not measured".into());
+                    (r.policy, r.result.ok_or(skipped))
+                })
+                .collect();
+        }
+        _ => {
+            return Err(not_reportable(
+                run,
+                "the report shows memory latency, bandwidth, loaded latency and SLB runs",
+            ))
+        }
+    }
+    data.stored_runs.push((run.command.clone(), run.id));
+    Ok(())
+}
+
+fn not_reportable(run: &StoredRun, why: &str) -> SuiteError {
+    SuiteError::NotReportable { id: run.id, command: run.command.clone(), why: why.into() }
+}
+
+fn parse<T: DeserializeOwned>(run: &StoredRun) -> Result<T, SuiteError> {
+    parse_value(run, run.result.clone())
+}
+
+fn parse_value<T: DeserializeOwned>(
+    run: &StoredRun,
+    value: serde_json::Value,
+) -> Result<T, SuiteError> {
+    serde_json::from_value(value).map_err(|e| {
+        not_reportable(run, &format!("its stored result does not read as that kind of run ({e})"))
+    })
+}

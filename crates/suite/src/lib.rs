@@ -1,0 +1,44 @@
+//! suite: experiments of several steps, designed here so the binary only wires them.
+//!
+//! - [`characterise`]: `platscope report --quick|--full` — latency by size, the prefetch check,
+//!   node×node latency and bandwidth, bandwidth by threads, loaded latency, the SLB by workers
+//!   and by placement. Each step is recorded as it finishes; a failing step becomes a note and
+//!   the others still run; Ctrl-C keeps what was measured. The whole page's data is recorded
+//!   too, so the page can be rebuilt.
+//! - [`from_db`]: a report rebuilt from stored runs — a whole `report` run, or any mix of
+//!   `mem …` runs placed in the sections they belong to.
+//! - [`summary`]: the terminal summary printed after a report.
+//!
+//! ```
+//! use suite::characterise::Mode;
+//! assert_eq!(Mode::Quick.name(), "quick");
+//! ```
+
+pub mod characterise;
+pub mod from_db;
+pub mod summary;
+
+/// Why an experiment could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum SuiteError {
+    #[error(transparent)]
+    Place(#[from] place::PlaceError),
+    #[error(transparent)]
+    Record(#[from] results::RecordError),
+    #[error(transparent)]
+    Store(#[from] results::StoreError),
+    #[error("run {id} ({command}) cannot be shown in a report: {why}")]
+    NotReportable { id: i64, command: String, why: String },
+}
+
+impl SuiteError {
+    /// Whether the request was wrong (exit code 2).
+    pub fn is_usage(&self) -> bool {
+        match self {
+            SuiteError::Place(e) => e.is_usage(),
+            SuiteError::Store(e) => e.is_usage(),
+            SuiteError::Record(_) => false,
+            SuiteError::NotReportable { .. } => true,
+        }
+    }
+}
