@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The project's test command: formatting, lints, docs, then every test tier
-# (pure, live on this machine, and the multi-node QEMU guest suite).
+# The project's test command: formatting, lints, docs, then every test tier: pure tests, then
+# the live (this machine, as root), guest (multi-node QEMU) and browser (headless Chromium) tiers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --deps
@@ -12,5 +12,7 @@ echo "== cargo clippy -D warnings"
 cargo clippy --locked --workspace --all-targets -- -D warnings
 echo "== cargo doc -D warnings"
 RUSTDOCFLAGS="-D warnings" cargo doc --locked --workspace --no-deps --quiet
-echo "== cargo test"
+echo "== cargo test: pure tier (what plain \`cargo test\` runs)"
 cargo test --locked --workspace
+echo "== cargo test: live, guest and browser tiers (marked #[ignore] with their tier)"
+cargo test --locked --workspace -- --ignored

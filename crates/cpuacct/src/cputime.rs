@@ -12,6 +12,19 @@ use crate::skel::cputime::{CputimeSkel, CputimeSkelBuilder};
 use bpfkit::{c_string, from_bytes, preflight};
 use bpfkit::{Error, Result};
 
+use crate::cpuutil::CpuBusyNs;
+use crate::pstime::ExitedTask;
+use crate::task::Comm;
+
+/// Exit records that cannot give a complete interval.
+#[derive(Debug, thiserror::Error)]
+pub enum ExitsLost {
+    #[error("{0} exits were not recorded (the kernel-side table was full)")]
+    Dropped(u64),
+    #[error(transparent)]
+    Bpf(bpfkit::Error),
+}
+
 /// One CPU's busy time, measured at context switches, cumulative since attach.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct CpuBusy {
@@ -175,6 +188,47 @@ impl CpuEvents<'_> {
     /// Exits not recorded because the map was full (drained too rarely).
     pub fn exits_dropped(&self) -> u64 {
         self.skel.maps.bss_data.as_ref().map_or(0, |b| b.exits_dropped)
+    }
+
+    /// The exit records since the last call as pstime takes them; an error when the kernel-side
+    /// table overflowed (some exits were lost, so the interval cannot be complete).
+    pub fn take_exited_tasks(&self) -> std::result::Result<Vec<ExitedTask>, ExitsLost> {
+        let dropped = self.exits_dropped();
+        if dropped > 0 {
+            return Err(ExitsLost::Dropped(dropped));
+        }
+        Ok(self
+            .take_exited()
+            .map_err(ExitsLost::Bpf)?
+            .into_iter()
+            .map(|t| ExitedTask {
+                tid: t.pid,
+                tgid: t.tgid,
+                ppid: t.ppid,
+                uid: t.uid,
+                comm: Comm::new(t.comm.as_bytes()),
+                cpu_ns: t.runtime_ns,
+                group_cpu_ns: t.group_runtime_ns,
+                utime_ns: t.utime_ns,
+                stime_ns: t.stime_ns,
+                start_boottime_ns: t.start_boottime_ns,
+                group_start_boottime_ns: t.group_start_boottime_ns,
+                exit_boottime_ns: t.exit_boottime_ns,
+            })
+            .collect())
+    }
+
+    /// Busy time per CPU as cpu util takes it (CPUs not yet seen switching left out).
+    pub fn busy_per_cpu(&self) -> Result<Vec<CpuBusyNs>> {
+        Ok(self
+            .busy()?
+            .into_iter()
+            .filter(|c| !c.unknown)
+            .map(|c| CpuBusyNs {
+                cpu: u32::try_from(c.cpu).unwrap_or(u32::MAX),
+                busy_ns: c.busy_ns,
+            })
+            .collect())
     }
 }
 

@@ -77,6 +77,7 @@ fn dodge_ticks(total: Duration) {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn bursts_between_ticks_hide_from_the_tick_but_not_from_sched_switch() {
     let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     if std::thread::available_parallelism().unwrap().get() <= CPU {
@@ -115,6 +116,7 @@ fn bursts_between_ticks_hide_from_the_tick_but_not_from_sched_switch() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn an_exiting_process_is_caught_with_its_cpu_time() {
     let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let wanted = Wanted { busy: false, exits: true };

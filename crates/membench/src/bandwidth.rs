@@ -101,10 +101,13 @@ impl Buffers {
         Ok(self.arenas.iter().map(Arena::placement).collect::<Result<_, _>>()?)
     }
 
-    pub(crate) fn pointers(&self) -> [*mut u8; 3] {
-        let first = self.arenas[0].as_ptr();
-        let at = |i: usize| self.arenas.get(i).map_or(first, Arena::as_ptr);
-        [at(0), at(1), at(2)]
+    /// The kernels' three streams (unused ones repeat the first buffer); `&mut self`: the
+    /// kernels write through them.
+    pub(crate) fn pointers(&mut self) -> [*mut u8; 3] {
+        let mut ptrs: Vec<*mut u8> = self.arenas.iter_mut().map(Arena::as_mut_ptr).collect();
+        let first = ptrs.first().copied().unwrap_or(std::ptr::null_mut());
+        ptrs.resize(3, first);
+        [ptrs[0], ptrs[1], ptrs[2]]
     }
 }
 
@@ -122,7 +125,7 @@ fn worker(
     gate: &StartGate,
     topology: &Topology,
 ) -> ThreadOutcome {
-    let Some((buffers, placements)) = gate.prepare(|| -> Result<_, BenchError> {
+    let Some((mut buffers, placements)) = gate.prepare(|| -> Result<_, BenchError> {
         if let Some(cpu) = spec.cpu {
             pin::pin_current_thread(&[cpu])?;
         }

@@ -120,7 +120,7 @@ fn load_thread(
     gate: &StartGate,
     topology: &Topology,
 ) -> Result<Vec<Placement>, BenchError> {
-    let Some((buffers, placements)) = gate.prepare(|| -> Result<_, BenchError> {
+    let Some((mut buffers, placements)) = gate.prepare(|| -> Result<_, BenchError> {
         if let Some(cpu) = spec.cpu {
             pin::pin_current_thread(&[cpu])?;
         }

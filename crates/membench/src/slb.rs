@@ -165,7 +165,7 @@ fn worker(
     gate: &StartGate,
     topology: &Topology,
 ) -> Result<Option<SlbWorkerResult>, BenchError> {
-    let Some((arena, placement)) = gate.prepare(|| -> Result<_, BenchError> {
+    let Some((mut arena, placement)) = gate.prepare(|| -> Result<_, BenchError> {
         if let Some(cpu) = spec.cpu {
             pin::pin_current_thread(&[cpu])?;
         }
@@ -181,7 +181,7 @@ fn worker(
     else {
         return Ok(None);
     };
-    let done = hammer(&arena, plan.pages, planned_ops, worker_seed(plan.seed, index))?;
+    let done = hammer(&mut arena, plan.pages, planned_ops, worker_seed(plan.seed, index))?;
     Ok(Some(SlbWorkerResult {
         worker: index,
         cpu: spec.cpu.or_else(pin::current_cpu),
@@ -214,7 +214,7 @@ pub struct Hammered {
 /// batches timed from outside the kernel, stopping early between batches on Ctrl-C (see
 /// [`measure::stop`]). `seed` starts the generator.
 pub fn hammer(
-    arena: &Arena,
+    arena: &mut Arena,
     pages: u64,
     planned_ops: u64,
     seed: u64,
@@ -236,7 +236,7 @@ pub fn hammer(
         let t = clock.read();
         // SAFETY: the arena holds at least `pages` 4 KiB pages (1 ≤ pages < 2^32, checked
         // above) and outlives this call.
-        unsafe { slb_writes(arena.as_ptr(), pages, n, &mut state) };
+        unsafe { slb_writes(arena.as_mut_ptr(), pages, n, &mut state) };
         if n == BATCH_OPS {
             batches.push(clock.ticks_to_ns(clock.read().wrapping_sub(t)) / n as f64);
         }
@@ -334,7 +334,7 @@ pub fn run_child(
     arena.as_mut_slice().fill(0);
     let placement = arena.placement()?;
     SlbSemaphore::attach(request.gate).wait_open()?;
-    let done = hammer(&arena, plan.pages, planned_ops, worker_seed(plan.seed, request.worker))?;
+    let done = hammer(&mut arena, plan.pages, planned_ops, worker_seed(plan.seed, request.worker))?;
     Ok(SlbWorkerResult {
         worker: request.worker,
         cpu: spec.cpu.or_else(pin::current_cpu),
@@ -584,15 +584,15 @@ mod tests {
     fn hammer_does_the_planned_stores_inside_its_arena() {
         let topology = Topology::detect().expect("topology");
         let spec = ArenaSpec { bytes: 16 * 4096, policy: MemPolicy::Inherit, page: PageSize::Base };
-        let arena = Arena::new(spec, &topology).expect("arena");
-        let done = hammer(&arena, 16, 1000, worker_seed(1, 0)).expect("hammer");
+        let mut arena = Arena::new(spec, &topology).expect("arena");
+        let done = hammer(&mut arena, 16, 1000, worker_seed(1, 0)).expect("hammer");
         assert_eq!(done.ops, 1000);
         assert!(done.elapsed_ns > 0);
         assert!(done.batches.is_none(), "no full batch in 1000 stores");
         let written = arena.as_slice().chunks(4096).filter(|p| p.iter().any(|&b| b != 0));
         assert_eq!(written.count(), 16, "1000 random stores reach all 16 pages");
         for pages in [0, 17, 1 << 32] {
-            let err = hammer(&arena, pages, 1, 1).expect_err("refused");
+            let err = hammer(&mut arena, pages, 1, 1).expect_err("refused");
             assert!(err.is_usage(), "{pages}: {err}");
         }
         assert_ne!(worker_seed(1, 0), worker_seed(1, 1));

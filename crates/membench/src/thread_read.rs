@@ -82,7 +82,9 @@ pub fn run(
                             let mut done = 0;
                             let mut checksum = 0;
                             while done < passes && !stop::requested() {
-                                let ptr = arena.as_ptr();
+                                // The kernels take writable stream pointers; read-line only
+                                // reads through them, so a shared arena is enough.
+                                let ptr = arena.as_ptr().cast_mut();
                                 // SAFETY: the arena is BYTES long (a multiple of the kernel's
                                 // block), page-aligned, alive for this scope; read-line only reads.
                                 checksum ^= unsafe {

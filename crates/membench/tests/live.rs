@@ -17,6 +17,7 @@ fn topology() -> Topology {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn latency_rises_from_l1_to_l2_to_dram() {
     let _serial = serial();
     let t = topology();
@@ -44,6 +45,7 @@ fn latency_rises_from_l1_to_l2_to_dram() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn random_chase_is_not_prefetched() {
     let _serial = serial();
     let t = topology();
@@ -60,6 +62,7 @@ fn random_chase_is_not_prefetched() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn slb_workers_run_and_report_verified_memory() {
     let _serial = serial();
     let t = topology();
@@ -91,6 +94,7 @@ fn slb_workers_run_and_report_verified_memory() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn slb_refuses_more_than_memory_before_allocating() {
     let _serial = serial();
     let t = topology();

@@ -19,6 +19,7 @@ fn topology() -> Topology {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn every_kernel_and_isa_gives_a_sane_figure_with_verified_memory() {
     let _serial = serial();
     let t = topology();
@@ -48,6 +49,7 @@ fn every_kernel_and_isa_gives_a_sane_figure_with_verified_memory() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn loaded_latency_rises_with_load() {
     let _serial = serial();
     let t = topology();

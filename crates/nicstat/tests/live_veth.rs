@@ -261,6 +261,7 @@ fn receive_udp(lab: &Lab, port: u16) -> (std::thread::JoinHandle<u64>, mpsc::Rec
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn udp_packets_and_kilobytes_match_as_root() {
     let Some(lab) = Lab::new("udp_packets_and_kilobytes_match_as_root") else { return };
     let (recv, bound) = receive_udp(&lab, 9100);
@@ -317,6 +318,7 @@ fn udp_packets_and_kilobytes_match_as_root() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn speed_override_gives_the_arithmetic_utilization_as_root() {
     let Some(lab) = Lab::new("speed_override_gives_the_arithmetic_utilization_as_root") else {
         return;
@@ -356,6 +358,7 @@ fn speed_override_gives_the_arithmetic_utilization_as_root() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn tcp_bytes_and_segments_appear_with_t_as_root() {
     let Some(lab) = Lab::new("tcp_bytes_and_segments_appear_with_t_as_root") else { return };
     const BYTES: usize = 8 << 20;
@@ -410,6 +413,7 @@ fn tcp_bytes_and_segments_appear_with_t_as_root() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn tcp_retransmits_appear_with_t_as_root() {
     let Some(lab) = Lab::new("tcp_retransmits_appear_with_t_as_root") else { return };
     let (b, addr) = (lab.b.clone(), lab.addr(2));
@@ -478,6 +482,7 @@ fn tcp_retransmits_appear_with_t_as_root() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn list_shows_the_veth_pair_as_root() {
     let Some(lab) = Lab::new("list_shows_the_veth_pair_as_root") else { return };
     let mut lines = Vec::new();

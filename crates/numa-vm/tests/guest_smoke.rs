@@ -129,6 +129,7 @@ fn check_exit_3(run: &GuestRun) {
 }
 
 #[test]
+#[ignore = "guest tier: boots a multi-node QEMU guest; scripts/test.sh runs it"]
 fn two_nodes_dynamic_binary() {
     // getconf (libc-bin, Essential) is dynamically linked: this exercises the ldd copy.
     let spec = GuestSpec::two_nodes();
@@ -140,6 +141,7 @@ fn two_nodes_dynamic_binary() {
 }
 
 #[test]
+#[ignore = "guest tier: boots a multi-node QEMU guest; scripts/test.sh runs it"]
 fn four_nodes_with_memory_only_node() {
     let spec = GuestSpec::four_nodes_with_memory_only();
     let extra = [
@@ -158,6 +160,7 @@ fn four_nodes_with_memory_only_node() {
 }
 
 #[test]
+#[ignore = "guest tier: boots a multi-node QEMU guest; scripts/test.sh runs it"]
 fn hung_guest_is_killed_at_timeout_with_console_tail() {
     let spec = GuestSpec::two_nodes().with_timeout(Duration::from_secs(2));
     let t = Instant::now();
@@ -172,6 +175,7 @@ fn hung_guest_is_killed_at_timeout_with_console_tail() {
 }
 
 #[test]
+#[ignore = "guest tier: boots a multi-node QEMU guest; scripts/test.sh runs it"]
 fn guest_that_stops_early_reports_console() {
     let spec = GuestSpec::new(&[(1, 256)], vec![]);
     let err = run_in_guest(

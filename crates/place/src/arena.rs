@@ -91,7 +91,13 @@ impl Arena {
         &self.spec
     }
 
-    pub fn as_ptr(&self) -> *mut u8 {
+    /// The first byte, for reading only (`&self` is shared).
+    pub fn as_ptr(&self) -> *const u8 {
+        self.ptr.as_ptr().cast_const()
+    }
+
+    /// The first byte, for writing: `&mut self` makes the writer the only user.
+    pub fn as_mut_ptr(&mut self) -> *mut u8 {
         self.ptr.as_ptr()
     }
 

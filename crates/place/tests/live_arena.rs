@@ -15,6 +15,7 @@ fn arena(bytes: u64, policy: MemPolicy, page: PageSize) -> Result<Arena, PlaceEr
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn bound_arena_is_on_its_node() {
     let t = topology();
     let node = t.nodes_with_memory()[0];
@@ -27,6 +28,7 @@ fn bound_arena_is_on_its_node() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn base_pages_get_no_thp() {
     let a = arena(16 * MIB, MemPolicy::Local, PageSize::Base).expect("arena");
     assert_eq!(a.len() as u64, 16 * MIB);
@@ -37,6 +39,7 @@ fn base_pages_get_no_thp() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn thp_arena_is_aligned_and_huge_backed() {
     let t = topology();
     let thp = t.environment.as_ref().and_then(|e| e.thp_enabled.clone());
@@ -54,6 +57,7 @@ fn thp_arena_is_aligned_and_huge_backed() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn interleave_and_preferred_over_all_nodes_place_everything() {
     let nodes = topology().nodes_with_memory();
     let a = arena(8 * MIB, MemPolicy::Interleave(nodes.clone()), PageSize::Base).expect("arena");
@@ -69,6 +73,7 @@ fn interleave_and_preferred_over_all_nodes_place_everything() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn worker_thread_first_touches_its_own_arena() {
     let t = topology();
     let cpu = *t.online_cpu_ids().last().expect("a CPU");
@@ -86,6 +91,7 @@ fn worker_thread_first_touches_its_own_arena() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn more_than_the_machine_has_is_refused_before_allocating() {
     let t = topology();
     let total: u64 = t.nodes.iter().map(|n| n.total_bytes).sum();
@@ -105,6 +111,7 @@ fn more_than_the_machine_has_is_refused_before_allocating() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn empty_1g_pool_names_the_sysctl() {
     let pool = topology().environment.expect("live").hugepages;
     let free_1g = pool.iter().find(|p| p.page_bytes == 1 << 30).map_or(0, |p| p.free);
@@ -122,6 +129,7 @@ fn empty_1g_pool_names_the_sysctl() {
 
 /// Reserves 2 MiB pages (needs root), checks an arena uses them, and puts the pool back.
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn hugetlb_2m_arena_as_root() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
@@ -141,6 +149,7 @@ fn hugetlb_2m_arena_as_root() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn thread_policy_reads_back_what_was_set() {
     let nodes = topology().nodes_with_memory();
     let seen = std::thread::spawn(move || {

@@ -36,6 +36,7 @@ fn own_cpu_ns() -> u64 {
 /// burns `PLATSCOPE_TEST_BURN` ns of its own CPU time (`CLOCK_PROCESS_CPUTIME_ID`), prints
 /// `done`, then waits for stdin to close.
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn burner_child() {
     let Some(burn) = std::env::var(BURN_ENV).ok().and_then(|v| v.parse::<u64>().ok()) else {
         return;
@@ -112,6 +113,7 @@ fn json(out: &Output) -> serde_json::Value {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn pstime_reports_a_half_second_burn_within_2_percent() {
     let mut burner = Burner::start();
     let pid = burner.pid();
@@ -144,6 +146,7 @@ fn pstime_reports_a_half_second_burn_within_2_percent() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn pstime_prints_the_seed_layout_under_its_own_name() {
     // Some CPU first, so ticks have fallen on this process and its user/system split is
     // known (with none, pstime prints "-": it cannot split what no tick sampled).
@@ -194,6 +197,7 @@ fn platscope_unprivileged(args: &[&str]) -> Output {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn without_bpf_privileges_pstime_and_util_say_so_and_go_on() {
     let out = platscope_unprivileged(&["cpu", "pstime", "0.2", "1"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -211,6 +215,7 @@ fn without_bpf_privileges_pstime_and_util_say_so_and_go_on() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn pstime_with_exact_columns_threads_and_every_process() {
     let me = std::process::id().to_string();
     let out = platscope(&["cpu", "pstime", "0.2", "--threads", &me]);
@@ -229,6 +234,7 @@ fn pstime_with_exact_columns_threads_and_every_process() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn pstime_a_pid_that_exits_mid_interval_is_not_an_error() {
     let mut sleeper = Command::new("sleep").arg("0.2").spawn().unwrap();
     let pid = sleeper.id().to_string();
@@ -244,6 +250,7 @@ fn pstime_a_pid_that_exits_mid_interval_is_not_an_error() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn bad_input_is_one_line_and_exit_2() {
     // A thread of this process (not the main one) is not a process.
     let tid = std::fs::read_dir("/proc/self/task")
@@ -307,6 +314,7 @@ fn cpu_count() -> usize {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn util_since_boot_and_per_interval() {
     let out = platscope(&["cpu", "util"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -330,6 +338,7 @@ fn util_since_boot_and_per_interval() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn util_over_a_commands_lifetime() {
     let out = platscope(&["cpu", "util", "--", "sleep", "0.2"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -349,6 +358,7 @@ fn util_over_a_commands_lifetime() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn util_busy_only_hides_idle_cpus() {
     let out = platscope(&["--json", "cpu", "util", "--busy-only", "0.2", "1"]);
     let v = json(&out);
@@ -365,6 +375,7 @@ fn util_busy_only_hides_idle_cpus() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn util_event_shows_switch_measured_busy_time_next_to_the_tick() {
     let out = platscope(&["cpu", "util", "--event", "0.2", "2"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -384,6 +395,7 @@ fn util_event_shows_switch_measured_busy_time_next_to_the_tick() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn pstime_counts_a_process_that_starts_and_exits_inside_the_interval() {
     let pstime = Command::new(BIN)
         .args(["--json", "cpu", "pstime", "1.5"])

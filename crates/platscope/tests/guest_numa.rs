@@ -61,6 +61,7 @@ fn check_topology(topo: &Value, spec: &GuestSpec) {
 }
 
 #[test]
+#[ignore = "guest tier: boots a multi-node QEMU guest; scripts/test.sh runs it"]
 fn two_node_guest_placement() {
     let spec = GuestSpec::new(&[(1, 2048), (1, 512)], vec![vec![10, 20], vec![20, 10]])
         .with_kernel_arg("numa_balancing=disable")
@@ -121,6 +122,7 @@ fn two_node_guest_placement() {
 }
 
 #[test]
+#[ignore = "guest tier: boots a multi-node QEMU guest; scripts/test.sh runs it"]
 fn four_node_guest_with_memory_only_node() {
     let distances = vec![
         vec![10, 16, 22, 30],

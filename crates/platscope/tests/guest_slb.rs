@@ -62,6 +62,7 @@ fn seed_line_ops(line: &str) -> u64 {
 }
 
 #[test]
+#[ignore = "guest tier: boots a multi-node QEMU guest; scripts/test.sh runs it"]
 fn membind_example_4_in_a_four_node_guest() {
     let distances = vec![
         vec![10, 16, 16, 22],
@@ -102,6 +103,7 @@ fn membind_example_4_in_a_four_node_guest() {
 }
 
 #[test]
+#[ignore = "guest tier: boots a multi-node QEMU guest; scripts/test.sh runs it"]
 fn mem_slb_verifies_memory_on_the_bound_node() {
     let spec = GuestSpec::new(&[(1, 512), (1, 512)], vec![vec![10, 20], vec![20, 10]])
         .with_kernel_arg("numa_balancing=disable")

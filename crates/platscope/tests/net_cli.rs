@@ -22,6 +22,7 @@ fn text(bytes: &[u8]) -> String {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn net_stat_prints_nicstat_layout_since_boot() {
     let out = platscope(&["net", "stat", "-i", "lo"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -35,6 +36,7 @@ fn net_stat_prints_nicstat_layout_since_boot() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn bad_input_is_one_line_and_exit_2() {
     for args in [
         &["net", "stat", "-i", "nosuchif0"][..],
@@ -61,6 +63,7 @@ fn bad_input_is_one_line_and_exit_2() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn subsecond_interval_and_count() {
     let start = Instant::now();
     let out = platscope(&["net", "stat", "-i", "lo", "0.1", "4"]);
@@ -74,6 +77,7 @@ fn subsecond_interval_and_count() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn json_is_one_object_per_sample() {
     let out = platscope(&["--json", "net", "stat", "-i", "lo", "-t", "-x", "0.1", "2"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -88,6 +92,7 @@ fn json_is_one_object_per_sample() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn nicstat_name_takes_the_same_flags() {
     let dir = std::env::temp_dir().join(format!("platscope-nicstat-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -109,6 +114,7 @@ fn nicstat_name_takes_the_same_flags() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn ctrl_c_keeps_the_lines_printed() {
     let mut child = Command::new(BIN)
         .args(["net", "stat", "-i", "lo", "0.1"])
@@ -127,6 +133,7 @@ fn ctrl_c_keeps_the_lines_printed() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn a_closed_pipe_ends_the_run() {
     let mut child = Command::new(BIN)
         .args(["net", "stat", "-i", "lo", "0.05"])
@@ -150,6 +157,7 @@ fn a_closed_pipe_ends_the_run() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn list_in_a_namespace_reads_its_sysfs_as_root() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {

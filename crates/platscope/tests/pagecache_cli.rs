@@ -53,6 +53,7 @@ fn residency(v: &Value) -> &Value {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn written_file_is_cached_on_node_0_and_evict_drops_it() {
     let f = Scratch::new("cycle", 32);
     let out = platscope(&["pagecache", f.arg()]);
@@ -88,6 +89,7 @@ fn written_file_is_cached_on_node_0_and_evict_drops_it() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn read_from_node_0_is_sane() {
     let f = Scratch::new("read", 64);
     let out = platscope(&["pagecache", "--load", "--read-from", "0", f.arg()]);
@@ -108,6 +110,7 @@ fn read_from_node_0_is_sane() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn bad_files_give_one_line_each_and_the_good_one_is_still_done() {
     let good = Scratch::new("good", 1);
     let dir = env!("CARGO_TARGET_TMPDIR");
@@ -148,6 +151,7 @@ fn bad_files_give_one_line_each_and_the_good_one_is_still_done() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn empty_file_reports_zero_pages() {
     let f = Scratch::new("empty", 0);
     let out = platscope(&["pagecache", f.arg()]);
@@ -159,6 +163,7 @@ fn empty_file_reports_zero_pages() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn nonexistent_node_is_a_usage_error_before_any_file() {
     let f = Scratch::new("node", 1);
     for args in [
@@ -181,6 +186,7 @@ fn nonexistent_node_is_a_usage_error_before_any_file() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn timer_figures_are_positive_and_the_vdso_beats_the_syscall() {
     let out = platscope(&["timer", "--batches", "50"]);
     let stdout = text(&out.stdout);

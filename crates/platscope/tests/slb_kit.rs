@@ -185,6 +185,7 @@ fn check_cpu_bind_stderr(out: &Output, script: &str) {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn example1_prints_three_seed_lines() {
     let kit = Kit::new();
     let script = EXAMPLE1.replace(SEED_SIZES, TEST_SIZES);
@@ -195,6 +196,7 @@ fn example1_prints_three_seed_lines() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn example2_prints_two_seed_lines() {
     let kit = Kit::new();
     let script = EXAMPLE2.replace(SEED_SIZES, TEST_SIZES);
@@ -207,6 +209,7 @@ fn example2_prints_two_seed_lines() {
 /// The seed's examples with their CPU numbers mapped onto this machine's, so every cpu_bind
 /// succeeds: 7 → the last online CPU, 6 and 5 → the first.
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn examples_on_this_machines_cpus_run_cleanly() {
     let cpus = online_cpus();
     let (first, last) = (cpus[0], cpus[cpus.len() - 1]);
@@ -225,6 +228,7 @@ fn examples_on_this_machines_cpus_run_cleanly() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn cpu_bind_binds_the_shell_and_its_children() {
     let kit = Kit::new();
     let cpu = *online_cpus().last().expect("a CPU");
@@ -247,6 +251,7 @@ fn check_error(out: &Output, tool: &str, code: i32, needle: &str) {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn trigger_or_memhammer_before_create_sem() {
     let kit = Kit::new();
     let want = format!("no SLB semaphore (IPC key {:#x}): run create_sem first", kit.key);
@@ -255,6 +260,7 @@ fn trigger_or_memhammer_before_create_sem() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn trigger_twice_and_a_late_memhammer() {
     let kit = Kit::new();
     assert!(kit.tool("create_sem", &[]).status.success());
@@ -271,6 +277,7 @@ fn trigger_twice_and_a_late_memhammer() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn trigger_with_no_memhammer_waiting() {
     let kit = Kit::new();
     assert!(kit.tool("create_sem", &[]).status.success());
@@ -282,6 +289,7 @@ fn trigger_with_no_memhammer_waiting() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn bad_arguments_get_one_line_and_exit_code_2() {
     let kit = Kit::new();
     let cases: &[(&str, &[&str], &str)] = &[
@@ -320,6 +328,7 @@ fn bad_arguments_get_one_line_and_exit_code_2() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn help_goes_to_stdout() {
     let kit = Kit::new();
     for tool in TOOLS {
@@ -337,6 +346,7 @@ fn interrupt(child: &Child) {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn ctrl_c_prints_the_line_for_the_stores_done() {
     let kit = Kit::new();
     assert!(kit.tool("create_sem", &[]).status.success());
@@ -357,6 +367,7 @@ fn ctrl_c_prints_the_line_for_the_stores_done() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn ctrl_c_before_the_trigger_measures_nothing() {
     let kit = Kit::new();
     assert!(kit.tool("create_sem", &[]).status.success());
@@ -377,6 +388,7 @@ fn platscope(args: &[&str]) -> Output {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn mem_slb_processes_reports_verified_memory_per_worker() {
     let args = ["mem", "slb", "--processes", "--workers", "2", "--pages", "2048", "--loops", "20"];
     let out = platscope(&[&args[..], &["--json"]].concat());
@@ -416,6 +428,7 @@ fn mem_slb_processes_reports_verified_memory_per_worker() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn mem_slb_processes_refuses_bad_plans_before_starting_workers() {
     let out = platscope(&[
         "mem",

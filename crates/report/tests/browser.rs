@@ -129,6 +129,7 @@ fn page_messages(log: &str, page: &Path) -> Vec<String> {
 }
 
 #[test]
+#[ignore = "browser tier: headless Chromium; scripts/test.sh runs it"]
 fn report_in_headless_chromium_has_every_chart_and_no_errors() {
     let started = Instant::now();
     let data = sample();
@@ -217,6 +218,7 @@ fn report_in_headless_chromium_has_every_chart_and_no_errors() {
 /// The log filter is not vacuous: a page with a bad SVG path and an external image (which
 /// the report's Content-Security-Policy blocks) is caught.
 #[test]
+#[ignore = "browser tier: headless Chromium; scripts/test.sh runs it"]
 fn page_errors_would_be_caught() {
     let dir = workdir("report-browser-canary");
     let page = dir.join("broken.html");
@@ -531,6 +533,7 @@ fn codes(
 
 /// Dynamic-Huffman blocks are what Chromium writes; the screenshot test decodes those.
 #[test]
+#[ignore = "browser tier: headless Chromium; scripts/test.sh runs it"]
 fn inflate_reads_stored_and_fixed_blocks() {
     // A stored block holding "hi": BFINAL=1, BTYPE=00, then LEN=2, NLEN=!2.
     assert_eq!(inflate(&[0x01, 0x02, 0x00, 0xfd, 0xff, b'h', b'i']).expect("stored"), b"hi");

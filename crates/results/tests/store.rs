@@ -235,3 +235,64 @@ fn read_only_open_writes_nothing() {
     let err = Store::open_read_only(&dir.file("missing.db")).expect_err("missing");
     assert!(err.to_string().contains("missing.db"), "{err}");
 }
+
+/// A copy of the schema-1 database the previous release wrote, in a temporary directory.
+fn schema1_copy(dir: &TempDir) -> std::path::PathBuf {
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/results_schema1_0bc0b4c.db");
+    let path = dir.file("old.db");
+    std::fs::copy(fixture, &path).expect("copies the fixture");
+    path
+}
+
+fn keys(run: &results::StoredRun) -> Vec<String> {
+    run.metrics.iter().map(results::StoredMetric::key).collect()
+}
+
+#[test]
+fn a_schema_1_database_migrates_and_compares_with_labelled_runs() {
+    let dir = TempDir::new("migrate");
+    let path = schema1_copy(&dir);
+    // Read-only, unmigrated: relabelled as it is read, the file untouched.
+    let bytes = std::fs::read(&path).expect("reads");
+    let old = Store::open_read_only(&path).expect("opens schema 1 read-only");
+    let before: Vec<Vec<String>> = (1..=8).map(|id| keys(&old.run(id).expect("run"))).collect();
+    drop(old);
+    assert_eq!(std::fs::read(&path).expect("reads"), bytes);
+
+    let mut s = Store::open(&path).expect("migrates");
+    let after: Vec<Vec<String>> = (1..=8).map(|id| keys(&s.run(id).expect("run"))).collect();
+    assert_eq!(before, after, "reading relabels exactly as migrating does");
+    assert_eq!(after[0], ["mem_latency{size=16.0 MiB}"]);
+    assert_eq!(after[1][0], "mem_latency{size=16.0 KiB}");
+    assert!(after[2][0].starts_with("mem_bandwidth{isa="), "{:?}", after[2]);
+    assert!(after[2][0].ends_with(",kernel=triad}"), "{:?}", after[2]);
+    assert!(after[2][1].starts_with("mem_bandwidth_thread{cpu="), "{:?}", after[2]);
+    assert!(after[3][0].contains("kernel=read,threads=1}"), "{:?}", after[3]);
+    assert_eq!(after[4], ["slb_ns_per_op{worker=0}", "slb_ns_per_op{worker=1}"]);
+    assert_eq!(after[5][0], "slb_ns_per_op{worker=0,workers=1}");
+    assert_eq!(after[6][0], "slb_ns_per_op{policy=local,worker=0}");
+    assert!(after[7].iter().all(|k| k.starts_with("timer_cost{timer=")), "{:?}", after[7]);
+    assert!(
+        after
+            .iter()
+            .flatten()
+            .all(|k| !k.contains(' ') || k.contains("size=") || k.contains("timer=")),
+        "every name is relabelled: {after:?}"
+    );
+
+    // A run recorded now under today's names compares with the old one.
+    let new = s
+        .record(&NewRun {
+            command: "mem latency".into(),
+            metrics: vec![Metric::new("mem_latency", Unit::Nanoseconds, vec![100.0, 101.0])
+                .label("size", "16.0 MiB")],
+            ..NewRun::default()
+        })
+        .expect("records");
+    let c = compare(&s.run(1).expect("old"), &s.run(new).expect("new"));
+    assert_eq!(c.deltas.len(), 1, "{c:?}");
+    assert!(c.unmatched.is_empty(), "{c:?}");
+    assert_eq!(s.list(20).expect("lists").len(), 9);
+    assert!(samples_csv(&[s.run(3).expect("run")]).contains("kernel=triad"));
+}

@@ -1,6 +1,6 @@
 //! `platscope cpu pstime|util` and the `pstime` compat name: arguments, the sampling loop and
 //! output. The figures come from `cpuacct::pstime` and `cpuacct::cpuutil`; the BPF part
-//! (`iotrace`) comes in through [`exit_tracer`] and [`event_clock`].
+//! (`cpuacct::cputime`) comes in through [`exit_tracer`] and [`event_clock`].
 
 use std::ffi::OsString;
 use std::io;
@@ -11,10 +11,9 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use cpuacct::cputime::{CpuEvents, Wanted};
 use cpuacct::cpuutil::render::{command_line, notes as util_notes, render_report, CommandRun};
-use cpuacct::cpuutil::{self, CpuBusyNs, EventReading};
+use cpuacct::cpuutil::{self, EventReading};
 use cpuacct::pstime::render::{self as pstime_render, Layout, UserNames, SEED_COMMAND_WIDTH};
-use cpuacct::pstime::{self, ExitedTask, Sampler};
-use cpuacct::task::Comm;
+use cpuacct::pstime::{self, Sampler};
 use cpuacct::tasks::TaskIter;
 use measure::args::{parse_count, parse_interval, parse_pid};
 use measure::stop;
@@ -131,43 +130,7 @@ enum Style {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The BPF part (crate iotrace): exit records for pstime, sched_switch busy time for util.
-
-/// The `sched_process_exit` records since the last call, as pstime takes them.
-fn take_exits(events: &CpuEvents<'static>) -> anyhow::Result<Vec<ExitedTask>> {
-    let dropped = events.exits_dropped();
-    if dropped > 0 {
-        anyhow::bail!("{dropped} exits were not recorded (the kernel-side table was full)");
-    }
-    Ok(events
-        .take_exited()?
-        .into_iter()
-        .map(|t| ExitedTask {
-            tid: t.pid,
-            tgid: t.tgid,
-            ppid: t.ppid,
-            uid: t.uid,
-            comm: Comm::new(t.comm.as_bytes()),
-            cpu_ns: t.runtime_ns,
-            group_cpu_ns: t.group_runtime_ns,
-            utime_ns: t.utime_ns,
-            stime_ns: t.stime_ns,
-            start_boottime_ns: t.start_boottime_ns,
-            group_start_boottime_ns: t.group_start_boottime_ns,
-            exit_boottime_ns: t.exit_boottime_ns,
-        })
-        .collect())
-}
-
-/// sched_switch busy time per CPU (CPUs not yet seen switching left out), as cpuutil takes it.
-fn read_busy(events: &CpuEvents<'static>) -> anyhow::Result<Vec<CpuBusyNs>> {
-    Ok(events
-        .busy()?
-        .into_iter()
-        .filter(|c| !c.unknown)
-        .map(|c| CpuBusyNs { cpu: u32::try_from(c.cpu).unwrap_or(u32::MAX), busy_ns: c.busy_ns })
-        .collect())
-}
+// The BPF part (cpuacct::cputime): exit records for pstime, sched_switch busy time for util.
 
 /// Starts exit tracing before the first pstime sample; `Err` says why there is none.
 fn exit_tracer() -> Result<CpuEvents<'static>, String> {
@@ -205,7 +168,7 @@ fn run_pstime(args: &PstimeArgs, json: bool, style: Style) -> anyhow::Result<()>
     let interrupted = !stop::sleep_until(due);
     let second = sample(&mut sampler)?;
     let exits = match &tracer {
-        Ok(t) => match take_exits(t) {
+        Ok(t) => match t.take_exited_tasks() {
             Ok(records) => Some(records),
             Err(e) => {
                 eprintln!("{program}: exit tracing failed: {e:#}");
@@ -263,7 +226,7 @@ fn run_util(args: &UtilArgs, json: bool) -> anyhow::Result<()> {
     }
     let read_events = |events: &mut Option<CpuEvents<'static>>| -> Option<EventReading> {
         let clock = events.as_ref()?;
-        match read_busy(clock) {
+        match clock.busy_per_cpu() {
             Ok(cpus) => Some(EventReading { cpus }),
             Err(e) => {
                 eprintln!("platscope: --event: reading event-based busy time failed: {e:#}");
