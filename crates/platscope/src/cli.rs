@@ -9,7 +9,7 @@ pub const VERSION: &str =
 /// The truth about a Linux server: memory latency and bandwidth per NUMA node, placement,
 /// page cache, I/O patterns, NICs and CPU time.
 #[derive(Debug, Parser)]
-#[command(name = "platscope", version = VERSION, propagate_version = true)]
+#[command(name = "platscope", version = VERSION, propagate_version = true, arg_required_else_help = true)]
 pub struct Cli {
     /// Print machine-readable JSON instead of text (schemas in docs/).
     #[arg(long, global = true)]
@@ -39,27 +39,32 @@ pub enum Command {
     /// latency, SLB scaling and placement; writes report.html and records every run.
     Report(crate::commands::report::ReportArgs),
     /// Stored runs: list, show, compare, export.
+    #[command(arg_required_else_help = true)]
     Results {
         #[command(subcommand)]
         command: crate::commands::results::ResultsCommand,
     },
     /// Memory benchmarks: latency, the Silly Little Benchmark, scaling, placement comparison.
+    #[command(arg_required_else_help = true)]
     Mem {
         #[command(subcommand)]
         command: MemCommand,
     },
     /// Network interfaces: nicstat's throughput, utilization and saturation.
+    #[command(arg_required_else_help = true)]
     Net {
         #[command(subcommand)]
         command: NetCommand,
     },
     /// CPU time: exact per-process CPU over an interval (pstime) and per-CPU utilization as
     /// floating-point percentages, over an interval or exactly one command's lifetime.
+    #[command(arg_required_else_help = true)]
     Cpu {
         #[command(subcommand)]
         command: crate::commands::cpu::CpuCommand,
     },
     /// File I/O: how much is sequential and how much random, per filesystem (eBPF).
+    #[command(arg_required_else_help = true)]
     Io {
         #[command(subcommand)]
         command: IoCommand,

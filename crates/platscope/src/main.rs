@@ -5,6 +5,7 @@ mod cli;
 mod commands;
 mod output;
 
+use std::io::Write as _;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -57,7 +58,8 @@ fn finish_as(program: &str, result: anyhow::Result<()>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("{program}: {err:#}");
+            // A closed stderr (`2>&1 | head`) must not turn the exit code into a panic's.
+            let _ = writeln!(std::io::stderr(), "{program}: {err:#}");
             ExitCode::from(exit_code(&err))
         }
     }
@@ -71,6 +73,11 @@ fn usage_error(err: &clap::Error) -> ExitCode {
         let _ = err.print();
         return ExitCode::SUCCESS;
     }
+    // `platscope` or `platscope mem` alone: the list of subcommands is the clear answer.
+    if err.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        let _ = write!(std::io::stderr(), "{}", err.render());
+        return ExitCode::from(2);
+    }
     let rendered = err.render().to_string();
     let message: Vec<&str> = rendered
         .lines()
@@ -80,7 +87,7 @@ fn usage_error(err: &clap::Error) -> ExitCode {
         .collect();
     let message = message.join(" ");
     let message = message.strip_prefix("error: ").unwrap_or(&message);
-    eprintln!("platscope: {message} (see --help)");
+    let _ = writeln!(std::io::stderr(), "platscope: {message} (see --help)");
     ExitCode::from(2)
 }
 

@@ -18,6 +18,7 @@ mod environment;
 pub mod idlist;
 mod model;
 pub mod render;
+pub mod smbios;
 pub mod sysfs;
 pub mod units;
 

@@ -80,7 +80,7 @@ pub struct LoadedLatencyArgs {
 
 /// The peak to compare with: `--peak-gbs`, else SMBIOS memory devices, else unknown.
 fn peak(given: Option<f64>) -> Option<f64> {
-    given.or_else(|| bandwidth::smbios_peak_gbs(&bandwidth::read_memory_devices()))
+    given.or_else(|| topo::smbios::peak_gbs(&topo::smbios::read_memory_devices()))
 }
 
 pub fn run_bandwidth(
