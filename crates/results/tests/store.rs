@@ -1,29 +1,15 @@
 //! The results database on a real SQLite file.
 
-use std::path::PathBuf;
-
 use results::{compare, samples_csv, Metric, NewRun, Store, StoreError, WorkerPlacement};
 use serde_json::json;
+use tempfile::TempDir;
 
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> Self {
-        let dir =
-            std::env::temp_dir().join(format!("platscope-store-{name}-{}", std::process::id()));
-        std::fs::remove_dir_all(&dir).ok();
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        TempDir(dir)
-    }
-    fn file(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        std::fs::remove_dir_all(&self.0).ok();
-    }
+/// A fresh directory, removed at the end of the test.
+fn temp_dir(name: &str) -> TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("platscope-store-{name}-"))
+        .tempdir()
+        .expect("temp dir")
 }
 
 fn run(median_shift: f64) -> NewRun {
@@ -53,8 +39,8 @@ fn run(median_shift: f64) -> NewRun {
 
 #[test]
 fn records_and_reads_back_everything() {
-    let dir = TempDir::new("roundtrip");
-    let path = dir.file("nested/dir/results.db");
+    let dir = temp_dir("roundtrip");
+    let path = dir.path().join("nested/dir/results.db");
     let mut s = Store::open(&path).expect("opens, creating directories");
     let id = s.record(&run(0.0)).expect("records");
     let back = s.run(id).expect("reads");
@@ -76,8 +62,8 @@ fn records_and_reads_back_everything() {
 
 #[test]
 fn compare_calls_real_only_changes_beyond_both_spreads() {
-    let dir = TempDir::new("compare");
-    let mut s = Store::open(&dir.file("r.db")).expect("opens");
+    let dir = temp_dir("compare");
+    let mut s = Store::open(&dir.path().join("r.db")).expect("opens");
     let a = s.record(&run(0.0)).expect("a");
     let same = s.record(&run(0.5)).expect("within noise");
     let slower = s.record(&run(20.0)).expect("clearly slower");
@@ -91,8 +77,8 @@ fn compare_calls_real_only_changes_beyond_both_spreads() {
 
 #[test]
 fn foreign_and_corrupt_files_are_refused_untouched() {
-    let dir = TempDir::new("foreign");
-    let foreign = dir.file("other.db");
+    let dir = temp_dir("foreign");
+    let foreign = dir.path().join("other.db");
     foreign_db(&foreign);
     let before = std::fs::read(&foreign).expect("read");
     let err = Store::open(&foreign).expect_err("foreign refused");
@@ -100,7 +86,7 @@ fn foreign_and_corrupt_files_are_refused_untouched() {
     assert!(err.to_string().contains("nothing was written"));
     assert_eq!(std::fs::read(&foreign).expect("read"), before, "left untouched");
 
-    let corrupt = dir.file("corrupt.db");
+    let corrupt = dir.path().join("corrupt.db");
     let junk: Vec<u8> = (0..8192u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
     std::fs::write(&corrupt, &junk).expect("write");
     let err = Store::open(&corrupt).expect_err("corrupt refused");
@@ -118,8 +104,8 @@ fn foreign_db(path: &std::path::Path) {
 
 #[test]
 fn newer_schema_is_refused() {
-    let dir = TempDir::new("newer");
-    let path = dir.file("r.db");
+    let dir = temp_dir("newer");
+    let path = dir.path().join("r.db");
     Store::open(&path).expect("creates").record(&run(0.0)).expect("records");
     rusqlite::Connection::open(&path)
         .expect("opens")
@@ -140,8 +126,8 @@ fn unwritable_location_names_the_file() {
 
 #[test]
 fn concurrent_writers_both_land() {
-    let dir = TempDir::new("concurrent");
-    let path = dir.file("r.db");
+    let dir = temp_dir("concurrent");
+    let path = dir.path().join("r.db");
     Store::open(&path).expect("creates");
     std::thread::scope(|s| {
         for _ in 0..4 {
@@ -159,8 +145,8 @@ fn concurrent_writers_both_land() {
 
 #[test]
 fn csv_has_one_row_per_sample() {
-    let dir = TempDir::new("csv");
-    let mut s = Store::open(&dir.file("r.db")).expect("opens");
+    let dir = temp_dir("csv");
+    let mut s = Store::open(&dir.path().join("r.db")).expect("opens");
     let id = s.record(&run(0.0)).expect("records");
     let csv = samples_csv(&[s.run(id).expect("run")]);
     assert!(csv.starts_with("run_id,metric,unit,index,value\n"));
