@@ -339,8 +339,3 @@ pub fn saturation_point(steps: &[BandwidthResult]) -> Option<usize> {
         })
         .map(|i| steps[i].threads.len())
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-}

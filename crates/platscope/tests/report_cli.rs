@@ -1,6 +1,6 @@
 //! `platscope report` and `platscope results` as a user runs them, against a real SQLite file.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 fn platscope(args: &[&str]) -> Output {
@@ -11,23 +11,16 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-struct TempDir(PathBuf);
+/// A fresh directory (`tempfile`), removed when dropped; `path` names a file in it as an argument.
+struct TempDir(tempfile::TempDir);
 
 impl TempDir {
     fn new(name: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("platscope-{name}-{}", std::process::id()));
-        std::fs::remove_dir_all(&dir).ok();
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        TempDir(dir)
+        let prefix = format!("platscope-{name}-");
+        TempDir(tempfile::Builder::new().prefix(&prefix).tempdir().expect("temp dir"))
     }
     fn path(&self, name: &str) -> String {
-        self.0.join(name).display().to_string()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        std::fs::remove_dir_all(&self.0).ok();
+        self.0.path().join(name).display().to_string()
     }
 }
 

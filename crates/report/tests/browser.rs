@@ -10,6 +10,7 @@ mod common;
 
 use std::collections::HashMap;
 use std::fs::File;
+use std::io::Cursor;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -258,10 +259,7 @@ fn rgb(hex: &str) -> [u8; 3] {
     [(v >> 16) as u8, (v >> 8) as u8, v as u8]
 }
 
-// ---------------------------------------------------------------------------------------------
-// Just enough PNG to read Chromium's screenshots: 8-bit RGB or RGBA, not interlaced; zlib
-// inflate after RFC 1951 (stored, fixed and dynamic Huffman blocks).
-
+/// A decoded screenshot: 8-bit RGB or RGBA pixels, row by row.
 struct Image {
     width: u32,
     height: u32,
@@ -279,264 +277,19 @@ impl Image {
     }
 }
 
+/// Decodes Chromium's screenshot with the `png` crate, expanded to 8 bits per channel.
 fn decode_png(file: &[u8]) -> Result<Image, String> {
-    if !file.starts_with(b"\x89PNG\r\n\x1a\n") {
-        return Err("not a PNG".into());
-    }
-    let mut at = 8;
-    let (mut width, mut height, mut channels) = (0u32, 0u32, 0usize);
-    let mut zdata = Vec::new();
-    while at + 8 <= file.len() {
-        let len = u32::from_be_bytes([file[at], file[at + 1], file[at + 2], file[at + 3]]) as usize;
-        let kind = &file[at + 4..at + 8];
-        let body = file.get(at + 8..at + 8 + len).ok_or("truncated chunk")?;
-        match kind {
-            b"IHDR" => {
-                width = u32::from_be_bytes([body[0], body[1], body[2], body[3]]);
-                height = u32::from_be_bytes([body[4], body[5], body[6], body[7]]);
-                let (depth, colour, interlace) = (body[8], body[9], body[12]);
-                channels = match (depth, colour, interlace) {
-                    (8, 2, 0) => 3,
-                    (8, 6, 0) => 4,
-                    other => return Err(format!("unsupported PNG format {other:?}")),
-                };
-            }
-            b"IDAT" => zdata.extend_from_slice(body),
-            b"IEND" => break,
-            _ => {}
-        }
-        at += 12 + len;
-    }
-    if channels == 0 || zdata.len() < 2 {
-        return Err("no image header or data".into());
-    }
-    let raw = inflate(&zdata[2..])?;
-    let stride = width as usize * channels;
-    if raw.len() < (stride + 1) * height as usize {
-        return Err(format!("{} bytes of pixels for {width}×{height}", raw.len()));
-    }
-    let mut pixels = vec![0u8; stride * height as usize];
-    for y in 0..height as usize {
-        let filter = raw[y * (stride + 1)];
-        let line = &raw[y * (stride + 1) + 1..(y + 1) * (stride + 1)];
-        let (done, rest) = pixels.split_at_mut(y * stride);
-        let prior = if y > 0 { &done[(y - 1) * stride..] } else { &[][..] };
-        let out = &mut rest[..stride];
-        for i in 0..stride {
-            let a = if i >= channels { i32::from(out[i - channels]) } else { 0 };
-            let b = prior.get(i).map_or(0, |v| i32::from(*v));
-            let c = if i >= channels {
-                prior.get(i - channels).map_or(0, |v| i32::from(*v))
-            } else {
-                0
-            };
-            let predictor = match filter {
-                0 => 0,
-                1 => a,
-                2 => b,
-                3 => (a + b) / 2,
-                4 => {
-                    let p = a + b - c;
-                    let (pa, pb, pc) = ((p - a).abs(), (p - b).abs(), (p - c).abs());
-                    if pa <= pb && pa <= pc {
-                        a
-                    } else if pb <= pc {
-                        b
-                    } else {
-                        c
-                    }
-                }
-                other => return Err(format!("bad filter {other} on row {y}")),
-            };
-            out[i] = (i32::from(line[i]) + predictor) as u8;
-        }
-    }
-    Ok(Image { width, height, channels, pixels })
-}
-
-struct Bits<'a> {
-    data: &'a [u8],
-    at: usize,
-    buffer: u64,
-    count: u32,
-}
-
-impl Bits<'_> {
-    fn take(&mut self, n: u32) -> Result<u32, String> {
-        while self.count < n {
-            let byte = *self.data.get(self.at).ok_or("compressed data ran out")?;
-            self.at += 1;
-            self.buffer |= u64::from(byte) << self.count;
-            self.count += 8;
-        }
-        let value = (self.buffer & ((1u64 << n) - 1)) as u32;
-        self.buffer >>= n;
-        self.count -= n;
-        Ok(value)
-    }
-}
-
-/// A canonical Huffman code: how many codes of each length, and the symbols in code order.
-struct Huffman {
-    counts: [u16; 16],
-    symbols: Vec<u16>,
-}
-
-impl Huffman {
-    fn new(lengths: &[u8]) -> Self {
-        let mut counts = [0u16; 16];
-        for &l in lengths {
-            counts[l as usize] += 1;
-        }
-        counts[0] = 0;
-        let mut offsets = [0u16; 16];
-        for len in 1..15 {
-            offsets[len + 1] = offsets[len] + counts[len];
-        }
-        let mut symbols = vec![0u16; lengths.len()];
-        for (symbol, &l) in lengths.iter().enumerate() {
-            if l != 0 {
-                symbols[offsets[l as usize] as usize] = symbol as u16;
-                offsets[l as usize] += 1;
-            }
-        }
-        Huffman { counts, symbols }
-    }
-
-    fn decode(&self, bits: &mut Bits<'_>) -> Result<u16, String> {
-        let (mut code, mut first, mut index) = (0i32, 0i32, 0i32);
-        for len in 1..16 {
-            code |= bits.take(1)? as i32;
-            let count = i32::from(self.counts[len]);
-            if code - count < first {
-                return Ok(self.symbols[(index + code - first) as usize]);
-            }
-            index += count;
-            first = (first + count) << 1;
-            code <<= 1;
-        }
-        Err("invalid Huffman code".into())
-    }
-}
-
-const LENGTH_BASE: [u16; 29] = [
-    3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115, 131,
-    163, 195, 227, 258,
-];
-const LENGTH_EXTRA: [u8; 29] =
-    [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0];
-const DIST_BASE: [u16; 30] = [
-    1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769, 1025, 1537,
-    2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577,
-];
-const DIST_EXTRA: [u8; 30] = [
-    0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13,
-    13,
-];
-
-fn inflate(data: &[u8]) -> Result<Vec<u8>, String> {
-    let mut bits = Bits { data, at: 0, buffer: 0, count: 0 };
-    let mut out = Vec::new();
-    loop {
-        let last = bits.take(1)? == 1;
-        match bits.take(2)? {
-            0 => {
-                // Stored: skip to a byte boundary, then LEN, NLEN and LEN raw bytes.
-                bits.buffer = 0;
-                bits.count = 0;
-                let at = bits.at;
-                let header = data.get(at..at + 4).ok_or("truncated stored block")?;
-                let len = usize::from(u16::from_le_bytes([header[0], header[1]]));
-                out.extend_from_slice(
-                    data.get(at + 4..at + 4 + len).ok_or("truncated stored block")?,
-                );
-                bits.at = at + 4 + len;
-            }
-            1 => {
-                let mut lengths = [0u8; 288];
-                lengths[..144].fill(8);
-                lengths[144..256].fill(9);
-                lengths[256..280].fill(7);
-                lengths[280..].fill(8);
-                codes(&mut bits, &mut out, &Huffman::new(&lengths), &Huffman::new(&[5; 30]))?;
-            }
-            2 => {
-                let literals = bits.take(5)? as usize + 257;
-                let distances = bits.take(5)? as usize + 1;
-                let code_lengths = bits.take(4)? as usize + 4;
-                const ORDER: [usize; 19] =
-                    [16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15];
-                let mut lengths = [0u8; 19];
-                for &i in &ORDER[..code_lengths] {
-                    lengths[i] = bits.take(3)? as u8;
-                }
-                let lencode = Huffman::new(&lengths);
-                let mut all = Vec::with_capacity(literals + distances);
-                while all.len() < literals + distances {
-                    match lencode.decode(&mut bits)? {
-                        sym @ 0..=15 => all.push(sym as u8),
-                        16 => {
-                            let previous = *all.last().ok_or("repeat with no previous length")?;
-                            let n = 3 + bits.take(2)?;
-                            all.extend(std::iter::repeat_n(previous, n as usize));
-                        }
-                        17 => {
-                            let n = 3 + bits.take(3)?;
-                            all.extend(std::iter::repeat_n(0, n as usize));
-                        }
-                        _ => {
-                            let n = 11 + bits.take(7)?;
-                            all.extend(std::iter::repeat_n(0, n as usize));
-                        }
-                    }
-                }
-                let (lit, dist) = all.split_at(literals);
-                codes(&mut bits, &mut out, &Huffman::new(lit), &Huffman::new(&dist[..distances]))?;
-            }
-            _ => return Err("invalid block type".into()),
-        }
-        if last {
-            return Ok(out);
-        }
-    }
-}
-
-fn codes(
-    bits: &mut Bits<'_>,
-    out: &mut Vec<u8>,
-    literals: &Huffman,
-    distances: &Huffman,
-) -> Result<(), String> {
-    loop {
-        let symbol = literals.decode(bits)? as usize;
-        match symbol {
-            0..=255 => out.push(symbol as u8),
-            256 => return Ok(()),
-            _ => {
-                let i = symbol - 257;
-                let len = *LENGTH_BASE.get(i).ok_or("bad length code")? as usize
-                    + bits.take(u32::from(LENGTH_EXTRA[i]))? as usize;
-                let d = distances.decode(bits)? as usize;
-                let dist = *DIST_BASE.get(d).ok_or("bad distance code")? as usize
-                    + bits.take(u32::from(DIST_EXTRA[d]))? as usize;
-                if dist > out.len() {
-                    return Err("distance before the start".into());
-                }
-                let start = out.len() - dist;
-                for k in 0..len {
-                    out.push(out[start + k]);
-                }
-            }
-        }
-    }
-}
-
-/// Dynamic-Huffman blocks are what Chromium writes; the screenshot test decodes those.
-#[test]
-#[ignore = "browser tier: headless Chromium; scripts/test.sh runs it"]
-fn inflate_reads_stored_and_fixed_blocks() {
-    // A stored block holding "hi": BFINAL=1, BTYPE=00, then LEN=2, NLEN=!2.
-    assert_eq!(inflate(&[0x01, 0x02, 0x00, 0xfd, 0xff, b'h', b'i']).expect("stored"), b"hi");
-    // zlib's fixed-Huffman encoding of "aaaaaaaaaa" (a literal, then a length-9 back-reference).
-    assert_eq!(inflate(&[0x4b, 0x4c, 0x84, 0x01, 0x00]).expect("fixed"), b"aaaaaaaaaa");
+    let mut decoder = png::Decoder::new(Cursor::new(file));
+    decoder.set_transformations(png::Transformations::normalize_to_color8());
+    let mut reader = decoder.read_info().map_err(|e| e.to_string())?;
+    let size = reader.output_buffer_size().ok_or("the image is too large to decode")?;
+    let mut pixels = vec![0u8; size];
+    let frame = reader.next_frame(&mut pixels).map_err(|e| e.to_string())?;
+    let channels = match frame.color_type {
+        png::ColorType::Rgb => 3,
+        png::ColorType::Rgba => 4,
+        other => return Err(format!("unsupported PNG colour type {other:?}")),
+    };
+    pixels.truncate(frame.buffer_size());
+    Ok(Image { width: frame.width, height: frame.height, channels, pixels })
 }

@@ -1,33 +1,19 @@
 //! The results database on a real SQLite file.
 
-use std::path::PathBuf;
-
 use measure::Unit;
 use results::{
     compare, samples_csv, Metric, NewRun, ResultStore, SqliteStore as Store, StoreError,
     WorkerPlacement,
 };
 use serde_json::json;
+use tempfile::TempDir;
 
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> Self {
-        let dir =
-            std::env::temp_dir().join(format!("platscope-store-{name}-{}", std::process::id()));
-        std::fs::remove_dir_all(&dir).ok();
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        TempDir(dir)
-    }
-    fn file(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        std::fs::remove_dir_all(&self.0).ok();
-    }
+/// A fresh directory, removed at the end of the test.
+fn temp_dir(name: &str) -> TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("platscope-store-{name}-"))
+        .tempdir()
+        .expect("temp dir")
 }
 
 fn run(median_shift: f64) -> NewRun {
@@ -58,8 +44,8 @@ fn run(median_shift: f64) -> NewRun {
 
 #[test]
 fn records_and_reads_back_everything() {
-    let dir = TempDir::new("roundtrip");
-    let path = dir.file("nested/dir/results.db");
+    let dir = temp_dir("roundtrip");
+    let path = dir.path().join("nested/dir/results.db");
     let mut s = Store::open(&path).expect("opens, creating directories");
     let id = s.record(&run(0.0)).expect("records");
     let back = s.run(id).expect("reads");
@@ -84,8 +70,8 @@ fn records_and_reads_back_everything() {
 
 #[test]
 fn compare_calls_real_only_changes_beyond_both_spreads() {
-    let dir = TempDir::new("compare");
-    let mut s = Store::open(&dir.file("r.db")).expect("opens");
+    let dir = temp_dir("compare");
+    let mut s = Store::open(&dir.path().join("r.db")).expect("opens");
     let a = s.record(&run(0.0)).expect("a");
     let same = s.record(&run(0.5)).expect("within noise");
     let slower = s.record(&run(20.0)).expect("clearly slower");
@@ -99,8 +85,8 @@ fn compare_calls_real_only_changes_beyond_both_spreads() {
 
 #[test]
 fn foreign_and_corrupt_files_are_refused_untouched() {
-    let dir = TempDir::new("foreign");
-    let foreign = dir.file("other.db");
+    let dir = temp_dir("foreign");
+    let foreign = dir.path().join("other.db");
     foreign_db(&foreign);
     let before = std::fs::read(&foreign).expect("read");
     let err = Store::open(&foreign).expect_err("foreign refused");
@@ -108,7 +94,7 @@ fn foreign_and_corrupt_files_are_refused_untouched() {
     assert!(err.to_string().contains("nothing was written"));
     assert_eq!(std::fs::read(&foreign).expect("read"), before, "left untouched");
 
-    let corrupt = dir.file("corrupt.db");
+    let corrupt = dir.path().join("corrupt.db");
     let junk: Vec<u8> = (0..8192u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
     std::fs::write(&corrupt, &junk).expect("write");
     let err = Store::open(&corrupt).expect_err("corrupt refused");
@@ -126,8 +112,8 @@ fn foreign_db(path: &std::path::Path) {
 
 #[test]
 fn newer_schema_is_refused() {
-    let dir = TempDir::new("newer");
-    let path = dir.file("r.db");
+    let dir = temp_dir("newer");
+    let path = dir.path().join("r.db");
     Store::open(&path).expect("creates").record(&run(0.0)).expect("records");
     rusqlite::Connection::open(&path)
         .expect("opens")
@@ -148,8 +134,8 @@ fn unwritable_location_names_the_file() {
 
 #[test]
 fn concurrent_writers_both_land() {
-    let dir = TempDir::new("concurrent");
-    let path = dir.file("r.db");
+    let dir = temp_dir("concurrent");
+    let path = dir.path().join("r.db");
     Store::open(&path).expect("creates");
     std::thread::scope(|s| {
         for _ in 0..4 {
@@ -167,8 +153,8 @@ fn concurrent_writers_both_land() {
 
 #[test]
 fn csv_has_one_row_per_sample() {
-    let dir = TempDir::new("csv");
-    let mut s = Store::open(&dir.file("r.db")).expect("opens");
+    let dir = temp_dir("csv");
+    let mut s = Store::open(&dir.path().join("r.db")).expect("opens");
     let id = s.record(&run(0.0)).expect("records");
     let csv = samples_csv(&[s.run(id).expect("run")]);
     assert!(csv.starts_with("run_id,metric,labels,unit,index,value\n"));
@@ -178,8 +164,8 @@ fn csv_has_one_row_per_sample() {
 
 #[test]
 fn compare_matches_on_name_and_labels_not_text() {
-    let dir = TempDir::new("labels");
-    let mut s = Store::open(&dir.file("r.db")).expect("opens");
+    let dir = temp_dir("labels");
+    let mut s = Store::open(&dir.path().join("r.db")).expect("opens");
     let a = s.record(&run(0.0)).expect("a");
     let mut other = run(0.0);
     other.metrics[1] = other.metrics[1].clone().label("kernel", "copy");
@@ -195,8 +181,8 @@ fn compare_matches_on_name_and_labels_not_text() {
 #[test]
 fn many_writers_creating_a_new_store_at_once_all_land() {
     for round in 0..5 {
-        let dir = TempDir::new(&format!("race-{round}"));
-        let path = dir.file("new.db");
+        let dir = temp_dir(&format!("race-{round}"));
+        let path = dir.path().join("new.db");
         let barrier = std::sync::Barrier::new(6);
         std::thread::scope(|s| {
             for _ in 0..6 {
@@ -214,11 +200,11 @@ fn many_writers_creating_a_new_store_at_once_all_land() {
 
 #[test]
 fn read_only_open_writes_nothing() {
-    let dir = TempDir::new("readonly");
-    let path = dir.file("r.db");
+    let dir = temp_dir("readonly");
+    let path = dir.path().join("r.db");
     let id = Store::open(&path).expect("creates").record(&run(0.0)).expect("records");
     let files = || {
-        let mut names: Vec<String> = std::fs::read_dir(&dir.0)
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
             .expect("lists")
             .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
             .collect();
@@ -232,7 +218,7 @@ fn read_only_open_writes_nothing() {
     drop(s);
     assert_eq!(std::fs::read(&path).expect("reads"), bytes, "the file is unchanged");
     assert_eq!(files(), before, "nothing was created beside it");
-    let err = Store::open_read_only(&dir.file("missing.db")).expect_err("missing");
+    let err = Store::open_read_only(&dir.path().join("missing.db")).expect_err("missing");
     assert!(err.to_string().contains("missing.db"), "{err}");
 }
 
@@ -240,7 +226,7 @@ fn read_only_open_writes_nothing() {
 fn schema1_copy(dir: &TempDir) -> std::path::PathBuf {
     let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/results_schema1_0bc0b4c.db");
-    let path = dir.file("old.db");
+    let path = dir.path().join("old.db");
     std::fs::copy(fixture, &path).expect("copies the fixture");
     path
 }
@@ -251,7 +237,7 @@ fn keys(run: &results::StoredRun) -> Vec<String> {
 
 #[test]
 fn a_schema_1_database_migrates_and_compares_with_labelled_runs() {
-    let dir = TempDir::new("migrate");
+    let dir = temp_dir("migrate");
     let path = schema1_copy(&dir);
     // Read-only, unmigrated: relabelled as it is read, the file untouched.
     let bytes = std::fs::read(&path).expect("reads");

@@ -1,0 +1,163 @@
+//! The self-contained HTML report of `platscope report`: inline CSS and SVG charts, no script
+//! and no external URL of any kind, so it opens from a file on a machine with no network.
+//!
+//! ```no_run
+//! # fn demo(data: &report::html::ReportData) -> std::io::Result<()> {
+//! std::fs::write("report.html", report::html::render_html(data))?;
+//! # Ok(()) }
+//! ```
+//!
+//! Every data-bearing SVG element (a point, a bar, a heatmap cell) has the class `data` and a
+//! `data-value` attribute holding the measured number at full precision; each chart's `<svg>`
+//! has a stable id (`chart-latency-size`, `chart-latency-matrix`, `chart-bandwidth-matrix`,
+//! `chart-bandwidth-threads`, `chart-loaded-latency`, `chart-slb`), so tests and tools can read
+//! the figures back from the page.
+//!
+//! A section without data says "not measured" with the reason taken from
+//! [`ReportData::notes`]: a note is attached to a section when it mentions the section's
+//! subject (see [`SECTION_KEYWORDS`]), e.g. `node×node bandwidth: not measured (…)`.
+//!
+//! Layout: `page` (header, headline figures, footer), `notes` (which note explains which
+//! section), `charts` (one file per chart) and `style.css`, inlined into the page.
+
+use std::fmt::Write as _;
+
+use membench::bandwidth::{BandwidthMatrix, Scaling};
+use membench::latency::{LatencyMatrix, LatencyPoint, PrefetchCheck};
+use membench::loaded::LoadedCurve;
+use membench::slb::SlbResult;
+use serde::{Deserialize, Serialize};
+use topo::Topology;
+
+mod charts;
+mod notes;
+mod page;
+mod svg;
+
+pub use notes::SECTION_KEYWORDS;
+
+use charts::{
+    chart_bandwidth_matrix, chart_bandwidth_threads, chart_latency_matrix, chart_latency_size,
+    chart_loaded_latency, chart_slb, Figure,
+};
+use notes::not_measured_reason;
+use page::{footer, header, summary};
+use svg::esc;
+
+/// The page's style sheet: `style.css` holds one rule per line, and the page inlines it with
+/// the lines joined (no line breaks inside `<style>`).
+const CSS: &str = include_str!("style.css");
+
+/// Everything one `platscope report` run measured. Sections that were skipped are `None` (or
+/// empty) and explained in `notes`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReportData {
+    /// `quick` or `full`.
+    pub mode: String,
+    /// UTC, RFC 3339.
+    pub generated_at: String,
+    /// platscope version and git commit.
+    pub version: String,
+    pub topology: Topology,
+    /// Latency vs working-set size, smallest first, measured from `sweep_cpu`.
+    pub latency_sweep: Vec<LatencyPoint>,
+    pub sweep_cpu: Option<u32>,
+    pub prefetch_check: Option<PrefetchCheck>,
+    pub latency_matrix: Option<LatencyMatrix>,
+    pub bandwidth_matrix: Option<BandwidthMatrix>,
+    pub bandwidth_scaling: Option<Scaling>,
+    pub loaded_latency: Option<LoadedCurve>,
+    /// SLB at 1, 2, 4 … workers.
+    pub slb_scaling: Vec<SlbResult>,
+    /// SLB under (policy name, result or why it was skipped).
+    pub slb_policies: Vec<(String, Result<SlbResult, String>)>,
+    /// (what, run id in the results database).
+    pub stored_runs: Vec<(String, i64)>,
+    /// Where the results database is, if runs were stored.
+    pub database: Option<String>,
+    /// Sections skipped or caveats, one sentence each.
+    pub notes: Vec<String>,
+}
+
+/// Renders the whole report as one HTML5 page.
+pub fn render_html(data: &ReportData) -> String {
+    let mut page = String::with_capacity(96 * 1024);
+    let model = data.topology.machine.cpu_model.as_deref().unwrap_or("unknown CPU");
+    let css: String = CSS.lines().collect();
+    let _ = write!(
+        page,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <meta name=\"generator\" content=\"platscope {}\">\
+         <title>platscope report — {}</title><style>{css}</style></head><body><div class=\"page\">\n",
+        esc(&data.version),
+        esc(model)
+    );
+    page.push_str(&header(data));
+    page.push_str(&summary(data));
+    page.push_str("<main class=\"charts\">\n");
+    let sections: [(&str, &str, bool, Option<Figure>); 6] = [
+        ("chart-latency-size", "Latency by working-set size", true, chart_latency_size(data)),
+        (
+            "chart-latency-matrix",
+            "Node × node latency",
+            false,
+            data.latency_matrix.as_ref().and_then(|m| chart_latency_matrix(m, &data.topology)),
+        ),
+        (
+            "chart-bandwidth-matrix",
+            "Node × node bandwidth",
+            false,
+            data.bandwidth_matrix.as_ref().and_then(chart_bandwidth_matrix),
+        ),
+        (
+            "chart-bandwidth-threads",
+            "Bandwidth by thread count",
+            false,
+            data.bandwidth_scaling.as_ref().and_then(chart_bandwidth_threads),
+        ),
+        (
+            "chart-loaded-latency",
+            "Latency under load",
+            false,
+            data.loaded_latency.as_ref().and_then(chart_loaded_latency),
+        ),
+        ("chart-slb", "SLB: random stores per worker", true, chart_slb(data)),
+    ];
+    for (id, heading, wide, figure) in sections {
+        let class = match (wide, figure.is_some()) {
+            (true, _) => "wide",
+            (false, true) => "half",
+            (false, false) => "half empty",
+        };
+        let _ = write!(
+            page,
+            "<section id=\"{}\" class=\"{class}\"><h2>{}</h2>",
+            esc(&id.replacen("chart-", "sec-", 1)),
+            esc(heading)
+        );
+        match figure {
+            Some(f) => {
+                let _ = write!(
+                    page,
+                    "<figure>{}<figcaption>{}</figcaption></figure>",
+                    f.svg, f.caption
+                );
+                page.push_str(&f.after);
+            }
+            None => {
+                let _ = write!(
+                    page,
+                    "<p class=\"not-measured\">not measured: {}</p>",
+                    esc(&not_measured_reason(id, &data.notes))
+                );
+            }
+        }
+        page.push_str("</section>\n");
+    }
+    page.push_str("</main>\n");
+    page.push_str(&footer(data));
+    page.push_str("</div></body></html>\n");
+    page
+}

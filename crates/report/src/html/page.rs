@@ -1,0 +1,385 @@
+//! The page around the charts: the header with the machine's facts, the headline-figure cards
+//! and the footer with the notes and the stored runs.
+
+use std::fmt::Write as _;
+
+use membench::bandwidth::BandwidthResult;
+use topo::Topology;
+
+use super::charts::mix_name;
+use super::svg::{bytes_label, esc, fmt3};
+use super::ReportData;
+
+fn fact(out: &mut String, name: &str, value: &str) {
+    let _ = write!(out, "<dt>{}</dt><dd>{}</dd>", esc(name), esc(value));
+}
+
+/// Cache levels as (name, size of one instance, instances), by level.
+pub(super) fn cache_levels(t: &Topology) -> Vec<(String, u64, usize)> {
+    let mut levels: Vec<(u8, String, u64, usize)> = Vec::new();
+    for c in t.caches.iter().filter(|c| c.size_bytes > 0) {
+        let name = c.name();
+        match levels.iter_mut().find(|l| l.1 == name) {
+            Some(l) => {
+                l.2 = l.2.max(c.size_bytes);
+                l.3 += 1;
+            }
+            None => levels.push((c.level, name, c.size_bytes, 1)),
+        }
+    }
+    levels.sort_by_key(|l| l.0);
+    levels.into_iter().map(|(_, name, size, n)| (name, size, n)).collect()
+}
+
+pub(super) fn header(d: &ReportData) -> String {
+    let t = &d.topology;
+    let m = &t.machine;
+    let mut out = String::from("<header>");
+    let model = m.cpu_model.as_deref().unwrap_or("unknown CPU");
+    let _ = write!(
+        out,
+        "<h1>platscope report</h1><p class=\"sub\">{} · {} mode · generated {} · platscope {}</p>",
+        esc(model),
+        esc(&d.mode),
+        esc(&d.generated_at),
+        esc(&d.version)
+    );
+    out.push_str("<dl class=\"facts\">");
+    let cpu = match (&m.cpu_vendor, &m.cpu_model) {
+        (Some(v), Some(model)) if !model.contains(v.as_str()) => format!("{model} ({v})"),
+        (_, Some(model)) => model.clone(),
+        (Some(v), None) => v.clone(),
+        (None, None) => "unknown".to_string(),
+    };
+    let cpu = match &m.architecture {
+        Some(a) => format!("{cpu}, {a}"),
+        None => cpu,
+    };
+    fact(&mut out, "CPU", &cpu);
+    let online = t.online_cpu_ids();
+    let offline = t.offline_cpu_ids();
+    let mut cpus = format!(
+        "{} online ({}), {} core(s), {} package(s)",
+        online.len(),
+        topo::idlist::format(&online),
+        m.cores,
+        m.packages
+    );
+    if !offline.is_empty() {
+        let _ = write!(cpus, "; offline {}", topo::idlist::format(&offline));
+    }
+    if let Some(smt) = t.environment.as_ref().and_then(|e| e.smt_control.as_ref()) {
+        let _ = write!(cpus, "; SMT {smt}");
+    }
+    fact(&mut out, "CPUs", &cpus);
+    let nodes: Vec<String> = t
+        .nodes
+        .iter()
+        .map(|n| {
+            let cpus = if n.cpus.is_empty() {
+                "no CPUs (memory-only)".to_string()
+            } else {
+                format!("CPUs {}", topo::idlist::format(&n.cpus))
+            };
+            format!("node {}: {cpus}, {}", n.id, bytes_label(n.total_bytes as f64))
+        })
+        .collect();
+    fact(&mut out, "NUMA nodes", &format!("{} — {}", t.nodes.len(), nodes.join("; ")));
+    let caches: Vec<String> = cache_levels(t)
+        .iter()
+        .map(|(name, size, n)| format!("{name} {} ×{n}", bytes_label(*size as f64)))
+        .collect();
+    let line = t.caches.iter().find_map(|c| c.line_bytes);
+    let mut cache_text =
+        if caches.is_empty() { "not reported".to_string() } else { caches.join(", ") };
+    if let Some(line) = line {
+        let _ = write!(cache_text, " ({line}-byte lines)");
+    }
+    fact(&mut out, "Caches", &cache_text);
+    if let Some(dist) = &t.distances {
+        let rows: Vec<String> = dist
+            .matrix
+            .iter()
+            .map(|r| r.iter().map(u32::to_string).collect::<Vec<_>>().join(" "))
+            .collect();
+        fact(&mut out, "SLIT distances", &rows.join(" / "));
+    }
+    match &t.environment {
+        Some(e) => {
+            let unknown = |v: &Option<String>| v.clone().unwrap_or_else(|| "unknown".to_string());
+            fact(&mut out, "Kernel", &unknown(&e.kernel));
+            let thp = match (&e.thp_enabled, &e.thp_defrag) {
+                (Some(en), Some(df)) => format!("{en} (defrag {df})"),
+                (Some(en), None) => en.clone(),
+                _ => "unknown".to_string(),
+            };
+            fact(&mut out, "Transparent huge pages", &thp);
+            let balancing = match e.numa_balancing.as_deref() {
+                Some("0") => "0 (off)".to_string(),
+                Some("1") => "1 (on)".to_string(),
+                Some("2") => "2 (memory tiering)".to_string(),
+                Some(other) => other.to_string(),
+                None => "not available".to_string(),
+            };
+            fact(&mut out, "numa_balancing", &balancing);
+            if let Some(z) = &e.zone_reclaim_mode {
+                fact(&mut out, "zone_reclaim_mode", z);
+            }
+            let mut clock = unknown(&e.clocksource);
+            if e.available_clocksources.len() > 1 {
+                let _ = write!(clock, " (available: {})", e.available_clocksources.join(", "));
+            }
+            fact(&mut out, "Clocksource", &clock);
+            let governors: Vec<String> = e
+                .governors
+                .iter()
+                .map(|g| format!("{} (CPUs {})", g.name, topo::idlist::format(&g.cpus)))
+                .collect();
+            let governor = if governors.is_empty() {
+                "none (no cpufreq)".to_string()
+            } else {
+                governors.join(", ")
+            };
+            fact(&mut out, "Governor", &governor);
+            fact(&mut out, "Hypervisor", e.hypervisor.as_deref().unwrap_or("none detected"));
+            if let Some(system) = &e.system {
+                fact(&mut out, "System", system);
+            }
+            if let Some(total) = e.machine_memory_bytes {
+                fact(&mut out, "Memory", &bytes_label(total as f64));
+            }
+        }
+        None => fact(&mut out, "Environment", "not recorded (synthetic or XML topology)"),
+    }
+    out.push_str("</dl></header>\n");
+    out
+}
+
+/// One headline figure: what it is, the number, how it was obtained.
+fn card(out: &mut String, label: &str, figure: &str, how: &str) {
+    let _ = write!(
+        out,
+        "<div class=\"card\"><div class=\"label\">{}</div><div class=\"figure\">{}</div>\
+         <div class=\"how\">{}</div></div>",
+        esc(label),
+        esc(figure),
+        esc(how)
+    );
+}
+
+pub(super) fn summary(d: &ReportData) -> String {
+    let mut out =
+        String::from("<section class=\"summary\"><h2>Headline figures</h2><div class=\"cards\">");
+    let before = out.len();
+    // Idle DRAM latency: the local cell of the matrix, else the sweep's largest size when it is
+    // beyond the last-level cache.
+    let llc = cache_levels(&d.topology).last().map_or(0, |c| c.1);
+    let local = d.latency_matrix.as_ref().and_then(|m| {
+        m.cpu_nodes.iter().zip(&m.cells).find_map(|(from, row)| {
+            let j = m.memory_nodes.iter().position(|n| n == from)?;
+            row.get(j).map(|c| (*from, c, m.bytes))
+        })
+    });
+    if let Some((node, cell, bytes)) = local {
+        card(
+            &mut out,
+            "Idle DRAM latency",
+            &format!("{} ns", fmt3(cell.ns.median)),
+            &format!(
+                "node {node} to its own memory, {} chased, median of {} samples (p99 {} ns)",
+                bytes_label(bytes as f64),
+                cell.ns.samples,
+                fmt3(cell.ns.p99)
+            ),
+        );
+    } else if let Some(last) = d.latency_sweep.last().filter(|p| llc == 0 || p.bytes > llc) {
+        card(
+            &mut out,
+            "Idle DRAM latency",
+            &format!("{} ns", fmt3(last.ns.median)),
+            &format!(
+                "{} chased, median of {} samples (p99 {} ns)",
+                bytes_label(last.bytes as f64),
+                last.ns.samples,
+                fmt3(last.ns.p99)
+            ),
+        );
+    }
+    if let Some(m) = &d.latency_matrix {
+        // The slowest remote pair, against the local figure of the same CPU node.
+        let remote = m
+            .cpu_nodes
+            .iter()
+            .zip(&m.cells)
+            .flat_map(|(from, row)| {
+                let local = m.memory_nodes.iter().position(|n| n == from).and_then(|j| row.get(j));
+                m.memory_nodes
+                    .iter()
+                    .zip(row)
+                    .filter(move |(to, _)| *to != from)
+                    .map(move |(to, cell)| (*from, *to, cell, local))
+            })
+            .max_by(|a, b| a.2.ns.median.total_cmp(&b.2.ns.median));
+        if let Some((from, to, cell, local)) = remote {
+            let ratio = local.map_or(String::new(), |l| {
+                format!(
+                    ": {}× node {from}'s local {} ns",
+                    fmt3(cell.ns.median / l.ns.median),
+                    fmt3(l.ns.median)
+                )
+            });
+            card(
+                &mut out,
+                "Remote latency (worst)",
+                &format!("{} ns", fmt3(cell.ns.median)),
+                &format!("node {from} to node {to}'s memory{ratio}"),
+            );
+        }
+    }
+    let l1 = cache_levels(&d.topology).first().map(|c| c.1);
+    if let Some(first) = d.latency_sweep.first().filter(|p| l1.is_none_or(|l1| p.bytes <= l1)) {
+        let cycles = first.cycles.map_or(String::new(), |c| format!(" · {} cycles", fmt3(c)));
+        card(
+            &mut out,
+            "L1 latency",
+            &format!("{} ns{cycles}", fmt3(first.ns.median)),
+            &format!(
+                "{} chased, median of {} samples; cycles from the measured core clock",
+                bytes_label(first.bytes as f64),
+                first.ns.samples
+            ),
+        );
+    }
+    let mut candidates: Vec<(&BandwidthResult, String)> = Vec::new();
+    if let Some(s) = &d.bandwidth_scaling {
+        for step in &s.steps {
+            candidates.push((step, format!("{} thread(s)", step.threads.len())));
+        }
+    }
+    if let Some(m) = &d.bandwidth_matrix {
+        for (from, row) in m.cpu_nodes.iter().zip(&m.cells) {
+            for (to, cell) in m.memory_nodes.iter().zip(row) {
+                let what =
+                    format!("{} thread(s) on node {from}, memory on node {to}", cell.threads.len());
+                candidates.push((cell, what));
+            }
+        }
+    }
+    let peak = candidates
+        .into_iter()
+        .max_by(|a, b| a.0.aggregate_gbs.median.total_cmp(&b.0.aggregate_gbs.median));
+    if let Some((r, what)) = peak {
+        card(
+            &mut out,
+            "Peak bandwidth",
+            &format!("{} GB/s", fmt3(r.aggregate_gbs.median)),
+            &format!(
+                "{} ({}), {what}; median of {} rounds, best {} GB/s",
+                r.kernel,
+                r.isa,
+                r.aggregate_gbs.samples,
+                fmt3(r.aggregate_gbs.max)
+            ),
+        );
+    }
+    if let Some(s) = &d.bandwidth_scaling {
+        let most = s.steps.last().map_or(0, |r| r.threads.len());
+        match s.saturated_at {
+            Some(n) => card(
+                &mut out,
+                "Saturation point",
+                &format!("{n} thread(s)"),
+                "one more thread added less than 5% bandwidth",
+            ),
+            None => card(
+                &mut out,
+                "Saturation point",
+                "not reached",
+                &format!("bandwidth still grew at {most} thread(s)"),
+            ),
+        }
+    }
+    if let Some(c) = &d.loaded_latency {
+        let loaded = c.points.iter().max_by(|a, b| a.load_gbs.total_cmp(&b.load_gbs));
+        let idle = c
+            .points
+            .iter()
+            .find(|p| p.delay_cycles.is_none())
+            .or_else(|| c.points.iter().min_by(|a, b| a.load_gbs.total_cmp(&b.load_gbs)));
+        if let (Some(loaded), Some(idle)) = (loaded, idle) {
+            card(
+                &mut out,
+                "Latency at max load",
+                &format!("{} ns", fmt3(loaded.latency_ns.median)),
+                &format!(
+                    "at {} GB/s of {} load vs {} ns idle: {}×",
+                    fmt3(loaded.load_gbs),
+                    mix_name(c.mix),
+                    fmt3(idle.latency_ns.median),
+                    fmt3(loaded.latency_ns.median / idle.latency_ns.median)
+                ),
+            );
+        }
+    }
+    if let Some(one) = d.slb_scaling.first() {
+        let base = one.summary().median_ns;
+        let mut how = format!("median ns per random store, {} worker(s)", one.workers.len());
+        if let Some(most) = d.slb_scaling.last().filter(|r| r.workers.len() > one.workers.len()) {
+            let _ = write!(
+                how,
+                "; {}× slower with {} workers",
+                fmt3(most.summary().median_ns / base),
+                most.workers.len()
+            );
+        }
+        card(&mut out, "SLB", &format!("{} ns/op", fmt3(base)), &how);
+    }
+    if out.len() == before {
+        out.push_str(
+            "<p class=\"not-measured\">not measured: nothing was measured in this run</p>",
+        );
+    }
+    out.push_str("</div></section>\n");
+    out
+}
+
+pub(super) fn footer(d: &ReportData) -> String {
+    let mut out = String::from("<footer><section><h2>Notes</h2>");
+    if d.notes.is_empty() {
+        out.push_str("<p>No notes from this run.</p>");
+    } else {
+        out.push_str("<ul class=\"notes\">");
+        for n in &d.notes {
+            let _ = write!(out, "<li>{}</li>", esc(n));
+        }
+        out.push_str("</ul>");
+    }
+    out.push_str("</section><section><h2>Stored runs</h2>");
+    if d.stored_runs.is_empty() {
+        out.push_str("<p>No runs were stored.</p>");
+    } else {
+        out.push_str("<table class=\"runs\"><thead><tr><th>run id</th><th>measurement</th></tr></thead><tbody>");
+        for (what, id) in &d.stored_runs {
+            let _ = write!(out, "<tr><td class=\"num\">{id}</td><td>{}</td></tr>", esc(what));
+        }
+        out.push_str("</tbody></table>");
+    }
+    match &d.database {
+        Some(db) => {
+            let _ = write!(
+                out,
+                "<p>Database: <code>{}</code> — read back with <code>platscope results show ID</code>.</p>",
+                esc(db)
+            );
+        }
+        None => out.push_str("<p>Database: none (results not stored).</p>"),
+    }
+    let _ = writeln!(
+        out,
+        "</section><p class=\"colophon\">platscope {} · {} · {} mode</p></footer>",
+        esc(&d.version),
+        esc(&d.generated_at),
+        esc(&d.mode)
+    );
+    out
+}
