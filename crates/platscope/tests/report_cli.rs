@@ -71,7 +71,7 @@ fn quick_report_writes_html_records_runs_and_results_reads_them() {
     let show = platscope(&["results", "show", &id, "--db", &db]);
     assert!(show.status.success(), "{}", text(&show.stderr));
     let shown = text(&show.stdout);
-    assert!(shown.contains("latency 16.0 KiB"), "{shown}");
+    assert!(shown.contains("mem_latency{size=16.0 KiB}"), "labelled metrics: {shown}");
     assert!(shown.contains("→"), "requested → verified placement: {shown}");
 
     let stored: serde_json::Value =
@@ -89,7 +89,42 @@ fn quick_report_writes_html_records_runs_and_results_reads_them() {
     assert!(text(&cmp.stdout).contains("within noise"), "a run against itself has no real change");
 
     let csv = platscope(&["results", "export", &id, "--format", "csv", "--db", &db]);
-    assert!(text(&csv.stdout).starts_with("run_id,metric,unit,index,value\n"));
+    assert!(text(&csv.stdout).starts_with("run_id,metric,labels,unit,index,value\n"));
+
+    // The whole page rebuilds from the database, byte for byte.
+    let report_id = runs
+        .as_array()
+        .expect("runs")
+        .iter()
+        .find(|r| r["command"] == "report")
+        .and_then(|r| r["id"].as_i64())
+        .expect("the report's own data is stored")
+        .to_string();
+    let again = dir.path("again");
+    let rebuilt = platscope(&["report", "--from-db", &report_id, "--out", &again, "--db", &db]);
+    assert!(rebuilt.status.success(), "{}", text(&rebuilt.stderr));
+    let rebuilt_html =
+        std::fs::read_to_string(Path::new(&again).join("report.html")).expect("rebuilt page");
+    assert_eq!(rebuilt_html, html, "report --from-db rebuilds the same page");
+
+    // Step runs fill their own sections; the others say they were not measured.
+    let scaling_id = runs
+        .as_array()
+        .expect("runs")
+        .iter()
+        .find(|r| r["command"] == "report: bandwidth scaling")
+        .and_then(|r| r["id"].as_i64())
+        .expect("scaling stored")
+        .to_string();
+    let parts = dir.path("parts");
+    let from_steps =
+        platscope(&["report", "--from-db", &id, &scaling_id, "--out", &parts, "--db", &db]);
+    assert!(from_steps.status.success(), "{}", text(&from_steps.stderr));
+    let page = std::fs::read_to_string(Path::new(&parts).join("report.html")).expect("page");
+    assert!(page.contains("<svg") && page.contains("not measured"), "two sections drawn");
+    let not_reportable =
+        platscope(&["report", "--from-db", "999999", "--out", &parts, "--db", &db]);
+    assert_eq!(not_reportable.status.code(), Some(2), "{}", text(&not_reportable.stderr));
 }
 
 #[test]

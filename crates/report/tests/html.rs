@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use report::html::{render_html, ReportData};
+use report::html::{render_html, Note, ReportData, Section};
 
 fn page() -> (ReportData, String) {
     let data = sample();
@@ -247,10 +247,18 @@ fn sections_without_data_say_not_measured_and_why() {
     data.slb_scaling.clear();
     data.slb_policies = vec![("remote".into(), Err("skipped: one node".into()))];
     data.notes = vec![
-        "node×node latency: not measured (cannot bind memory to node 1)".into(),
-        "loaded latency: not measured (needs at least two CPUs: one chases, the others load)"
-            .into(),
-        "SLB with 1 workers: not measured (not enough free memory on node 0)".into(),
+        Note::new(
+            Section::LatencyMatrix,
+            "node×node latency: not measured (cannot bind memory to node 1)",
+        ),
+        Note::new(
+            Section::LoadedLatency,
+            "loaded latency: not measured (needs at least two CPUs: one chases, the others load)",
+        ),
+        Note::new(
+            Section::Slb,
+            "SLB with 1 workers: not measured (not enough free memory on node 0)",
+        ),
     ];
     let html = render_html(&data);
     let all = tags(&html);
@@ -271,9 +279,10 @@ fn sections_without_data_say_not_measured_and_why() {
 fn an_interrupted_run_says_so_in_the_sections_it_missed() {
     let mut data = sample();
     data.loaded_latency = None;
-    data.notes = vec![
-        "interrupted with Ctrl-C: the sections after the interruption were not measured".into(),
-    ];
+    data.notes = vec![Note::new(
+        Section::Run,
+        "interrupted with Ctrl-C: the sections after the interruption were not measured",
+    )];
     let html = render_html(&data);
     assert!(html.contains("not measured: interrupted with Ctrl-C"));
 }

@@ -59,7 +59,7 @@ pub fn show_text(run: &StoredRun) -> String {
         let _ = writeln!(
             out,
             "{:<44} {:>10.3} {:>10.3} {:>10.3} {:>10.3} {:>8}  {}",
-            m.name,
+            m.key(),
             m.median,
             m.p25,
             m.p75,

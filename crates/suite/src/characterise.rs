@@ -15,7 +15,7 @@ use membench::scenarios::{policy_scenarios, scale_counts, slb_plan, spread_worke
 use membench::slb;
 use membench::BenchError;
 use place::{MemPolicy, PageSize, PlacementRequest};
-use report::html::ReportData;
+use report::html::{Note, ReportData, Section};
 use results::Recorder;
 use topo::Topology;
 
@@ -133,9 +133,10 @@ pub fn run(
         database: rec.database(),
         notes: Vec::new(),
     };
-    let note = |data: &mut ReportData, step: &str, err: &dyn std::fmt::Display| {
-        data.notes.push(format!("{step}: not measured ({err})"));
-    };
+    let note =
+        |data: &mut ReportData, section: Section, step: &str, err: &dyn std::fmt::Display| {
+            data.notes.push(Note::new(section, format!("{step}: not measured ({err})")));
+        };
     let latency_opts = LatencyOptions { duration: budget.sweep, ..LatencyOptions::default() };
     // Measure the core clock first: it also wakes the core from any idle state before the
     // smallest (cache-resident) sizes, which would otherwise absorb the ramp-up.
@@ -148,7 +149,7 @@ pub fn run(
             Ok(p) => data.latency_sweep.push(p),
             Err(BenchError::Interrupted) => break,
             Err(e) => {
-                note(&mut data, &format!("latency at {bytes} bytes"), &e);
+                note(&mut data, Section::LatencySize, &format!("latency at {bytes} bytes"), &e);
                 break;
             }
         }
@@ -169,7 +170,7 @@ pub fn run(
         if let Some(last) = data.latency_sweep.last() {
             match latency::prefetch_check(first_cpu, last, &latency_opts, topology) {
                 Ok(c) => data.prefetch_check = Some(c),
-                Err(e) => note(&mut data, "prefetch self-check", &e),
+                Err(e) => note(&mut data, Section::LatencySize, "prefetch self-check", &e),
             }
         }
     }
@@ -185,7 +186,7 @@ pub fn run(
                 }
                 data.latency_matrix = Some(m);
             }
-            Err(e) => note(&mut data, "node×node latency", &e),
+            Err(e) => note(&mut data, Section::LatencyMatrix, "node×node latency", &e),
         }
     }
 
@@ -210,7 +211,7 @@ pub fn run(
                 }
                 data.bandwidth_matrix = Some(m);
             }
-            Err(e) => note(&mut data, "node×node bandwidth", &e),
+            Err(e) => note(&mut data, Section::BandwidthMatrix, "node×node bandwidth", &e),
         }
     }
 
@@ -226,7 +227,7 @@ pub fn run(
                 }
                 data.bandwidth_scaling = Some(s);
             }
-            Err(e) => note(&mut data, "bandwidth by thread count", &e),
+            Err(e) => note(&mut data, Section::BandwidthThreads, "bandwidth by thread count", &e),
         }
     }
 
@@ -259,14 +260,14 @@ pub fn run(
                         }
                         data.loaded_latency = Some(c);
                     }
-                    Err(e) => note(&mut data, "loaded latency", &e),
+                    Err(e) => note(&mut data, Section::LoadedLatency, "loaded latency", &e),
                 }
             }
-            _ => data.notes.push(
+            _ => data.notes.push(Note::new(
+                Section::LoadedLatency,
                 "loaded latency: not measured (needs at least two CPUs: one chases, the others \
-                 load)"
-                    .into(),
-            ),
+                 load)",
+            )),
         }
     }
 
@@ -278,7 +279,7 @@ pub fn run(
             match slb::run(&plan(spread_workers(count, &cpus, &MemPolicy::Inherit)), topology) {
                 Ok(r) => data.slb_scaling.push(r),
                 Err(e) => {
-                    note(&mut data, &format!("SLB with {count} workers"), &e);
+                    note(&mut data, Section::Slb, &format!("SLB with {count} workers"), &e);
                     break;
                 }
             }
@@ -329,9 +330,10 @@ pub fn run(
     }
     progress.finish();
     if stop::requested() {
-        data.notes.push(
-            "interrupted with Ctrl-C: the sections after the interruption were not measured".into(),
-        );
+        data.notes.push(Note::new(
+            Section::Run,
+            "interrupted with Ctrl-C: the sections after the interruption were not measured",
+        ));
     }
     // The page's own data, so `report --from-db` can rebuild it; its figures are the steps'.
     rec.record(REPORT_COMMAND, &data, &Vec::<Metric>::new(), stop::requested())?;

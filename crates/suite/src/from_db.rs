@@ -7,7 +7,7 @@ use membench::bandwidth::{BandwidthMatrix, Scaling};
 use membench::latency::{LatencyMatrix, LatencyPoint, PrefetchCheck};
 use membench::loaded::LoadedCurve;
 use membench::slb::SlbResult;
-use report::html::ReportData;
+use report::html::{Note, ReportData, Section};
 use results::{ResultStore, StoredRun};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -60,9 +60,12 @@ pub fn rebuild(store: &dyn ResultStore, ids: &[i64]) -> Result<ReportData, Suite
     }
     for run in &runs {
         if run.interrupted {
-            data.notes.push(format!(
-                "run {} ({}) was interrupted: it holds what was measured before Ctrl-C",
-                run.id, run.command
+            data.notes.push(Note::new(
+                Section::Run,
+                format!(
+                    "run {} ({}) was interrupted: it holds what was measured before Ctrl-C",
+                    run.id, run.command
+                ),
             ));
         }
     }

@@ -14,8 +14,8 @@
 //! the figures back from the page.
 //!
 //! A section without data says "not measured" with the reason taken from
-//! [`ReportData::notes`]: a note is attached to a section when it mentions the section's
-//! subject (see [`SECTION_KEYWORDS`]), e.g. `node×node bandwidth: not measured (…)`.
+//! [`ReportData::notes`]: each [`Note`] names its [`Section`] (set by the step that wrote it);
+//! a section without notes of its own shows the run's, e.g. an interruption.
 //!
 //! Layout: `page` (header, headline figures, footer), `notes` (which note explains which
 //! section), `charts` (one file per chart) and `style.css`, inlined into the page.
@@ -34,7 +34,7 @@ mod notes;
 mod page;
 mod svg;
 
-pub use notes::SECTION_KEYWORDS;
+pub use notes::{Note, Section};
 
 use charts::{
     chart_bandwidth_matrix, chart_bandwidth_threads, chart_latency_matrix, chart_latency_size,
@@ -75,8 +75,8 @@ pub struct ReportData {
     pub stored_runs: Vec<(String, i64)>,
     /// Where the results database is, if runs were stored.
     pub database: Option<String>,
-    /// Sections skipped or caveats, one sentence each.
-    pub notes: Vec<String>,
+    /// Sections skipped or caveats, one sentence each, with the section each explains.
+    pub notes: Vec<Note>,
 }
 
 /// Renders the whole report as one HTML5 page.

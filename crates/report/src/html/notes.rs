@@ -1,37 +1,96 @@
-//! Which note explains which section: a note is attached to a chart's section when it mentions
-//! the section's subject ([`SECTION_KEYWORDS`]); a section without data shows its notes as the
-//! reason, or the run's interruption, or a plain statement.
+//! Notes: what a run could not measure, or a caveat, each tied to the section it explains by
+//! the step that wrote it — never by matching words in its text.
 
-/// Words that attach a note to a section, by chart id (case-insensitive substrings). A note
-/// that matches none of them is still listed under "Notes" at the end of the page.
-pub const SECTION_KEYWORDS: &[(&str, &[&str])] = &[
-    ("chart-latency-size", &["latency at", "latency by", "working-set", "working set", "sweep"]),
-    ("chart-latency-matrix", &["node×node latency", "latency matrix", "node x node latency"]),
-    (
-        "chart-bandwidth-matrix",
-        &["node×node bandwidth", "bandwidth matrix", "node x node bandwidth"],
-    ),
-    ("chart-bandwidth-threads", &["bandwidth by thread", "thread count", "bandwidth scaling"]),
-    ("chart-loaded-latency", &["loaded latency", "loaded-latency"]),
-    ("chart-slb", &["slb", "silly little benchmark"]),
-];
+use serde::{Deserialize, Serialize};
 
-/// Why a section has no chart: its notes, or a plain statement.
-pub(super) fn not_measured_reason(id: &str, notes: &[String]) -> String {
-    let keywords = SECTION_KEYWORDS.iter().find(|(k, _)| *k == id).map_or(&[][..], |(_, w)| *w);
-    let matching: Vec<&str> = notes
-        .iter()
-        .filter(|n| {
-            let lower = n.to_lowercase();
-            keywords.iter().any(|k| lower.contains(k))
+/// A part of the page a note belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Section {
+    /// Latency by working-set size (and the prefetch self-check drawn with it).
+    LatencySize,
+    LatencyMatrix,
+    BandwidthMatrix,
+    BandwidthThreads,
+    LoadedLatency,
+    /// The SLB by worker count and by placement.
+    Slb,
+    /// The run as a whole (an interruption, a caveat for every section).
+    Run,
+}
+
+impl Section {
+    /// The id of the section's chart on the page; `None` for the whole run.
+    pub fn chart_id(self) -> Option<&'static str> {
+        Some(match self {
+            Section::LatencySize => "chart-latency-size",
+            Section::LatencyMatrix => "chart-latency-matrix",
+            Section::BandwidthMatrix => "chart-bandwidth-matrix",
+            Section::BandwidthThreads => "chart-bandwidth-threads",
+            Section::LoadedLatency => "chart-loaded-latency",
+            Section::Slb => "chart-slb",
+            Section::Run => return None,
         })
-        .map(String::as_str)
-        .collect();
-    if !matching.is_empty() {
-        return matching.join(" ");
     }
-    match notes.iter().find(|n| n.to_lowercase().contains("interrupted")) {
-        Some(n) => n.clone(),
-        None => "no data for this section in this run".to_string(),
+}
+
+/// One sentence for the reader, and the section it explains.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Note {
+    pub section: Section,
+    pub text: String,
+}
+
+impl Note {
+    pub fn new(section: Section, text: impl Into<String>) -> Self {
+        Self { section, text: text.into() }
+    }
+}
+
+impl std::fmt::Display for Note {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// Why the section with chart `id` has no chart: its own notes, else the run's, else a plain
+/// statement.
+pub(super) fn not_measured_reason(id: &str, notes: &[Note]) -> String {
+    let own: Vec<&str> = notes
+        .iter()
+        .filter(|n| n.section.chart_id() == Some(id))
+        .map(|n| n.text.as_str())
+        .collect();
+    if !own.is_empty() {
+        return own.join(" ");
+    }
+    let run: Vec<&str> =
+        notes.iter().filter(|n| n.section == Section::Run).map(|n| n.text.as_str()).collect();
+    if run.is_empty() {
+        "no data for this section in this run".to_string()
+    } else {
+        run.join(" ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_section_gets_its_own_notes_then_the_runs() {
+        let notes = vec![
+            Note::new(Section::Slb, "SLB with 2 workers: not measured (no memory)"),
+            Note::new(Section::Run, "interrupted with Ctrl-C"),
+        ];
+        assert_eq!(not_measured_reason("chart-slb", &notes), notes[0].text);
+        assert_eq!(not_measured_reason("chart-loaded-latency", &notes), "interrupted with Ctrl-C");
+        assert_eq!(not_measured_reason("chart-slb", &[]), "no data for this section in this run");
+        // Words in the text do not move a note: this one mentions the SLB but is the matrix's.
+        let matrix = [Note::new(Section::LatencyMatrix, "slb-like words")];
+        assert_eq!(
+            not_measured_reason("chart-slb", &matrix),
+            "no data for this section in this run"
+        );
     }
 }

@@ -350,7 +350,7 @@ pub(super) fn footer(d: &ReportData) -> String {
     } else {
         out.push_str("<ul class=\"notes\">");
         for n in &d.notes {
-            let _ = write!(out, "<li>{}</li>", esc(n));
+            let _ = write!(out, "<li>{}</li>", esc(&n.text));
         }
         out.push_str("</ul>");
     }

@@ -305,7 +305,7 @@ pub fn sample() -> ReportData {
             ("SLB by placement".into(), 47),
         ],
         database: Some("/home/dba/.local/share/platscope/results.sqlite".into()),
-        notes: vec![NASTY_NOTE.into()],
+        notes: vec![report::html::Note::new(report::html::Section::LatencySize, NASTY_NOTE)],
     }
 }
 
