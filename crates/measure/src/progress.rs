@@ -19,7 +19,8 @@ fn visible() -> bool {
 
 fn new_bar(len: u64, template: &str) -> ProgressBar {
     if !visible() {
-        return ProgressBar::hidden();
+        // Hidden, but still counting: callers and tests can read where it is.
+        return ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::hidden());
     }
     let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
     if let Ok(style) = ProgressStyle::with_template(template) {

@@ -42,3 +42,8 @@ pub fn sleep_until(due: std::time::Instant) -> bool {
 pub fn request() {
     STOP.store(true, Ordering::Relaxed);
 }
+
+/// The flag itself, for libraries that take a `&AtomicBool` to poll (a set flag means stop).
+pub fn flag() -> &'static AtomicBool {
+    &STOP
+}
