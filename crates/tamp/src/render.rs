@@ -1,0 +1,6 @@
+//! Text renderers.
+use crate::RunResult;
+/// One run as text.
+pub fn run(r: &RunResult) -> String {
+    format!("{r:?}\n")
+}
