@@ -2,6 +2,7 @@
 //!   tamp compress|decompress [-t N] [--format lz4|zstd] [--level L] [--block BYTES] [--json]
 //!        IN (-o OUT | --discard)
 //!   tamp corpus SEED SIZE OUT
+//!   tamp scale [--format F] [--level L] [--size BYTES] [--units 1,2] [--threads 1,2,4] [--json]
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
@@ -26,6 +27,9 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         let mut f = std::io::BufWriter::new(std::fs::File::create(out)?);
         tamp::corpus::write(seed.parse()?, size.parse()?, &mut f)?;
         return Ok(());
+    }
+    if mode == "scale" {
+        return scale(&args[1..]);
     }
     let (mut copts, mut dopts) = (CompressOptions::default(), DecompressOptions::default());
     let (mut input, mut output, mut json) = (None, None, false);
@@ -61,6 +65,37 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {
         print!("{}", tamp::render::run(&r));
+    }
+    Ok(())
+}
+
+fn list(s: &str) -> Result<Vec<usize>, std::num::ParseIntError> {
+    s.split(',').map(str::parse).collect()
+}
+
+fn scale(args: &[String]) -> Result<(), Box<dyn std::error::Error>> {
+    let mut plan = tamp::scale::ScalePlan::for_machine(tamp::online_cpus());
+    let (mut format, mut level, mut size, mut json) = (tamp::Format::Lz4, 1, 256usize << 20, false);
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut val = || it.next().ok_or(format!("{a} needs a value"));
+        match a.as_str() {
+            "--format" => format = val()?.parse()?,
+            "--level" => level = val()?.parse()?,
+            "--size" => size = val()?.parse()?,
+            "--units" => plan.units = list(val()?)?,
+            "--threads" => plan.threads = list(val()?)?,
+            "--json" => json = true,
+            _ => return Err(format!("unknown argument {a}").into()),
+        }
+    }
+    let input = tamp::corpus::generate(tamp::corpus::DEFAULT_SEED, size);
+    let codec = tamp::codec::codec_for(format, level)?;
+    let r = tamp::scale::run(&input, codec.as_ref(), &plan, &AtomicBool::new(false))?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        print!("{}", tamp::render::scale(&r));
     }
     Ok(())
 }

@@ -75,6 +75,7 @@ pub fn compress_reader<R: Read + Send>(
     let out_name = target.path().map(|p| p.display().to_string());
     let source = BlockSource { r: input, path: name.to_path_buf(), block: block_size, offset: 0 };
     let sink = FrameSink { target, header, trailer: codec.trailer() };
+    let stat0 = crate::procstat::read().ok();
     let cpu0 = crate::clock::process_cpu();
     let t0 = Instant::now();
     let out = pipeline::run(
@@ -91,6 +92,7 @@ pub fn compress_reader<R: Read + Send>(
     }
     let wall = t0.elapsed();
     let cpu1 = crate::clock::process_cpu();
+    let machine = stat0.zip(crate::procstat::read().ok()).map(|(a, b)| crate::procstat::delta(&a, &b));
     // An interrupted run's temporary file is removed when `sink` drops.
     let bytes_in = out.bytes_in;
     Ok(RunResult::build(Facts {
@@ -110,6 +112,7 @@ pub fn compress_reader<R: Read + Send>(
         parallel: true,
         serial_reason: None,
         interrupted: out.interrupted,
+        machine,
     }))
 }
 

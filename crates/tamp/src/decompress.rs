@@ -185,6 +185,7 @@ pub fn decompress(
     };
     let input_r = Counted { r: Cursor::new(prefix).chain(file), n: 0 };
     let target = Target::open(output)?;
+    let stat0 = crate::procstat::read().ok();
     let cpu0 = crate::clock::process_cpu();
     let t0 = Instant::now();
     let path = input.to_path_buf();
@@ -228,6 +229,7 @@ pub fn decompress(
     drop(target);
     let wall = t0.elapsed();
     let cpu1 = crate::clock::process_cpu();
+    let machine = stat0.zip(crate::procstat::read().ok()).map(|(a, b)| crate::procstat::delta(&a, &b));
     Ok(RunResult::build(Facts {
         operation: Operation::Decompress,
         format: format.name().to_string(),
@@ -245,6 +247,7 @@ pub fn decompress(
         parallel: serial_reason.is_none(),
         serial_reason,
         interrupted,
+        machine,
     }))
 }
 

@@ -199,10 +199,14 @@ pub struct RunResult {
     pub cpu_sys_s: f64,
     /// Uncompressed MB (10^6 bytes) per wall second, for both directions.
     pub mb_per_s: f64,
-    /// (user + sys) / (wall × online CPUs).
+    /// This process's (user + sys) / (wall × online CPUs).
     pub cpu_share: f64,
     /// CPUs online.
     pub online_cpus: usize,
+    /// Busy share of the whole machine during the run (/proc/stat; other processes included).
+    pub machine_cpu_share: Option<f64>,
+    /// CPUs at least 90% busy during the run (/proc/stat).
+    pub cpus_busy: Option<usize>,
     /// Each thread's busy and CPU share.
     pub thread_busy: Vec<ThreadBusy>,
     /// Why it went no faster.
@@ -235,6 +239,7 @@ pub(crate) struct Facts {
     pub parallel: bool,
     pub serial_reason: Option<String>,
     pub interrupted: bool,
+    pub machine: Option<crate::procstat::MachineBusy>,
 }
 
 impl RunResult {
@@ -243,13 +248,16 @@ impl RunResult {
         let wall = f.wall.as_secs_f64();
         let (user, sys) = (f.cpu.0.as_secs_f64(), f.cpu.1.as_secs_f64());
         let cpu_share = share(user + sys, wall * cpus as f64);
+        let machine_share = f.machine.as_ref().map(|m| m.machine_share);
+        // The CPUs are full whether this process or another one fills them.
+        let cpu_busy = machine_share.map_or(cpu_share, |m| m.max(cpu_share));
         let (plain, packed) = match f.operation {
             Operation::Compress => (f.bytes_in, f.bytes_out),
             Operation::Decompress => (f.bytes_out, f.bytes_in),
         };
         let thread_busy: Vec<ThreadBusy> = f.times.iter().map(ThreadBusy::from_times).collect();
         let (verdict, verdict_reason) = if f.parallel {
-            verdict(&inputs_from(&thread_busy, cpu_share))
+            verdict(&inputs_from(&thread_busy, cpu_busy))
         } else {
             (
                 Verdict::SingleThreaded,
@@ -274,6 +282,8 @@ impl RunResult {
             mb_per_s: if wall > 0.0 { plain as f64 / 1e6 / wall } else { 0.0 },
             cpu_share,
             online_cpus: cpus,
+            machine_cpu_share: machine_share,
+            cpus_busy: f.machine.as_ref().map(|m| m.cpus_busy),
             thread_busy,
             verdict,
             verdict_reason,
