@@ -23,7 +23,9 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mode = args.first().ok_or("usage: tamp compress|decompress|corpus ...")?.clone();
     if mode == "corpus" {
-        let [seed, size, out] = &args[1..] else { return Err("usage: tamp corpus SEED SIZE OUT".into()) };
+        let [seed, size, out] = &args[1..] else {
+            return Err("usage: tamp corpus SEED SIZE OUT".into());
+        };
         let mut f = std::io::BufWriter::new(std::fs::File::create(out)?);
         tamp::corpus::write(seed.parse()?, size.parse()?, &mut f)?;
         return Ok(());

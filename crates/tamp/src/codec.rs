@@ -63,6 +63,10 @@ pub trait Codec: Send + Sync + fmt::Debug {
     fn header(&self, block_size: usize) -> Result<Vec<u8>, TampError>;
     /// Bytes written after the last block.
     fn trailer(&self) -> Vec<u8>;
+    /// Bytes written instead of blocks when the input is empty (default: none).
+    fn empty_body(&self) -> Result<Vec<u8>, TampError> {
+        Ok(Vec::new())
+    }
     /// A per-worker encoder (holds that worker's context and scratch space).
     fn encoder(&self, block_size: usize) -> Result<Box<dyn BlockEncoder>, TampError>;
 }
@@ -133,9 +137,7 @@ impl Codec for Lz4 {
         vec![0, 0, 0, 0] // end mark
     }
     fn encoder(&self, block_size: usize) -> Result<Box<dyn BlockEncoder>, TampError> {
-        Ok(Box::new(Lz4Encoder {
-            bound: lz4_flex::block::get_maximum_output_size(block_size),
-        }))
+        Ok(Box::new(Lz4Encoder { bound: lz4_flex::block::get_maximum_output_size(block_size) }))
     }
 }
 
@@ -207,6 +209,12 @@ impl Codec for Zstd {
     }
     fn trailer(&self) -> Vec<u8> {
         Vec::new()
+    }
+    /// zstd -d rejects an empty file: empty input gives one empty frame, as zstd writes.
+    fn empty_body(&self) -> Result<Vec<u8>, TampError> {
+        let mut out = Vec::new();
+        self.encoder(0)?.encode(&[], &mut out)?;
+        Ok(out)
     }
     fn encoder(&self, _block_size: usize) -> Result<Box<dyn BlockEncoder>, TampError> {
         use zstd::zstd_safe::CParameter;

@@ -74,17 +74,13 @@ pub fn compress_reader<R: Read + Send>(
     let target = Target::open(output)?;
     let out_name = target.path().map(|p| p.display().to_string());
     let source = BlockSource { r: input, path: name.to_path_buf(), block: block_size, offset: 0 };
-    let sink = FrameSink { target, header, trailer: codec.trailer() };
+    let sink =
+        FrameSink { target, header, trailer: codec.trailer(), empty: Some(codec.empty_body()?) };
     let stat0 = crate::procstat::read().ok();
     let cpu0 = crate::clock::process_cpu();
     let t0 = Instant::now();
-    let out = pipeline::run(
-        source,
-        || codec.encoder(block_size).map(EncodeWorker),
-        sink,
-        threads,
-        stop,
-    )?;
+    let out =
+        pipeline::run(source, || codec.encoder(block_size).map(EncodeWorker), sink, threads, stop)?;
     let mut sink = out.sink;
     let bytes_out = sink.target.written;
     if !out.interrupted {
@@ -92,7 +88,8 @@ pub fn compress_reader<R: Read + Send>(
     }
     let wall = t0.elapsed();
     let cpu1 = crate::clock::process_cpu();
-    let machine = stat0.zip(crate::procstat::read().ok()).map(|(a, b)| crate::procstat::delta(&a, &b));
+    let machine =
+        stat0.zip(crate::procstat::read().ok()).map(|(a, b)| crate::procstat::delta(&a, &b));
     // An interrupted run's temporary file is removed when `sink` drops.
     let bytes_in = out.bytes_in;
     Ok(RunResult::build(Facts {
@@ -158,6 +155,8 @@ struct FrameSink {
     target: Target,
     header: Vec<u8>,
     trailer: Vec<u8>,
+    /// Written at the end if no block was (taken at the first block).
+    empty: Option<Vec<u8>>,
 }
 
 impl Sink<()> for FrameSink {
@@ -166,9 +165,13 @@ impl Sink<()> for FrameSink {
         self.target.write(&h)
     }
     fn put(&mut self, _: &(), data: &[u8]) -> Result<(), TampError> {
+        self.empty = None;
         self.target.write(data)
     }
     fn finish(&mut self) -> Result<(), TampError> {
+        if let Some(e) = self.empty.take() {
+            self.target.write(&e)?;
+        }
         let t = std::mem::take(&mut self.trailer);
         self.target.write(&t)
     }

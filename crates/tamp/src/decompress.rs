@@ -3,7 +3,7 @@
 //!
 //! Parallel when the pieces are independent: LZ4 frames with the block-independence flag (what
 //! tamp and `lz4` 1.9 write by default), zstd streams whose first frame declares a content size of
-//! at most [`PARALLEL_FRAME_MAX`] (tamp, pzstd). Anything else valid — linked LZ4 blocks, one big
+//! at most [`PARALLEL_FRAME_MAX`] (tamp) or follows pzstd's 4-byte skippable size marker (pzstd). Anything else valid — linked LZ4 blocks, one big
 //! zstd frame as `zstd -T` writes — is decoded on one thread, and the result says so.
 
 use std::fs::File;
@@ -50,8 +50,14 @@ impl Default for DecompressOptions {
 /// What the first bytes of a file say.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Probe {
-    Lz4 { independent: bool },
-    Zstd { content_size: Option<u64> },
+    Lz4 {
+        independent: bool,
+    },
+    /// `pzstd`: the frame follows a 4-byte skippable frame (pzstd's compressed-size marker).
+    Zstd {
+        content_size: Option<u64>,
+        pzstd: bool,
+    },
     Unknown(String),
 }
 
@@ -59,6 +65,7 @@ pub(crate) enum Probe {
 /// Skippable frames (pzstd writes them) are passed over.
 pub(crate) fn probe(p: &[u8]) -> Probe {
     let mut at = 0usize;
+    let mut pzstd = false;
     loop {
         let Some(m) = p.get(at..at + 4) else {
             return Probe::Unknown(if p.is_empty() {
@@ -77,9 +84,10 @@ pub(crate) fn probe(p: &[u8]) -> Probe {
         if magic == ZSTD_MAGIC {
             let fh = p.get(at + 4..).unwrap_or(&[]);
             return match zstd_header_len(fh) {
-                Some((len, fcs, _)) if fh.len() >= len => {
-                    Probe::Zstd { content_size: fcs.map(|f| f.read(&fh[len - f.bytes..len])) }
-                }
+                Some((len, fcs, _)) if fh.len() >= len => Probe::Zstd {
+                    content_size: fcs.map(|f| f.read(&fh[len - f.bytes..len])),
+                    pzstd,
+                },
                 _ => Probe::Unknown("too short for a zstd frame header".into()),
             };
         }
@@ -87,7 +95,9 @@ pub(crate) fn probe(p: &[u8]) -> Probe {
             let Some(s) = p.get(at + 4..at + 8) else {
                 return Probe::Unknown("a skippable frame is cut short".into());
             };
-            at += 8 + u32::from_le_bytes([s[0], s[1], s[2], s[3]]) as usize;
+            let n = u32::from_le_bytes([s[0], s[1], s[2], s[3]]);
+            pzstd = magic == 0x184D_2A50 && n == 4;
+            at += 8 + n as usize;
             continue;
         }
         let what = match m {
@@ -171,14 +181,16 @@ pub fn decompress(
             });
         }
     }
-    let serial_reason = match probed {
+    let mut serial_reason = match probed {
         Probe::Lz4 { independent: false } => {
             Some("its LZ4 blocks are linked (each depends on the one before)".to_string())
         }
-        Probe::Zstd { content_size: None } => {
+        // pzstd's frames do not record their size but are bounded by its chunk size.
+        Probe::Zstd { pzstd: true, .. } => None,
+        Probe::Zstd { content_size: None, .. } => {
             Some("its first zstd frame does not record its size".to_string())
         }
-        Probe::Zstd { content_size: Some(n) } if n > PARALLEL_FRAME_MAX => Some(format!(
+        Probe::Zstd { content_size: Some(n), .. } if n > PARALLEL_FRAME_MAX => Some(format!(
             "it is one zstd frame of {n} bytes (as zstd -T writes); frames are the unit of parallel decoding"
         )),
         _ => None,
@@ -198,6 +210,7 @@ pub fn decompress(
                 frame_bytes: 0,
                 pending_size: None,
                 largest: 0,
+                pieces: 0,
                 path: path.clone(),
             };
             let r = In { r: input_r, path: path.clone() };
@@ -218,6 +231,18 @@ pub fn decompress(
                 )?,
             };
             let largest = out.sink.largest;
+            if out.sink.pieces == 1 && out.sink.target.written > crate::DEFAULT_BLOCK as u64 {
+                // Splittable in principle, but there was only one piece: one worker did it all.
+                serial_reason = Some(format!(
+                    "all {} bytes are in one {}: there was nothing to split",
+                    out.sink.target.written,
+                    if format == Format::Zstd {
+                        "zstd frame (as zstd -T writes)"
+                    } else {
+                        "LZ4 block (lz4's blocks are up to 4 MiB)"
+                    }
+                ));
+            }
             (out.threads, out.units, out.bytes_in, out.interrupted, out.sink.target, largest)
         }
     };
@@ -229,7 +254,8 @@ pub fn decompress(
     drop(target);
     let wall = t0.elapsed();
     let cpu1 = crate::clock::process_cpu();
-    let machine = stat0.zip(crate::procstat::read().ok()).map(|(a, b)| crate::procstat::delta(&a, &b));
+    let machine =
+        stat0.zip(crate::procstat::read().ok()).map(|(a, b)| crate::procstat::delta(&a, &b));
     Ok(RunResult::build(Facts {
         operation: Operation::Decompress,
         format: format.name().to_string(),
@@ -334,7 +360,11 @@ impl<R: Read> In<R> {
         let got = io::copy(&mut (&mut self.r).take(n), &mut io::sink())
             .map_err(|source| TampError::Read { path: self.path.clone(), source })?;
         if got < n {
-            return Err(TampError::Truncated { path: self.path.clone(), offset: self.offset(), what });
+            return Err(TampError::Truncated {
+                path: self.path.clone(),
+                offset: self.offset(),
+                what,
+            });
         }
         Ok(())
     }
@@ -381,13 +411,18 @@ impl<R: Read + Send> Source for Lz4Source<R> {
                     continue;
                 }
                 if magic != LZ4_MAGIC {
-                    return Err(self.r.corrupt(at, format!("expected an LZ4 frame, found magic {magic:#010x}")));
+                    return Err(self
+                        .r
+                        .corrupt(at, format!("expected an LZ4 frame, found magic {magic:#010x}")));
                 }
                 let mut d = [0u8; 2];
                 self.r.exact(&mut d, "the LZ4 frame header")?;
                 let (flg, bd) = (d[0], d[1]);
                 if flg >> 6 != 1 {
-                    return Err(self.r.corrupt(at + 4, format!("LZ4 frame version {} (only 1 exists)", flg >> 6)));
+                    return Err(self.r.corrupt(
+                        at + 4,
+                        format!("LZ4 frame version {} (only 1 exists)", flg >> 6),
+                    ));
                 }
                 if flg & 0x20 == 0 {
                     return Err(self.r.corrupt(
@@ -395,11 +430,13 @@ impl<R: Read + Send> Source for Lz4Source<R> {
                         "this LZ4 frame has linked blocks but the first frame had independent ones; decompress it with lz4 -d",
                     ));
                 }
-                let max = lz4_block_max((bd >> 4) & 7)
-                    .ok_or_else(|| self.r.corrupt(at + 5, format!("bad block size code in BD {bd:#04x}")))?;
+                let max = lz4_block_max((bd >> 4) & 7).ok_or_else(|| {
+                    self.r.corrupt(at + 5, format!("bad block size code in BD {bd:#04x}"))
+                })?;
                 let mut desc = vec![flg, bd];
                 let mut extra = [0u8; 12];
-                let n_extra = if flg & 0x08 != 0 { 8 } else { 0 } + if flg & 0x01 != 0 { 4 } else { 0 };
+                let n_extra =
+                    if flg & 0x08 != 0 { 8 } else { 0 } + if flg & 0x01 != 0 { 4 } else { 0 };
                 self.r.exact(&mut extra[..n_extra], "the LZ4 frame header")?;
                 desc.extend_from_slice(&extra[..n_extra]);
                 let mut hc = [0u8; 1];
@@ -418,24 +455,39 @@ impl<R: Read + Send> Source for Lz4Source<R> {
                     b.copy_from_slice(&extra[..8]);
                     u64::from_le_bytes(b)
                 });
-                let f = Lz4Frame { max, block_checksum: flg & 0x10 != 0, content_checksum: flg & 0x04 != 0 };
+                let f = Lz4Frame {
+                    max,
+                    block_checksum: flg & 0x10 != 0,
+                    content_checksum: flg & 0x04 != 0,
+                };
                 self.frame = Some(f);
-                return Ok(Some((Piece::Lz4Start { content_checksum: f.content_checksum, content_size }, 0)));
+                return Ok(Some((
+                    Piece::Lz4Start { content_checksum: f.content_checksum, content_size },
+                    0,
+                )));
             };
             let size = self.r.u32("an LZ4 block size")?;
             if size == 0 {
-                let checksum = if f.content_checksum { Some(self.r.u32("the LZ4 content checksum")?) } else { None };
+                let checksum = if f.content_checksum {
+                    Some(self.r.u32("the LZ4 content checksum")?)
+                } else {
+                    None
+                };
                 self.frame = None;
                 return Ok(Some((Piece::Lz4End { offset: at, checksum }, 0)));
             }
             let stored = size & LZ4_STORED != 0;
             let n = (size & !LZ4_STORED) as usize;
             if n > f.max {
-                return Err(self.r.corrupt(at, format!("an LZ4 block of {n} bytes in a frame of {}-byte blocks", f.max)));
+                return Err(self.r.corrupt(
+                    at,
+                    format!("an LZ4 block of {n} bytes in a frame of {}-byte blocks", f.max),
+                ));
             }
             let mut len = 0;
             self.r.append(buf, &mut len, n, "an LZ4 block")?;
-            let checksum = if f.block_checksum { Some(self.r.u32("an LZ4 block checksum")?) } else { None };
+            let checksum =
+                if f.block_checksum { Some(self.r.u32("an LZ4 block checksum")?) } else { None };
             return Ok(Some((Piece::Lz4Block { offset: at, stored, checksum, max: f.max }, len)));
         }
     }
@@ -460,7 +512,9 @@ impl<R: Read + Send> Source for ZstdSource<R> {
                 continue;
             }
             if magic != ZSTD_MAGIC {
-                return Err(self.r.corrupt(at, format!("expected a zstd frame, found magic {magic:#010x}")));
+                return Err(self
+                    .r
+                    .corrupt(at, format!("expected a zstd frame, found magic {magic:#010x}")));
             }
             let mut len = 0;
             if buf.len() < 4 {
@@ -473,7 +527,9 @@ impl<R: Read + Send> Source for ZstdSource<R> {
                 return Err(self.r.corrupt(at, "bad zstd frame header"));
             };
             if buf[4] & 0x08 != 0 {
-                return Err(self.r.corrupt(at + 4, "a reserved bit is set in the zstd frame header"));
+                return Err(self
+                    .r
+                    .corrupt(at + 4, "a reserved bit is set in the zstd frame header"));
             }
             self.r.append(buf, &mut len, hlen - 1, "a zstd frame header")?;
             let content_size = fcs.map(|f| f.read(&buf[4 + hlen - f.bytes..4 + hlen]));
@@ -481,7 +537,9 @@ impl<R: Read + Send> Source for ZstdSource<R> {
                 let bh_at = self.r.offset();
                 let start = len;
                 self.r.append(buf, &mut len, 3, "a zstd block header")?;
-                let h = u32::from(buf[start]) | u32::from(buf[start + 1]) << 8 | u32::from(buf[start + 2]) << 16;
+                let h = u32::from(buf[start])
+                    | u32::from(buf[start + 1]) << 8
+                    | u32::from(buf[start + 2]) << 16;
                 let last = h & 1 != 0;
                 let size = (h >> 3) as usize;
                 let payload = match (h >> 1) & 3 {
@@ -490,7 +548,10 @@ impl<R: Read + Send> Source for ZstdSource<R> {
                     _ => return Err(self.r.corrupt(bh_at, "a zstd block of the reserved type")),
                 };
                 if size > ZSTD_BLOCK_MAX {
-                    return Err(self.r.corrupt(bh_at, format!("a zstd block of {size} bytes (at most 128 KiB exist)")));
+                    return Err(self.r.corrupt(
+                        bh_at,
+                        format!("a zstd block of {size} bytes (at most 128 KiB exist)"),
+                    ));
                 }
                 self.r.append(buf, &mut len, payload, "a zstd block")?;
                 if last {
@@ -529,7 +590,9 @@ impl Worker<Piece> for DecodeWorker {
             Piece::Lz4Block { offset, stored, checksum, max } => {
                 if let Some(want) = checksum {
                     if xxh32(input, 0) != want {
-                        return Err(self.corrupt(offset, "the LZ4 block checksum does not match".into()));
+                        return Err(
+                            self.corrupt(offset, "the LZ4 block checksum does not match".into())
+                        );
                     }
                 }
                 if out.len() < max {
@@ -547,8 +610,9 @@ impl Worker<Piece> for DecodeWorker {
                 match content_size {
                     Some(n) if n <= PARALLEL_FRAME_MAX => {
                         if self.zstd.is_none() {
-                            let d = zstd::bulk::Decompressor::new()
-                                .map_err(|e| TampError::Codec { format: "zstd", detail: e.to_string() })?;
+                            let d = zstd::bulk::Decompressor::new().map_err(|e| {
+                                TampError::Codec { format: "zstd", detail: e.to_string() }
+                            })?;
                             self.zstd = Some(d);
                         }
                         out.reserve(n as usize);
@@ -557,7 +621,10 @@ impl Worker<Piece> for DecodeWorker {
                             .decompress_to_buffer(input, out)
                             .map_err(|e| self.corrupt(offset, format!("bad zstd frame: {e}")))?;
                         if k as u64 != n {
-                            return Err(self.corrupt(offset, format!("a zstd frame gave {k} bytes, its header says {n}")));
+                            return Err(self.corrupt(
+                                offset,
+                                format!("a zstd frame gave {k} bytes, its header says {n}"),
+                            ));
                         }
                         Ok(k)
                     }
@@ -580,6 +647,7 @@ struct DecodeSink {
     frame_bytes: u64,
     pending_size: Option<u64>,
     largest: usize,
+    pieces: u64,
     path: PathBuf,
 }
 
@@ -609,7 +677,10 @@ impl Sink<Piece> for DecodeSink {
                         return Err(TampError::Corrupt {
                             path: self.path.clone(),
                             offset,
-                            detail: format!("the LZ4 frame gave {} bytes, its header says {want}", self.frame_bytes),
+                            detail: format!(
+                                "the LZ4 frame gave {} bytes, its header says {want}",
+                                self.frame_bytes
+                            ),
                         });
                     }
                 }
@@ -620,6 +691,7 @@ impl Sink<Piece> for DecodeSink {
                 }
                 self.frame_bytes = self.frame_bytes.wrapping_add(data.len() as u64);
                 self.largest = self.largest.max(data.len());
+                self.pieces += 1;
                 self.target.write(data)?;
             }
         }
@@ -647,7 +719,9 @@ fn serial(
     let mut chunks = 0u64;
     let mut interrupted = false;
     let mut dec: Box<dyn Read> = match format {
-        Format::Lz4 => Box::new(lz4_flex::frame::FrameDecoder::new(Shared { inner: input, n: &counted })),
+        Format::Lz4 => {
+            Box::new(lz4_flex::frame::FrameDecoder::new(Shared { inner: input, n: &counted }))
+        }
         Format::Zstd => Box::new(
             zstd::stream::read::Decoder::new(Shared { inner: input, n: &counted })
                 .map_err(|e| TampError::Codec { format: "zstd", detail: e.to_string() })?,
@@ -666,7 +740,11 @@ fn serial(
             }
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
             Err(e) if e.kind() == ErrorKind::UnexpectedEof => {
-                return Err(TampError::Truncated { path: path.into(), offset: counted.get(), what: "a frame" })
+                return Err(TampError::Truncated {
+                    path: path.into(),
+                    offset: counted.get(),
+                    what: "a frame",
+                })
             }
             Err(e) => {
                 return Err(TampError::Corrupt {
@@ -707,8 +785,14 @@ mod tests {
 
     #[test]
     fn probe_names_formats() {
-        assert_eq!(probe(&[0x04, 0x22, 0x4d, 0x18, 0x60, 0x50, 0]), Probe::Lz4 { independent: true });
-        assert_eq!(probe(&[0x04, 0x22, 0x4d, 0x18, 0x40, 0x50, 0]), Probe::Lz4 { independent: false });
+        assert_eq!(
+            probe(&[0x04, 0x22, 0x4d, 0x18, 0x60, 0x50, 0]),
+            Probe::Lz4 { independent: true }
+        );
+        assert_eq!(
+            probe(&[0x04, 0x22, 0x4d, 0x18, 0x40, 0x50, 0]),
+            Probe::Lz4 { independent: false }
+        );
         assert!(matches!(probe(&[0x1f, 0x8b, 8, 0]), Probe::Unknown(s) if s.contains("gzip")));
         assert!(matches!(probe(&[]), Probe::Unknown(s) if s.contains("empty")));
     }
@@ -717,14 +801,17 @@ mod tests {
     fn probe_reads_zstd_content_size_past_skippable_frames() {
         // zstd 1.5.4 `printf '' | zstd -1`: single segment, 1-byte content size 0, checksum.
         let empty = [0x28, 0xb5, 0x2f, 0xfd, 0x24, 0x00, 0x01, 0x00, 0x00];
-        assert_eq!(probe(&empty), Probe::Zstd { content_size: Some(0) });
+        assert_eq!(probe(&empty), Probe::Zstd { content_size: Some(0), pzstd: false });
         // FHD 0x60: 2-byte content size (stored minus 256), not single segment → window byte.
         let two = [0x28, 0xb5, 0x2f, 0xfd, 0x40, 0x58, 0x00, 0x01];
-        assert_eq!(probe(&two), Probe::Zstd { content_size: Some(256 + 256) });
+        assert_eq!(probe(&two), Probe::Zstd { content_size: Some(256 + 256), pzstd: false });
         let mut skip = vec![0x50, 0x2a, 0x4d, 0x18, 4, 0, 0, 0, 9, 9, 9, 9];
         skip.extend_from_slice(&empty);
-        assert_eq!(probe(&skip), Probe::Zstd { content_size: Some(0) });
+        assert_eq!(probe(&skip), Probe::Zstd { content_size: Some(0), pzstd: true });
         // FHD 0x00: no content size → serial.
-        assert_eq!(probe(&[0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x58]), Probe::Zstd { content_size: None });
+        assert_eq!(
+            probe(&[0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x58]),
+            Probe::Zstd { content_size: None, pzstd: false }
+        );
     }
 }

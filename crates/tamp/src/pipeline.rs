@@ -139,8 +139,14 @@ where
     let (work_tx, work_rx) = bounded::<Slot<S::Meta>>(slots);
     let (done_tx, done_rx) = bounded::<Slot<S::Meta>>(slots);
     for _ in 0..slots {
-        let slot =
-            Slot { seq: 0, meta: None, in_len: 0, out_len: 0, input: Vec::new(), output: Vec::new() };
+        let slot = Slot {
+            seq: 0,
+            meta: None,
+            in_len: 0,
+            out_len: 0,
+            input: Vec::new(),
+            output: Vec::new(),
+        };
         // Cannot fail: the channel holds `slots` items and its receiver is alive.
         let _ = free_tx.send(slot);
     }
@@ -208,7 +214,8 @@ where
                     }
                 };
                 while let Some(mut slot) = sw.recv(&work_rx) {
-                    let (Some(w), Some(meta), false) = (worker.as_mut(), slot.meta.as_ref(), failure.is_set())
+                    let (Some(w), Some(meta), false) =
+                        (worker.as_mut(), slot.meta.as_ref(), failure.is_set())
                     else {
                         // After a failure the slot only goes back to the pool, so the reader
                         // (waiting for one) sees the failure and ends.
@@ -281,7 +288,8 @@ where
         (reader, worker_times, writer)
     });
 
-    let (reader_times, units, interrupted, bytes_in) = reader.map_err(|_| TampError::Panicked("reader"))?;
+    let (reader_times, units, interrupted, bytes_in) =
+        reader.map_err(|_| TampError::Panicked("reader"))?;
     let mut threads = vec![reader_times];
     for w in worker_times {
         threads.push(w.map_err(|_| TampError::Panicked("worker"))?);

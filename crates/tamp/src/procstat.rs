@@ -26,7 +26,10 @@ pub fn parse(text: &str) -> Result<Vec<CpuTimes>, TampError> {
         let name = f.next().unwrap_or("");
         let cpu = match &name[3..] {
             "" => None,
-            n => Some(n.parse::<usize>().map_err(|_| TampError::ProcStat(format!("bad line {line:?}")))?),
+            n => Some(
+                n.parse::<usize>()
+                    .map_err(|_| TampError::ProcStat(format!("bad line {line:?}")))?,
+            ),
         };
         let v: Vec<u64> = f.map(|x| x.parse::<u64>().unwrap_or(0)).collect();
         if v.len() < 4 {
@@ -45,7 +48,8 @@ pub fn parse(text: &str) -> Result<Vec<CpuTimes>, TampError> {
 
 /// Reads and parses `/proc/stat` now.
 pub fn read() -> Result<Vec<CpuTimes>, TampError> {
-    let text = std::fs::read_to_string("/proc/stat").map_err(|e| TampError::ProcStat(e.to_string()))?;
+    let text =
+        std::fs::read_to_string("/proc/stat").map_err(|e| TampError::ProcStat(e.to_string()))?;
     parse(&text)
 }
 

@@ -97,9 +97,14 @@ pub fn scale(r: &ScaleReport) -> String {
     let base = r.steps.iter().find(|x| x.units == 1 && x.threads == 1).map(|x| x.mb_per_s);
     for x in &r.steps {
         let (busy, machine) = x.machine.as_ref().map_or(("-".to_string(), "-".to_string()), |m| {
-            (format!("{}/{}", m.cpus_busy, x.online_cpus), format!("{:.1}%", m.machine_share * 100.0))
+            (
+                format!("{}/{}", m.cpus_busy, x.online_cpus),
+                format!("{:.1}%", m.machine_share * 100.0),
+            )
         });
-        let speedup = base.filter(|b| *b > 0.0).map_or("-".to_string(), |b| format!("{:.2}×", x.mb_per_s / b));
+        let speedup = base
+            .filter(|b| *b > 0.0)
+            .map_or("-".to_string(), |b| format!("{:.2}×", x.mb_per_s / b));
         let _ = writeln!(
             s,
             "{:>5} {:>7} {:>9.0} {:>7} {:>5.0}% {:>6.0}% {:>5.0}% {:>9} {:>8}  {}",
