@@ -412,7 +412,7 @@ fn row(rng: &mut Rng, id: u64, t: &mut i64, row: &mut Vec<u8>) -> io::Result<()>
     *t += rng.below(40) as i64; // rows arrive a few seconds apart, like an order table
     let (y, mo, d) = civil(t.div_euclid(86_400));
     let s = t.rem_euclid(86_400);
-    let cents = rng.below(5_000_00) + 99;
+    let cents = rng.below(500_000) + 99;
     write!(
         row,
         "{id}\t{y:04}-{mo:02}-{d:02} {:02}:{:02}:{:02}\t{}\t{} {}\t{}\t{}\t{}.{:02}\t{}\t",
@@ -473,6 +473,7 @@ pub fn generate(seed: u64, size: usize) -> Vec<u8> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

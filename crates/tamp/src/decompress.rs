@@ -780,6 +780,7 @@ impl Read for Shared<'_> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

@@ -91,6 +91,7 @@ pub fn delta(before: &[CpuTimes], after: &[CpuTimes]) -> MachineBusy {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

@@ -1,4 +1,5 @@
 //! The corpus is reproducible and compresses like the seed's database files.
+#![allow(clippy::unwrap_used)] // tests may unwrap
 
 mod common;
 

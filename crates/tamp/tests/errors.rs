@@ -1,5 +1,6 @@
 //! Bad input and bad output: clear typed errors naming the file and the offset, and nothing
 //! half-written left behind.
+#![allow(clippy::unwrap_used)] // tests may unwrap
 
 mod common;
 

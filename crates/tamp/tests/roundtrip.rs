@@ -1,5 +1,6 @@
 //! Round trips through stock lz4/zstd and tamp's own parallel decompressor, and the LZ4 frame
 //! bytes checked against the frame spec.
+#![allow(clippy::unwrap_used)] // tests may unwrap
 
 mod common;
 

@@ -1,4 +1,6 @@
 //! Shared by the integration tests (included with `mod common;`).
+#![allow(clippy::unwrap_used)] // tests may unwrap
+// Each test file uses a different part of this.
 #![allow(dead_code)]
 
 use std::path::Path;
