@@ -7,7 +7,7 @@
 //! zstd frame as `zstd -T` writes — is decoded on one thread, and the result says so.
 
 use std::fs::File;
-use std::io::{self, Chain, Cursor, ErrorKind, Read};
+use std::io::{self, BufReader, Chain, Cursor, ErrorKind, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -195,7 +195,9 @@ pub fn decompress(
         )),
         _ => None,
     };
-    let input_r = Counted { r: Cursor::new(prefix).chain(file), n: 0 };
+    // Buffered: the reader parses headers with many small reads (3 bytes per zstd block header).
+    let input_r =
+        Counted { r: BufReader::with_capacity(256 << 10, Cursor::new(prefix).chain(file)), n: 0 };
     let target = Target::open(output)?;
     let stat0 = crate::procstat::read().ok();
     let cpu0 = crate::clock::process_cpu();
@@ -291,7 +293,7 @@ impl<R: Read> Read for Counted<R> {
     }
 }
 
-type Input = Counted<Chain<Cursor<Vec<u8>>, File>>;
+type Input = Counted<BufReader<Chain<Cursor<Vec<u8>>, File>>>;
 
 /// The input with its path, for errors that say where.
 struct In<R> {
