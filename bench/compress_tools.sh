@@ -111,6 +111,8 @@ done
 med() { echo "${walls[$1]:-}" | tr ' ' '\n' | grep . | median; }
 medcpu() { echo "${cpu_s[$1]:-}" | tr ' ' '\n' | grep . | median; }
 mbs() { local w; w=$(med "$1"); [[ -n $w ]] && awk -v b="$bytes" -v w="$w" 'BEGIN {printf "%.0f", b / 1e6 / w}' || echo failed; }
+# MB per CPU-second: what the work cost, whatever else ran on the machine.
+per_cpu() { local c; c=$(medcpu "$1"); [[ -n $c ]] && awk -v b="$bytes" -v c="$c" 'BEGIN {printf (c > 0 ? "%.0f" : "-"), b / 1e6 / c}' || echo "-"; }
 ratio_of() { [[ -n ${outsz[$1]:-} ]] && awk -v o="${outsz[$1]}" -v b="$bytes" 'BEGIN {printf "%.3f", o / b}' || echo "-"; }
 vs() { # A B: MB/s of A / MB/s of B
   local a b
@@ -121,13 +123,13 @@ row() { # NAME THREADS COMPARED-TO...
   local name=$1 th=$2 cells="" o
   shift 2
   for o in "$@"; do cells+="$(vs "$name" "$o") vs ${o#? }; "; done
-  printf '| %s | %s | %s | %s | %s | %s | %s |\n' "${name#? }" "$th" "$(mbs "$name")" "$(medcpu "$name")" \
-    "$(ratio_of "$name")" "${verdicts[$name]:--}" "${cells%; }"
+  printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "${name#? }" "$th" "$(mbs "$name")" "$(medcpu "$name")" \
+    "$(per_cpu "$name")" "$(ratio_of "$name")" "${verdicts[$name]:--}" "${cells%; }"
 }
 lz4_1="c tamp lz4 -t 1" lz4_n="c tamp lz4 -t $N"
 table=$(
-  echo "| job | threads | MB/s (uncompressed) | CPU s (user+sys) | compressed / original | tamp's verdict | speed ratio (this / other; **bold** < 1) |"
-  echo "|---|---:|---:|---:|---:|---|---|"
+  echo "| job | threads | MB/s (uncompressed) | CPU s (user+sys) | MB per CPU-s | compressed / original | tamp's verdict | speed ratio (this / other; **bold** < 1) |"
+  echo "|---|---:|---:|---:|---:|---:|---|---|"
   row "$lz4_1" 1 "c lz4 -1"
   row "c lz4 -1" 1
   row "$lz4_n" "$N" "c lz4 -1" "$lz4_1"
@@ -147,6 +149,11 @@ table=$(
 scaling=$(awk -v a="$(med "$lz4_1")" -v b="$(med "$lz4_n")" -v n="$N" 'BEGIN {printf "%.2f× one thread with %d threads (%.0f%% of %d×)", a / b, n, a / b / n * 100, n}')
 commands=$(for k in "${order[@]}" "${dorder[@]}"; do echo "# ${k#? }"; echo "taskset -c $cpus ${cmd[$k]}"; done)
 elapsed=$(($(date +%s) - started))
+load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+# A load average above the CPU count means other processes competed for the CPUs all along:
+# wall-clock figures (and multi-threaded ones most) then say more about them than about the tools.
+busy_note=$(awk -v s="${load_start%% *}" -v e="${load_end%% *}" -v n="$N" 'BEGIN {
+  if (s > n / 2 || e > n / 2) printf "**The machine was busy with other work during this run (1-minute load %s at the start, %s at the end, on %d CPUs).** Every thread here competed with those processes for the CPUs, and each hand-off between pipeline threads waited for one: wall-clock MB/s understates every multi-threaded tool, tamp included, and the ratios between them are noisy. MB per CPU-second measures the work itself and is the steadier comparison.", s, e, n }')
 model=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
 
 section=$(cat <<MD
@@ -160,7 +167,7 @@ is wired; it calls the same library.
 
 Machine: $model, $N online CPU(s) (all used: \`taskset -c $cpus\`), kernel $(uname -r), memory
 $(awk '/^MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo). Load average at the start:
-$load_start; at the end: $(cut -d' ' -f1-3 /proc/loadavg). Tools: lz4 $(dpkg-query -W -f='${Version}' lz4),
+$load_start; at the end: $load_end. Tools: lz4 $(dpkg-query -W -f='${Version}' lz4),
 zstd/pzstd $(dpkg-query -W -f='${Version}' zstd), pigz $(dpkg-query -W -f='${Version}' pigz); tree at
 $(git describe --always --dirty 2>/dev/null || echo "an unknown commit").
 
@@ -172,6 +179,8 @@ user + sys of the whole command (GNU time). tamp's blocks: 256 KiB.
 $table
 
 tamp lz4 with $N threads: $scaling.
+
+$busy_note
 
 Commands:
 

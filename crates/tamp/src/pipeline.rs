@@ -5,7 +5,6 @@
 //! of them, so no send ever blocks and nothing queues without bound. Threads only wait in `recv`,
 //! and each wait is timed: a thread's *busy* time is its lifetime minus its waits.
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -244,7 +243,10 @@ where
             let sink = &mut sink;
             move || {
                 let mut sw = Stopwatch::new();
-                let mut pending: BTreeMap<u64, Slot<S::Meta>> = BTreeMap::new();
+                // Slots that arrived early, at seq % slots: every seq in flight lies in
+                // [next, next + slots), so they never collide (and nothing is allocated per block).
+                let mut pending: Vec<Option<Slot<S::Meta>>> = (0..slots).map(|_| None).collect();
+                let at = |seq: u64| (seq % slots as u64) as usize;
                 let mut next = 0u64;
                 if let Err(e) = sink.start() {
                     failure.set(e);
@@ -252,13 +254,15 @@ where
                 while let Some(slot) = sw.recv(&done_rx) {
                     if failure.is_set() {
                         let _ = free_tx.send(slot);
-                        for (_, s) in std::mem::take(&mut pending) {
+                        for s in pending.iter_mut().filter_map(Option::take) {
                             let _ = free_tx.send(s);
                         }
                         continue;
                     }
-                    pending.insert(slot.seq, slot);
-                    while let Some(slot) = pending.remove(&next) {
+                    let i = at(slot.seq);
+                    debug_assert!(pending[i].is_none(), "two blocks in flight at one ring index");
+                    pending[i] = Some(slot);
+                    while let Some(slot) = pending[at(next)].take() {
                         let data = slot.output.get(..slot.out_len).unwrap_or(&[]);
                         if let Some(meta) = slot.meta.as_ref() {
                             if let Err(e) = sink.put(meta, data) {
