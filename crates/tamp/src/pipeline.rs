@@ -5,6 +5,7 @@
 //! of them, so no send ever blocks and nothing queues without bound. Threads only wait in `recv`,
 //! and each wait is timed: a thread's *busy* time is its lifetime minus its waits.
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -173,7 +174,9 @@ where
                         break;
                     }
                     let Some(mut slot) = sw.recv(&free_rx) else { break };
-                    match source.fill(&mut slot.input) {
+                    let filled = catch_unwind(AssertUnwindSafe(|| source.fill(&mut slot.input)))
+                        .unwrap_or(Err(TampError::Panicked("reader")));
+                    match filled {
                         Ok(Some((meta, len))) => {
                             slot.seq = seq;
                             slot.meta = Some(meta);
@@ -222,7 +225,11 @@ where
                         continue;
                     };
                     let input = slot.input.get(..slot.in_len).unwrap_or(&[]);
-                    match w.work(meta, input, &mut slot.output) {
+                    // A panicking codec must not strand its slot (the reader would wait forever).
+                    let r =
+                        catch_unwind(AssertUnwindSafe(|| w.work(meta, input, &mut slot.output)))
+                            .unwrap_or(Err(TampError::Panicked("worker")));
+                    match r {
                         Ok(n) => {
                             slot.out_len = n;
                             let _ = done_tx.send(slot);
@@ -265,7 +272,9 @@ where
                     while let Some(slot) = pending[at(next)].take() {
                         let data = slot.output.get(..slot.out_len).unwrap_or(&[]);
                         if let Some(meta) = slot.meta.as_ref() {
-                            if let Err(e) = sink.put(meta, data) {
+                            let put = catch_unwind(AssertUnwindSafe(|| sink.put(meta, data)))
+                                .unwrap_or(Err(TampError::Panicked("writer")));
+                            if let Err(e) = put {
                                 failure.set(e);
                             }
                         }

@@ -198,3 +198,53 @@ fn bad_options_are_usage_errors() {
     let e = compress(&input, &Output::Discard, &opts, &NO_STOP).unwrap_err();
     assert!(e.to_string().contains("4 MiB"), "{e}");
 }
+
+/// A codec that panics on its third block: the run must end with an error, not hang.
+#[derive(Debug)]
+struct PanicOnThird;
+
+struct PanicEncoder(usize);
+
+impl tamp::codec::BlockEncoder for PanicEncoder {
+    fn encode(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<usize, TampError> {
+        self.0 += 1;
+        assert!(self.0 < 3, "deliberate panic in a test codec");
+        out.clear();
+        out.extend_from_slice(input);
+        Ok(input.len())
+    }
+}
+
+impl tamp::codec::Codec for PanicOnThird {
+    fn name(&self) -> &'static str {
+        "panic"
+    }
+    fn header(&self, _: usize) -> Result<Vec<u8>, TampError> {
+        Ok(Vec::new())
+    }
+    fn trailer(&self) -> Vec<u8> {
+        Vec::new()
+    }
+    fn encoder(&self, _: usize) -> Result<Box<dyn tamp::codec::BlockEncoder>, TampError> {
+        Ok(Box::new(PanicEncoder(0)))
+    }
+}
+
+#[test]
+fn a_panicking_codec_is_an_error_not_a_hang() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = vec![0u8; 64 * 4096];
+    let out = dir.path().join("x");
+    let e = compress_reader(
+        &data[..],
+        Path::new("(test)"),
+        &Output::File(out),
+        &PanicOnThird,
+        1,
+        4096,
+        &NO_STOP,
+    )
+    .unwrap_err();
+    assert!(matches!(e, TampError::Panicked("worker")), "{e:?}");
+    assert!(names(dir.path()).is_empty());
+}
