@@ -248,3 +248,25 @@ fn a_panicking_codec_is_an_error_not_a_hang() {
     assert!(matches!(e, TampError::Panicked("worker")), "{e:?}");
     assert!(names(dir.path()).is_empty());
 }
+
+#[test]
+fn a_stop_before_decompressing_leaves_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (f, _) = make(dir.path(), Format::Zstd);
+    let stop = AtomicBool::new(true);
+    let opts = DecompressOptions { threads: 2, format: None };
+    let r = decompress(&f, &Output::File(dir.path().join("out")), &opts, &stop).unwrap();
+    assert!(r.interrupted && r.output.is_none());
+    assert_eq!(names(dir.path()), vec!["c.zstd".to_string()]);
+    // The one-thread path (a streamed frame that does not record its size) stops the same way.
+    let data = corpus(600_000);
+    let one = dir.path().join("one.zst");
+    let mut enc = zstd::stream::Encoder::new(Vec::new(), 1).unwrap();
+    std::io::Write::write_all(&mut enc, &data).unwrap();
+    std::fs::write(&one, enc.finish().unwrap()).unwrap();
+    let _ = std::fs::remove_file(&f);
+    let opts = DecompressOptions { threads: 2, format: Some(Format::Zstd) };
+    let r = decompress(&one, &Output::File(dir.path().join("out")), &opts, &stop).unwrap();
+    assert!(r.interrupted && !r.parallel, "{r:?}");
+    assert_eq!(names(dir.path()), vec!["one.zst".to_string()]);
+}
