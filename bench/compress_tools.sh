@@ -90,7 +90,9 @@ run_job() { # NAME ROUND
   [[ $name == c* ]] && outsz[$name]=$(stat -c %s "$work/$k.out")
   if [[ $c == "$T"* ]]; then
     verdicts[$name]=$(grep -o '"verdict": *"[^"]*"' "$log" | head -1 | sed 's/.*: *"//; s/"$//')
-    [[ $name == d* ]] && verdicts[$name]+=" ($(grep -o '"parallel": *[a-z]*' "$log" | sed 's/.*: *//') parallel)"
+    if [[ $name == d* ]]; then
+      if grep -q '"parallel": *true' "$log"; then verdicts[$name]+=" (parallel)"; else verdicts[$name]+=" (one thread)"; fi
+    fi
   fi
   echo "round $r: $name ${w}s" >&2
 }
@@ -119,11 +121,23 @@ vs() { # A B: MB/s of A / MB/s of B
   a=$(med "$1") b=$(med "$2")
   [[ -n $a && -n $b ]] && awk -v a="$a" -v b="$b" 'BEGIN {r = b / a; printf (r < 1 ? "**%.2f**" : "%.2f"), r}' || echo "-"
 }
+label() { [[ $1 == c* ]] && echo "compress: ${1#? }" || echo "decompress: ${1#? }"; }
+# For every comparison below 1.0: the same two jobs per CPU-second, so the doc says whether the
+# gap is in the work or in the waiting.
+below=()
+note_below() { # A B
+  local a b
+  a=$(med "$1") b=$(med "$2")
+  [[ -n $a && -n $b ]] || return 0
+  if awk -v a="$a" -v b="$b" 'BEGIN {exit !(b / a < 1)}'; then
+    below+=("- $(label "$1") is at $(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.2f", b / a}')× the speed of $(label "$2") ($(mbs "$1") vs $(mbs "$2") MB/s); per CPU-second it did $(per_cpu "$1") MB against $(per_cpu "$2").")
+  fi
+}
 row() { # NAME THREADS COMPARED-TO...
   local name=$1 th=$2 cells="" o
   shift 2
-  for o in "$@"; do cells+="$(vs "$name" "$o") vs ${o#? }; "; done
-  printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "${name#? }" "$th" "$(mbs "$name")" "$(medcpu "$name")" \
+  for o in "$@"; do cells+="$(vs "$name" "$o") vs $(label "$o"); "; done
+  printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "$(label "$name")" "$th" "$(mbs "$name")" "$(medcpu "$name")" \
     "$(per_cpu "$name")" "$(ratio_of "$name")" "${verdicts[$name]:--}" "${cells%; }"
 }
 lz4_1="c tamp lz4 -t 1" lz4_n="c tamp lz4 -t $N"
@@ -146,7 +160,18 @@ table=$(
   row "d pzstd -d -p $N" "$N"
   row "d pigz -d -p $N" "$N (inflate on 1)"
 )
-scaling=$(awk -v a="$(med "$lz4_1")" -v b="$(med "$lz4_n")" -v n="$N" 'BEGIN {printf "%.2f× one thread with %d threads (%.0f%% of %d×)", a / b, n, a / b / n * 100, n}')
+scaling=$(awk -v a="$(med "$lz4_1")" -v b="$(med "$lz4_n")" -v n="$N" 'BEGIN {printf "%.2f× one thread (%.0f%% of %d×)", a / b, a / b / n * 100, n}')
+for pair in "$lz4_1|c lz4 -1" "$lz4_n|c lz4 -1" "$lz4_n|$lz4_1" "c tamp zstd -1 -t $N|c zstd -T$N -1" \
+  "c tamp zstd -1 -t $N|c pzstd -p $N -1" "c tamp zstd -1 -t $N|c pigz -p $N -1" "d tamp lz4 -t $N|d lz4 -d" \
+  "d tamp lz4 -t $N (lz4's file)|d lz4 -d" "d tamp zstd -t $N|d zstd -d" "d tamp zstd -t $N|d pzstd -d -p $N" \
+  "d tamp zstd -t $N|d pigz -d -p $N"; do
+  note_below "${pair%%|*}" "${pair#*|}"
+done
+if ((${#below[@]})); then
+  below_text="Below 1.0 in this run:"$'\n\n'"$(printf '%s\n' "${below[@]}")"
+else
+  below_text="tamp is at or above every tool it is compared with in this run."
+fi
 commands=$(for k in "${order[@]}" "${dorder[@]}"; do echo "# ${k#? }"; echo "taskset -c $cpus ${cmd[$k]}"; done)
 elapsed=$(($(date +%s) - started))
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -179,6 +204,8 @@ user + sys of the whole command (GNU time). tamp's blocks: 256 KiB.
 $table
 
 tamp lz4 with $N threads: $scaling.
+
+$below_text
 
 $busy_note
 
