@@ -15,6 +15,9 @@ packages=(
   e2fsprogs mount
   # reference tools the tests compare with, and netns/veth for network tests
   numactl hwloc iproute2
+  # tamp: stock compressors its round-trip tests and bench/compress_tools.sh compare with
+  # (pzstd ships in zstd)
+  lz4 zstd pigz
   # the HTML report checked as a person sees it (headless Chromium), with a fixed font
   chromium fonts-dejavu-core
   # the multi-node NUMA guest (tests/numa-vm)

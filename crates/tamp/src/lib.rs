@@ -1,0 +1,47 @@
+//! Tamp: a parallel compressor — one reader thread, N worker threads on fixed-size blocks, one
+//! writer thread restoring their order — and the CPU-scaling experiment built on it (seed 004,
+//! "The Seduction of Single-Threaded Performance").
+//!
+//! - [`compress`] / [`decompress`]: LZ4 frames that stock `lz4 -d` reads, or one zstd frame per
+//!   block that stock `zstd -d` reads; both decompress in parallel. Every run reports bytes,
+//!   ratio, wall and CPU time, each thread's busy share and a [`Verdict`] on what limited it.
+//! - [`corpus::write`]: a seeded, reproducible database-like text file to compress.
+//! - [`scale`]: throughput against threads and against units (several pipelines at once), with
+//!   per-CPU busy time from /proc/stat, and a summary of where one instance stops scaling and why.
+//! - [`render`]: text tables; every result is `serde::Serialize` for JSON.
+//!
+//! ```no_run
+//! use std::path::Path;
+//! use std::sync::atomic::AtomicBool;
+//! use tamp::{compress, CompressOptions, Format, Output};
+//!
+//! let stop = AtomicBool::new(false); // set it from a Ctrl-C handler to stop cleanly
+//! let opts = CompressOptions { format: Format::Zstd, level: 1, threads: 4, ..Default::default() };
+//! let r = compress(Path::new("db.dump"), &Output::File("db.dump.zst".into()), &opts, &stop)?;
+//! print!("{}", tamp::render::run(&r));
+//! # Ok::<(), tamp::TampError>(())
+//! ```
+
+mod clock;
+pub mod codec;
+mod compress;
+pub mod corpus;
+mod decompress;
+mod error;
+mod output;
+mod pipeline;
+pub mod procstat;
+pub mod render;
+mod result;
+pub mod scale;
+
+pub use clock::online_cpus;
+pub use codec::Format;
+pub use compress::{compress, compress_reader, CompressOptions, DEFAULT_BLOCK};
+pub use decompress::{decompress, DecompressOptions, PARALLEL_FRAME_MAX};
+pub use error::TampError;
+pub use output::Output;
+pub use result::{
+    verdict, Operation, RunResult, ThreadBusy, Verdict, VerdictInputs, BUSY, CPUS_FULL,
+    WORKERS_STARVED,
+};

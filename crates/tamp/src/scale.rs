@@ -1,0 +1,367 @@
+//! The seed's experiment as one run: compress an in-memory input to nowhere with 1, 2, … worker
+//! threads in one pipeline ("unit"), then with several units at once, and record for each step the
+//! throughput, where each thread's time went, how busy every CPU was (/proc/stat) and the verdict.
+//! [`summarise`] turns the steps into the three answers: single-thread speed, where one instance
+//! stops scaling and why, and the machine's throughput when it is filled.
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use crate::codec::Codec;
+use crate::procstat::{self, MachineBusy};
+use crate::result::{inputs_from, verdict, Verdict};
+use crate::{compress_reader, Output, RunResult, TampError};
+
+/// Which steps to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScalePlan {
+    /// Units (independent pipelines run at once) for each step series; 1 gives the one-instance
+    /// curve.
+    pub units: Vec<usize>,
+    /// Worker threads per unit.
+    pub threads: Vec<usize>,
+    /// Uncompressed bytes per block.
+    pub block_size: usize,
+}
+
+impl ScalePlan {
+    /// The seed's two charts for this machine: 1 unit × 1, 2, 4, … up to 2 × CPUs threads, then
+    /// 2 and 4 units (or as many as CPUs, if fewer) with threads up to the CPU count.
+    pub fn for_machine(cpus: usize) -> Self {
+        let mut threads = vec![1];
+        while threads.last().is_some_and(|&t| t < 2 * cpus) {
+            let t = threads.last().copied().unwrap_or(1) * 2;
+            threads.push(t.min(2 * cpus));
+        }
+        let mut units = vec![1];
+        for u in [2, 4] {
+            if u <= cpus.max(2) {
+                units.push(u);
+            }
+        }
+        Self { units, threads, block_size: crate::DEFAULT_BLOCK }
+    }
+}
+
+/// One step: `units` pipelines with `threads` workers each, all at once.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScaleStep {
+    /// Pipelines run at once.
+    pub units: usize,
+    /// Workers per pipeline.
+    pub threads: usize,
+    /// Uncompressed bytes through all units.
+    pub bytes: u64,
+    /// Wall time of the step (until the last unit ended), seconds.
+    pub wall_s: f64,
+    /// Uncompressed MB (10^6) per second, all units together.
+    pub mb_per_s: f64,
+    /// Compressed / uncompressed.
+    pub ratio: f64,
+    /// Mean busy share of the units' readers.
+    pub reader_busy: f64,
+    /// Mean busy share of the units' workers.
+    pub workers_busy: f64,
+    /// Mean busy share of the units' writers.
+    pub writer_busy: f64,
+    /// How busy the CPUs were during the step (None if /proc/stat could not be read).
+    pub machine: Option<MachineBusy>,
+    /// CPUs online.
+    pub online_cpus: usize,
+    /// What limited this step.
+    pub verdict: Verdict,
+    /// The verdict in a sentence.
+    pub verdict_reason: String,
+}
+
+/// The steps and what they say.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScaleReport {
+    /// Codec name.
+    pub codec: String,
+    /// Codec level, if any.
+    pub level: Option<i32>,
+    /// Input bytes each unit compresses per step.
+    pub input_bytes: u64,
+    /// Block size.
+    pub block_size: usize,
+    /// Every step, in the order run.
+    pub steps: Vec<ScaleStep>,
+    /// The answers.
+    pub summary: ScaleSummary,
+    /// A stop was asked for: the steps are those that finished.
+    pub interrupted: bool,
+}
+
+/// Where one instance stops scaling and why, and what the filled machine does.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ScaleSummary {
+    /// One unit, one worker: MB/s.
+    pub single_thread_mb_s: Option<f64>,
+    /// One unit: the best step's threads and MB/s.
+    pub one_unit_best: Option<(usize, f64)>,
+    /// One unit: the last thread count that still gained ≥ 10% over the one before; `None` if the
+    /// curve never flattened (or there was one step).
+    pub one_unit_stops_at: Option<usize>,
+    /// Why it stopped: the verdict of the first step that did not gain.
+    pub one_unit_limit: Option<Verdict>,
+    /// The best step of all: units, threads, MB/s.
+    pub filled_best: Option<(usize, usize, f64)>,
+    /// The summary in sentences.
+    pub text: String,
+}
+
+/// More threads must give at least this much more throughput to count as scaling.
+pub const GAIN: f64 = 1.10;
+
+/// Summarises a step series (pure).
+pub fn summarise(steps: &[ScaleStep]) -> ScaleSummary {
+    let mut one: Vec<&ScaleStep> = steps.iter().filter(|s| s.units == 1).collect();
+    one.sort_by_key(|s| s.threads);
+    let single = one.iter().find(|s| s.threads == 1).map(|s| s.mb_per_s);
+    let best_one = one
+        .iter()
+        .max_by(|a, b| a.mb_per_s.total_cmp(&b.mb_per_s))
+        .map(|s| (s.threads, s.mb_per_s));
+    let mut stops_at = None;
+    let mut limit = None;
+    for w in one.windows(2) {
+        if w[1].mb_per_s < GAIN * w[0].mb_per_s {
+            stops_at = Some(w[0].threads);
+            limit = Some(w[1].verdict);
+            break;
+        }
+    }
+    let filled = steps
+        .iter()
+        .max_by(|a, b| a.mb_per_s.total_cmp(&b.mb_per_s))
+        .map(|s| (s.units, s.threads, s.mb_per_s));
+    let mut text = String::new();
+    if let Some(s) = single {
+        text += &format!("One thread: {s:.0} MB/s. ");
+    }
+    match (stops_at, limit, best_one) {
+        (Some(t), Some(v), _) => {
+            let why = one
+                .iter()
+                .find(|s| s.threads > t)
+                .map_or(String::new(), |s| format!(" ({})", s.verdict_reason));
+            text += &format!(
+                "One instance stops scaling at {t} thread(s): more gave < {:.0}% more, {}{why}. ",
+                (GAIN - 1.0) * 100.0,
+                v.name()
+            );
+        }
+        (None, _, Some((t, mb))) if one.len() > 1 => {
+            text += &format!("One instance was still scaling at {t} threads ({mb:.0} MB/s). ");
+        }
+        _ => {}
+    }
+    if let Some((u, t, mb)) = filled {
+        text += &format!("Best of all: {u} unit(s) × {t} thread(s), {mb:.0} MB/s");
+        if let Some((_, b)) = best_one {
+            if u > 1 && b > 0.0 {
+                text += &format!(", {:.2}× one instance's best", mb / b);
+            }
+        }
+        text += ".";
+    }
+    ScaleSummary {
+        single_thread_mb_s: single,
+        one_unit_best: best_one,
+        one_unit_stops_at: stops_at,
+        one_unit_limit: limit,
+        filled_best: filled,
+        text,
+    }
+}
+
+/// Runs the plan over `input` (every unit compresses all of it, reading from memory as the seed
+/// read from tmpfs) with `codec`, discarding the output. Units run for each value of
+/// `plan.units`, threads for each of `plan.threads`.
+pub fn run(
+    input: &[u8],
+    codec: &dyn Codec,
+    plan: &ScalePlan,
+    stop: &AtomicBool,
+) -> Result<ScaleReport, TampError> {
+    if plan.units.contains(&0) || plan.threads.contains(&0) {
+        return Err(TampError::Usage("units and threads must be at least 1".into()));
+    }
+    let mut steps = Vec::new();
+    let mut interrupted = false;
+    'outer: for &units in &plan.units {
+        for &threads in &plan.threads {
+            if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                interrupted = true;
+                break 'outer;
+            }
+            let step = run_step(input, codec, units, threads, plan.block_size, stop)?;
+            match step {
+                Some(s) => steps.push(s),
+                None => {
+                    interrupted = true;
+                    break 'outer;
+                }
+            }
+        }
+    }
+    let summary = summarise(&steps);
+    Ok(ScaleReport {
+        codec: codec.name().to_string(),
+        level: codec.level(),
+        input_bytes: input.len() as u64,
+        block_size: plan.block_size,
+        steps,
+        summary,
+        interrupted,
+    })
+}
+
+/// One step; `None` if it was interrupted.
+fn run_step(
+    input: &[u8],
+    codec: &dyn Codec,
+    units: usize,
+    threads: usize,
+    block: usize,
+    stop: &AtomicBool,
+) -> Result<Option<ScaleStep>, TampError> {
+    let name = Path::new("(memory)");
+    let stat0 = procstat::read().ok();
+    let t0 = Instant::now();
+    let results: Vec<Result<RunResult, TampError>> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..units)
+            .map(|_| {
+                s.spawn(move || {
+                    compress_reader(input, name, &Output::Discard, codec, threads, block, stop)
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap_or(Err(TampError::Panicked("unit")))).collect()
+    });
+    let wall = t0.elapsed().as_secs_f64();
+    let machine = stat0.zip(procstat::read().ok()).map(|(a, b)| procstat::delta(&a, &b));
+    let mut runs = Vec::with_capacity(units);
+    for r in results {
+        runs.push(r?);
+    }
+    if runs.iter().any(|r| r.interrupted) {
+        return Ok(None);
+    }
+    let n = runs.len().max(1) as f64;
+    let mean = |f: &dyn Fn(&RunResult) -> f64| runs.iter().map(f).sum::<f64>() / n;
+    let cpus = crate::online_cpus();
+    let process_share = runs.first().map_or(0.0, |r| {
+        // Every unit's getrusage saw the whole process: one of them is the step's CPU.
+        (r.cpu_user_s + r.cpu_sys_s) / (r.wall_s.max(1e-9) * cpus as f64)
+    });
+    let cpu_busy = machine.as_ref().map_or(process_share, |m| m.machine_share.max(process_share));
+    let per_unit: Vec<_> = runs.iter().map(|r| inputs_from(&r.thread_busy, cpu_busy)).collect();
+    let m = |f: &dyn Fn(&crate::VerdictInputs) -> f64| per_unit.iter().map(f).sum::<f64>() / n;
+    let inputs = crate::VerdictInputs {
+        reader_busy: m(&|v| v.reader_busy),
+        writer_busy: m(&|v| v.writer_busy),
+        workers_busy: m(&|v| v.workers_busy),
+        cpu_busy,
+    };
+    let (v, why) = verdict(&inputs);
+    let bytes: u64 = runs.iter().map(|r| r.bytes_in).sum();
+    Ok(Some(ScaleStep {
+        units,
+        threads,
+        bytes,
+        wall_s: wall,
+        mb_per_s: if wall > 0.0 { bytes as f64 / 1e6 / wall } else { 0.0 },
+        ratio: mean(&|r| r.ratio),
+        reader_busy: inputs.reader_busy,
+        workers_busy: inputs.workers_busy,
+        writer_busy: inputs.writer_busy,
+        machine,
+        online_cpus: cpus,
+        verdict: v,
+        verdict_reason: why,
+    }))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may unwrap
+mod tests {
+    use super::*;
+
+    fn step(units: usize, threads: usize, mb: f64, v: Verdict) -> ScaleStep {
+        ScaleStep {
+            units,
+            threads,
+            bytes: 0,
+            wall_s: 1.0,
+            mb_per_s: mb,
+            ratio: 0.5,
+            reader_busy: 0.0,
+            workers_busy: 0.0,
+            writer_busy: 0.0,
+            machine: None,
+            online_cpus: 64,
+            verdict: v,
+            verdict_reason: format!("{} reason", v.name()),
+        }
+    }
+
+    #[test]
+    fn finds_where_one_instance_stops_and_why() {
+        // The seed's T5440 shape: linear to 12 threads, then flat because of the reader.
+        let steps = vec![
+            step(1, 1, 100.0, Verdict::Scales),
+            step(1, 4, 390.0, Verdict::Scales),
+            step(1, 12, 1150.0, Verdict::Scales),
+            step(1, 16, 1180.0, Verdict::ReaderBound),
+            step(1, 32, 1175.0, Verdict::ReaderBound),
+            step(4, 16, 4300.0, Verdict::CpuBound),
+        ];
+        let s = summarise(&steps);
+        assert_eq!(s.single_thread_mb_s, Some(100.0));
+        assert_eq!(s.one_unit_stops_at, Some(12));
+        assert_eq!(s.one_unit_limit, Some(Verdict::ReaderBound));
+        assert_eq!(s.one_unit_best, Some((16, 1180.0)));
+        assert_eq!(s.filled_best, Some((4, 16, 4300.0)));
+        assert!(s.text.contains("stops scaling at 12"), "{}", s.text);
+        assert!(s.text.contains("reader-bound"), "{}", s.text);
+        assert!(s.text.contains("3.64×"), "{}", s.text);
+    }
+
+    #[test]
+    fn still_scaling_and_empty() {
+        let steps = vec![step(1, 1, 100.0, Verdict::Scales), step(1, 2, 195.0, Verdict::Scales)];
+        let s = summarise(&steps);
+        assert_eq!(s.one_unit_stops_at, None);
+        assert!(s.text.contains("still scaling at 2"), "{}", s.text);
+        let e = summarise(&[]);
+        assert_eq!(e.filled_best, None);
+        assert_eq!(e.text, "");
+    }
+
+    #[test]
+    fn unordered_steps_are_sorted_by_threads() {
+        let steps = vec![
+            step(1, 4, 200.0, Verdict::CpuBound),
+            step(1, 1, 100.0, Verdict::Scales),
+            step(1, 2, 190.0, Verdict::Scales),
+        ];
+        let s = summarise(&steps);
+        assert_eq!(s.one_unit_stops_at, Some(2));
+        assert_eq!(s.one_unit_limit, Some(Verdict::CpuBound));
+    }
+
+    #[test]
+    fn plan_for_two_cpus() {
+        let p = ScalePlan::for_machine(2);
+        assert_eq!(p.threads, vec![1, 2, 4]);
+        assert_eq!(p.units, vec![1, 2]);
+        let p = ScalePlan::for_machine(6);
+        assert_eq!(p.threads, vec![1, 2, 4, 8, 12]);
+        assert_eq!(p.units, vec![1, 2, 4]);
+    }
+}
