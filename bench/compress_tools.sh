@@ -11,9 +11,7 @@
 # gate anything.
 #   bench/compress_tools.sh [SIZE_MIB [ROUNDS]]   (default 512 MiB, 3 rounds)
 #
-# `platscope compress` is not wired yet: this drives the crate's example binary
-# (crates/tamp/examples/tamp.rs, `tamp compress|decompress -t N --format F IN -o OUT`), which
-# calls the same library functions. Switch T= below to `platscope compress` once it exists.
+# tamp runs as `platscope --no-store --json compress …` (release build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -27,8 +25,9 @@ started=$(date +%s)
 for t in lz4 zstd pzstd pigz /usr/bin/time; do
   command -v "$t" > /dev/null || { echo "bench: $t is missing: run scripts/setup.sh --deps" >&2; exit 1; }
 done
-cargo build --release -q -p tamp --example tamp
-T=target/release/examples/tamp
+cargo build --release -q -p platscope
+P=target/release/platscope
+T="$P --no-store --json compress"
 work=/dev/shm/tamp-bench.$$
 logs=target/bench/compress-tools
 rm -rf "$logs"
@@ -42,24 +41,24 @@ N=$(nproc)
 pin=(taskset -c "$cpus")
 
 in=$work/corpus
-"$T" corpus 4 $((size_mib * 1048576)) "$in"
+"$P" compress --make-corpus $((size_mib * 1048576)) "$in" --seed 4 > /dev/null
 bytes=$(stat -c %s "$in")
 
 # --- the jobs: name | command (IN and OUT are substituted) --------------------------------------
 # Compression writes $work/<job>.out; decompression reads the file a compression job made.
 declare -A cmd src
 add() { cmd[$1]=$2; src[$1]=${3:-}; }
-add "c tamp lz4 -t 1" "$T compress -t 1 --format lz4 IN -o OUT --json"
-add "c tamp lz4 -t $N" "$T compress -t $N --format lz4 IN -o OUT --json"
+add "c tamp lz4 -t 1" "$T -t 1 --format lz4 IN -o OUT"
+add "c tamp lz4 -t $N" "$T -t $N --format lz4 IN -o OUT"
 add "c lz4 -1" "lz4 -1 -q -f IN OUT"
-add "c tamp zstd -1 -t $N" "$T compress -t $N --format zstd --level 1 IN -o OUT --json"
+add "c tamp zstd -1 -t $N" "$T -t $N --format zstd --level 1 IN -o OUT"
 add "c zstd -T$N -1" "zstd -1 -T$N -q -f IN -o OUT"
 add "c pzstd -p $N -1" "pzstd -1 -p $N -q -f IN -o OUT"
 add "c pigz -p $N -1" "pigz -1 -p $N -c IN > OUT"
-add "d tamp lz4 -t $N" "$T decompress -t $N IN --discard --json" "c tamp lz4 -t $N"
+add "d tamp lz4 -t $N" "$T -d -t $N IN --discard" "c tamp lz4 -t $N"
 add "d lz4 -d" "lz4 -d -c IN > /dev/null" "c lz4 -1"
-add "d tamp lz4 -t $N (lz4's file)" "$T decompress -t $N IN --discard --json" "c lz4 -1"
-add "d tamp zstd -t $N" "$T decompress -t $N IN --discard --json" "c tamp zstd -1 -t $N"
+add "d tamp lz4 -t $N (lz4's file)" "$T -d -t $N IN --discard" "c lz4 -1"
+add "d tamp zstd -t $N" "$T -d -t $N IN --discard" "c tamp zstd -1 -t $N"
 add "d zstd -d" "zstd -d -q -c IN > /dev/null" "c zstd -T$N -1"
 add "d zstd -d (tamp's file)" "zstd -d -q -c IN > /dev/null" "c tamp zstd -1 -t $N"
 add "d pzstd -d -p $N" "pzstd -d -p $N -q -c IN > /dev/null" "c pzstd -p $N -1"

@@ -21,6 +21,8 @@ pub enum Unit {
     Cycles,
     /// 10^9 bytes per second.
     GigabytesPerSecond,
+    /// 10^6 bytes per second.
+    MegabytesPerSecond,
     Bytes,
     Percent,
     Ratio,
@@ -36,6 +38,7 @@ impl Unit {
             Unit::Seconds => "s",
             Unit::Cycles => "cycles",
             Unit::GigabytesPerSecond => "GB/s",
+            Unit::MegabytesPerSecond => "MB/s",
             Unit::Bytes => "B",
             Unit::Percent => "%",
             Unit::Ratio => "ratio",
@@ -51,6 +54,7 @@ impl Unit {
             "s" => Unit::Seconds,
             "cycles" => Unit::Cycles,
             "GB/s" => Unit::GigabytesPerSecond,
+            "MB/s" => Unit::MegabytesPerSecond,
             "B" => Unit::Bytes,
             "%" => Unit::Percent,
             "ratio" => Unit::Ratio,

@@ -69,6 +69,10 @@ pub enum Command {
         #[command(subcommand)]
         command: IoCommand,
     },
+    /// Compress or decompress files with a reader, N workers and a writer (seed 004's Tamp):
+    /// standard LZ4 and zstd output, MB/s, CPU time, each thread's busy share, and why it did
+    /// not go faster.
+    Compress(crate::commands::compress::CompressArgs),
     /// Where a file's page cache is, per NUMA node; load it under a policy, evict it, and read
     /// it from each node's CPUs.
     Pagecache(crate::commands::pagecache::PagecacheArgs),

@@ -81,3 +81,15 @@ pub enum TampError {
     #[error("cannot use /proc/stat: {0} (is /proc mounted?)")]
     ProcStat(String),
 }
+
+impl TampError {
+    /// Whether the command line was at fault (exit code 2): an option out of range, or an input
+    /// that does not exist.
+    pub fn is_usage(&self) -> bool {
+        match self {
+            TampError::Usage(_) => true,
+            TampError::Read { source, .. } => source.kind() == io::ErrorKind::NotFound,
+            _ => false,
+        }
+    }
+}

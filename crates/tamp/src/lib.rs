@@ -28,6 +28,7 @@ mod compress;
 pub mod corpus;
 mod decompress;
 mod error;
+pub mod metrics;
 mod output;
 mod pipeline;
 pub mod procstat;

@@ -1,4 +1,4 @@
-//! Per-CPU busy time from `/proc/stat`: a small I/O-free parser and a delta.
+//! Per-CPU busy time from `/proc/stat` (read by cpuacct's parser) and the delta over a step.
 //!
 //! `/proc/stat` is tick-sampled (USER_HZ units), so over a short step its resolution is one tick
 //! per CPU (10 ms at USER_HZ 100): steps of a second or more give shares good to about 1%.
@@ -18,35 +18,20 @@ pub struct CpuTimes {
     pub total: u64,
 }
 
-/// Parses the `cpu` lines of `/proc/stat` (the aggregate first, as the kernel writes it).
+/// The `cpu` lines of `/proc/stat` text (parsed by `cpuacct::cpustat`, the one parser of that
+/// file): busy is user + nice + system + irq + softirq + steal, idle is idle + iowait.
 pub fn parse(text: &str) -> Result<Vec<CpuTimes>, TampError> {
-    let mut out = Vec::new();
-    for line in text.lines().filter(|l| l.starts_with("cpu")) {
-        let mut f = line.split_ascii_whitespace();
-        let name = f.next().unwrap_or("");
-        let cpu = match &name[3..] {
-            "" => None,
-            n => Some(
-                n.parse::<usize>()
-                    .map_err(|_| TampError::ProcStat(format!("bad line {line:?}")))?,
-            ),
-        };
-        let v: Vec<u64> = f.map(|x| x.parse::<u64>().unwrap_or(0)).collect();
-        if v.len() < 4 {
-            return Err(TampError::ProcStat(format!("too few fields in {line:?}")));
-        }
-        let g = |i: usize| v.get(i).copied().unwrap_or(0);
-        let busy = g(0) + g(1) + g(2) + g(5) + g(6) + g(7);
-        let idle = g(3) + g(4);
-        out.push(CpuTimes { cpu, busy, total: busy + idle });
-    }
-    if out.is_empty() {
-        return Err(TampError::ProcStat("no cpu lines".into()));
-    }
-    Ok(out)
+    let stat = cpuacct::cpustat::parse_proc_stat(text)
+        .map_err(|e| TampError::ProcStat(format!("/proc/stat: {e}")))?;
+    let times = |cpu: Option<usize>, t: &cpuacct::cpustat::CpuTimes| {
+        let busy = t.user + t.nice + t.system + t.irq + t.softirq + t.steal.unwrap_or(0);
+        CpuTimes { cpu, busy, total: busy + t.idle + t.iowait }
+    };
+    Ok(std::iter::once(times(None, &stat.total))
+        .chain(stat.cpus.iter().map(|c| times(Some(c.cpu as usize), &c.times)))
+        .collect())
 }
 
-/// Reads and parses `/proc/stat` now.
 pub fn read() -> Result<Vec<CpuTimes>, TampError> {
     let text =
         std::fs::read_to_string("/proc/stat").map_err(|e| TampError::ProcStat(e.to_string()))?;

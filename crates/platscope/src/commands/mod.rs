@@ -2,6 +2,7 @@
 
 pub mod bandwidth;
 pub mod compat;
+pub mod compress;
 pub mod cpu;
 pub mod io;
 pub mod kit;
