@@ -360,3 +360,56 @@ fn assert_balanced(html: &str) {
     }
     assert!(open.is_empty(), "unclosed: {open:?}");
 }
+
+#[test]
+fn cpu_scale_draws_a_point_per_step_with_its_busy_cpus() {
+    use tamp::procstat::MachineBusy;
+    use tamp::scale::{ScaleReport, ScaleStep, ScaleSummary};
+    use tamp::Verdict;
+    let step = |units: usize, threads: usize, mb_per_s: f64, busy: usize| ScaleStep {
+        units,
+        threads,
+        bytes: 1 << 26,
+        wall_s: 0.5,
+        mb_per_s,
+        ratio: 0.5,
+        reader_busy: 0.5,
+        workers_busy: 0.9,
+        writer_busy: 0.1,
+        machine: Some(MachineBusy {
+            per_cpu: vec![(0, 0.95), (1, 0.5)],
+            machine_share: 0.72,
+            cpus_busy: busy,
+        }),
+        online_cpus: 2,
+        verdict: if busy == 2 { Verdict::CpuBound } else { Verdict::Scales },
+        verdict_reason: "<why>".into(),
+    };
+    let (mut data, _) = page();
+    let html = render_html(&data);
+    assert!(!html.contains("chart-cpu-scale"), "absent when not run");
+    data.cpu_scale = Some(ScaleReport {
+        codec: "lz4".into(),
+        level: Some(1),
+        input_bytes: 1 << 26,
+        block_size: 256 << 10,
+        steps: vec![step(1, 1, 310.5, 1), step(1, 2, 402.25, 2), step(2, 1, 398.0, 2)],
+        summary: ScaleSummary {
+            single_thread_mb_s: Some(310.5),
+            one_unit_best: Some((2, 402.25)),
+            one_unit_stops_at: None,
+            one_unit_limit: None,
+            filled_best: Some((1, 2, 402.25)),
+            text: "one thread 310 MB/s".into(),
+        },
+        interrupted: false,
+    });
+    let html = render_html(&data);
+    let all = tags(&html);
+    let marks = data_marks(&chart_tags(&all, "chart-cpu-scale").expect("drawn"));
+    assert_eq!(mark_values(&marks), [310.5, 398.0, 402.25]);
+    assert!(html.contains(">1/2</text>") && html.contains(">2/2</text>"), "busy CPUs labelled");
+    assert!(html.contains("one thread 310 MB/s"), "the summary is the caption");
+    assert!(html.contains("&lt;why&gt;"), "escaped");
+    assert_balanced(&html);
+}

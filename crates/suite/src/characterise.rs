@@ -55,6 +55,8 @@ pub struct Budget {
     pub loaded: Duration,
     pub slb_pages: u64,
     pub slb_loops: u64,
+    /// Corpus bytes per unit for `cpu scale`; `None`: not run in this mode.
+    pub cpu_scale_bytes: Option<usize>,
 }
 
 impl Budget {
@@ -72,6 +74,7 @@ impl Budget {
                 loaded: Duration::from_millis(500),
                 slb_pages: 262_144,
                 slb_loops: 100,
+                cpu_scale_bytes: Some(128 << 20),
             },
             Mode::Quick => Budget {
                 sweep_to: dram,
@@ -84,6 +87,7 @@ impl Budget {
                 loaded: Duration::from_millis(150),
                 slb_pages: 65_536,
                 slb_loops: 60,
+                cpu_scale_bytes: None,
             },
         }
     }
@@ -113,6 +117,10 @@ pub fn run(
         ("loaded latency", (budget.loaded_delays.len() as f64 + 1.0) * 0.5 * factor),
         ("SLB by worker count", 2.0 * n * factor),
         ("SLB under local, interleaved and remote memory", 6.0 * factor),
+        (
+            "throughput by threads and units",
+            if budget.cpu_scale_bytes.is_some() { 10.0 } else { 0.0 },
+        ),
     ]);
 
     let mut data = ReportData {
@@ -132,6 +140,7 @@ pub fn run(
         stored_runs: Vec::new(),
         database: rec.database(),
         notes: Vec::new(),
+        cpu_scale: None,
     };
     let note =
         |data: &mut ReportData, section: Section, step: &str, err: &dyn std::fmt::Display| {
@@ -326,6 +335,23 @@ pub fn run(
             {
                 data.stored_runs.push(("SLB by placement".into(), id));
             }
+        }
+    }
+    // 9. Throughput by threads and units (seed 004's Tamp), `--full` only.
+    if let (Some(bytes), false) = (budget.cpu_scale_bytes, stop::requested()) {
+        progress.begin(8);
+        let input = tamp::corpus::generate(tamp::corpus::DEFAULT_SEED, bytes);
+        let plan = tamp::scale::ScalePlan::for_machine(cpus.len());
+        let outcome = tamp::codec::codec_for(tamp::Format::Lz4, 1)
+            .and_then(|codec| tamp::scale::run(&input, codec.as_ref(), &plan, stop::flag()));
+        match outcome {
+            Ok(r) => {
+                if let Some(id) = rec.record("report: cpu scale", &r, &r, r.interrupted)? {
+                    data.stored_runs.push(("throughput by threads and units".into(), id));
+                }
+                data.cpu_scale = Some(r);
+            }
+            Err(e) => note(&mut data, Section::CpuScale, "throughput by threads and units", &e),
         }
     }
     progress.finish();

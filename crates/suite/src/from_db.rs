@@ -48,6 +48,7 @@ pub fn rebuild(store: &dyn ResultStore, ids: &[i64]) -> Result<ReportData, Suite
             stored_runs: Vec::new(),
             database: Some(store.location()),
             notes: Vec::new(),
+            cpu_scale: None,
         };
         place(&mut data, first)?;
         data
@@ -111,6 +112,7 @@ fn place(data: &mut ReportData, run: &StoredRun) -> Result<(), SuiteError> {
             data.loaded_latency = Some(parse::<LoadedCurve>(run)?);
         }
         "mem scale" | "report: SLB scaling" => data.slb_scaling = parse(run)?,
+        "cpu scale" | "report: cpu scale" => data.cpu_scale = Some(parse(run)?),
         "report: SLB placement" => data.slb_policies = parse(run)?,
         "mem compare-policies" => {
             let rows: Vec<PolicyRow> = parse(run)?;
@@ -122,12 +124,10 @@ fn place(data: &mut ReportData, run: &StoredRun) -> Result<(), SuiteError> {
                 })
                 .collect();
         }
-        _ => {
-            return Err(not_reportable(
-                run,
-                "the report shows memory latency, bandwidth, loaded latency and SLB runs",
-            ))
-        }
+        _ => return Err(not_reportable(
+            run,
+            "the report shows memory latency, bandwidth, loaded latency, SLB and cpu scale runs",
+        )),
     }
     data.stored_runs.push((run.command.clone(), run.id));
     Ok(())

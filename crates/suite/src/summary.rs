@@ -99,6 +99,9 @@ pub fn summary_text(d: &ReportData) -> String {
             }
         }
     }
+    if let Some(c) = &d.cpu_scale {
+        let _ = writeln!(out, "  cpu scale: {}", c.summary.text);
+    }
     for note in &d.notes {
         let _ = writeln!(out, "  note: {note}");
     }

@@ -3,7 +3,7 @@
 //! `/proc/stat` is tick-sampled (USER_HZ units), so over a short step its resolution is one tick
 //! per CPU (10 ms at USER_HZ 100): steps of a second or more give shares good to about 1%.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::TampError;
 
@@ -39,7 +39,7 @@ pub fn read() -> Result<Vec<CpuTimes>, TampError> {
 }
 
 /// How busy the machine was between two readings.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MachineBusy {
     /// Busy share of each CPU (index = CPU number order in /proc/stat).
     pub per_cpu: Vec<(usize, f64)>,

@@ -2,12 +2,12 @@
 
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::pipeline::ThreadTimes;
 
 /// Compress or decompress.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Operation {
     /// Input → compressed output.
@@ -17,7 +17,7 @@ pub enum Operation {
 }
 
 /// Where one thread's time went.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThreadBusy {
     /// "reader", "worker N", "writer" (or "serial" for a one-thread decode).
     pub role: String,
@@ -59,7 +59,7 @@ pub(crate) fn share(part: f64, whole: f64) -> f64 {
 }
 
 /// Why a run went no faster.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {
     /// The one reader thread was busy nearly all the time while workers waited for it: more
@@ -90,7 +90,7 @@ impl Verdict {
 }
 
 /// What the verdict is decided from (all shares 0..=1).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct VerdictInputs {
     /// The reader thread's busy share.
     pub reader_busy: f64,
@@ -167,7 +167,7 @@ pub(crate) fn inputs_from(threads: &[ThreadBusy], cpu_busy: f64) -> VerdictInput
 }
 
 /// The result of one compress or decompress run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
     /// Compress or decompress.
     pub operation: Operation,

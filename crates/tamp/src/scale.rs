@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::codec::Codec;
 use crate::procstat::{self, MachineBusy};
@@ -47,7 +47,7 @@ impl ScalePlan {
 }
 
 /// One step: `units` pipelines with `threads` workers each, all at once.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScaleStep {
     /// Pipelines run at once.
     pub units: usize,
@@ -78,7 +78,7 @@ pub struct ScaleStep {
 }
 
 /// The steps and what they say.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScaleReport {
     /// Codec name.
     pub codec: String,
@@ -97,7 +97,7 @@ pub struct ScaleReport {
 }
 
 /// Where one instance stops scaling and why, and what the filled machine does.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScaleSummary {
     /// One unit, one worker: MB/s.
     pub single_thread_mb_s: Option<f64>,

@@ -37,8 +37,8 @@ mod svg;
 pub use notes::{Note, Section};
 
 use charts::{
-    chart_bandwidth_matrix, chart_bandwidth_threads, chart_latency_matrix, chart_latency_size,
-    chart_loaded_latency, chart_slb, Figure,
+    chart_bandwidth_matrix, chart_bandwidth_threads, chart_cpu_scale, chart_latency_matrix,
+    chart_latency_size, chart_loaded_latency, chart_slb, Figure,
 };
 use notes::not_measured_reason;
 use page::{footer, header, summary};
@@ -77,6 +77,9 @@ pub struct ReportData {
     pub database: Option<String>,
     /// Sections skipped or caveats, one sentence each, with the section each explains.
     pub notes: Vec<Note>,
+    /// Throughput by threads and units (`report --full`; absent from older stored reports).
+    #[serde(default)]
+    pub cpu_scale: Option<tamp::scale::ScaleReport>,
 }
 
 /// Renders the whole report as one HTML5 page.
@@ -97,7 +100,7 @@ pub fn render_html(data: &ReportData) -> String {
     page.push_str(&header(data));
     page.push_str(&summary(data));
     page.push_str("<main class=\"charts\">\n");
-    let sections: [(&str, &str, bool, Option<Figure>); 6] = [
+    let mut sections: Vec<(&str, &str, bool, Option<Figure>)> = vec![
         ("chart-latency-size", "Latency by working-set size", true, chart_latency_size(data)),
         (
             "chart-latency-matrix",
@@ -125,6 +128,16 @@ pub fn render_html(data: &ReportData) -> String {
         ),
         ("chart-slb", "SLB: random stores per worker", true, chart_slb(data)),
     ];
+    // An experiment of `--full` only: drawn when it ran, or explained when it was tried.
+    let scale_tried = data.notes.iter().any(|n| n.section == Section::CpuScale);
+    if data.cpu_scale.is_some() || scale_tried {
+        sections.push((
+            "chart-cpu-scale",
+            "Throughput by threads and units (compression)",
+            true,
+            data.cpu_scale.as_ref().and_then(chart_cpu_scale),
+        ));
+    }
     for (id, heading, wide, figure) in sections {
         let class = match (wide, figure.is_some()) {
             (true, _) => "wide",

@@ -15,6 +15,8 @@ pub enum Section {
     LoadedLatency,
     /// The SLB by worker count and by placement.
     Slb,
+    /// Throughput by threads and units (`report --full`).
+    CpuScale,
     /// The run as a whole (an interruption, a caveat for every section).
     Run,
 }
@@ -29,6 +31,7 @@ impl Section {
             Section::BandwidthThreads => "chart-bandwidth-threads",
             Section::LoadedLatency => "chart-loaded-latency",
             Section::Slb => "chart-slb",
+            Section::CpuScale => "chart-cpu-scale",
             Section::Run => return None,
         })
     }
