@@ -86,10 +86,10 @@ fn main() {
 
     // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
     unsafe {
-        libc::signal(libc::SIGINT, on_signal as libc::sighandler_t);
-        libc::signal(libc::SIGTERM, on_signal as libc::sighandler_t);
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
     }
-    let result = find_server(&selector).and_then(|server| {
+    let result = querystat::preflight().and_then(|()| find_server(&selector)).and_then(|server| {
         eprintln!("querystat: tracing {}", server.describe());
         let tracer = Tracer::attach(&server, &options)?;
         let mut sink = std::io::sink();

@@ -100,13 +100,9 @@ impl Error {
 
     pub(crate) fn bpf(what: impl Into<String>) -> impl FnOnce(libbpf_rs::Error) -> Error {
         let what = what.into();
-        move |reason| {
-            if reason.kind() == libbpf_rs::ErrorKind::PermissionDenied {
-                Error::NotRoot
-            } else {
-                Error::Bpf { what, reason }
-            }
-        }
+        // Root was checked before anything was loaded: a refusal now is something else
+        // (lockdown, a seccomp filter, a verifier limit), so libbpf's words are kept.
+        move |reason| Error::Bpf { what, reason }
     }
 
     pub(crate) fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {

@@ -192,7 +192,16 @@ pub fn find_server(selector: &Selector) -> Result<Server> {
         let version = version_of(&exe);
         return Ok(Server { pid: top, kind, exe, version });
     }
-    let mut servers = top_servers(&procs);
+    let (pid, kind, exe) = choose(top_servers(&procs), selector)?;
+    let version = version_of(&exe);
+    Ok(Server { pid, kind, exe, version })
+}
+
+/// The one server among `servers` the selector allows, or why there is none.
+fn choose(
+    mut servers: Vec<(u32, ServerKind, PathBuf)>,
+    selector: &Selector,
+) -> Result<(u32, ServerKind, PathBuf)> {
     if let Some(kind) = selector.kind {
         servers.retain(|s| s.1 == kind);
     }
@@ -205,11 +214,7 @@ pub fn find_server(selector: &Selector) -> Result<Server> {
     }
     match servers.len() {
         0 => Err(Error::NoServer(selector.kind.map_or("PostgreSQL or MariaDB", ServerKind::name))),
-        1 => {
-            let (pid, kind, exe) = servers.remove(0);
-            let version = version_of(&exe);
-            Ok(Server { pid, kind, exe, version })
-        }
+        1 => Ok(servers.remove(0)),
         count => {
             let list = servers
                 .iter()
@@ -304,6 +309,31 @@ mod tests {
         let tops: Vec<u32> = top_servers(&procs).iter().map(|s| s.0).collect();
         assert_eq!(tops, vec![100, 200, 400]);
         assert_eq!(top_servers(&procs)[1].1, ServerKind::MariaDb);
+    }
+
+    #[test]
+    fn choosing_says_none_or_lists_several() {
+        let pg = PathBuf::from("/usr/lib/postgresql/15/bin/postgres");
+        let my = PathBuf::from("/usr/sbin/mariadbd");
+        let both = vec![(100, ServerKind::Postgres, pg.clone()), (200, ServerKind::MariaDb, my)];
+        let err = choose(vec![], &Selector::default()).unwrap_err();
+        assert!(matches!(err, Error::NoServer(_)));
+        assert!(err.to_string().starts_with("no PostgreSQL or MariaDB server is running"), "{err}");
+        let err = choose(both.clone(), &Selector::default()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "2 database servers are running, choose one with --pid:\n       100  PostgreSQL  \
+             /usr/lib/postgresql/15/bin/postgres\n       200  MariaDB     /usr/sbin/mariadbd"
+        );
+        assert!(err.is_usage());
+        let mariadb = Selector { kind: Some(ServerKind::MariaDb), ..Selector::default() };
+        assert_eq!(choose(both.clone(), &mariadb).unwrap().0, 200);
+        let only_pg = vec![both[0].clone()];
+        let err = choose(only_pg, &mariadb).unwrap_err();
+        assert_eq!(err.to_string().split(" (").next().unwrap(), "no MariaDB server is running");
+        let other_exe =
+            Selector { exe: Some(PathBuf::from("/opt/pg16/bin/postgres")), ..Selector::default() };
+        assert!(matches!(choose(both, &other_exe).unwrap_err(), Error::ExeNotRunning(_)));
     }
 
     #[test]

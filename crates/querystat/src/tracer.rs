@@ -130,8 +130,10 @@ impl std::fmt::Debug for Tracer {
 const KERNEL_BTF: &str = "/sys/kernel/btf/vmlinux";
 const TRACEPOINTS: &[&str] = &["sched_switch", "sched_process_fork", "sched_process_exit"];
 
-/// Root, BTF and the scheduler tracepoints: checked first so the error says which is missing.
-fn preflight() -> Result<()> {
+/// Checks root, BTF and the scheduler tracepoints, so the error says which is missing.
+/// [`Tracer::attach`] calls it; the CLI may call it first, before looking for the server
+/// (which needs root to read other users' `/proc/PID/exe`).
+pub fn preflight() -> Result<()> {
     // SAFETY: geteuid has no preconditions and cannot fail.
     if unsafe { libc::geteuid() } != 0 {
         return Err(Error::NotRoot);

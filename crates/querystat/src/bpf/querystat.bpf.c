@@ -218,12 +218,15 @@ static __always_inline void keep_text(const void *text, __u32 len, bool user_str
 		return;
 	}
 	/* A packet of known length, not NUL-terminated. */
-	if (len > QS_TEXT_LEN - 1)
-		len = QS_TEXT_LEN - 1;
-	if (bpf_probe_read_user(t->text, len & (QS_TEXT_LEN - 1), text))
+	__u32 n = len > QS_TEXT_LEN - 1 ? QS_TEXT_LEN - 1 : len;
+
+	/* Kept opaque so the mask below is what the verifier sees bounding the size. */
+	barrier_var(n);
+	n &= QS_TEXT_LEN - 1;
+	if (bpf_probe_read_user(t->text, n, text))
 		t->text[0] = 0;
 	else
-		t->text[len & (QS_TEXT_LEN - 1)] = 0;
+		t->text[n] = 0;
 }
 
 /* ---- PostgreSQL (USDT) ---- */
