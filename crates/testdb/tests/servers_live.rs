@@ -6,11 +6,8 @@ use testdb::{MariaDb, MariaDbOptions, PgOptions, Postgres};
 
 fn require_root() {
     // SAFETY: geteuid has no preconditions.
-    assert_eq!(
-        unsafe { libc::geteuid() },
-        0,
-        "these tests start database servers: run them as root"
-    );
+    let euid = unsafe { libc::geteuid() };
+    assert_eq!(euid, 0, "these tests start database servers: run them as root");
 }
 
 fn alive(pid: u32) -> bool {
