@@ -116,9 +116,10 @@ pub struct CacheStats {
     pub hit: Latency,
     /// The others.
     pub miss: Latency,
-    /// PostgreSQL: buffer lookups found in shared buffers, over all traced queries.
+    /// PostgreSQL with `buffer_hits` asked for: buffer lookups found in shared buffers, over
+    /// all traced queries.
     pub buffer_hits: Option<u64>,
-    /// PostgreSQL: buffers read in (from the page cache or disk).
+    /// PostgreSQL: blocks read in (from the page cache or disk), over all traced queries.
     pub buffer_reads: Option<u64>,
 }
 
@@ -299,8 +300,10 @@ pub fn render_report(r: &Report) -> String {
     out.push_str(&format!("    count {:>15}: {}\n", "miss", r.cache.miss.count));
     out.push_str(&format!("    avg latency {:>9}: {} (us)\n", "miss", r.cache.miss.avg_text()));
     out.push_str(&format!("    avg latency {:>9}: {} (us)\n", "hit", r.cache.hit.avg_text()));
-    if let (Some(hits), Some(reads)) = (r.cache.buffer_hits, r.cache.buffer_reads) {
+    if let Some(hits) = r.cache.buffer_hits {
         out.push_str(&format!("    buffers {:>13}: {hits}\n", "hit"));
+    }
+    if let Some(reads) = r.cache.buffer_reads {
         out.push_str(&format!("    buffers {:>13}: {reads}\n", "read"));
     }
     histogram_block(

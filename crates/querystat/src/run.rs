@@ -121,7 +121,7 @@ fn build_report(
             label: cache_label(server.kind).to_string(),
             hit: lat(Hist::Hit),
             miss: lat(Hist::Miss),
-            buffer_hits: pg.then_some(t.buffer_hits),
+            buffer_hits: tracer.counts_buffer_hits().then_some(t.buffer_hits),
             buffer_reads: pg.then_some(t.buffer_reads),
         },
         preempted: lat(Hist::Preempted),

@@ -235,6 +235,7 @@ pub const PG_PROBES: &[&str] = &[
     "query__start",
     "query__parse__start",
     "buffer__read__done",
+    "smgr__md__read__done",
     "transaction__start",
     "transaction__commit",
     "transaction__abort",

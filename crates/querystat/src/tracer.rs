@@ -24,6 +24,11 @@ pub struct Options {
     pub by: By,
     /// Report each query at least this slow as it completes (`--slower MS`).
     pub slower: Option<Duration>,
+    /// PostgreSQL: also count buffer lookups found in shared buffers (`buffer__read__done`).
+    /// Costs one more probe per buffer lookup (most of a simple query's tracing cost);
+    /// without it, hit vs miss per query still comes from the blocks read in
+    /// (`smgr__md__read__done`, which fires only on misses).
+    pub buffer_hits: bool,
 }
 
 /// The histograms the kernel keeps, in `qs_stats.hist` order (querystat.h).
@@ -61,9 +66,9 @@ pub struct Totals {
     pub count: [u64; HISTS],
     /// Summed ns, indexed by [`Hist`].
     pub sum_ns: [u64; HISTS],
-    /// PostgreSQL buffer lookups found in shared buffers.
+    /// PostgreSQL buffer lookups found in shared buffers (with [`Options::buffer_hits`]).
     pub buffer_hits: u64,
-    /// ... and read in.
+    /// PostgreSQL blocks read in from the OS (shared buffer misses).
     pub buffer_reads: u64,
     /// Involuntary switches while a query was in flight.
     pub preemptions: u64,
@@ -115,6 +120,7 @@ pub struct Tracer {
     skel: QuerystatSkel<'static>,
     server: Server,
     by: By,
+    buffer_hits: bool,
 }
 
 impl std::fmt::Debug for Tracer {
@@ -264,7 +270,10 @@ impl Tracer {
             for end in ends {
                 links.push(usdt(&skel.progs.pg_end, end)?);
             }
-            links.push(usdt(&skel.progs.pg_buffer_done, "buffer__read__done")?);
+            links.push(usdt(&skel.progs.pg_block_read, "smgr__md__read__done")?);
+            if options.buffer_hits {
+                links.push(usdt(&skel.progs.pg_buffer_done, "buffer__read__done")?);
+            }
             if slower_ns > 0 {
                 links.push(usdt(&skel.progs.pg_text, "query__start")?);
                 links.push(usdt(&skel.progs.pg_text, "query__parse__start")?);
@@ -303,7 +312,15 @@ impl Tracer {
         } else {
             None
         };
-        Ok(Tracer { links, ring, slow, skel, server: server.clone(), by: options.by })
+        Ok(Tracer {
+            links,
+            ring,
+            slow,
+            skel,
+            server: server.clone(),
+            by: options.by,
+            buffer_hits: pg && options.buffer_hits,
+        })
     }
 
     /// The server traced.
@@ -314,6 +331,11 @@ impl Tracer {
     /// Queries or transactions.
     pub fn by(&self) -> By {
         self.by
+    }
+
+    /// Whether buffer hits are counted ([`Options::buffer_hits`] on PostgreSQL).
+    pub fn counts_buffer_hits(&self) -> bool {
+        self.buffer_hits
     }
 
     /// The kernel's counters, summed over CPUs.

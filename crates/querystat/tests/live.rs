@@ -94,9 +94,22 @@ fn pg_counts_match_pgbench_in_every_protocol_root() {
         let after = settled(&tracer);
         let traced = after.completed() - before.completed();
         assert_eq!(traced, 2 * 150 + PGBENCH_STARTUP_STATEMENTS, "pgbench -M {mode}");
-        // Every pgbench -S statement looks up a pgbench_accounts row through its index.
-        assert!(after.buffer_hits + after.buffer_reads > before.buffer_hits + before.buffer_reads);
     }
+    drop(tracer);
+
+    // With buffer hits counted: every pgbench -S statement looks up a pgbench_accounts row
+    // through its index, all in shared buffers since pgbench -i wrote them.
+    let with_hits = Options { buffer_hits: true, ..Options::default() };
+    let tracer = Tracer::attach(&server, &with_hits).unwrap();
+    let before = settled(&tracer);
+    pgbench(&pg, &["-n", "-S", "-t", "100"]);
+    let after = settled(&tracer);
+    assert!(after.buffer_hits - before.buffer_hits >= 2 * 100, "{after:?}");
+    // Hit or miss, every query is one of the two.
+    let (hit, miss) =
+        (querystat::tracer::Hist::Hit as usize, querystat::tracer::Hist::Miss as usize);
+    let split = after.count[hit] + after.count[miss] - before.count[hit] - before.count[miss];
+    assert_eq!(split, 100 + PGBENCH_STARTUP_STATEMENTS);
     drop(tracer);
 
     // --by transaction: every statement outside BEGIN/COMMIT is its own transaction, and each
@@ -115,6 +128,48 @@ fn pg_counts_match_pgbench_in_every_protocol_root() {
     pgbench(&pg, &["-n", "-t", "50"]);
     let after = settled(&tracer);
     assert_eq!(after.completed() - before.completed(), 50 + startup_tx);
+}
+
+/// Shared-buffer misses: a table twice the size of shared buffers, read at random. The blocks
+/// traced as read inside queries are what pg_stat_database counts as read, less the reads
+/// outside any query (catalogs read while each backend starts).
+#[test]
+fn pg_buffer_reads_agree_with_pg_stat_database_root() {
+    require_root();
+    let _serial = serial();
+    let pg = Postgres::start(
+        &PgOptions::default().setting("autovacuum", "off").setting("shared_buffers", "16MB"),
+    )
+    .unwrap();
+    pgbench(&pg, &["-i", "-s", "2", "-q"]);
+    let server = server_of(pg.pid());
+    let tracer = Tracer::attach(&server, &Options::default()).unwrap();
+    let blks_read = || -> u64 {
+        // Statistics are flushed when a backend exits; pgbench's have, by the time this runs.
+        pg.sql("SELECT pg_stat_force_next_flush(); SELECT blks_read FROM pg_stat_database WHERE datname = 'postgres'")
+            .unwrap()
+            .lines()
+            .last()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let read_before = blks_read();
+    let before = settled(&tracer);
+    pgbench(&pg, &["-n", "-S", "-c", "2", "-t", "500"]);
+    let after = settled(&tracer);
+    std::thread::sleep(Duration::from_millis(300));
+    let read_after = blks_read();
+    let traced = after.buffer_reads - before.buffer_reads;
+    let counted = read_after - read_before;
+    eprintln!("blocks read: traced in queries {traced}, pg_stat_database {counted}");
+    assert!(traced > 100, "random lookups over 2x shared buffers must miss: {traced}");
+    assert!(traced <= counted, "traced {traced} > pg_stat_database {counted}");
+    // Three backends start (pgbench's setup connection, two clients, and the stats query's):
+    // a few dozen catalog blocks each at most.
+    assert!(counted - traced <= 200, "traced {traced}, pg_stat_database {counted}");
+    let miss = querystat::tracer::Hist::Miss as usize;
+    assert!(after.count[miss] - before.count[miss] > 0);
 }
 
 /// A process that spins on one CPU until dropped (killed by its PID).
@@ -252,7 +307,11 @@ fn pg_server_exiting_mid_run_ends_the_run_with_what_was_measured_root() {
     let server = server_of(pg.pid());
     let tracer = Tracer::attach(
         &server,
-        &Options { slower: Some(Duration::from_millis(50)), ..Options::default() },
+        &Options {
+            slower: Some(Duration::from_millis(50)),
+            buffer_hits: true,
+            ..Options::default()
+        },
     )
     .unwrap();
     let stop = AtomicBool::new(false);

@@ -253,7 +253,9 @@ int BPF_USDT(pg_text, const char *query)
 	return 0;
 }
 
-/* buffer__read__done(fork, block, spc, db, rel, backend, is_extend, found) */
+/* buffer__read__done(fork, block, spc, db, rel, backend, is_extend, found): attached only
+ * when exact buffer hits are asked for (one probe per buffer lookup); the buffers that were
+ * not found are counted at smgr__md__read__done, which fires only for actual reads. */
 SEC("usdt")
 int BPF_USDT(pg_buffer_done, int fork, int block, int spc, int db, int rel, int backend,
 	     int is_extend, int found)
@@ -261,11 +263,20 @@ int BPF_USDT(pg_buffer_done, int fork, int block, int spc, int db, int rel, int 
 	__u32 tid = current_tid();
 	struct qs_inflight *q = bpf_map_lookup_elem(&inflight, &tid);
 
-	if (!q || q->depth == 0)
-		return 0;
-	if (found & 0xff)
+	if (q && q->depth > 0 && (found & 0xff))
 		q->buffer_hits++;
-	else
+	return 0;
+}
+
+/* smgr__md__read__done: a block read in from the OS (page cache or disk), i.e. a shared
+ * buffer miss. Costs nothing while the data is in shared buffers. */
+SEC("usdt")
+int BPF_USDT(pg_block_read)
+{
+	__u32 tid = current_tid();
+	struct qs_inflight *q = bpf_map_lookup_elem(&inflight, &tid);
+
+	if (q && q->depth > 0)
 		q->buffer_reads++;
 	return 0;
 }

@@ -25,8 +25,8 @@ struct qs_stats {
 	__u64 hist[QS_HISTS][QS_SLOTS];
 	__u64 count[QS_HISTS];
 	__u64 sum_ns[QS_HISTS];
-	__u64 buffer_hits;     /* PostgreSQL: buffer__read__done with found = 1 */
-	__u64 buffer_reads;    /* ... found = 0 */
+	__u64 buffer_hits;     /* PostgreSQL: buffer__read__done with found = 1 (if attached) */
+	__u64 buffer_reads;    /* smgr__md__read__done: blocks read in from the OS */
 	__u64 preemptions;     /* involuntary switches while a query was in flight */
 	__u64 involuntary;     /* involuntary switches of any server thread */
 	__u64 slow_dropped;    /* --slower events lost to a full ring buffer */
