@@ -1,7 +1,7 @@
 //! A stand-in for `platscope db querystat` until the CLI is wired (the bench drives this):
 //!
 //!     querystat [INTERVAL [COUNT]] [--server postgres|mariadb] [--pid PID] [--exe PATH]
-//!               [--by transaction] [--slower MS] [--json]
+//!               [--by transaction] [--slower MS] [--buffer-hits] [--json]
 //!
 //! Exit codes as the CLI will use them: 2 for usage errors, 1 for runtime failures.
 
@@ -23,7 +23,7 @@ fn usage(msg: &str) -> ! {
     eprintln!("querystat: {msg}");
     eprintln!(
         "usage: querystat [INTERVAL [COUNT]] [--server postgres|mariadb] [--pid PID] [--exe PATH] \
-         [--by transaction] [--slower MS] [--json]"
+         [--by transaction] [--slower MS] [--buffer-hits] [--json]"
     );
     std::process::exit(2)
 }
@@ -69,6 +69,7 @@ fn main() {
                 options.slower = Some(Duration::from_secs_f64(ms / 1e3));
             }
             "--json" => json = true,
+            "--buffer-hits" => options.buffer_hits = true,
             a if a.starts_with('-') => usage(&format!("unknown option {a}")),
             _ => positional.push(arg),
         }

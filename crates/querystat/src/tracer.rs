@@ -220,10 +220,11 @@ impl Tracer {
             rodata.slower_ns = slower_ns;
         }
         for prog in
-            [&mut open.progs.pg_begin, &mut open.progs.pg_end, &mut open.progs.pg_buffer_done]
+            [&mut open.progs.pg_begin, &mut open.progs.pg_end, &mut open.progs.pg_block_read]
         {
             prog.set_autoload(pg);
         }
+        open.progs.pg_buffer_done.set_autoload(pg && options.buffer_hits);
         open.progs.pg_text.set_autoload(pg && slower_ns > 0);
         for prog in [
             &mut open.progs.my_dispatch,
