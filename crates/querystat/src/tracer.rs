@@ -111,7 +111,8 @@ impl Totals {
     }
 }
 
-/// The attached programs. Dropping it detaches them all.
+/// The attached programs. Dropping it detaches them all (on every path: the links are owned
+/// here). It holds libbpf's ring buffer, so it stays on the thread that attached it.
 pub struct Tracer {
     // Dropped in declaration order: links and the ring buffer before the skeleton.
     links: Vec<Link>,

@@ -264,6 +264,8 @@ fn pg_preemption_by_burners_and_involuntary_switches_agree_with_proc_root() {
     let tracer = Tracer::attach(&server, &Options::default()).unwrap();
     let mut session = Session::open(&pg);
     let backend: u32 = session.run("SELECT pg_backend_pid();")[0].parse().unwrap();
+    // --pid of a backend leads to its postmaster.
+    assert_eq!(server_of(backend), server);
     pin(backend, 0);
     let _burners = [Burner::on(0), Burner::on(1)];
     std::thread::sleep(Duration::from_millis(100));
