@@ -22,6 +22,9 @@ packages=(
   chromium fonts-dejavu-core
   # the multi-node NUMA guest (tests/numa-vm)
   qemu-system-x86 busybox-static cpio xz-utils
+  # db querystat tests and bench: throwaway servers (crates/testdb), load drivers (pgbench
+  # ships with postgresql-15), and bpftrace for the overhead comparison
+  postgresql-15 postgresql-contrib mariadb-server mariadb-client sysbench bpftrace
 )
 
 missing=()

@@ -73,3 +73,9 @@ pub fn c_string(chars: &[i8]) -> String {
     let bytes: Vec<u8> = chars.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
     String::from_utf8_lossy(&bytes).into_owned()
 }
+
+/// Bytes up to the first NUL (a map key or value holding a C string), lossily as UTF-8.
+pub fn c_string_bytes(bytes: &[u8]) -> String {
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    String::from_utf8_lossy(&bytes[..end]).into_owned()
+}

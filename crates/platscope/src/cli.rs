@@ -63,6 +63,12 @@ pub enum Command {
         #[command(subcommand)]
         command: crate::commands::cpu::CpuCommand,
     },
+    /// Databases: query latency, cache hits and pre-emption of PostgreSQL and MariaDB servers.
+    #[command(arg_required_else_help = true)]
+    Db {
+        #[command(subcommand)]
+        command: crate::commands::db::DbCommand,
+    },
     /// File I/O: how much is sequential and how much random, per filesystem (eBPF).
     #[command(arg_required_else_help = true)]
     Io {

@@ -4,6 +4,7 @@ pub mod bandwidth;
 pub mod compat;
 pub mod compress;
 pub mod cpu;
+pub mod db;
 pub mod io;
 pub mod kit;
 pub mod mem;

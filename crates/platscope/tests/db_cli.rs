@@ -1,0 +1,58 @@
+//! `platscope db querystat` as a user runs it, against a throwaway PostgreSQL 15 started here.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use testdb::{PgOptions, Postgres};
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+fn querystat_counts_the_statements_a_client_sends_and_is_stored() {
+    let pg = Postgres::start(&PgOptions::default()).expect("PostgreSQL 15 starts");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("results.db").display().to_string();
+    let pid = pg.pid().to_string();
+    let tracer = Command::new(env!("CARGO_BIN_EXE_platscope"))
+        .args(["--json", "--db", &db, "db", "querystat", "1", "3", "--pid", &pid])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("platscope runs");
+    // Give it time to attach ("tracing" on stderr comes first; the probes take a moment).
+    std::thread::sleep(Duration::from_millis(1500));
+    let started = Instant::now();
+    let statements = 40;
+    let script: String = (0..statements).map(|i| format!("SELECT {i};\n")).collect();
+    let psql = pg.command("psql").args(["-q", "-c", &script]).output().expect("psql runs");
+    assert!(psql.status.success(), "{}", text(&psql.stderr));
+    assert!(started.elapsed() < Duration::from_secs(1), "the statements fit in the run");
+    let out = tracer.wait_with_output().expect("platscope ends after COUNT intervals");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains(&format!("PID {pid}")), "{}", text(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON report");
+    let count = report["all"]["count"].as_u64().expect("count");
+    // One -c string of 40 statements is one simple-protocol query message the server executes
+    // as 40 statements; psql itself sends none others with -q -c.
+    assert!(count >= statements, "{count} queries traced, {statements} sent: {report}");
+    assert_eq!(report["end"], "count", "{report}");
+
+    let show = Command::new(env!("CARGO_BIN_EXE_platscope"))
+        .args(["results", "list", "--db", &db])
+        .output()
+        .expect("runs");
+    assert!(text(&show.stdout).contains("db querystat"), "{}", text(&show.stdout));
+}
+
+#[test]
+fn querystat_without_root_or_with_a_bad_pid_says_why() {
+    let out = Command::new(env!("CARGO_BIN_EXE_platscope"))
+        .args(["--no-store", "db", "querystat", "1", "1", "--pid", "notapid"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("notapid"), "{}", text(&out.stderr));
+}

@@ -1,0 +1,423 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* platscope db querystat: per-query latency, query-cache / buffer hits and pre-emption of a
+ * database server's threads, aggregated in the kernel.
+ *
+ * A query is a begin/end pair on one thread: PostgreSQL's query__execute__start/done (or
+ * transaction__start/commit/abort) USDT probes, MariaDB's dispatch_command entry/return
+ * uprobes. The probes are attached system-wide to the server binary; `tree` (the server's
+ * processes, kept up to date from fork/exit) limits them to one server. sched_switch follows
+ * in-flight queries off and back onto the CPU. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/usdt.bpf.h>
+#include "querystat.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Set before load. */
+const volatile __u64 slower_ns = 0;     /* 0: no per-query events */
+
+/* Unused by the programs: makes the layouts part of the skeleton's generated types. */
+struct qs_slow_event slow_event_layout = {};
+struct qs_text text_layout = {};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	/* By size, not type: the skeleton generator cannot derive Default for its nested
+	 * array. User space reads it as u64 words in the header's order. */
+	__uint(value_size, sizeof(struct qs_stats));
+} stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct qs_proc);
+} tree SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct qs_inflight);
+} inflight SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct qs_text);
+} texts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct qs_comm);
+	__type(value, __u64);
+} preemptors SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} slow SEC(".maps");
+
+static const struct qs_inflight zero_inflight = {};
+static const struct qs_text zero_text = {};
+
+static __always_inline bool in_tree(void)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	return bpf_map_lookup_elem(&tree, &tgid) != NULL;
+}
+
+static __always_inline __u32 current_tid(void)
+{
+	return (__u32)bpf_get_current_pid_tgid();
+}
+
+/* floor(log2(v)) + 1 for v > 0, 0 for 0: the slot of a value in microseconds. */
+static __always_inline __u32 slot_of(__u64 v)
+{
+	__u32 r = 0;
+
+	if (v >= (1ULL << 32)) { v >>= 32; r += 32; }
+	if (v >= (1ULL << 16)) { v >>= 16; r += 16; }
+	if (v >= (1ULL << 8)) { v >>= 8; r += 8; }
+	if (v >= (1ULL << 4)) { v >>= 4; r += 4; }
+	if (v >= (1ULL << 2)) { v >>= 2; r += 2; }
+	if (v >= (1ULL << 1)) { r += 1; v >>= 1; }
+	return v ? r + 1 : 0;
+}
+
+static __always_inline void record(struct qs_stats *s, __u32 which, __u64 ns)
+{
+	__u32 slot = slot_of(ns / 1000) & (QS_SLOTS - 1);
+
+	if (which >= QS_HISTS)
+		return;
+	s->hist[which][slot]++;
+	s->count[which]++;
+	s->sum_ns[which] += ns;
+}
+
+static __always_inline struct qs_stats *my_stats(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&stats, &zero);
+}
+
+/* The current thread's in-flight record, created if missing. */
+static __always_inline struct qs_inflight *inflight_of(__u32 tid)
+{
+	struct qs_inflight *q = bpf_map_lookup_elem(&inflight, &tid);
+
+	if (q)
+		return q;
+	bpf_map_update_elem(&inflight, &tid, &zero_inflight, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&inflight, &tid);
+}
+
+static __always_inline void begin(__u32 command)
+{
+	if (!in_tree())
+		return;
+	__u32 tid = current_tid();
+	struct qs_inflight *q = inflight_of(tid);
+
+	if (!q)
+		return;
+	if (q->depth++ > 0)
+		return;
+	q->start_ns = bpf_ktime_get_ns();
+	q->off_since_ns = 0;
+	q->off_ns[0] = q->off_ns[1] = q->off_ns[2] = 0;
+	q->buffer_hits = q->buffer_reads = 0;
+	q->command = command;
+	q->preempted = 0;
+	q->hit = 0;
+}
+
+/* Ends the current thread's query if this closes the outermost begin. `hit_if_no_read`:
+ * PostgreSQL's hit means no buffer had to be read in; MariaDB's is set by the query cache. */
+static __always_inline void end(bool hit_if_no_read)
+{
+	__u32 tid = current_tid();
+	struct qs_inflight *q = bpf_map_lookup_elem(&inflight, &tid);
+
+	if (!q || q->depth == 0)
+		return;
+	if (--q->depth > 0)
+		return;
+	struct qs_stats *s = my_stats();
+
+	if (!s)
+		return;
+	__u64 lat = bpf_ktime_get_ns() - q->start_ns;
+	bool hit = hit_if_no_read ? q->buffer_reads == 0 : q->hit;
+
+	record(s, QS_ALL, lat);
+	record(s, hit ? QS_HIT : QS_MISS, lat);
+	record(s, q->preempted ? QS_PREEMPTED : QS_NOT_PREEMPTED, lat);
+	if (q->off_ns[0])
+		record(s, QS_OFF_RUNQ, q->off_ns[0]);
+	if (q->off_ns[1])
+		record(s, QS_OFF_IO, q->off_ns[1]);
+	if (q->off_ns[2])
+		record(s, QS_OFF_SLEEP, q->off_ns[2]);
+	s->buffer_hits += q->buffer_hits;
+	s->buffer_reads += q->buffer_reads;
+
+	if (slower_ns == 0 || lat < slower_ns)
+		return;
+	struct qs_slow_event *e = bpf_ringbuf_reserve(&slow, sizeof(*e), 0);
+
+	if (!e) {
+		s->slow_dropped++;
+		return;
+	}
+	e->latency_ns = lat;
+	e->off_ns[0] = q->off_ns[0];
+	e->off_ns[1] = q->off_ns[1];
+	e->off_ns[2] = q->off_ns[2];
+	e->pid = bpf_get_current_pid_tgid() >> 32;
+	e->tid = tid;
+	e->command = q->command;
+	e->preempted = q->preempted;
+	e->hit = hit;
+	struct qs_text *t = bpf_map_lookup_elem(&texts, &tid);
+
+	if (t)
+		bpf_probe_read_kernel(e->text, sizeof(e->text), t->text);
+	else
+		e->text[0] = 0;
+	bpf_ringbuf_submit(e, 0);
+}
+
+/* Keeps the statement text of the current thread (only with --slower). */
+static __always_inline void keep_text(const void *text, __u32 len, bool user_str)
+{
+	if (slower_ns == 0 || !text || !in_tree())
+		return;
+	__u32 tid = current_tid();
+	struct qs_text *t = bpf_map_lookup_elem(&texts, &tid);
+
+	if (!t) {
+		bpf_map_update_elem(&texts, &tid, &zero_text, BPF_NOEXIST);
+		t = bpf_map_lookup_elem(&texts, &tid);
+		if (!t)
+			return;
+	}
+	if (user_str) {
+		bpf_probe_read_user_str(t->text, sizeof(t->text), text);
+		return;
+	}
+	/* A packet of known length, not NUL-terminated. */
+	__u32 n = len > QS_TEXT_LEN - 1 ? QS_TEXT_LEN - 1 : len;
+
+	/* Kept opaque so the mask below is what the verifier sees bounding the size. */
+	barrier_var(n);
+	n &= QS_TEXT_LEN - 1;
+	if (bpf_probe_read_user(t->text, n, text))
+		t->text[0] = 0;
+	else
+		t->text[n] = 0;
+}
+
+/* ---- PostgreSQL (USDT) ---- */
+
+SEC("usdt")
+int BPF_USDT(pg_begin)
+{
+	begin(0);
+	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(pg_end)
+{
+	end(true);
+	return 0;
+}
+
+/* query__start (simple protocol) and query__parse__start (extended): the statement text. */
+SEC("usdt")
+int BPF_USDT(pg_text, const char *query)
+{
+	keep_text(query, 0, true);
+	return 0;
+}
+
+/* buffer__read__done(fork, block, spc, db, rel, backend, is_extend, found): attached only
+ * when exact buffer hits are asked for (one probe per buffer lookup); the buffers that were
+ * not found are counted at smgr__md__read__done, which fires only for actual reads. */
+SEC("usdt")
+int BPF_USDT(pg_buffer_done, int fork, int block, int spc, int db, int rel, int backend,
+	     int is_extend, int found)
+{
+	__u32 tid = current_tid();
+	struct qs_inflight *q = bpf_map_lookup_elem(&inflight, &tid);
+
+	if (q && q->depth > 0 && (found & 0xff))
+		q->buffer_hits++;
+	return 0;
+}
+
+/* smgr__md__read__done: a block read in from the OS (page cache or disk), i.e. a shared
+ * buffer miss. Costs nothing while the data is in shared buffers. */
+SEC("usdt")
+int BPF_USDT(pg_block_read)
+{
+	__u32 tid = current_tid();
+	struct qs_inflight *q = bpf_map_lookup_elem(&inflight, &tid);
+
+	if (q && q->depth > 0)
+		q->buffer_reads++;
+	return 0;
+}
+
+/* ---- MariaDB (uprobes) ---- */
+
+#define COM_QUERY 3
+#define COM_STMT_EXECUTE 23
+
+/* dispatch_command(enum_server_command command, THD *thd, char *packet, uint length, bool) */
+SEC("uprobe")
+int BPF_UPROBE(my_dispatch, int command, void *thd, const char *packet, unsigned int length)
+{
+	__u32 tid = current_tid();
+	struct qs_inflight *q = bpf_map_lookup_elem(&inflight, &tid);
+
+	/* Inside a query, every nested dispatch is counted so the returns pair up. */
+	if (q && q->depth > 0) {
+		q->depth++;
+		return 0;
+	}
+	if (command != COM_QUERY && command != COM_STMT_EXECUTE)
+		return 0;
+	begin(command);
+	if (command == COM_QUERY)
+		keep_text(packet, length, false);
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_URETPROBE(my_dispatch_ret)
+{
+	end(false);
+	return 0;
+}
+
+/* Query_cache::send_result_to_client returns 1 when the cache answered the query. */
+SEC("uretprobe")
+int BPF_URETPROBE(my_qc_ret, int ret)
+{
+	__u32 tid = current_tid();
+	struct qs_inflight *q = bpf_map_lookup_elem(&inflight, &tid);
+
+	if (q && q->depth > 0 && ret == 1)
+		q->hit = 1;
+	return 0;
+}
+
+/* ---- the scheduler ---- */
+
+#define TASK_RUNNING 0
+#define TASK_UNINTERRUPTIBLE 2
+
+/* prev_state is the tracepoint's fourth argument since Linux 5.18. */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(qs_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	__u32 prev_tgid = prev->tgid;
+	struct qs_proc *proc = bpf_map_lookup_elem(&tree, &prev_tgid);
+	bool involuntary = preempt || prev_state == TASK_RUNNING;
+	__u64 now = 0;
+
+	if (proc) {
+		struct qs_stats *s = my_stats();
+
+		if (involuntary) {
+			__sync_fetch_and_add(&proc->involuntary, 1);
+			if (s)
+				s->involuntary++;
+		}
+		__u32 prev_tid = prev->pid;
+		struct qs_inflight *q = bpf_map_lookup_elem(&inflight, &prev_tid);
+
+		if (q && q->depth > 0) {
+			now = bpf_ktime_get_ns();
+			q->off_since_ns = now;
+			if (involuntary) {
+				q->off_reason = 0;
+				q->preempted = 1;
+				if (s)
+					s->preemptions++;
+				struct qs_comm who = {};
+
+				bpf_probe_read_kernel_str(who.comm, sizeof(who.comm), next->comm);
+				__u64 one = 1, *n = bpf_map_lookup_elem(&preemptors, &who);
+
+				if (n)
+					__sync_fetch_and_add(n, 1);
+				else
+					bpf_map_update_elem(&preemptors, &who, &one, BPF_NOEXIST);
+			} else {
+				q->off_reason = (prev_state & TASK_UNINTERRUPTIBLE) ? 1 : 2;
+			}
+		}
+	}
+
+	__u32 next_tgid = next->tgid;
+
+	if (!bpf_map_lookup_elem(&tree, &next_tgid))
+		return 0;
+	__u32 next_tid = next->pid;
+	struct qs_inflight *q = bpf_map_lookup_elem(&inflight, &next_tid);
+
+	if (q && q->depth > 0 && q->off_since_ns) {
+		if (!now)
+			now = bpf_ktime_get_ns();
+		__u32 r = q->off_reason;
+
+		if (r < QS_OFF_REASONS)
+			q->off_ns[r] += now - q->off_since_ns;
+		q->off_since_ns = 0;
+	}
+	return 0;
+}
+
+/* A process forked by one of the server's processes joins the tree (threads share it). */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(qs_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 parent_tgid = parent->tgid;
+	__u32 child_tgid = child->tgid;
+	struct qs_proc fresh = {};
+
+	if (child_tgid == parent_tgid || !bpf_map_lookup_elem(&tree, &parent_tgid))
+		return 0;
+	bpf_map_update_elem(&tree, &child_tgid, &fresh, BPF_ANY);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(qs_exit, struct task_struct *task)
+{
+	__u32 tid = task->pid;
+	__u32 tgid = task->tgid;
+
+	if (!bpf_map_lookup_elem(&tree, &tgid))
+		return 0;
+	bpf_map_delete_elem(&inflight, &tid);
+	bpf_map_delete_elem(&texts, &tid);
+	if (tid == tgid)
+		bpf_map_delete_elem(&tree, &tgid);
+	return 0;
+}

@@ -1,0 +1,79 @@
+/* Layouts shared by querystat.bpf.c and its Rust reader (which uses the skeleton's generated
+ * copies of these structs). Only fixed-width fields, no padding holes. */
+#ifndef QUERYSTAT_H
+#define QUERYSTAT_H
+
+/* log2 slots of a latency in microseconds: slot 0 holds 0 us, slot i > 0 holds
+ * [2^(i-1), 2^i) us. */
+#define QS_SLOTS 64
+
+/* The histograms kept (index into qs_stats.hist). */
+#define QS_ALL 0
+#define QS_HIT 1           /* MariaDB: answered by the query cache; PostgreSQL: no buffer read */
+#define QS_MISS 2
+#define QS_PREEMPTED 3     /* left the CPU involuntarily at least once while in flight */
+#define QS_NOT_PREEMPTED 4
+#define QS_OFF_RUNQ 5      /* per query: off-CPU time waiting on the run queue (if any) */
+#define QS_OFF_IO 6        /* ... in uninterruptible sleep (D: mostly I/O) */
+#define QS_OFF_SLEEP 7     /* ... in interruptible sleep (S: locks, network, latches) */
+#define QS_HISTS 8
+
+#define QS_OFF_REASONS 3   /* off_ns[]: run queue, D, S */
+
+/* Per CPU, cumulative since load. */
+struct qs_stats {
+	__u64 hist[QS_HISTS][QS_SLOTS];
+	__u64 count[QS_HISTS];
+	__u64 sum_ns[QS_HISTS];
+	__u64 buffer_hits;     /* PostgreSQL: buffer__read__done with found = 1 (if attached) */
+	__u64 buffer_reads;    /* smgr__md__read__done: blocks read in from the OS */
+	__u64 preemptions;     /* involuntary switches while a query was in flight */
+	__u64 involuntary;     /* involuntary switches of any server thread */
+	__u64 slow_dropped;    /* --slower events lost to a full ring buffer */
+	__u64 _reserved;
+};
+
+/* Per thread of the server (keyed by TID). */
+struct qs_inflight {
+	__u64 start_ns;
+	__u64 off_since_ns;  /* when it last left the CPU while in flight, 0 if on CPU */
+	__u64 off_ns[QS_OFF_REASONS];
+	__u32 depth;         /* nesting of begin probes; a query is in flight while > 0 */
+	__u32 buffer_hits;
+	__u32 buffer_reads;
+	__u32 command;       /* MariaDB: the dispatch_command command */
+	__u8 off_reason;
+	__u8 preempted;
+	__u8 hit;
+	__u8 _pad[5];
+};
+
+/* One process of the server's tree (keyed by TGID). */
+struct qs_proc {
+	__u64 involuntary;   /* involuntary switches of its threads since attach */
+};
+
+#define QS_TEXT_LEN 256
+
+struct qs_text {
+	char text[QS_TEXT_LEN];
+};
+
+struct qs_comm {
+	char comm[16];
+};
+
+/* One query slower than --slower (the only per-query event sent to user space). */
+struct qs_slow_event {
+	__u64 latency_ns;
+	__u64 off_ns[QS_OFF_REASONS];
+	__u32 pid;
+	__u32 tid;
+	__u32 command;
+	__u8 preempted;
+	__u8 hit;
+	__u8 _pad[2];
+	char text[QS_TEXT_LEN];
+};
+
+#endif

@@ -1,0 +1,230 @@
+//! What both servers share: the temp dir, the child process stopped by PID, bounded waits,
+//! log tails and running a client.
+
+use std::ffi::CString;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::{io_err, Error, Result};
+
+/// A directory under the system temp dir, removed (with everything in it) on drop.
+#[derive(Debug)]
+pub(crate) struct TempDir {
+    path: PathBuf,
+}
+
+impl TempDir {
+    /// Creates `/tmp/platscope-testdb-<kind>-<pid>-<n>` with mode 0700.
+    pub(crate) fn new(kind: &str) -> Result<Self> {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let base = std::env::temp_dir();
+        for _ in 0..100 {
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            let path = base.join(format!("platscope-testdb-{kind}-{}-{n}", std::process::id()));
+            match std::fs::create_dir(&path) {
+                Ok(()) => {
+                    use std::os::unix::fs::PermissionsExt;
+                    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700))
+                        .map_err(io_err(format!("chmod {}", path.display())))?;
+                    return Ok(TempDir { path });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(io_err(format!("creating {}", path.display()))(e)),
+            }
+        }
+        Err(io_err(format!("creating a temp dir in {}", base.display()))(std::io::Error::from(
+            std::io::ErrorKind::AlreadyExists,
+        )))
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Gives the directory to `uid:gid`.
+    pub(crate) fn chown(&self, uid: u32, gid: u32) -> Result<()> {
+        std::os::unix::fs::chown(&self.path, Some(uid), Some(gid))
+            .map_err(io_err(format!("chown {}", self.path.display())))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// A server process this process started; stopped by its PID on drop.
+#[derive(Debug)]
+pub(crate) struct ServerProcess {
+    child: Option<Child>,
+    /// The signal that asks for a clean, fast shutdown.
+    stop_signal: libc::c_int,
+    stop_timeout: Duration,
+}
+
+impl ServerProcess {
+    pub(crate) fn new(child: Child, stop_signal: libc::c_int, stop_timeout: Duration) -> Self {
+        ServerProcess { child: Some(child), stop_signal, stop_timeout }
+    }
+
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
+    /// `Some(status)` if the process has exited.
+    pub(crate) fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.as_mut().and_then(|c| c.try_wait().ok().flatten())
+    }
+
+    /// Sends the stop signal, waits up to the stop timeout, then SIGKILLs and reaps. Returns
+    /// true if the clean shutdown finished in time.
+    pub(crate) fn stop(&mut self) -> bool {
+        let Some(mut child) = self.child.take() else { return true };
+        if matches!(child.try_wait(), Ok(Some(_))) {
+            return true;
+        }
+        let Ok(pid) = libc::pid_t::try_from(child.id()) else { return false };
+        // SAFETY: kill has no memory preconditions; `pid` is our own unreaped child, so the
+        // PID cannot have been reused by another process.
+        unsafe { libc::kill(pid, self.stop_signal) };
+        let deadline = Instant::now() + self.stop_timeout;
+        while Instant::now() < deadline {
+            if matches!(child.try_wait(), Ok(Some(_)) | Err(_)) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        false
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The last `lines` lines of a file (or a note that it could not be read).
+pub(crate) fn tail(path: &Path, lines: usize) -> String {
+    match std::fs::read(path) {
+        Ok(bytes) => {
+            let text = String::from_utf8_lossy(&bytes);
+            let all: Vec<&str> = text.lines().collect();
+            all[all.len().saturating_sub(lines)..].join("\n")
+        }
+        Err(e) => format!("(could not read {}: {e})", path.display()),
+    }
+}
+
+/// Polls `ready` every 50 ms until it says yes, the server exits, or `timeout` passes.
+pub(crate) fn wait_ready(
+    server: &'static str,
+    process: &mut ServerProcess,
+    log: &Path,
+    timeout: Duration,
+    mut ready: impl FnMut() -> bool,
+) -> Result<()> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(status) = process.exited() {
+            return Err(Error::NotReady {
+                server,
+                what: format!("exited during start-up ({status})"),
+                log: log.to_path_buf(),
+                tail: tail(log, 20),
+            });
+        }
+        if ready() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(Error::NotReady {
+                server,
+                what: format!("was not ready within {} s", timeout.as_secs_f64()),
+                log: log.to_path_buf(),
+                tail: tail(log, 20),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Runs a setup command to completion; its output goes to `log`.
+pub(crate) fn run_setup(mut command: Command, log: &Path) -> Result<()> {
+    let name = format!("{:?}", command.get_program());
+    let file = std::fs::File::create(log).map_err(io_err(format!("creating {}", log.display())))?;
+    let err = file.try_clone().map_err(io_err("duplicating a log file handle"))?;
+    let status = command
+        .stdout(file)
+        .stderr(err)
+        .stdin(std::process::Stdio::null())
+        .status()
+        .map_err(io_err(format!("running {name}")))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(Error::Setup { command: name, status, output: tail(log, 20) })
+    }
+}
+
+/// Runs a client command, returning its stdout without the trailing newline.
+pub(crate) fn run_client(mut command: Command, sql: &str) -> Result<String> {
+    let Output { status, stdout, stderr } = command
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(io_err(format!("running {:?}", command.get_program())))?;
+    if !status.success() {
+        return Err(Error::Sql {
+            sql: sql.to_string(),
+            status,
+            stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        });
+    }
+    let mut out = String::from_utf8_lossy(&stdout).into_owned();
+    while out.ends_with('\n') {
+        out.pop();
+    }
+    Ok(out)
+}
+
+/// `(uid, gid)` of a system user.
+pub(crate) fn user_ids(name: &'static str) -> Result<(u32, u32)> {
+    let c_name = CString::new(name).map_err(|_| Error::NoUser(name))?;
+    // SAFETY: getpwnam reads a NUL-terminated string; the returned record (static storage)
+    // is read at once, before any other call could overwrite it. Tests may call this from
+    // several threads; the fields copied are plain integers.
+    let entry = unsafe { libc::getpwnam(c_name.as_ptr()) };
+    if entry.is_null() {
+        return Err(Error::NoUser(name));
+    }
+    // SAFETY: non-null, so it points to a valid passwd record.
+    let (uid, gid) = unsafe { ((*entry).pw_uid, (*entry).pw_gid) };
+    Ok((uid, gid))
+}
+
+/// A TCP port on 127.0.0.1 that was free a moment ago (the kernel picked it).
+pub(crate) fn free_port() -> Result<u16> {
+    let listener =
+        std::net::TcpListener::bind("127.0.0.1:0").map_err(io_err("finding a free TCP port"))?;
+    let port = listener.local_addr().map_err(io_err("finding a free TCP port"))?.port();
+    Ok(port)
+}
+
+/// Checks a binary is there, naming the package that provides it.
+pub(crate) fn require(path: &Path, package: &'static str) -> Result<PathBuf> {
+    if path.is_file() {
+        Ok(path.to_path_buf())
+    } else {
+        Err(Error::NotInstalled(path.to_path_buf(), package))
+    }
+}
+
+/// True if a Unix socket at `path` accepts a connection.
+pub(crate) fn socket_accepts(path: &Path) -> bool {
+    std::os::unix::net::UnixStream::connect(path).is_ok()
+}
