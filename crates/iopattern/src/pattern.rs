@@ -226,23 +226,8 @@ pub fn render_header(seconds: f64, end_epoch_s: i64) -> String {
     } else {
         format!("{seconds:.3}")
     };
-    let end = local_time(end_epoch_s).unwrap_or_else(|| format!("@{end_epoch_s}"));
+    let end = measure::time::dtrace_date(end_epoch_s).unwrap_or_else(|| format!("@{end_epoch_s}"));
     format!("Sample interval: {interval} seconds\nEnd time: {end}\n")
-}
-
-fn local_time(epoch: i64) -> Option<String> {
-    const MONTHS: [&str; 12] =
-        ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
-    let tm = measure::time::local_time(epoch)?;
-    let month = MONTHS.get(usize::try_from(tm.tm_mon).ok()?)?;
-    Some(format!(
-        "{} {month} {:02} {:02}:{:02}:{:02}",
-        tm.tm_year + 1900,
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec
-    ))
 }
 
 /// Counts of one file over an interval, for `--per-file`.

@@ -136,6 +136,23 @@ fn local_hms(epoch: i64) -> Option<(i32, i32, i32)> {
     local_time(epoch).map(|tm| (tm.tm_hour, tm.tm_min, tm.tm_sec))
 }
 
+/// `epoch` as local time in DTrace's `%Y` layout, "YYYY Mon DD HH:MM:SS" (the seeds' headers);
+/// `None` when the C library cannot convert it.
+pub fn dtrace_date(epoch: i64) -> Option<String> {
+    const MONTHS: [&str; 12] =
+        ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    let tm = local_time(epoch)?;
+    let month = MONTHS.get(usize::try_from(tm.tm_mon).ok()?)?;
+    Some(format!(
+        "{} {month} {:02} {:02}:{:02}:{:02}",
+        tm.tm_year + 1900,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec
+    ))
+}
+
 /// The current time as RFC 3339 UTC from the system clock (no time-zone database needed).
 pub fn utc_now_rfc3339() -> String {
     let secs = std::time::SystemTime::now()

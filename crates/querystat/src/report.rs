@@ -54,26 +54,10 @@ impl Stamp {
     }
 }
 
-/// `epoch` as local time, "YYYY Mon DD HH:MM:SS" (DTrace's `%Y`).
+/// `epoch` as local time, "YYYY Mon DD HH:MM:SS" (DTrace's `%Y`); the epoch itself when the C
+/// library cannot convert it.
 pub fn local_time(epoch: i64) -> String {
-    const MONTHS: [&str; 12] =
-        ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
-    let t = epoch as libc::time_t;
-    // SAFETY: tm is plain data; all zeroes is a valid value that localtime_r overwrites.
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    // SAFETY: both pointers are to live locals; localtime_r keeps no reference to them.
-    if unsafe { libc::localtime_r(&t, &mut tm) }.is_null() {
-        return epoch.to_string();
-    }
-    let month = usize::try_from(tm.tm_mon).ok().and_then(|m| MONTHS.get(m)).unwrap_or(&"???");
-    format!(
-        "{} {month} {:02} {:02}:{:02}:{:02}",
-        tm.tm_year + 1900,
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec
-    )
+    measure::time::dtrace_date(epoch).unwrap_or_else(|| epoch.to_string())
 }
 
 /// Count, mean and distribution of some latency.

@@ -123,25 +123,8 @@ pub fn run(
         ),
     ]);
 
-    let mut data = ReportData {
-        mode: mode.name().into(),
-        generated_at: measure::time::utc_now_rfc3339(),
-        version: version.to_string(),
-        topology: topology.clone(),
-        latency_sweep: Vec::new(),
-        sweep_cpu: first_cpu,
-        prefetch_check: None,
-        latency_matrix: None,
-        bandwidth_matrix: None,
-        bandwidth_scaling: None,
-        loaded_latency: None,
-        slb_scaling: Vec::new(),
-        slb_policies: Vec::new(),
-        stored_runs: Vec::new(),
-        database: rec.database(),
-        notes: Vec::new(),
-        cpu_scale: None,
-    };
+    let mut data = ReportData::new(mode.name(), version, topology.clone(), rec.database());
+    data.sweep_cpu = first_cpu;
     let note =
         |data: &mut ReportData, section: Section, step: &str, err: &dyn std::fmt::Display| {
             data.notes.push(Note::new(section, format!("{step}: not measured ({err})")));

@@ -31,25 +31,8 @@ pub fn rebuild(store: &dyn ResultStore, ids: &[i64]) -> Result<ReportData, Suite
         parse::<ReportData>(first)?
     } else {
         let topology: Topology = parse_value(first, first.topology.clone())?;
-        let mut data = ReportData {
-            mode: "from stored runs".into(),
-            generated_at: measure::time::utc_now_rfc3339(),
-            version: first.version.clone(),
-            topology,
-            latency_sweep: Vec::new(),
-            sweep_cpu: None,
-            prefetch_check: None,
-            latency_matrix: None,
-            bandwidth_matrix: None,
-            bandwidth_scaling: None,
-            loaded_latency: None,
-            slb_scaling: Vec::new(),
-            slb_policies: Vec::new(),
-            stored_runs: Vec::new(),
-            database: Some(store.location()),
-            notes: Vec::new(),
-            cpu_scale: None,
-        };
+        let mut data =
+            ReportData::new("from stored runs", &first.version, topology, Some(store.location()));
         place(&mut data, first)?;
         data
     };

@@ -82,6 +82,31 @@ pub struct ReportData {
     pub cpu_scale: Option<tamp::scale::ScaleReport>,
 }
 
+impl ReportData {
+    /// A page with nothing measured yet: the steps (or stored runs) fill its sections.
+    pub fn new(mode: &str, version: &str, topology: Topology, database: Option<String>) -> Self {
+        Self {
+            mode: mode.into(),
+            generated_at: measure::time::utc_now_rfc3339(),
+            version: version.into(),
+            topology,
+            latency_sweep: Vec::new(),
+            sweep_cpu: None,
+            prefetch_check: None,
+            latency_matrix: None,
+            bandwidth_matrix: None,
+            bandwidth_scaling: None,
+            loaded_latency: None,
+            slb_scaling: Vec::new(),
+            slb_policies: Vec::new(),
+            stored_runs: Vec::new(),
+            database,
+            notes: Vec::new(),
+            cpu_scale: None,
+        }
+    }
+}
+
 /// Renders the whole report as one HTML5 page.
 pub fn render_html(data: &ReportData) -> String {
     let mut page = String::with_capacity(96 * 1024);
