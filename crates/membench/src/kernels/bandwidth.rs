@@ -101,7 +101,9 @@ pub enum Kernel {
     Write,
     WriteNt,
     Copy,
+    CopyNt,
     Triad,
+    TriadNt,
 }
 
 /// What a kernel does, and how its bytes are counted.
@@ -161,12 +163,28 @@ pub const KERNELS: &[KernelInfo] = &[
         accounting: "bytes read + bytes stored; write-allocate (RFO) reads not counted (STREAM convention)",
     },
     KernelInfo {
+        kernel: Kernel::CopyNt,
+        name: "copy-nt",
+        help: "a[i] = b[i] with non-temporal stores, as glibc's memcpy does for large copies",
+        buffers: 2,
+        counted_streams: 2,
+        accounting: "bytes read + bytes stored with non-temporal stores (no write-allocate reads)",
+    },
+    KernelInfo {
         kernel: Kernel::Triad,
         name: "triad",
         help: "a[i] = b[i] + s × c[i] in doubles, STREAM's triad",
         buffers: 3,
         counted_streams: 3,
         accounting: "2 streams read + 1 stored; write-allocate (RFO) reads not counted (STREAM convention)",
+    },
+    KernelInfo {
+        kernel: Kernel::TriadNt,
+        name: "triad-nt",
+        help: "STREAM's triad with non-temporal stores",
+        buffers: 3,
+        counted_streams: 3,
+        accounting: "2 streams read + 1 stored with non-temporal stores (no write-allocate reads)",
     },
 ];
 
@@ -249,8 +267,8 @@ unsafe fn scalar(
             match kernel {
                 Kernel::Read | Kernel::ReadLine => sum ^= a.add(i).read_volatile(),
                 Kernel::Write | Kernel::WriteNt => a.add(i).write_volatile(seed),
-                Kernel::Copy => a.add(i).write_volatile(b.add(i).read_volatile()),
-                Kernel::Triad => {
+                Kernel::Copy | Kernel::CopyNt => a.add(i).write_volatile(b.add(i).read_volatile()),
+                Kernel::Triad | Kernel::TriadNt => {
                     let (x, y) = (
                         f64::from_bits(b.add(i).read_volatile()),
                         f64::from_bits(c.add(i).read_volatile()),
@@ -270,7 +288,8 @@ mod x86 {
         ($module:ident, $feature:literal, $w:literal, $vi:ty, $vd:ty,
          load: $load:ident, store: $store:ident, stream: $stream:ident, xor: $xor:ident,
          splat: $splat:ident, loadpd: $loadpd:ident, storepd: $storepd:ident,
-         addpd: $addpd:ident, mulpd: $mulpd:ident, splatpd: $splatpd:ident, fence: $fence:expr) => {
+         addpd: $addpd:ident, mulpd: $mulpd:ident, splatpd: $splatpd:ident,
+         streampd: $streampd:ident, fence: $fence:expr) => {
             pub mod $module {
                 use std::arch::x86_64::*;
 
@@ -323,22 +342,36 @@ mod x86 {
                 }
 
                 #[target_feature(enable = $feature)]
-                unsafe fn copy(a: *mut u8, b: *const u8, bytes: usize) {
+                unsafe fn copy(a: *mut u8, b: *const u8, bytes: usize, temporal: bool) {
                     let mut o = 0;
                     while o < bytes {
                         for k in 0..4 {
                             // SAFETY: as in read; a and b do not overlap.
                             unsafe {
                                 let v = $load(b.add(o + k * W).cast::<$vi>());
-                                $store(a.add(o + k * W).cast::<$vi>(), v);
+                                let p = a.add(o + k * W).cast::<$vi>();
+                                if temporal {
+                                    $store(p, v)
+                                } else {
+                                    $stream(p, v)
+                                }
                             }
                         }
                         o += 4 * W;
                     }
+                    if !temporal {
+                        $fence;
+                    }
                 }
 
                 #[target_feature(enable = $feature)]
-                unsafe fn triad(a: *mut u8, b: *const u8, c: *const u8, bytes: usize) {
+                unsafe fn triad(
+                    a: *mut u8,
+                    b: *const u8,
+                    c: *const u8,
+                    bytes: usize,
+                    temporal: bool,
+                ) {
                     let s = $splatpd(3.0);
                     let mut o = 0;
                     while o < bytes {
@@ -347,10 +380,18 @@ mod x86 {
                             unsafe {
                                 let x = $loadpd(b.add(o + k * W).cast::<f64>());
                                 let y = $loadpd(c.add(o + k * W).cast::<f64>());
-                                $storepd(a.add(o + k * W).cast::<f64>(), $addpd(x, $mulpd(s, y)));
+                                let p = a.add(o + k * W).cast::<f64>();
+                                if temporal {
+                                    $storepd(p, $addpd(x, $mulpd(s, y)))
+                                } else {
+                                    $streampd(p, $addpd(x, $mulpd(s, y)))
+                                }
                             }
                         }
                         o += 4 * W;
+                    }
+                    if !temporal {
+                        $fence;
                     }
                 }
 
@@ -376,12 +417,12 @@ mod x86 {
                                 write(a, bytes, seed, false);
                                 0
                             }
-                            Kernel::Copy => {
-                                copy(a, b, bytes);
+                            Kernel::Copy | Kernel::CopyNt => {
+                                copy(a, b, bytes, kernel == Kernel::Copy);
                                 0
                             }
-                            Kernel::Triad => {
-                                triad(a, b, c, bytes);
+                            Kernel::Triad | Kernel::TriadNt => {
+                                triad(a, b, c, bytes, kernel == Kernel::Triad);
                                 0
                             }
                         }
@@ -394,15 +435,18 @@ mod x86 {
     isa_kernels!(sse2, "sse2", 16, __m128i, __m128d,
         load: _mm_load_si128, store: _mm_store_si128, stream: _mm_stream_si128, xor: _mm_xor_si128,
         splat: _mm_set1_epi64x, loadpd: _mm_load_pd, storepd: _mm_store_pd,
-        addpd: _mm_add_pd, mulpd: _mm_mul_pd, splatpd: _mm_set1_pd, fence: _mm_sfence());
+        addpd: _mm_add_pd, mulpd: _mm_mul_pd, splatpd: _mm_set1_pd, streampd: _mm_stream_pd,
+        fence: _mm_sfence());
     isa_kernels!(avx2, "avx2", 32, __m256i, __m256d,
         load: _mm256_load_si256, store: _mm256_store_si256, stream: _mm256_stream_si256, xor: _mm256_xor_si256,
         splat: _mm256_set1_epi64x, loadpd: _mm256_load_pd, storepd: _mm256_store_pd,
-        addpd: _mm256_add_pd, mulpd: _mm256_mul_pd, splatpd: _mm256_set1_pd, fence: _mm_sfence());
+        addpd: _mm256_add_pd, mulpd: _mm256_mul_pd, splatpd: _mm256_set1_pd,
+        streampd: _mm256_stream_pd, fence: _mm_sfence());
     isa_kernels!(avx512, "avx512f", 64, __m512i, __m512d,
         load: _mm512_load_si512, store: _mm512_store_si512, stream: _mm512_stream_si512, xor: _mm512_xor_si512,
         splat: _mm512_set1_epi64, loadpd: _mm512_load_pd, storepd: _mm512_store_pd,
-        addpd: _mm512_add_pd, mulpd: _mm512_mul_pd, splatpd: _mm512_set1_pd, fence: _mm_sfence());
+        addpd: _mm512_add_pd, mulpd: _mm512_mul_pd, splatpd: _mm512_set1_pd,
+        streampd: _mm512_stream_pd, fence: _mm_sfence());
 }
 
 #[cfg(test)]
@@ -434,6 +478,22 @@ mod tests {
                 }
                 pass(Kernel::Copy, isa, [a, b, c], bytes, 0);
                 assert_eq!(a.cast::<f64>().add(100).read(), 100.0, "{isa} copy");
+                pass(Kernel::WriteNt, isa, [a, b, c], bytes, 0);
+                pass(Kernel::TriadNt, isa, [a, b, c], bytes, 0);
+                for i in 0..bytes / 8 {
+                    assert_eq!(
+                        a.cast::<f64>().add(i).read(),
+                        i as f64 + 3.0,
+                        "{isa} triad-nt at {i}"
+                    );
+                }
+                pass(Kernel::WriteNt, isa, [a, b, c], bytes, 0);
+                pass(Kernel::CopyNt, isa, [a, b, c], bytes, 0);
+                assert_eq!(
+                    a.cast::<f64>().add(bytes / 8 - 1).read(),
+                    (bytes / 8 - 1) as f64,
+                    "{isa} copy-nt"
+                );
                 pass(Kernel::WriteNt, isa, [a, b, c], bytes, 0x77);
                 assert_eq!(a.cast::<u64>().add(5).read(), 0x77, "{isa} write-nt");
                 pass(Kernel::Write, isa, [a, b, c], bytes, 0x55);

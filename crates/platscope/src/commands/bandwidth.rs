@@ -22,7 +22,8 @@ use results::Recorder;
 
 #[derive(Debug, Args)]
 pub struct BandwidthArgs {
-    /// Kernel: read, read-line, write, write-nt, copy, triad.
+    /// Kernel: read, read-line, write, write-nt, copy, copy-nt, triad, triad-nt (-nt: non-temporal
+    /// stores, no write-allocate reads; glibc memcpy uses them for large copies).
     #[arg(long, default_value = "read", value_parser = Kernel::parse)]
     pub kernel: Kernel,
     /// Vector instruction set (default: the widest this CPU has): avx512, avx2, sse2, neon, scalar.
