@@ -77,6 +77,7 @@ fn settled(tracer: &Tracer) -> Totals {
 const PGBENCH_STARTUP_STATEMENTS: u64 = 2;
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn pg_counts_match_pgbench_in_every_protocol_root() {
     require_root();
     let _serial = serial();
@@ -134,6 +135,7 @@ fn pg_counts_match_pgbench_in_every_protocol_root() {
 /// traced as read inside queries are what pg_stat_database counts as read, less the reads
 /// outside any query (catalogs read while each backend starts).
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn pg_buffer_reads_agree_with_pg_stat_database_root() {
     require_root();
     let _serial = serial();
@@ -256,6 +258,7 @@ impl Drop for Session {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn pg_preemption_by_burners_and_involuntary_switches_agree_with_proc_root() {
     require_root();
     let _serial = serial();
@@ -301,6 +304,7 @@ fn pg_preemption_by_burners_and_involuntary_switches_agree_with_proc_root() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn pg_server_exiting_mid_run_ends_the_run_with_what_was_measured_root() {
     require_root();
     let _serial = serial();
@@ -347,7 +351,9 @@ fn pg_server_exiting_mid_run_ends_the_run_with_what_was_measured_root() {
     assert_eq!(report.slow.len(), 1, "{:?}", report.slow);
     assert_eq!(report.slow[0].text, "SELECT pg_sleep(0.1)");
     assert!(report.slow[0].off_cpu_us[2] >= 90_000.0, "{:?}", report.slow[0]);
-    assert!(text.contains("slow query 10"), "{text}");
+    // Printed as it happened: at least the 100 ms slept (more on a loaded machine).
+    assert!(text.contains("slow query ") && text.contains("SELECT pg_sleep(0.1)"), "{text}");
+    assert!(report.slow[0].latency_us >= 100_000.0, "{:?}", report.slow[0]);
     let summary = render_report(&report);
     assert!(summary.contains("exited during the run"), "{summary}");
     let json = serde_json::to_value(&report).unwrap();
@@ -358,6 +364,7 @@ fn pg_server_exiting_mid_run_ends_the_run_with_what_was_measured_root() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn mariadb_counts_and_query_cache_hits_match_the_server_root() {
     require_root();
     let _serial = serial();
@@ -419,6 +426,7 @@ fn mariadb_counts_and_query_cache_hits_match_the_server_root() {
 }
 
 #[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn bad_input_is_refused_with_typed_errors_root() {
     require_root();
     // --pid of a process that is not a database server: this test.
