@@ -89,9 +89,7 @@ impl Buffers {
             )?;
             // Real data in every buffer (1.0 as doubles for triad), written by this thread.
             let fill = if i == 0 { 0 } else { 1.0f64.to_bits() };
-            for chunk in arena.as_mut_slice().chunks_exact_mut(8) {
-                chunk.copy_from_slice(&fill.to_ne_bytes());
-            }
+            crate::fill_words(arena.as_mut_slice(), fill)?;
             arenas.push(arena);
         }
         Ok(Self { arenas })

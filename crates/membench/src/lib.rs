@@ -46,6 +46,24 @@ pub enum BenchError {
     Interrupted,
 }
 
+impl From<measure::stop::Interrupted> for BenchError {
+    fn from(e: measure::stop::Interrupted) -> Self {
+        BenchError::Place(e.into())
+    }
+}
+
+/// Writes `value` over `bytes` 8 bytes at a time (real data, from the calling thread), looking
+/// at the stop flag every 16 MiB so Ctrl-C or SIGTERM during set-up is honoured at once.
+pub(crate) fn fill_words(bytes: &mut [u8], value: u64) -> Result<(), measure::stop::Interrupted> {
+    for block in bytes.chunks_mut(16 << 20) {
+        measure::stop::check("filling the buffer")?;
+        for word in block.chunks_exact_mut(8) {
+            word.copy_from_slice(&value.to_ne_bytes());
+        }
+    }
+    Ok(())
+}
+
 impl BenchError {
     /// Whether the request was wrong (exit code 2) rather than the run failing (exit code 1).
     pub fn is_usage(&self) -> bool {

@@ -59,7 +59,7 @@ fn finish_as(program: &str, result: anyhow::Result<()>) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             // A closed stderr (`2>&1 | head`) must not turn the exit code into a panic's.
-            let _ = writeln!(std::io::stderr(), "{program}: {err:#}");
+            measure::say!("{program}: {err:#}");
             ExitCode::from(exit_code(&err))
         }
     }
@@ -87,7 +87,7 @@ fn usage_error(err: &clap::Error) -> ExitCode {
         .collect();
     let message = message.join(" ");
     let message = message.strip_prefix("error: ").unwrap_or(&message);
-    let _ = writeln!(std::io::stderr(), "platscope: {message} (see --help)");
+    measure::say!("platscope: {message} (see --help)");
     ExitCode::from(2)
 }
 

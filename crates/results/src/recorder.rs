@@ -47,8 +47,7 @@ pub struct Recorder {
 }
 
 fn warn(text: &str) {
-    // A closed stderr is not a reason to fail.
-    let _ = writeln!(std::io::stderr(), "platscope: warning: {text}");
+    measure::say!("platscope: warning: {text}");
 }
 
 impl Recorder {
@@ -115,10 +114,7 @@ impl Recorder {
         match store.record(&run) {
             Ok(id) => {
                 if std::io::stderr().is_terminal() {
-                    let _ = writeln!(
-                        std::io::stderr(),
-                        "platscope: stored as run {id} (platscope results show {id})"
-                    );
+                    measure::say!("platscope: stored as run {id} (platscope results show {id})");
                 }
                 Ok(Some(id))
             }

@@ -171,7 +171,7 @@ fn run_pstime(args: &PstimeArgs, json: bool, style: Style) -> anyhow::Result<()>
         Ok(t) => match t.take_exited_tasks() {
             Ok(records) => Some(records),
             Err(e) => {
-                eprintln!("{program}: exit tracing failed: {e:#}");
+                measure::say!("{program}: exit tracing failed: {e:#}");
                 None
             }
         },
@@ -187,13 +187,13 @@ fn run_pstime(args: &PstimeArgs, json: bool, style: Style) -> anyhow::Result<()>
     }
     sampler.describe(&mut report);
     if interrupted {
-        eprintln!(
+        measure::say!(
             "{program}: interrupted after {:.3} s; reporting that interval",
             report.elapsed_s
         );
     }
     for note in pstime_render::notes(&report) {
-        eprintln!("{program}: {note}");
+        measure::say!("{program}: {note}");
     }
     if json {
         let mut text = serde_json::to_string_pretty(&report)?;
@@ -218,7 +218,7 @@ fn run_util(args: &UtilArgs, json: bool) -> anyhow::Result<()> {
     if args.event {
         match event_clock() {
             Ok(clock) => events = Some(clock),
-            Err(why) => eprintln!(
+            Err(why) => measure::say!(
                 "platscope: --event: event-based busy time unavailable ({why}); showing the \
                  tick-sampled figures only"
             ),
@@ -229,7 +229,7 @@ fn run_util(args: &UtilArgs, json: bool) -> anyhow::Result<()> {
         match clock.busy_per_cpu() {
             Ok(cpus) => Some(EventReading { cpus }),
             Err(e) => {
-                eprintln!("platscope: --event: reading event-based busy time failed: {e:#}");
+                measure::say!("platscope: --event: reading event-based busy time failed: {e:#}");
                 *events = None;
                 None
             }
@@ -246,7 +246,7 @@ fn run_util(args: &UtilArgs, json: bool) -> anyhow::Result<()> {
         let after = snapshot(&mut events)?;
         let report = cpuutil::compute(Some(&before), &after, ticks, &opts);
         for note in util_notes(&report) {
-            eprintln!("platscope: {note}");
+            measure::say!("platscope: {note}");
         }
         if json {
             let value = CommandReport { command: &run, report: &report };
@@ -303,7 +303,7 @@ fn emit_util(
     for note in util_notes(report) {
         // The column legend once, at the first report; other notes each time they apply.
         if first || !note.starts_with("%busy-tk") {
-            eprintln!("platscope: {note}");
+            measure::say!("platscope: {note}");
         }
     }
     let text = if json {

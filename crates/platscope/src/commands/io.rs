@@ -89,11 +89,11 @@ fn sample_loop(
     let mut notes: Vec<String> = tracer.notes().to_vec();
     if !json {
         for note in &notes {
-            eprintln!("io pattern: {note}");
+            measure::say!("io pattern: {note}");
         }
     }
     // On stderr, so scripts (and the tests) know when counting has started.
-    eprintln!("io pattern: tracing file I/O; Ctrl-C prints the interval so far");
+    measure::say!("io pattern: tracing file I/O; Ctrl-C prints the interval so far");
     let with_files = args.per_file.is_some();
     let mut previous = tracer.snapshot(with_files).context("reading the BPF maps")?;
     let mut previous_at = Instant::now();

@@ -161,11 +161,11 @@ pub fn run(args: &NetStatArgs, json: bool) -> anyhow::Result<()> {
         return Ok(());
     }
     for note in monitor.take_notes() {
-        eprintln!("nicstat: {note}");
+        measure::say!("nicstat: {note}");
     }
     if opts.wire && !json {
         if opts.parseable {
-            eprintln!("{}", wire_note());
+            measure::say!("{}", wire_note());
         } else if !crate::output::write_out(&format!("{}\n", wire_note()))? {
             return Ok(());
         }
