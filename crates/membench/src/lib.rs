@@ -35,20 +35,31 @@ pub mod timers;
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {
     #[error(transparent)]
-    Place(#[from] place::PlaceError),
+    Place(place::PlaceError),
     #[error("{0}")]
     Usage(String),
     #[error(transparent)]
     Kit(#[from] kit::KitError),
     #[error("{0}")]
     Worker(String),
-    #[error("interrupted before anything was measured")]
+    #[error("stopped by {} before anything was measured", measure::stop::cause())]
     Interrupted,
 }
 
+impl From<place::PlaceError> for BenchError {
+    /// A stop during set-up (first touch) is the benchmark's [`BenchError::Interrupted`], which
+    /// loops over steps take as "keep what the finished steps measured".
+    fn from(e: place::PlaceError) -> Self {
+        match e {
+            place::PlaceError::Interrupted(_) => BenchError::Interrupted,
+            e => BenchError::Place(e),
+        }
+    }
+}
+
 impl From<measure::stop::Interrupted> for BenchError {
-    fn from(e: measure::stop::Interrupted) -> Self {
-        BenchError::Place(e.into())
+    fn from(_: measure::stop::Interrupted) -> Self {
+        BenchError::Interrupted
     }
 }
 

@@ -2,7 +2,7 @@
 //! nowhere), the facts every run carries, and what happens when storing fails — the measurement
 //! is written to a JSON file named in the error instead of being lost.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use measure::ToMetrics;
