@@ -57,6 +57,10 @@ fn finish(result: anyhow::Result<()>) -> ExitCode {
 fn finish_as(program: &str, result: anyhow::Result<()>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // A wrapped command's own status, passed on quietly (it spoke for itself).
+        Err(err) if err.is::<commands::ExitWith>() => {
+            ExitCode::from(err.downcast_ref::<commands::ExitWith>().map_or(1, |e| e.0))
+        }
         Err(err) => {
             // A closed stderr (`2>&1 | head`) must not turn the exit code into a panic's.
             measure::say!("{program}: {err:#}");

@@ -242,7 +242,7 @@ fn run_util(args: &UtilArgs, json: bool) -> anyhow::Result<()> {
 
     if !args.command.is_empty() {
         let before = snapshot(&mut events)?;
-        let run = run_command(&args.command)?;
+        let (run, status) = run_command(&args.command)?;
         let after = snapshot(&mut events)?;
         let report = cpuutil::compute(Some(&before), &after, ticks, &opts);
         for note in util_notes(&report) {
@@ -257,6 +257,10 @@ fn run_util(args: &UtilArgs, json: bool) -> anyhow::Result<()> {
             let stamp = Stamp::local(report.epoch_s, false);
             let text = format!("{}\n{}", command_line(&run), render_report(&report, &stamp));
             crate::output::write_out(&text)?;
+        }
+        // Like time(1): the command's own status, so `cpu util -- make` fails when make does.
+        if status != 0 {
+            return Err(super::ExitWith(status).into());
         }
         return Ok(());
     }
@@ -320,7 +324,9 @@ fn emit_util(
 
 /// Runs `argv` to completion with stdin/stdout/stderr inherited. Ctrl-C goes to the command
 /// (same process group); platscope keeps waiting and reports.
-fn run_command(argv: &[OsString]) -> anyhow::Result<CommandRun> {
+/// Runs the command to its end; its record, and the status to exit with (see
+/// [`super::passed_on_status`]).
+fn run_command(argv: &[OsString]) -> anyhow::Result<(CommandRun, u8)> {
     let (program, rest) = argv.split_first().context("no command given")?;
     let children_before = children_cpu();
     stop::install();
@@ -352,14 +358,15 @@ fn run_command(argv: &[OsString]) -> anyhow::Result<CommandRun> {
         (None, Some(sig)) => format!("killed by signal {sig}"),
         _ => "ended".into(),
     };
-    Ok(CommandRun {
+    let run = CommandRun {
         argv: argv.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
         status: status_text,
         exit_code: status.code(),
         wall_s,
         user_s: (children_after.0 - children_before.0).max(0.0),
         system_s: (children_after.1 - children_before.1).max(0.0),
-    })
+    };
+    Ok((run, super::passed_on_status(status)))
 }
 
 /// User and system CPU seconds of waited-for children (`getrusage(RUSAGE_CHILDREN)`).
