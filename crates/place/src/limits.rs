@@ -13,9 +13,10 @@ use topo::units::format_bytes;
 
 use crate::PlaceError;
 
-/// Address space a run needs besides its buffer: thread stacks, the allocator's per-thread
-/// arenas (glibc reserves 64 MiB of address space for each) and the run's own tables.
-pub const BASE_HEADROOM: u64 = 256 << 20;
+/// Address space a run needs besides its buffer and what it has mapped already (which
+/// `VmSize` counts): the allocator's next per-thread arenas (glibc reserves 64 MiB of address
+/// space for each) and thread stacks.
+pub const BASE_HEADROOM: u64 = 128 << 20;
 
 /// What a run needs besides a buffer of `len` bytes: [`BASE_HEADROOM`] plus an eighth of the
 /// buffer (pointer-chase permutations, per-page placement queries).
