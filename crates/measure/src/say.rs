@@ -19,7 +19,8 @@ pub fn line(text: fmt::Arguments<'_>) {
     let _ = err.write_fmt(text).and_then(|()| err.write_all(b"\n"));
 }
 
-/// `eprintln!` that never panics: formats like `format!` and writes one line with [`line`].
+/// `eprintln!` that never panics: formats like `format!` and writes one line with
+/// [`say::line`](crate::say::line()).
 #[macro_export]
 macro_rules! say {
     ($($arg:tt)*) => {
