@@ -234,7 +234,9 @@ fn large_size() -> String {
     format!("{mib}MiB")
 }
 
-fn stopped_during_setup(sig: libc::c_int, says: &str) {
+/// Sends `sig` `after` into a large `mem latency` run (still preparing: first touch at 300 ms,
+/// shuffling and linking the chase or its warm-up lap seconds later) and checks it ends at once.
+fn stopped_during_setup(sig: libc::c_int, after: Duration, says: &str) {
     let size = large_size();
     let child = Command::new(BIN)
         .args(["mem", "latency", "--size", &size, "--no-store"])
@@ -242,9 +244,9 @@ fn stopped_during_setup(sig: libc::c_int, says: &str) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    std::thread::sleep(after);
     signal(&child, sig);
-    let (out, took) = wait_within(child, Duration::from_secs(10));
+    let (out, took) = wait_within(child, Duration::from_secs(30));
     let err = stderr(&out);
     println!("{size}: ended {took:?} after the signal: {err}");
     assert!(took < Duration::from_secs(2), "honoured only after {took:?}");
@@ -256,13 +258,14 @@ fn stopped_during_setup(sig: libc::c_int, says: &str) {
 #[test]
 #[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn ctrl_c_during_set_up_is_honoured_at_once() {
-    stopped_during_setup(libc::SIGINT, "stopped by Ctrl-C");
+    stopped_during_setup(libc::SIGINT, Duration::from_millis(300), "stopped by Ctrl-C");
+    stopped_during_setup(libc::SIGINT, Duration::from_millis(2500), "stopped by Ctrl-C");
 }
 
 #[test]
 #[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn sigterm_during_set_up_is_honoured_at_once() {
-    stopped_during_setup(libc::SIGTERM, "stopped by SIGTERM");
+    stopped_during_setup(libc::SIGTERM, Duration::from_millis(300), "stopped by SIGTERM");
 }
 
 // ---- 7: interrupted output draws no conclusion ------------------------------------------------
