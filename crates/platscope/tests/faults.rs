@@ -459,3 +459,21 @@ fn cpu_util_passes_the_commands_exit_status_on() {
     // Killed by a signal: 128 + its number, as shells report it.
     assert_eq!(status("kill -TERM $$"), Some(128 + libc::SIGTERM));
 }
+
+#[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+fn sigterm_to_cpu_util_ends_the_command_too() {
+    let child = Command::new(BIN)
+        .args(["cpu", "util", "--", "sleep", "30"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    signal(&child, libc::SIGTERM);
+    let (out, took) = wait_within(child, Duration::from_secs(10));
+    assert!(took < Duration::from_secs(2), "{took:?}");
+    // The report of the command's lifetime, and sleep's end by SIGTERM passed on.
+    assert!(stdout(&out).contains("killed by signal 15"), "{}", stdout(&out));
+    assert_eq!(out.status.code(), Some(128 + libc::SIGTERM), "{}", stderr(&out));
+}

@@ -324,6 +324,25 @@ fn emit_util(
 
 /// Runs `argv` to completion with stdin/stdout/stderr inherited. Ctrl-C goes to the command
 /// (same process group); platscope keeps waiting and reports.
+/// Waits for the command; a SIGTERM to platscope (`timeout`, systemd) is passed on to it once,
+/// so both end. Ctrl-C is not passed on: the terminal already sent it to the command as well.
+fn wait_passing_sigterm(child: &mut std::process::Child) -> io::Result<std::process::ExitStatus> {
+    let mut passed_on = false;
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(status);
+        }
+        if !passed_on && stop::signal() == Some(libc::SIGTERM) {
+            if let Ok(pid) = libc::pid_t::try_from(child.id()) {
+                // SAFETY: kill has no memory effects; the pid is our unreaped child.
+                unsafe { libc::kill(pid, libc::SIGTERM) };
+            }
+            passed_on = true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Runs the command to its end; its record, and the status to exit with (see
 /// [`super::passed_on_status`]).
 fn run_command(argv: &[OsString]) -> anyhow::Result<(CommandRun, u8)> {
@@ -349,7 +368,7 @@ fn run_command(argv: &[OsString]) -> anyhow::Result<(CommandRun, u8)> {
             return Err(e).with_context(|| format!("starting {:?}", program.to_string_lossy()))
         }
     };
-    let status = child.wait().context("waiting for the command")?;
+    let status = wait_passing_sigterm(&mut child).context("waiting for the command")?;
     let wall_s = started.elapsed().as_secs_f64();
     let children_after = children_cpu();
     use std::os::unix::process::ExitStatusExt;
