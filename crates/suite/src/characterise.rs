@@ -329,9 +329,10 @@ pub fn run(
     }
     progress.finish();
     if stop::requested() {
-        data.notes.push(
-            "interrupted with Ctrl-C: the sections after the interruption were not measured".into(),
-        );
+        data.notes.push(format!(
+            "interrupted with {}: the sections after the interruption were not measured",
+            stop::cause()
+        ));
     }
     // The page's own data, so `report --from-db` can rebuild it; its figures are the steps'.
     rec.record(REPORT_COMMAND, &data, &Vec::<Metric>::new(), stop::requested())?;

@@ -61,7 +61,7 @@ pub fn rebuild(store: &dyn ResultStore, ids: &[i64]) -> Result<ReportData, Suite
     for run in &runs {
         if run.interrupted {
             data.notes.push(format!(
-                "run {} ({}) was interrupted: it holds what was measured before Ctrl-C",
+                "run {} ({}) was interrupted: it holds what was measured before Ctrl-C or SIGTERM",
                 run.id, run.command
             ));
         }
