@@ -477,3 +477,38 @@ fn sigterm_to_cpu_util_ends_the_command_too() {
     assert!(stdout(&out).contains("killed by signal 15"), "{}", stdout(&out));
     assert_eq!(out.status.code(), Some(128 + libc::SIGTERM), "{}", stderr(&out));
 }
+
+// ---- 8: a store another user recorded, read-only to us ---------------------------------------
+
+#[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+fn a_0444_store_recorded_by_root_is_read_by_another_user() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch("readonly");
+    let db = dir.path().join("results.db");
+    let out =
+        Command::new(BIN).args(["timer", "--batches", "5", "--db"]).arg(&db).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o555)).unwrap();
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let before: Vec<_> =
+        std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.path()).collect();
+    let as_nobody = |args: &[&str]| {
+        Command::new("setpriv")
+            .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", BIN])
+            .args(args)
+            .arg("--db")
+            .arg(&db)
+            .output()
+            .unwrap()
+    };
+    let out = as_nobody(&["results", "list"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("timer"), "{}", stdout(&out));
+    let out = as_nobody(&["results", "show", "1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let after: Vec<_> =
+        std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.path()).collect();
+    assert_eq!(before, after, "nothing created beside the store");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+}
