@@ -41,6 +41,14 @@ fn wait_within(mut child: Child, limit: Duration) -> (Output, Duration) {
     }
 }
 
+/// Tests that take half the machine's memory or watch the system's semaphore sets run one at a
+/// time (libtest runs a file's tests in parallel).
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn signal(child: &Child, sig: libc::c_int) {
     // SAFETY: kill has no memory effects; the pid is our unreaped child.
     assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, sig) }, 0);
@@ -237,6 +245,7 @@ fn large_size() -> String {
 /// Sends `sig` `after` into a large `mem latency` run (still preparing: first touch at 300 ms,
 /// shuffling and linking the chase or its warm-up lap seconds later) and checks it ends at once.
 fn stopped_during_setup(sig: libc::c_int, after: Duration, says: &str) {
+    let _one_at_a_time = serial();
     let size = large_size();
     let child = Command::new(BIN)
         .args(["mem", "latency", "--size", &size, "--no-store"])
@@ -303,6 +312,7 @@ fn semaphore_ids() -> Vec<String> {
 }
 
 fn slb_processes_then(signals: &[libc::c_int]) -> (Output, Vec<String>) {
+    let _one_at_a_time = serial();
     let before = semaphore_ids();
     let child = Command::new(BIN)
         .args(["mem", "slb", "--processes", "--pages", "1024", "--loops", "1000000"])
