@@ -522,3 +522,65 @@ fn a_0444_store_recorded_by_root_is_read_by_another_user() {
     assert_eq!(before, after, "nothing created beside the store");
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
 }
+
+// ---- also noticed: things that go away while watched -----------------------------------------
+
+/// A network namespace for one test, deleted on drop.
+struct Netns(String);
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
+#[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+fn nicstat_says_when_its_interface_disappears() {
+    let ns = Netns(format!("psfaults{}", std::process::id()));
+    let ip = |args: &[&str]| {
+        let status = Command::new("ip").args(args).status().unwrap();
+        assert!(status.success(), "ip {args:?} (needs root)");
+    };
+    ip(&["netns", "add", &ns.0]);
+    ip(&["-n", &ns.0, "link", "add", "psa", "type", "veth", "peer", "name", "psb"]);
+    ip(&["-n", &ns.0, "link", "set", "psa", "up"]);
+    ip(&["-n", &ns.0, "link", "set", "psb", "up"]);
+    let child = Command::new("ip")
+        .args(["netns", "exec", &ns.0, BIN, "net", "stat", "-i", "psa", "0.2", "15"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    ip(&["-n", &ns.0, "link", "del", "psa"]);
+    let (out, _) = wait_within(child, Duration::from_secs(15));
+    let err = stderr(&out);
+    println!("{}{err}", stdout(&out));
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(
+        err.matches("psa: the interface disappeared; it is left out until it comes back").count(),
+        1,
+        "said once: {err}"
+    );
+}
+
+#[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+fn io_pattern_ends_with_a_note_when_its_process_exits() {
+    let mut sleeper = Command::new("sleep").arg("1").spawn().unwrap();
+    let pid = sleeper.id().to_string();
+    let child = Command::new(BIN)
+        .args(["io", "pattern", "5", "--pid", &pid])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _ = sleeper.wait();
+    let (out, took) = wait_within(child, Duration::from_secs(10));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains(&format!("process {pid} exited")), "{err}");
+    assert!(took < Duration::from_secs(3), "ended {took:?} after the process, not at the interval");
+    assert!(stdout(&out).contains("Sample interval"), "{}", stdout(&out));
+}
