@@ -10,6 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::rng::SplitMix64;
+use crate::BenchError;
 
 /// Visiting order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,13 +38,12 @@ impl Default for ChaseLayout {
 
 /// The order in which slots `0..slots` are visited. Stops early (`Err`) on Ctrl-C or SIGTERM:
 /// shuffling hundreds of millions of slots takes seconds.
-pub fn visit_order(
-    slots: usize,
-    layout: &ChaseLayout,
-) -> Result<Vec<u32>, measure::stop::Interrupted> {
+pub fn visit_order(slots: usize, layout: &ChaseLayout) -> Result<Vec<u32>, BenchError> {
     const CHECK: usize = 1 << 20;
     let what = "shuffling the pointer chase";
-    let mut order: Vec<u32> = (0..slots as u32).collect();
+    // Hundreds of MiB for large buffers: a failed allocation is an error, not an abort.
+    let mut order: Vec<u32> = try_vec(slots, "the pointer chase's visiting order")?;
+    order.extend(0..slots as u32);
     if layout.access == Access::Sequential {
         return Ok(order);
     }
@@ -59,19 +59,32 @@ pub fn visit_order(
         rng.shuffle(group);
     }
     measure::stop::check(what)?;
-    let mut groups: Vec<&[u32]> = order.chunks(per_group).collect();
+    let mut groups: Vec<&[u32]> = try_vec(slots.div_ceil(per_group), "the chase's groups")?;
+    groups.extend(order.chunks(per_group));
     rng.shuffle(&mut groups);
     measure::stop::check(what)?;
-    Ok(groups.concat())
+    let mut shuffled = try_vec(slots, "the pointer chase's visiting order")?;
+    for group in groups {
+        shuffled.extend_from_slice(group);
+    }
+    Ok(shuffled)
+}
+
+/// An empty vector with room for `len` items, or [`BenchError::OutOfMemory`].
+fn try_vec<T>(len: usize, what: &'static str) -> Result<Vec<T>, BenchError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| BenchError::OutOfMemory {
+        what,
+        bytes: (len as u64).saturating_mul(std::mem::size_of::<T>() as u64),
+    })?;
+    Ok(v)
 }
 
 /// Writes the chain into `buf` and returns its first slot. The buffer must hold at least one
 /// slot; slots are `stride` bytes, `stride` ≥ 8 and a multiple of 8. Building over gigabytes
-/// takes seconds: Ctrl-C or SIGTERM ([`measure::stop`]) ends it early with `Err`.
-pub fn build_chase(
-    buf: &mut [u8],
-    layout: &ChaseLayout,
-) -> Result<*const usize, measure::stop::Interrupted> {
+/// takes seconds: Ctrl-C or SIGTERM ([`measure::stop`]) ends it early with `Err`, as does a
+/// failed allocation of its visiting order.
+pub fn build_chase(buf: &mut [u8], layout: &ChaseLayout) -> Result<*const usize, BenchError> {
     assert!(
         layout.stride >= 8 && layout.stride.is_multiple_of(8),
         "stride must be a multiple of 8"

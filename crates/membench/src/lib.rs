@@ -44,6 +44,8 @@ pub enum BenchError {
     Worker(String),
     #[error("stopped by {} before anything was measured", measure::stop::cause())]
     Interrupted,
+    #[error("could not allocate {} for {what}: a memory or address-space limit (`ulimit -v`, the cgroup's memory.max) was reached; use a smaller size or raise the limit", topo::units::format_bytes(*.bytes))]
+    OutOfMemory { what: &'static str, bytes: u64 },
 }
 
 impl From<place::PlaceError> for BenchError {
@@ -82,7 +84,9 @@ impl BenchError {
             BenchError::Place(e) => e.is_usage(),
             BenchError::Usage(_) => true,
             BenchError::Kit(e) => e.is_usage(),
-            BenchError::Worker(_) | BenchError::Interrupted => false,
+            BenchError::Worker(_) | BenchError::Interrupted | BenchError::OutOfMemory { .. } => {
+                false
+            }
         }
     }
 }
