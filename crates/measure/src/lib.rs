@@ -9,6 +9,7 @@
 //! - [`args`]: intervals, counts and PIDs, rejected with the same words everywhere.
 //! - [`fsroot`]: where `/proc` and `/sys` are read from (the live system or a captured tree).
 //! - [`progress`]: the one progress-bar factory, drawn only when stderr is a terminal.
+//! - [`say`](mod@say): the one stderr writer ([`say!`]): a closed stderr never panics.
 //! - [`metric`]: typed, labelled metrics ([`Metric`], [`ToMetrics`]) that stores, exporters and
 //!   comparisons key on — never formatted text.
 //! - [`UsageError`]: the one marker for "the command line was wrong" (exit code 2).
@@ -29,6 +30,7 @@ pub mod fsroot;
 pub mod gate;
 pub mod metric;
 pub mod progress;
+pub mod say;
 pub mod stop;
 pub mod summary;
 pub mod time;

@@ -89,9 +89,7 @@ impl Buffers {
             )?;
             // Real data in every buffer (1.0 as doubles for triad), written by this thread.
             let fill = if i == 0 { 0 } else { 1.0f64.to_bits() };
-            for chunk in arena.as_mut_slice().chunks_exact_mut(8) {
-                chunk.copy_from_slice(&fill.to_ne_bytes());
-            }
+            crate::fill_words(arena.as_mut_slice(), fill)?;
             arenas.push(arena);
         }
         Ok(Self { arenas })
@@ -305,8 +303,13 @@ pub const SATURATION_GAIN: f64 = 0.05;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Scaling {
     pub steps: Vec<BandwidthResult>,
-    /// Thread count after which adding threads gained less than [`SATURATION_GAIN`], if seen.
+    /// Thread count after which adding threads gained less than [`SATURATION_GAIN`], if seen
+    /// among the steps that ran to the end.
     pub saturated_at: Option<usize>,
+    /// Stopped (Ctrl-C, SIGTERM) before every thread count ran: no conclusion is drawn from
+    /// the steps that did not (false in runs stored before this field existed).
+    #[serde(default)]
+    pub interrupted: bool,
 }
 
 /// Runs with 1, 2, … `cpus.len()` threads on `cpus` in order.
@@ -322,12 +325,20 @@ pub fn scale(
             .iter()
             .map(|&cpu| ThreadSpec { cpu: Some(cpu), policy: policy.clone() })
             .collect();
-        steps.push(run(&specs, opts, topology)?);
+        match run(&specs, opts, topology) {
+            Ok(step) => steps.push(step),
+            // Stopped while preparing a step: the finished steps are kept.
+            Err(BenchError::Interrupted) if !steps.is_empty() => break,
+            Err(e) => return Err(e),
+        }
         if stop::requested() {
             break;
         }
     }
-    Ok(Scaling { saturated_at: saturation_point(&steps), steps })
+    let interrupted = steps.len() < cpus.len() || steps.iter().any(|s| s.interrupted);
+    let complete: Vec<BandwidthResult> =
+        steps.iter().take_while(|s| !s.interrupted).cloned().collect();
+    Ok(Scaling { saturated_at: saturation_point(&complete), steps, interrupted })
 }
 
 /// The first thread count whose successor gained less than [`SATURATION_GAIN`].

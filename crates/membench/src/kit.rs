@@ -346,7 +346,8 @@ impl SlbSemaphore {
 }
 
 /// A private SLB semaphore (`IPC_PRIVATE`), armed, for worker processes a parent starts
-/// together. Removed when dropped; a parent killed outright leaves it behind (`ipcs -s`).
+/// together. Removed when dropped, and by the stop handler if a second Ctrl-C or SIGTERM kills
+/// the parent ([`measure::stop::remove_on_kill`]); only SIGKILL leaves it behind (`ipcs -s`).
 #[derive(Debug)]
 pub struct PrivateGate {
     sem: SlbSemaphore,
@@ -357,6 +358,7 @@ impl PrivateGate {
         // SAFETY: semget takes plain integers.
         let id = unsafe { libc::semget(libc::IPC_PRIVATE, NSEMS, libc::IPC_CREAT | 0o600) };
         let gate = PrivateGate { sem: SlbSemaphore::from_semget(id, libc::IPC_PRIVATE)? };
+        measure::stop::remove_on_kill(id);
         gate.sem.set(GATE, 1)?;
         Ok(gate)
     }
@@ -379,6 +381,7 @@ impl PrivateGate {
 
 impl Drop for PrivateGate {
     fn drop(&mut self) {
+        measure::stop::forget_on_kill(self.sem.id);
         let _ = self.sem.remove();
     }
 }

@@ -90,10 +90,17 @@ impl Chase {
                 16 * opts.layout.stride
             )));
         }
-        let start = build_chase(&mut arena.as_mut_slice()[..len], &opts.layout);
+        let start = build_chase(&mut arena.as_mut_slice()[..len], &opts.layout)?;
         let mut chase = Chase { arena, position: start, batch: 1 << 10, bytes, placement };
-        // Warm up: one full lap brings the chain into whatever level of cache can hold it.
-        chase.run((slots as u64).next_multiple_of(16));
+        // Warm up: one full lap brings the chain into whatever level of cache can hold it;
+        // over gigabytes that takes seconds, so in parts, between looks at the stop flag.
+        let mut lap = (slots as u64).next_multiple_of(16);
+        while lap > 0 {
+            stop::check("warming up the chase")?;
+            let part = lap.min(1 << 20);
+            chase.run(part);
+            lap -= part;
+        }
         // Calibrate a batch to last about opts.batch.
         loop {
             let t = Instant::now();

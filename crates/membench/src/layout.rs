@@ -10,6 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::rng::SplitMix64;
+use crate::BenchError;
 
 /// Visiting order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,34 +36,67 @@ impl Default for ChaseLayout {
     }
 }
 
-/// The order in which slots `0..slots` are visited.
-pub fn visit_order(slots: usize, layout: &ChaseLayout) -> Vec<u32> {
-    let mut order: Vec<u32> = (0..slots as u32).collect();
+/// The order in which slots `0..slots` are visited. Stops early (`Err`) on Ctrl-C or SIGTERM:
+/// shuffling hundreds of millions of slots takes seconds.
+pub fn visit_order(slots: usize, layout: &ChaseLayout) -> Result<Vec<u32>, BenchError> {
+    const CHECK: usize = 1 << 20;
+    let what = "shuffling the pointer chase";
+    // Hundreds of MiB for large buffers: a failed allocation is an error, not an abort.
+    let mut order: Vec<u32> = try_vec(slots, "the pointer chase's visiting order")?;
+    order.extend(0..slots as u32);
     if layout.access == Access::Sequential {
-        return order;
+        return Ok(order);
     }
     let mut rng = SplitMix64::new(layout.seed);
     let per_group = (layout.group_bytes / layout.stride).clamp(1, slots.max(1));
+    let mut since_check = 0;
     for group in order.chunks_mut(per_group) {
+        since_check += group.len();
+        if since_check >= CHECK {
+            measure::stop::check(what)?;
+            since_check = 0;
+        }
         rng.shuffle(group);
     }
-    let mut groups: Vec<&[u32]> = order.chunks(per_group).collect();
+    measure::stop::check(what)?;
+    let mut groups: Vec<&[u32]> = try_vec(slots.div_ceil(per_group), "the chase's groups")?;
+    groups.extend(order.chunks(per_group));
     rng.shuffle(&mut groups);
-    groups.concat()
+    measure::stop::check(what)?;
+    let mut shuffled = try_vec(slots, "the pointer chase's visiting order")?;
+    for group in groups {
+        shuffled.extend_from_slice(group);
+    }
+    Ok(shuffled)
+}
+
+/// An empty vector with room for `len` items, or [`BenchError::OutOfMemory`].
+fn try_vec<T>(len: usize, what: &'static str) -> Result<Vec<T>, BenchError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| BenchError::OutOfMemory {
+        what,
+        bytes: (len as u64).saturating_mul(std::mem::size_of::<T>() as u64),
+    })?;
+    Ok(v)
 }
 
 /// Writes the chain into `buf` and returns its first slot. The buffer must hold at least one
-/// slot; slots are `stride` bytes, `stride` ≥ 8 and a multiple of 8.
-pub fn build_chase(buf: &mut [u8], layout: &ChaseLayout) -> *const usize {
+/// slot; slots are `stride` bytes, `stride` ≥ 8 and a multiple of 8. Building over gigabytes
+/// takes seconds: Ctrl-C or SIGTERM ([`measure::stop`]) ends it early with `Err`, as does a
+/// failed allocation of its visiting order.
+pub fn build_chase(buf: &mut [u8], layout: &ChaseLayout) -> Result<*const usize, BenchError> {
     assert!(
         layout.stride >= 8 && layout.stride.is_multiple_of(8),
         "stride must be a multiple of 8"
     );
     let slots = buf.len() / layout.stride;
     assert!(slots >= 1 && slots <= u32::MAX as usize, "buffer must hold 1..2^32 slots");
-    let order = visit_order(slots, layout);
+    let order = visit_order(slots, layout)?;
     let base = buf.as_mut_ptr();
     for (i, &slot) in order.iter().enumerate() {
+        if i % (1 << 20) == 0 {
+            measure::stop::check("building the pointer chase")?;
+        }
         let next = order[(i + 1) % order.len()];
         // SAFETY: slot and next are < slots, so both addresses are inside buf, 8-aligned
         // (stride is a multiple of 8 and the buffer is page-aligned or at least 8-aligned
@@ -73,10 +107,11 @@ pub fn build_chase(buf: &mut [u8], layout: &ChaseLayout) -> *const usize {
         }
     }
     // SAFETY: order[0] < slots.
-    unsafe { base.add(order[0] as usize * layout.stride).cast::<usize>() }
+    Ok(unsafe { base.add(order[0] as usize * layout.stride).cast::<usize>() })
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 
@@ -94,7 +129,8 @@ mod tests {
     #[test]
     fn chain_is_one_cycle_through_every_slot() {
         let mut buf = vec![0u8; 64 * 1000];
-        let start = build_chase(&mut buf, &ChaseLayout { group_bytes: 4096, ..Default::default() });
+        let start = build_chase(&mut buf, &ChaseLayout { group_bytes: 4096, ..Default::default() })
+            .unwrap();
         let visited = follow(start, 1000);
         let mut sorted = visited.clone();
         sorted.sort_unstable();
@@ -106,7 +142,7 @@ mod tests {
     #[test]
     fn random_order_stays_within_groups_and_is_not_sequential() {
         let layout = ChaseLayout { stride: 64, group_bytes: 64 * 16, ..Default::default() };
-        let order = visit_order(160, &layout);
+        let order = visit_order(160, &layout).unwrap();
         for group in order.chunks(16) {
             let first = group[0] / 16;
             assert!(group.iter().all(|s| s / 16 == first), "group mixed: {group:?}");
@@ -118,6 +154,6 @@ mod tests {
     #[test]
     fn sequential_order_is_ascending() {
         let layout = ChaseLayout { access: Access::Sequential, ..Default::default() };
-        assert_eq!(visit_order(5, &layout), vec![0, 1, 2, 3, 4]);
+        assert_eq!(visit_order(5, &layout).unwrap(), vec![0, 1, 2, 3, 4]);
     }
 }

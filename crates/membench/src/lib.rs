@@ -35,15 +35,46 @@ pub mod timers;
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {
     #[error(transparent)]
-    Place(#[from] place::PlaceError),
+    Place(place::PlaceError),
     #[error("{0}")]
     Usage(String),
     #[error(transparent)]
     Kit(#[from] kit::KitError),
     #[error("{0}")]
     Worker(String),
-    #[error("interrupted before anything was measured")]
+    #[error("stopped by {} before anything was measured", measure::stop::cause())]
     Interrupted,
+    #[error("could not allocate {} for {what}: a memory or address-space limit (`ulimit -v`, the cgroup's memory.max) was reached; use a smaller size or raise the limit", topo::units::format_bytes(*.bytes))]
+    OutOfMemory { what: &'static str, bytes: u64 },
+}
+
+impl From<place::PlaceError> for BenchError {
+    /// A stop during set-up (first touch) is the benchmark's [`BenchError::Interrupted`], which
+    /// loops over steps take as "keep what the finished steps measured".
+    fn from(e: place::PlaceError) -> Self {
+        match e {
+            place::PlaceError::Interrupted(_) => BenchError::Interrupted,
+            e => BenchError::Place(e),
+        }
+    }
+}
+
+impl From<measure::stop::Interrupted> for BenchError {
+    fn from(_: measure::stop::Interrupted) -> Self {
+        BenchError::Interrupted
+    }
+}
+
+/// Writes `value` over `bytes` 8 bytes at a time (real data, from the calling thread), looking
+/// at the stop flag every 16 MiB so Ctrl-C or SIGTERM during set-up is honoured at once.
+pub(crate) fn fill_words(bytes: &mut [u8], value: u64) -> Result<(), measure::stop::Interrupted> {
+    for block in bytes.chunks_mut(16 << 20) {
+        measure::stop::check("filling the buffer")?;
+        for word in block.chunks_exact_mut(8) {
+            word.copy_from_slice(&value.to_ne_bytes());
+        }
+    }
+    Ok(())
 }
 
 impl BenchError {
@@ -53,7 +84,9 @@ impl BenchError {
             BenchError::Place(e) => e.is_usage(),
             BenchError::Usage(_) => true,
             BenchError::Kit(e) => e.is_usage(),
-            BenchError::Worker(_) | BenchError::Interrupted => false,
+            BenchError::Worker(_) | BenchError::Interrupted | BenchError::OutOfMemory { .. } => {
+                false
+            }
         }
     }
 }

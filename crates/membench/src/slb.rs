@@ -174,7 +174,8 @@ fn worker(
             ArenaSpec { bytes, policy: spec.policy.clone(), page: plan.page },
             topology,
         )?;
-        arena.as_mut_slice().fill(0); // memhammer memset its whole buffer before waiting
+        // memhammer memset its whole buffer before waiting.
+        crate::fill_words(arena.as_mut_slice(), 0)?;
         let placement = arena.placement()?;
         Ok((arena, placement))
     })?
@@ -331,7 +332,7 @@ pub fn run_child(
     let bytes = plan.pages * SLB_PAGE as u64;
     let mut arena =
         Arena::new(ArenaSpec { bytes, policy: spec.policy.clone(), page: plan.page }, topology)?;
-    arena.as_mut_slice().fill(0);
+    crate::fill_words(arena.as_mut_slice(), 0)?;
     let placement = arena.placement()?;
     SlbSemaphore::attach(request.gate).wait_open()?;
     let done = hammer(&mut arena, plan.pages, planned_ops, worker_seed(plan.seed, request.worker))?;

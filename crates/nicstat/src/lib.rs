@@ -506,6 +506,8 @@ pub struct Monitor {
     prev: Option<Snapshot>,
     buf: String,
     notes: Vec<String>,
+    /// Selected interfaces that disappeared (said once; said again when they come back).
+    gone: HashSet<String>,
 }
 
 impl Monitor {
@@ -522,6 +524,7 @@ impl Monitor {
             prev: None,
             buf: String::new(),
             notes: Vec::new(),
+            gone: HashSet::new(),
         };
         let devices = monitor.read_netdev()?;
         let known: Vec<&str> = devices.iter().map(|d| d.name.as_str()).collect();
@@ -683,21 +686,38 @@ impl Monitor {
         for dev in &cur.netdev {
             if !self.links.contains_key(&dev.name) {
                 self.learn(&dev.name);
+                if self.gone.remove(&dev.name) {
+                    self.notes.push(format!(
+                        "{}: the interface is back; reported again from the next interval",
+                        dev.name
+                    ));
+                }
             }
         }
-        // An interface that vanished is forgotten; if it comes back it is learnt again (new
-        // ifindex) and its first reading is a baseline.
-        if self.links.len() > cur.netdev.len()
-            || self.prev.as_ref().is_some_and(|p| p.netdev.len() > cur.netdev.len())
-        {
+        // An interface that vanished is forgotten (and the user told, when it was shown); if it
+        // comes back it is learnt again (new ifindex) and its first reading is a baseline.
+        let changed = self.links.len() > cur.netdev.len()
+            || self.prev.as_ref().is_some_and(|p| {
+                p.netdev.len() > cur.netdev.len()
+                    // Same count: a removal paired with an addition still changes the names.
+                    || p.netdev.iter().zip(&cur.netdev).any(|(a, b)| a.name != b.name)
+            });
+        if changed {
             let now: HashSet<&str> = cur.netdev.iter().map(|d| d.name.as_str()).collect();
-            self.links.retain(|name, _| now.contains(name.as_str()));
-        } else if let Some(p) = &self.prev {
-            // Same count: a removal paired with an addition still changes the set of names.
-            if p.netdev.iter().zip(&cur.netdev).any(|(a, b)| a.name != b.name) {
-                let now: HashSet<&str> = cur.netdev.iter().map(|d| d.name.as_str()).collect();
-                self.links.retain(|name, _| now.contains(name.as_str()));
+            let mut vanished: Vec<String> = self
+                .links
+                .iter()
+                .filter(|(name, link)| !now.contains(name.as_str()) && selected(&self.opts, link))
+                .map(|(name, _)| name.clone())
+                .collect();
+            vanished.sort();
+            for name in vanished {
+                self.notes.push(format!(
+                    "{name}: the interface disappeared; it is left out until it comes back"
+                ));
+                self.gone.insert(name);
             }
+            self.links.retain(|name, _| now.contains(name.as_str()));
         }
         let report = compute_report(
             self.prev.as_ref(),

@@ -406,16 +406,30 @@ fn monitor_interface_removed_then_re_added() {
     t.link("veth0", 5, "10000");
     let mut m = Monitor::new(t.root(), Options::default()).unwrap();
     m.next_report().unwrap();
-    // veth0 removed: no line for it, and nothing negative for the others.
+    assert!(m.take_notes().is_empty());
+    // veth0 removed: no line for it, nothing negative for the others, and a note (issue 20:
+    // the output went silent).
     t.dev(&[("eth0", 6_000, 60)]);
     let r = m.next_report().unwrap();
     assert_eq!(names(&r), ["eth0"]);
     assert_eq!(r.interfaces[0].rx_bytes, 1_000);
+    assert_eq!(
+        m.take_notes(),
+        ["veth0: the interface disappeared; it is left out until it comes back"]
+    );
+    // Said once.
+    t.dev(&[("eth0", 6_500, 65)]);
+    m.next_report().unwrap();
+    assert!(m.take_notes().is_empty());
     // Re-added (new ifindex, counters from zero): its first reading is a baseline.
     t.dev(&[("eth0", 7_000, 70), ("veth0", 300, 3)]);
     t.link("veth0", 9, "10000");
     let r = m.next_report().unwrap();
     assert_eq!(names(&r), ["eth0"]);
+    assert_eq!(
+        m.take_notes(),
+        ["veth0: the interface is back; reported again from the next interval"]
+    );
     t.dev(&[("eth0", 8_000, 80), ("veth0", 1_300, 13)]);
     let r = m.next_report().unwrap();
     assert_eq!(names(&r), ["eth0", "veth0"]);

@@ -37,6 +37,8 @@ unsafe impl Sync for Arena {}
 
 const BASE_PAGE: usize = 4096;
 const MAP_HUGE_SHIFT: i32 = 26;
+/// How much first touch does between looks at the stop flag (a few milliseconds of faults).
+const TOUCH_CHECK: usize = 16 << 20;
 
 impl Arena {
     /// Maps `spec.bytes` (rounded up to whole pages), applies the policy and page size, then
@@ -54,18 +56,25 @@ impl Arena {
         let arena = Arena { ptr, len, spec };
         // SAFETY: the range is the mapping just made and nothing has touched it yet.
         unsafe { arena.spec.policy.apply_to_range(arena.ptr.as_ptr(), arena.len)? };
-        arena.touch();
+        arena.touch()?;
         Ok(arena)
     }
 
-    fn touch(&self) {
+    /// First touch, checking the stop flag every [`TOUCH_CHECK`] bytes so Ctrl-C or SIGTERM
+    /// during a large allocation is honoured at once (the arena is unmapped on the way out).
+    fn touch(&self) -> Result<(), measure::stop::Interrupted> {
         let stride =
             if self.spec.page.is_hugetlb() { self.spec.page.bytes() as usize } else { BASE_PAGE };
-        for offset in (0..self.len).step_by(stride) {
-            // SAFETY: offset < len, inside the mapping; a volatile write so the fault happens
-            // here, on this thread, and is not optimized away.
-            unsafe { self.ptr.as_ptr().add(offset).write_volatile(0) };
+        for chunk in (0..self.len).step_by(TOUCH_CHECK.max(stride)) {
+            measure::stop::check("touching the buffer's pages")?;
+            let end = (chunk + TOUCH_CHECK.max(stride)).min(self.len);
+            for offset in (chunk..end).step_by(stride) {
+                // SAFETY: offset < len, inside the mapping; a volatile write so the fault
+                // happens here, on this thread, and is not optimized away.
+                unsafe { self.ptr.as_ptr().add(offset).write_volatile(0) };
+            }
         }
+        Ok(())
     }
 
     /// Checks, without allocating, that an arena of this spec would fit in what its nodes can
@@ -240,6 +249,9 @@ pub(crate) fn node_available(root: &SysRoot, node: u32) -> Option<u64> {
 }
 
 fn check_capacity(spec: &ArenaSpec, len: u64, topology: &Topology) -> Result<(), PlaceError> {
+    // Limits other than free memory first: a buffer that fits the nodes but not the process's
+    // address-space limit or its cgroup would fail later, on an allocation the run makes.
+    crate::limits::ProcessLimits::live().check(len)?;
     let root = SysRoot::live();
     let memory_nodes = topology.nodes_with_memory();
     let nodes = candidate_nodes(&spec.policy, &memory_nodes);

@@ -22,6 +22,7 @@
 //! ```
 
 mod arena;
+pub mod limits;
 pub mod lists;
 pub mod pagecache;
 mod pagenodes;
@@ -57,6 +58,10 @@ pub enum PlaceError {
     Conflict(String),
     #[error("{requested} requested but node(s) {nodes} have only {available} available (free plus reclaimable page cache); use a smaller size or other nodes")]
     InsufficientMemory { requested: String, available: String, nodes: String },
+    #[error("{requested} requested (and {headroom} the run needs besides the buffer) but {limit}; use a smaller size or {fix}")]
+    OverLimit { requested: String, headroom: String, limit: String, fix: &'static str },
+    #[error(transparent)]
+    Interrupted(#[from] measure::stop::Interrupted),
     #[error("size {0} bytes is too large for this machine's address space")]
     TooLarge(u64),
     #[error("not enough free {page} huge pages ({detail}); as root, reserve them with `echo N > {}` (per node: /sys/devices/system/node/nodeN/hugepages/hugepages-{}kB/nr_hugepages)", page.pool_sysctl(), page.bytes() >> 10)]
@@ -86,6 +91,7 @@ impl PlaceError {
                 | PlaceError::NodeWithoutCpus { .. }
                 | PlaceError::Conflict(_)
                 | PlaceError::InsufficientMemory { .. }
+                | PlaceError::OverLimit { .. }
                 | PlaceError::TooLarge(_)
         )
     }

@@ -67,6 +67,8 @@ pub enum PageCacheError {
         #[source]
         source: io::Error,
     },
+    #[error(transparent)]
+    Interrupted(#[from] measure::stop::Interrupted),
     #[error("{}: {source}", path.display())]
     Place {
         path: PathBuf,
@@ -577,6 +579,8 @@ impl CacheFile {
     fn read_through(&self, buf: &mut [u8]) -> Result<u64, PageCacheError> {
         let mut offset = 0u64;
         loop {
+            // Loading a large file takes seconds from a slow disk: Ctrl-C or SIGTERM stops it.
+            measure::stop::check("reading the file into the page cache")?;
             match self.file.read_at(buf, offset) {
                 Ok(0) => return Ok(offset),
                 Ok(n) => offset += n as u64,

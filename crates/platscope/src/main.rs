@@ -59,9 +59,13 @@ fn finish(result: anyhow::Result<()>) -> ExitCode {
 fn finish_as(program: &str, result: anyhow::Result<()>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // A wrapped command's own status, passed on quietly (it spoke for itself).
+        Err(err) if err.is::<commands::ExitWith>() => {
+            ExitCode::from(err.downcast_ref::<commands::ExitWith>().map_or(1, |e| e.0))
+        }
         Err(err) => {
             // A closed stderr (`2>&1 | head`) must not turn the exit code into a panic's.
-            let _ = writeln!(std::io::stderr(), "{program}: {err:#}");
+            measure::say!("{program}: {err:#}");
             ExitCode::from(exit_code(&err))
         }
     }
@@ -89,7 +93,7 @@ fn usage_error(err: &clap::Error) -> ExitCode {
         .collect();
     let message = message.join(" ");
     let message = message.strip_prefix("error: ").unwrap_or(&message);
-    let _ = writeln!(std::io::stderr(), "platscope: {message} (see --help)");
+    measure::say!("platscope: {message} (see --help)");
     ExitCode::from(2)
 }
 

@@ -64,7 +64,13 @@ struct Burner {
 impl Burner {
     fn start() -> Self {
         let mut child = Command::new(std::env::current_exe().unwrap())
-            .args(["burner_child", "--exact", "--nocapture", "--test-threads=1"])
+            .args([
+                "burner_child",
+                "--exact",
+                "--include-ignored",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env(BURN_ENV, BURN_NS.to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -347,9 +353,10 @@ fn util_over_a_commands_lifetime() {
     assert!(lines[0].starts_with("command: sleep 0.2 (exited 0; "), "{stdout}");
     assert!(lines[1].contains("%idle") && lines[2].contains(" all "), "{stdout}");
 
-    // A failing command is reported, not propagated.
+    // A failing command is reported, and its status passed on as time(1) does (issue 20).
     let out = platscope(&["--json", "cpu", "util", "--busy-only", "--", "sh", "-c", "exit 3"]);
-    let v = json(&out);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         (v["command"]["status"].as_str(), v["command"]["exit_code"].as_i64()),
         (Some("exited 3"), Some(3))

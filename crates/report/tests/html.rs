@@ -413,3 +413,18 @@ fn cpu_scale_draws_a_point_per_step_with_its_busy_cpus() {
     assert!(html.contains("&lt;why&gt;"), "escaped");
     assert_balanced(&html);
 }
+
+/// Issue 20: an interrupted `--scale` drew "not saturated" from one row.
+#[test]
+fn an_interrupted_bandwidth_scaling_draws_no_conclusion() {
+    let mut data = sample();
+    if let Some(s) = data.bandwidth_scaling.as_mut() {
+        s.steps.truncate(1);
+        s.saturated_at = None;
+        s.interrupted = true;
+    }
+    let html = render_html(&data);
+    assert!(!html.contains("still grew"), "no growth claim from a partial run");
+    assert!(html.contains("Interrupted after 1 thread(s): no conclusion on saturation."));
+    assert!(html.contains("interrupted after 1 thread(s): no conclusion"));
+}

@@ -2,7 +2,7 @@
 //! nowhere), the facts every run carries, and what happens when storing fails — the measurement
 //! is written to a JSON file named in the error instead of being lost.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use measure::ToMetrics;
@@ -47,8 +47,7 @@ pub struct Recorder {
 }
 
 fn warn(text: &str) {
-    // A closed stderr is not a reason to fail.
-    let _ = writeln!(std::io::stderr(), "platscope: warning: {text}");
+    measure::say!("platscope: warning: {text}");
 }
 
 impl Recorder {
@@ -115,10 +114,7 @@ impl Recorder {
         match store.record(&run) {
             Ok(id) => {
                 if std::io::stderr().is_terminal() {
-                    let _ = writeln!(
-                        std::io::stderr(),
-                        "platscope: stored as run {id} (platscope results show {id})"
-                    );
+                    measure::say!("platscope: stored as run {id} (platscope results show {id})");
                 }
                 Ok(Some(id))
             }

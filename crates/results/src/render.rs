@@ -48,7 +48,7 @@ pub fn show_text(run: &StoredRun) -> String {
         env["hypervisor"].as_str().unwrap_or("none")
     );
     if run.interrupted {
-        out.push_str("INTERRUPTED: figures cover what was measured before Ctrl-C\n");
+        out.push_str("INTERRUPTED: figures cover what was measured before Ctrl-C or SIGTERM\n");
     }
     let _ = writeln!(
         out,

@@ -341,7 +341,10 @@ pub fn run(
     if stop::requested() {
         data.notes.push(Note::new(
             Section::Run,
-            "interrupted with Ctrl-C: the sections after the interruption were not measured",
+            format!(
+                "interrupted with {}: the sections after the interruption were not measured",
+                stop::cause()
+            ),
         ));
     }
     // The page's own data, so `report --from-db` can rebuild it; its figures are the steps'.

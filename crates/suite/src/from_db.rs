@@ -47,7 +47,8 @@ pub fn rebuild(store: &dyn ResultStore, ids: &[i64]) -> Result<ReportData, Suite
             data.notes.push(Note::new(
                 Section::Run,
                 format!(
-                    "run {} ({}) was interrupted: it holds what was measured before Ctrl-C",
+                    "run {} ({}) was interrupted: it holds what was measured before Ctrl-C or \
+                     SIGTERM",
                     run.id, run.command
                 ),
             ));

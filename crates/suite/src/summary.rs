@@ -55,10 +55,12 @@ pub fn summary_text(d: &ReportData) -> String {
         if let Some(top) =
             s.steps.iter().max_by(|a, b| a.aggregate_gbs.median.total_cmp(&b.aggregate_gbs.median))
         {
-            let saturation =
-                s.saturated_at.map_or("still growing at the last thread".to_string(), |n| {
-                    format!("stops growing at {n} thread(s)")
-                });
+            let saturation = match s.saturated_at {
+                Some(n) => format!("stops growing at {n} thread(s)"),
+                // A partial run says nothing about threads it never added.
+                None if s.interrupted => "saturation unknown (interrupted)".to_string(),
+                None => "still growing at the last thread".to_string(),
+            };
             let _ = writeln!(
                 out,
                 "  read bandwidth:   {:.1} GB/s with {} thread(s), {saturation}",
@@ -68,24 +70,46 @@ pub fn summary_text(d: &ReportData) -> String {
         }
     }
     if let Some(c) = &d.loaded_latency {
-        if let (Some(loaded), Some(idle)) = (c.points.first(), c.points.last()) {
-            let _ = writeln!(
-                out,
-                "  loaded latency:   {:.1} ns at {:.1} GB/s of load vs {:.1} ns idle",
-                loaded.latency_ns.median, loaded.load_gbs, idle.latency_ns.median
-            );
+        // The idle point is the curve's last: an interrupted curve may not have reached it.
+        let idle = c.points.last().filter(|p| p.delay_cycles.is_none() && c.points.len() > 1);
+        match (c.points.first(), idle) {
+            (Some(loaded), Some(idle)) => {
+                let _ = writeln!(
+                    out,
+                    "  loaded latency:   {:.1} ns at {:.1} GB/s of load vs {:.1} ns idle{}",
+                    loaded.latency_ns.median,
+                    loaded.load_gbs,
+                    idle.latency_ns.median,
+                    if c.interrupted { " (interrupted)" } else { "" }
+                );
+            }
+            (Some(loaded), None) => {
+                let _ = writeln!(
+                    out,
+                    "  loaded latency:   {:.1} ns at {:.1} GB/s of load (interrupted before \
+                     the idle point: no comparison)",
+                    loaded.latency_ns.median, loaded.load_gbs
+                );
+            }
+            _ => {}
         }
     }
     if let Some(one) = d.slb_scaling.first() {
         let base = one.summary().median_ns;
         let mut line = format!("  SLB:              {base:.1} ns/op with 1 worker");
-        if let Some(most) = d.slb_scaling.last().filter(|r| r.workers.len() > 1) {
+        // "Times slower" only from runs that did all their stores.
+        if let Some(most) =
+            d.slb_scaling.iter().rev().find(|r| r.workers.len() > 1 && !r.interrupted)
+        {
             let _ = write!(
                 line,
                 ", {:.2}x slower with {}",
                 most.summary().median_ns / base,
                 most.workers.len()
             );
+        }
+        if d.slb_scaling.iter().any(|r| r.interrupted) {
+            line.push_str(" (interrupted: partial runs left out)");
         }
         let _ = writeln!(out, "{line}");
     }

@@ -125,9 +125,16 @@ pub fn bandwidth_scaling(s: &Scaling, peak: Option<f64>) -> String {
                 "bandwidth stops growing at {n} thread(s): one more added less than 5%"
             );
         }
+        None if s.interrupted => out.push_str(
+            "INTERRUPTED before every thread count ran: no conclusion on where bandwidth \
+             saturates\n",
+        ),
         None => out.push_str(
             "bandwidth still grew with every thread added: not saturated by these CPUs\n",
         ),
+    }
+    if s.interrupted && s.saturated_at.is_some() {
+        out.push_str("INTERRUPTED: the rows above were measured; the last may be partial\n");
     }
     if let Some(step) = s.steps.first() {
         let _ = writeln!(out, "counted: {}", step.accounting);
@@ -188,4 +195,47 @@ pub fn thread_read_summary(r: &ThreadRead) -> String {
         r.from_cpu,
         nodes_of(std::slice::from_ref(&r.placement))
     )
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::bandwidth::saturation_point;
+    use crate::kernels::bandwidth::{Isa, Kernel};
+
+    fn step(gbs: f64, threads: usize, interrupted: bool) -> BandwidthResult {
+        BandwidthResult {
+            kernel: Kernel::Read,
+            isa: Isa::Avx2,
+            accounting: "bytes read".into(),
+            bytes_per_thread: 1 << 26,
+            aggregate_gbs: measure::summarize(&[gbs, gbs, gbs]).unwrap(),
+            threads: (0..threads)
+                .map(|cpu| crate::bandwidth::ThreadResult {
+                    cpu: Some(cpu as u32),
+                    gbs: measure::summarize(&[gbs]).unwrap(),
+                    placements: Vec::new(),
+                })
+                .collect(),
+            interrupted,
+        }
+    }
+
+    #[test]
+    fn a_finished_scaling_states_its_conclusion() {
+        let steps = vec![step(10.0, 1, false), step(19.0, 2, false)];
+        let s = Scaling { saturated_at: saturation_point(&steps), steps, interrupted: false };
+        let text = bandwidth_scaling(&s, None);
+        assert!(text.contains("not saturated by these CPUs"), "{text}");
+    }
+
+    /// Issue 20: `mem bandwidth --scale` stopped after one row said "not saturated".
+    #[test]
+    fn an_interrupted_scaling_draws_no_conclusion() {
+        let s = Scaling { steps: vec![step(10.0, 1, true)], saturated_at: None, interrupted: true };
+        let text = bandwidth_scaling(&s, None);
+        assert!(!text.contains("not saturated"), "{text}");
+        assert!(text.contains("INTERRUPTED before every thread count ran"), "{text}");
+    }
 }

@@ -176,7 +176,7 @@ fn run_pstime(args: &PstimeArgs, json: bool, style: Style) -> anyhow::Result<()>
         Ok(t) => match t.take_exited_tasks() {
             Ok(records) => Some(records),
             Err(e) => {
-                eprintln!("{program}: exit tracing failed: {e:#}");
+                measure::say!("{program}: exit tracing failed: {e:#}");
                 None
             }
         },
@@ -192,13 +192,13 @@ fn run_pstime(args: &PstimeArgs, json: bool, style: Style) -> anyhow::Result<()>
     }
     sampler.describe(&mut report);
     if interrupted {
-        eprintln!(
+        measure::say!(
             "{program}: interrupted after {:.3} s; reporting that interval",
             report.elapsed_s
         );
     }
     for note in pstime_render::notes(&report) {
-        eprintln!("{program}: {note}");
+        measure::say!("{program}: {note}");
     }
     if json {
         let mut text = serde_json::to_string_pretty(&report)?;
@@ -223,7 +223,7 @@ fn run_util(args: &UtilArgs, json: bool) -> anyhow::Result<()> {
     if args.event {
         match event_clock() {
             Ok(clock) => events = Some(clock),
-            Err(why) => eprintln!(
+            Err(why) => measure::say!(
                 "platscope: --event: event-based busy time unavailable ({why}); showing the \
                  tick-sampled figures only"
             ),
@@ -234,7 +234,7 @@ fn run_util(args: &UtilArgs, json: bool) -> anyhow::Result<()> {
         match clock.busy_per_cpu() {
             Ok(cpus) => Some(EventReading { cpus }),
             Err(e) => {
-                eprintln!("platscope: --event: reading event-based busy time failed: {e:#}");
+                measure::say!("platscope: --event: reading event-based busy time failed: {e:#}");
                 *events = None;
                 None
             }
@@ -247,11 +247,11 @@ fn run_util(args: &UtilArgs, json: bool) -> anyhow::Result<()> {
 
     if !args.command.is_empty() {
         let before = snapshot(&mut events)?;
-        let run = run_command(&args.command)?;
+        let (run, status) = run_command(&args.command)?;
         let after = snapshot(&mut events)?;
         let report = cpuutil::compute(Some(&before), &after, ticks, &opts);
         for note in util_notes(&report) {
-            eprintln!("platscope: {note}");
+            measure::say!("platscope: {note}");
         }
         if json {
             let value = CommandReport { command: &run, report: &report };
@@ -262,6 +262,10 @@ fn run_util(args: &UtilArgs, json: bool) -> anyhow::Result<()> {
             let stamp = Stamp::local(report.epoch_s, false);
             let text = format!("{}\n{}", command_line(&run), render_report(&report, &stamp));
             crate::output::write_out(&text)?;
+        }
+        // Like time(1): the command's own status, so `cpu util -- make` fails when make does.
+        if status != 0 {
+            return Err(super::ExitWith(status).into());
         }
         return Ok(());
     }
@@ -308,7 +312,7 @@ fn emit_util(
     for note in util_notes(report) {
         // The column legend once, at the first report; other notes each time they apply.
         if first || !note.starts_with("%busy-tk") {
-            eprintln!("platscope: {note}");
+            measure::say!("platscope: {note}");
         }
     }
     let text = if json {
@@ -325,7 +329,28 @@ fn emit_util(
 
 /// Runs `argv` to completion with stdin/stdout/stderr inherited. Ctrl-C goes to the command
 /// (same process group); platscope keeps waiting and reports.
-fn run_command(argv: &[OsString]) -> anyhow::Result<CommandRun> {
+/// Waits for the command; a SIGTERM to platscope (`timeout`, systemd) is passed on to it once,
+/// so both end. Ctrl-C is not passed on: the terminal already sent it to the command as well.
+fn wait_passing_sigterm(child: &mut std::process::Child) -> io::Result<std::process::ExitStatus> {
+    let mut passed_on = false;
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(status);
+        }
+        if !passed_on && stop::signal() == Some(libc::SIGTERM) {
+            if let Ok(pid) = libc::pid_t::try_from(child.id()) {
+                // SAFETY: kill has no memory effects; the pid is our unreaped child.
+                unsafe { libc::kill(pid, libc::SIGTERM) };
+            }
+            passed_on = true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Runs the command to its end; its record, and the status to exit with (see
+/// [`super::passed_on_status`]).
+fn run_command(argv: &[OsString]) -> anyhow::Result<(CommandRun, u8)> {
     let (program, rest) = argv.split_first().context("no command given")?;
     let children_before = children_cpu();
     stop::install();
@@ -348,7 +373,7 @@ fn run_command(argv: &[OsString]) -> anyhow::Result<CommandRun> {
             return Err(e).with_context(|| format!("starting {:?}", program.to_string_lossy()))
         }
     };
-    let status = child.wait().context("waiting for the command")?;
+    let status = wait_passing_sigterm(&mut child).context("waiting for the command")?;
     let wall_s = started.elapsed().as_secs_f64();
     let children_after = children_cpu();
     use std::os::unix::process::ExitStatusExt;
@@ -357,14 +382,15 @@ fn run_command(argv: &[OsString]) -> anyhow::Result<CommandRun> {
         (None, Some(sig)) => format!("killed by signal {sig}"),
         _ => "ended".into(),
     };
-    Ok(CommandRun {
+    let run = CommandRun {
         argv: argv.iter().map(|a| a.to_string_lossy().into_owned()).collect(),
         status: status_text,
         exit_code: status.code(),
         wall_s,
         user_s: (children_after.0 - children_before.0).max(0.0),
         system_s: (children_after.1 - children_before.1).max(0.0),
-    })
+    };
+    Ok((run, super::passed_on_status(status)))
 }
 
 /// User and system CPU seconds of waited-for children (`getrusage(RUSAGE_CHILDREN)`).

@@ -1,7 +1,6 @@
 //! `platscope db querystat` (seed 004's querystat): query throughput every INTERVAL, then the
 //! latency histogram, cache hits and pre-emption. The tracing is `querystat`'s.
 
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -95,7 +94,7 @@ pub fn run(command: &DbCommand, json: bool, store: &StoreOptions) -> anyhow::Res
     let topology = Topology::detect()?;
     let mut rec = super::record::recorder(store, &topology)?;
     stop::install();
-    let _ = writeln!(std::io::stderr(), "platscope: tracing {}", server.describe());
+    measure::say!("platscope: tracing {}", server.describe());
     let tracer = Tracer::attach(&server, &options)?;
     let run_options = RunOptions { interval: args.interval, count: args.count };
     let mut stdout = std::io::stdout();

@@ -89,11 +89,11 @@ fn sample_loop(
     let mut notes: Vec<String> = tracer.notes().to_vec();
     if !json {
         for note in &notes {
-            eprintln!("io pattern: {note}");
+            measure::say!("io pattern: {note}");
         }
     }
     // On stderr, so scripts (and the tests) know when counting has started.
-    eprintln!("io pattern: tracing file I/O; Ctrl-C prints the interval so far");
+    measure::say!("io pattern: tracing file I/O; Ctrl-C prints the interval so far");
     let with_files = args.per_file.is_some();
     let mut previous = tracer.snapshot(with_files).context("reading the BPF maps")?;
     let mut previous_at = Instant::now();
@@ -101,7 +101,11 @@ fn sample_loop(
     let count = args.count.unwrap_or(u64::MAX);
     for n in 1..=count {
         let due = start + args.interval.saturating_mul(u32::try_from(n).unwrap_or(u32::MAX));
-        let interrupted = !measure::stop::sleep_until(due);
+        // With --pid, the interval ends early when the process does; this interval is the last.
+        let (interrupted, exited) = match args.pid {
+            Some(pid) => sleep_while_alive(due, pid),
+            None => (!measure::stop::sleep_until(due), false),
+        };
         let now = tracer.snapshot(with_files).context("reading the BPF maps")?;
         let now_at = Instant::now();
         let seconds = (now_at - previous_at).as_secs_f64();
@@ -111,10 +115,47 @@ fn sample_loop(
         if !crate::output::write_out(&text)? || interrupted {
             break;
         }
+        if exited {
+            if let Some(pid) = args.pid {
+                measure::say!(
+                    "io pattern: process {pid} exited; the last interval covers its I/O until then"
+                );
+            }
+            break;
+        }
         previous = now;
         previous_at = now_at;
     }
     Ok(())
+}
+
+/// Sleeps until `due`, waking early for Ctrl-C/SIGTERM or when process `pid` has exited;
+/// (interrupted, exited).
+fn sleep_while_alive(due: Instant, pid: u32) -> (bool, bool) {
+    const SLICE: Duration = Duration::from_millis(100);
+    loop {
+        if !process_alive(pid) {
+            return (false, true);
+        }
+        let now = Instant::now();
+        if now >= due {
+            return (false, false);
+        }
+        if !measure::stop::sleep_until((now + SLICE).min(due)) {
+            return (true, false);
+        }
+    }
+}
+
+/// Whether process `pid` still runs: it has a `/proc` entry and is not a zombie (a zombie has
+/// exited; only its parent has not collected it yet).
+fn process_alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next()) != Some("Z")
+        }
+        Err(_) => false,
+    }
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -209,9 +209,10 @@ pub fn memhammer(args: &[OsString]) -> anyhow::Result<()> {
     }
     emit(&format!("{}\n", slb::seed_line(done.ops, done.elapsed_ns)))?;
     if done.ops < hammer.ops {
-        eprintln!(
+        measure::say!(
             "memhammer: interrupted after {} of {} stores; the line above covers those",
-            done.ops, hammer.ops
+            done.ops,
+            hammer.ops
         );
     }
     Ok(())

@@ -217,7 +217,13 @@ fn scale(
             topology,
         ) {
             Ok(r) => r,
-            Err(BenchError::Interrupted) => break,
+            // Stopped while the next count was preparing: the rows above stand.
+            Err(BenchError::Interrupted) if !results.is_empty() => {
+                if !json {
+                    emit("interrupted: only the rows above were measured\n")?;
+                }
+                break;
+            }
             Err(e) => return Err(e.into()),
         };
         let baseline = results.first().unwrap_or(&result).summary().median_ns;
@@ -265,8 +271,16 @@ fn compare_policies(
             break;
         }
         let why_not = NO_REMOTE.to_string();
-        let result = match workers {
-            Some(w) => Some(slb::run(&plan(work, work.page, w), topology)?),
+        let result = match workers.map(|w| slb::run(&plan(work, work.page, w), topology)) {
+            Some(Ok(r)) => Some(r),
+            // Stopped while the next policy was preparing: the rows above stand.
+            Some(Err(BenchError::Interrupted)) if !rows.is_empty() => {
+                if !json {
+                    emit("interrupted: only the rows above were measured\n")?;
+                }
+                break;
+            }
+            Some(Err(e)) => return Err(e.into()),
             None => None,
         };
         if !json {

@@ -161,11 +161,11 @@ pub fn run(args: &NetStatArgs, json: bool) -> anyhow::Result<()> {
         return Ok(());
     }
     for note in monitor.take_notes() {
-        eprintln!("nicstat: {note}");
+        measure::say!("nicstat: {note}");
     }
     if opts.wire && !json {
         if opts.parseable {
-            eprintln!("{}", wire_note());
+            measure::say!("{}", wire_note());
         } else if !crate::output::write_out(&format!("{}\n", wire_note()))? {
             return Ok(());
         }
@@ -186,6 +186,10 @@ pub fn run(args: &NetStatArgs, json: bool) -> anyhow::Result<()> {
             }
         }
         let report = monitor.next_report().context("sampling network counters")?;
+        // An interface that disappeared (or came back) is said, not left to a silent output.
+        for note in monitor.take_notes() {
+            measure::say!("nicstat: {note}");
+        }
         let text = if json {
             let mut line = serde_json::to_string(&report)?;
             line.push('\n');

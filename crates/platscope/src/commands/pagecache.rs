@@ -109,7 +109,7 @@ pub fn run(args: &PagecacheArgs, json: bool, store: &StoreOptions) -> anyhow::Re
                 failed += 1;
                 let message = err.to_string();
                 if let Some(previous) = pending.replace(message.clone()) {
-                    eprintln!("platscope: {previous}");
+                    measure::say!("platscope: {previous}");
                 }
                 entries.push(Entry {
                     file: path.display().to_string(),

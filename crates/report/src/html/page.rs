@@ -291,6 +291,12 @@ pub(super) fn summary(d: &ReportData) -> String {
                 &format!("{n} thread(s)"),
                 "one more thread added less than 5% bandwidth",
             ),
+            None if s.interrupted => card(
+                &mut out,
+                "Saturation point",
+                "unknown",
+                &format!("interrupted after {most} thread(s): no conclusion"),
+            ),
             None => card(
                 &mut out,
                 "Saturation point",

@@ -251,6 +251,7 @@ pub fn sample() -> ReportData {
     let scaling = Scaling {
         steps: SCALING.iter().enumerate().map(|(i, &gbs)| bandwidth(gbs, &cpus[..=i], 0)).collect(),
         saturated_at: Some(3),
+        interrupted: false,
     };
     let loaded = LoadedCurve {
         mix: LoadMix::Reads,

@@ -105,6 +105,7 @@ pub(in crate::html) fn chart_bandwidth_threads(s: &Scaling) -> Option<Figure> {
     out.push_str("</svg>");
     let saturation = match s.saturated_at {
         Some(k) => format!("Dashed red line: saturation at {k} thread(s) — one more thread added less than 5%."),
+        None if s.interrupted => format!("Interrupted after {most} thread(s): no conclusion on saturation."),
         None => format!("Bandwidth still grew by 5% or more with every thread up to {most}: not saturated by these CPUs."),
     };
     let cpus: Vec<u32> =

@@ -1,0 +1,42 @@
+//! The terminal summary of `platscope report`: what it concludes, and that an interrupted run
+//! concludes nothing it did not measure (issue 20).
+
+#[path = "../../report/tests/common/mod.rs"]
+mod common;
+
+use common::*;
+use suite::summary::summary_text;
+
+#[test]
+fn a_complete_run_states_its_conclusions() {
+    let text = summary_text(&sample());
+    println!("{text}");
+    assert!(text.contains("stops growing at 3 thread(s)"), "{text}");
+    assert!(text.contains("ns idle"), "{text}");
+    assert!(text.contains("x slower with"), "{text}");
+}
+
+#[test]
+fn an_interrupted_run_draws_no_conclusion_from_what_it_missed() {
+    let mut data = sample();
+    if let Some(s) = data.bandwidth_scaling.as_mut() {
+        s.steps.truncate(1);
+        s.saturated_at = None;
+        s.interrupted = true;
+    }
+    if let Some(c) = data.loaded_latency.as_mut() {
+        c.points.truncate(1);
+        c.interrupted = true;
+    }
+    for r in data.slb_scaling.iter_mut().skip(1) {
+        r.interrupted = true;
+    }
+    let text = summary_text(&data);
+    println!("{text}");
+    assert!(!text.contains("still growing"), "{text}");
+    assert!(text.contains("saturation unknown (interrupted)"), "{text}");
+    assert!(!text.contains("ns idle"), "{text}");
+    assert!(text.contains("interrupted before the idle point: no comparison"), "{text}");
+    assert!(!text.contains("x slower with"), "{text}");
+    assert!(text.contains("interrupted: partial runs left out"), "{text}");
+}
