@@ -18,6 +18,7 @@
 //! ```
 
 pub mod bandwidth;
+pub mod c2c;
 pub mod kernels;
 pub mod kit;
 pub mod latency;
