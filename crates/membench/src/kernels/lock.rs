@@ -140,6 +140,12 @@ pub struct SharedWork {
     pub npages: u64,
 }
 
+// SAFETY: the pointers name shared memory whose every concurrent access goes through the
+// lock or atomics (the kernel's contract); the struct itself is plain addresses.
+unsafe impl Send for SharedWork {}
+// SAFETY: as above.
+unsafe impl Sync for SharedWork {}
+
 /// `ops` operations of one worker (`me`, counted from 1): take the lock, note a hand-off when
 /// the last owner was another worker, add one to a pseudo-random counter (a plain load and
 /// store: only the lock makes it exact), make the SLB's store to a pseudo-random page, release.
