@@ -5,3 +5,4 @@
 pub mod bandwidth;
 pub mod mem;
 pub mod timer;
+pub mod c2c;
