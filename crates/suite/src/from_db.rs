@@ -45,6 +45,8 @@ pub fn rebuild(store: &dyn ResultStore, ids: &[i64]) -> Result<ReportData, Suite
             loaded_latency: None,
             slb_scaling: Vec::new(),
             slb_policies: Vec::new(),
+            c2c: None,
+            contention: Vec::new(),
             stored_runs: Vec::new(),
             database: Some(store.location()),
             notes: Vec::new(),

@@ -10,8 +10,9 @@
 //! Every data-bearing SVG element (a point, a bar, a heatmap cell) has the class `data` and a
 //! `data-value` attribute holding the measured number at full precision; each chart's `<svg>`
 //! has a stable id (`chart-latency-size`, `chart-latency-matrix`, `chart-bandwidth-matrix`,
-//! `chart-bandwidth-threads`, `chart-loaded-latency`, `chart-slb`), so tests and tools can read
-//! the figures back from the page.
+//! `chart-bandwidth-threads`, `chart-loaded-latency`, `chart-slb`, and in full reports
+//! `chart-c2c` and `chart-contention`), so tests and tools can read the figures back from the
+//! page.
 //!
 //! A section without data says "not measured" with the reason taken from
 //! [`ReportData::notes`]: a note is attached to a section when it mentions the section's
@@ -23,6 +24,8 @@
 use std::fmt::Write as _;
 
 use membench::bandwidth::{BandwidthMatrix, Scaling};
+use membench::c2c::C2cResult;
+use membench::slb_shared::SharedSlbResult;
 use membench::latency::{LatencyMatrix, LatencyPoint, PrefetchCheck};
 use membench::loaded::LoadedCurve;
 use membench::slb::SlbResult;
@@ -37,7 +40,8 @@ mod svg;
 pub use notes::SECTION_KEYWORDS;
 
 use charts::{
-    chart_bandwidth_matrix, chart_bandwidth_threads, chart_latency_matrix, chart_latency_size,
+    chart_bandwidth_matrix, chart_bandwidth_threads, chart_c2c, chart_contention,
+    chart_latency_matrix, chart_latency_size,
     chart_loaded_latency, chart_slb, Figure,
 };
 use notes::not_measured_reason;
@@ -71,6 +75,12 @@ pub struct ReportData {
     pub slb_scaling: Vec<SlbResult>,
     /// SLB under (policy name, result or why it was skipped).
     pub slb_policies: Vec<(String, Result<SlbResult, String>)>,
+    /// `report --full`: the cache-line round trip between every pair of CPUs.
+    #[serde(default)]
+    pub c2c: Option<C2cResult>,
+    /// `report --full`: the shared-memory SLB by lock and worker count.
+    #[serde(default)]
+    pub contention: Vec<SharedSlbResult>,
     /// (what, run id in the results database).
     pub stored_runs: Vec<(String, i64)>,
     /// Where the results database is, if runs were stored.
@@ -97,7 +107,7 @@ pub fn render_html(data: &ReportData) -> String {
     page.push_str(&header(data));
     page.push_str(&summary(data));
     page.push_str("<main class=\"charts\">\n");
-    let sections: [(&str, &str, bool, Option<Figure>); 6] = [
+    let mut sections: Vec<(&str, &str, bool, Option<Figure>)> = vec![
         ("chart-latency-size", "Latency by working-set size", true, chart_latency_size(data)),
         (
             "chart-latency-matrix",
@@ -125,6 +135,21 @@ pub fn render_html(data: &ReportData) -> String {
         ),
         ("chart-slb", "SLB: random stores per worker", true, chart_slb(data)),
     ];
+    // Full reports only: quick ones do not measure them.
+    if data.mode == "full" || data.c2c.is_some() || !data.contention.is_empty() {
+        sections.push((
+            "chart-c2c",
+            "Core to core: cache line hand-off",
+            false,
+            data.c2c.as_ref().and_then(chart_c2c),
+        ));
+        sections.push((
+            "chart-contention",
+            "Lock contention in shared memory",
+            false,
+            chart_contention(&data.contention),
+        ));
+    }
     for (id, heading, wide, figure) in sections {
         let class = match (wide, figure.is_some()) {
             (true, _) => "wide",

@@ -14,6 +14,8 @@ pub const SECTION_KEYWORDS: &[(&str, &[&str])] = &[
     ("chart-bandwidth-threads", &["bandwidth by thread", "thread count", "bandwidth scaling"]),
     ("chart-loaded-latency", &["loaded latency", "loaded-latency"]),
     ("chart-slb", &["slb", "silly little benchmark"]),
+    ("chart-c2c", &["core to core", "c2c"]),
+    ("chart-contention", &["lock contention"]),
 ];
 
 /// Why a section has no chart: its notes, or a plain statement.

@@ -295,6 +295,8 @@ pub fn sample() -> ReportData {
             ("interleave".into(), Ok(slb(&SLB_INTERLEAVE, MemPolicy::Interleave(vec![0, 1])))),
             ("remote".into(), Err(REMOTE_SKIPPED.into())),
         ],
+        c2c: None,
+        contention: Vec::new(),
         stored_runs: vec![
             ("latency by size".into(), 41),
             ("node×node latency".into(), 42),

@@ -1,5 +1,5 @@
-//! The six charts, one file each (`latency_size`, `latency_matrix`, `bandwidth_matrix`,
-//! `bandwidth_threads`, `loaded_latency`, `slb`; the two matrices share `heatmap`), and what
+//! The charts, one file each (`latency_size`, `latency_matrix`, `bandwidth_matrix`,
+//! `bandwidth_threads`, `loaded_latency`, `slb`, `c2c` with the contention chart; the two matrices share `heatmap`), and what
 //! they share: the rendered [`Figure`], the wording of sample counts, placement and noise, and
 //! the whiskers.
 
@@ -11,6 +11,7 @@ use super::svg::px;
 
 mod bandwidth_matrix;
 mod bandwidth_threads;
+mod c2c;
 mod heatmap;
 mod latency_matrix;
 mod latency_size;
@@ -19,6 +20,7 @@ mod slb;
 
 pub(super) use bandwidth_matrix::chart_bandwidth_matrix;
 pub(super) use bandwidth_threads::chart_bandwidth_threads;
+pub(super) use c2c::{chart_c2c, chart_contention};
 pub(super) use latency_matrix::chart_latency_matrix;
 pub(super) use latency_size::chart_latency_size;
 pub(super) use loaded_latency::chart_loaded_latency;
