@@ -108,10 +108,8 @@ pub fn pair_class(topology: &Topology, a: u32, b: u32) -> PairClass {
     if topology.cpu(a).is_some_and(|c| c.smt_siblings.contains(&b)) {
         return PairClass::SmtSibling;
     }
-    let shared_l3 = topology
-        .caches
-        .iter()
-        .any(|c| c.level == 3 && c.cpus.contains(&a) && c.cpus.contains(&b));
+    let shared_l3 =
+        topology.caches.iter().any(|c| c.level == 3 && c.cpus.contains(&a) && c.cpus.contains(&b));
     if shared_l3 {
         PairClass::SameL3
     } else {
@@ -338,9 +336,8 @@ fn measure_pair<H: HandOff>(
             pinned?;
             Ok(summarize(&samples).map(|s| (s, rounds)))
         });
-        let measured = pinger
-            .join()
-            .unwrap_or_else(|_| Err(BenchError::Worker("c2c pinger panicked".into())));
+        let measured =
+            pinger.join().unwrap_or_else(|_| Err(BenchError::Worker("c2c pinger panicked".into())));
         let pinned = ponger
             .join()
             .unwrap_or_else(|_| Err(place::PlaceError::Conflict("c2c ponger panicked".into())));
@@ -421,7 +418,8 @@ mod tests {
 
     fn pair(topology: &Topology, a: u32, b: u32, median: f64) -> C2cPair {
         let round_trip_ns =
-            summarize(&[median * 0.98, median * 0.99, median, median * 1.01, median * 1.5]).expect("samples");
+            summarize(&[median * 0.98, median * 0.99, median, median * 1.01, median * 1.5])
+                .expect("samples");
         C2cPair { a, b, class: pair_class(topology, a, b), round_trip_ns, batch_rounds: 1000 }
     }
 
@@ -500,8 +498,8 @@ mod tests {
 
     #[test]
     fn four_nodes_have_sixteen_cells() {
-        let t = Topology::from_synthetic("pack:4 [numa(memory=1GiB)] core:2 pu:1")
-            .expect("topology");
+        let t =
+            Topology::from_synthetic("pack:4 [numa(memory=1GiB)] core:2 pu:1").expect("topology");
         let pairs = all_pairs(&t, ns);
         let cells = fold_nodes(&pairs, &t);
         assert_eq!(cells.len(), 16);
@@ -513,8 +511,8 @@ mod tests {
 
     #[test]
     fn bad_requests_are_usage_errors() {
-        let t = Topology::from_synthetic("pack:2 [numa(memory=1GiB)] core:2 pu:1")
-            .expect("topology");
+        let t =
+            Topology::from_synthetic("pack:2 [numa(memory=1GiB)] core:2 pu:1").expect("topology");
         let opts = |cpus: Vec<u32>, line_on| C2cOptions {
             cpus,
             mode: C2cMode::Read,

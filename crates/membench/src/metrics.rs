@@ -8,9 +8,9 @@ use measure::{Metric, ToMetrics, Unit, WorkerPlacement};
 use topo::units::format_bytes;
 
 use crate::bandwidth::{BandwidthMatrix, BandwidthResult, Scaling};
+use crate::c2c::C2cResult;
 use crate::latency::{LatencyMatrix, LatencyPoint};
 use crate::loaded::LoadedCurve;
-use crate::c2c::C2cResult;
 use crate::slb::SlbResult;
 use crate::slb_shared::SharedSlbResult;
 use crate::timers::TimerReport;
@@ -262,7 +262,8 @@ impl ToMetrics for SharedSlbResult {
         if let Some(f) = &self.fairness {
             out.push(Metric::new(SLB_LOCK_FAIRNESS, Unit::Ratio, vec![f.jain]).label("lock", lock));
             out.push(
-                Metric::new(SLB_LOCK_MIN_MAX, Unit::Ratio, vec![f.min_max_ratio]).label("lock", lock),
+                Metric::new(SLB_LOCK_MIN_MAX, Unit::Ratio, vec![f.min_max_ratio])
+                    .label("lock", lock),
             );
         }
         out

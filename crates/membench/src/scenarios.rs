@@ -99,10 +99,7 @@ pub fn shared_scenarios(count: usize, topology: &Topology) -> Vec<SharedScenario
     let spread = (with_cpus.len() > 1 && spread.len() == count).then_some(spread);
     vec![
         ("line local", packed.clone().map(|w| (w, local.clone()))),
-        (
-            "line remote",
-            packed.clone().zip(far).map(|(w, far)| (w, MemPolicy::Bind(vec![far]))),
-        ),
+        ("line remote", packed.clone().zip(far).map(|(w, far)| (w, MemPolicy::Bind(vec![far])))),
         (
             "line interleaved",
             packed
@@ -126,7 +123,10 @@ mod tests {
         let (w, p) = get("line local").expect("local");
         assert_eq!((w, p), (vec![Some(0), Some(1)], MemPolicy::Bind(vec![0])));
         assert_eq!(get("line remote").map(|(_, p)| p), Some(MemPolicy::Bind(vec![1])));
-        assert_eq!(get("line interleaved").map(|(_, p)| p), Some(MemPolicy::Interleave(vec![0, 1])));
+        assert_eq!(
+            get("line interleaved").map(|(_, p)| p),
+            Some(MemPolicy::Interleave(vec![0, 1]))
+        );
         assert_eq!(get("workers spread").map(|(w, _)| w), Some(vec![Some(0), Some(2)]));
         let one =
             Topology::from_synthetic("pack:1 [numa(memory=1GiB)] core:2 pu:1").expect("1 node");

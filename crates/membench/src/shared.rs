@@ -38,7 +38,11 @@ fn syscall_error(call: &'static str) -> BenchError {
 impl SharedRegion {
     /// A new private segment of `bytes` (rounded up to 4 KiB pages) placed under `policy`.
     /// Refuses, before creating anything, to take more than the nodes can give.
-    pub fn private(bytes: u64, policy: &MemPolicy, topology: &Topology) -> Result<Self, BenchError> {
+    pub fn private(
+        bytes: u64,
+        policy: &MemPolicy,
+        topology: &Topology,
+    ) -> Result<Self, BenchError> {
         let len = Self::check(bytes, policy, topology)?;
         // SAFETY: shmget takes plain integers.
         let id = unsafe { libc::shmget(libc::IPC_PRIVATE, len, libc::IPC_CREAT | 0o600) };

@@ -47,7 +47,8 @@ pub enum LockKind {
 }
 
 impl LockKind {
-    pub const ALL: [LockKind; 4] = [LockKind::None, LockKind::Spin, LockKind::Ticket, LockKind::Mutex];
+    pub const ALL: [LockKind; 4] =
+        [LockKind::None, LockKind::Spin, LockKind::Ticket, LockKind::Mutex];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -124,7 +125,9 @@ impl SharedLayout {
         (0..self.counters)
             .map(|i| {
                 // SAFETY: i < ncounters, inside the counter slots; 8-byte aligned.
-                unsafe { work.counters.add(i as usize * COUNTER_SLOT).cast::<u64>().read_volatile() }
+                unsafe {
+                    work.counters.add(i as usize * COUNTER_SLOT).cast::<u64>().read_volatile()
+                }
             })
             .sum()
     }
@@ -343,66 +346,63 @@ pub fn run(
     let gate = StartGate::new(n);
     let clock = cheapest_trustworthy_clock();
     let mut started = 0;
-    let outcomes: Vec<Result<Option<SharedWorkerResult>, BenchError>> =
-        std::thread::scope(|s| {
-            let handles: Vec<_> = plan
-                .cpus
-                .iter()
-                .enumerate()
-                .map(|(i, &cpu)| {
-                    let (gate, progress, first_done, snapshot, work) =
-                        (&gate, &progress, &first_done, &snapshot, &work);
-                    s.spawn(move || -> Result<Option<SharedWorkerResult>, BenchError> {
-                        let go = gate.prepare(|| -> Result<(), BenchError> {
-                            if let Some(cpu) = cpu {
-                                pin::pin_current_thread(&[cpu])?;
-                            }
-                            Ok(())
-                        })?;
-                        if go.is_none() {
-                            return Ok(None);
+    let outcomes: Vec<Result<Option<SharedWorkerResult>, BenchError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = plan
+            .cpus
+            .iter()
+            .enumerate()
+            .map(|(i, &cpu)| {
+                let (gate, progress, first_done, snapshot, work) =
+                    (&gate, &progress, &first_done, &snapshot, &work);
+                s.spawn(move || -> Result<Option<SharedWorkerResult>, BenchError> {
+                    let go = gate.prepare(|| -> Result<(), BenchError> {
+                        if let Some(cpu) = cpu {
+                            pin::pin_current_thread(&[cpu])?;
                         }
-                        let done = hammer_shared(
-                            work,
-                            plan.lock,
-                            i as u64 + 1,
-                            planned_ops,
-                            worker_seed(plan.seed, i),
-                            &progress[i].0,
-                            || {
-                                if !first_done.swap(true, Ordering::AcqRel) {
-                                    let counts =
-                                        progress.iter().map(|p| p.0.load(Ordering::Relaxed));
-                                    let mut snap =
-                                        snapshot.lock().unwrap_or_else(|e| e.into_inner());
-                                    *snap = Some(counts.collect());
-                                }
-                            },
-                        );
-                        Ok(Some(SharedWorkerResult {
-                            worker: i,
-                            cpu: cpu.or_else(pin::current_cpu),
-                            ops: done.ops,
-                            planned_ops,
-                            elapsed_ns: done.elapsed_ns,
-                            batches: done.batches,
-                            handoffs: done.handoffs,
-                            contended_ops: 0,
-                        }))
-                    })
+                        Ok(())
+                    })?;
+                    if go.is_none() {
+                        return Ok(None);
+                    }
+                    let done = hammer_shared(
+                        work,
+                        plan.lock,
+                        i as u64 + 1,
+                        planned_ops,
+                        worker_seed(plan.seed, i),
+                        &progress[i].0,
+                        || {
+                            if !first_done.swap(true, Ordering::AcqRel) {
+                                let counts = progress.iter().map(|p| p.0.load(Ordering::Relaxed));
+                                let mut snap = snapshot.lock().unwrap_or_else(|e| e.into_inner());
+                                *snap = Some(counts.collect());
+                            }
+                        },
+                    );
+                    Ok(Some(SharedWorkerResult {
+                        worker: i,
+                        cpu: cpu.or_else(pin::current_cpu),
+                        ops: done.ops,
+                        planned_ops,
+                        elapsed_ns: done.elapsed_ns,
+                        batches: done.batches,
+                        handoffs: done.handoffs,
+                        contended_ops: 0,
+                    }))
                 })
-                .collect();
-            gate.release_when_ready();
-            started = clock.read();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(BenchError::Worker("shared SLB worker panicked".into()))
-                    })
+            })
+            .collect();
+        gate.release_when_ready();
+        started = clock.read();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(BenchError::Worker("shared SLB worker panicked".into()))
                 })
-                .collect()
-        });
+            })
+            .collect()
+    });
     let wall_ns = clock.ticks_to_ns(clock.read().wrapping_sub(started)) as u64;
     let mut workers = Vec::with_capacity(n);
     for outcome in outcomes {

@@ -8,7 +8,9 @@ mod common;
 use common::*;
 use measure::summary::summarize;
 use membench::c2c::{fold_classes, fold_nodes, pair_class, C2cMode, C2cPair, C2cResult};
-use membench::slb_shared::{fairness, LockKind, SharedSlbPlan, SharedSlbResult, SharedWorkerResult};
+use membench::slb_shared::{
+    fairness, LockKind, SharedSlbPlan, SharedSlbResult, SharedWorkerResult,
+};
 use place::MemPolicy;
 use report::html::{render_html, ReportData};
 
@@ -19,7 +21,13 @@ fn c2c(data: &ReportData) -> C2cResult {
         for b in a + 1..4 {
             let ns = 100.0 + 10.0 * f64::from(a) + f64::from(b);
             let round_trip_ns = summarize(&[ns * 0.99, ns, ns * 1.3]).expect("samples");
-            pairs.push(C2cPair { a, b, class: pair_class(t, a, b), round_trip_ns, batch_rounds: 900 });
+            pairs.push(C2cPair {
+                a,
+                b,
+                class: pair_class(t, a, b),
+                round_trip_ns,
+                batch_rounds: 900,
+            });
         }
     }
     C2cResult {

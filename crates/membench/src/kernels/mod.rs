@@ -3,7 +3,7 @@
 //! loop's own. Callers time batches from outside.
 
 pub mod bandwidth;
-pub mod chase;
-pub mod slb;
 pub mod c2c;
+pub mod chase;
 pub mod lock;
+pub mod slb;

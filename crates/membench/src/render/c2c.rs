@@ -72,9 +72,9 @@ pub fn c2c_text(r: &C2cResult) -> String {
             );
         }
     }
-    let asked = r.line_on.map_or("first touched by CPU's thread".to_string(), |n| {
-        format!("bound to node {n}")
-    });
+    let asked = r
+        .line_on
+        .map_or("first touched by CPU's thread".to_string(), |n| format!("bound to node {n}"));
     let asked = asked.replace("CPU's", &format!("CPU {}'s", r.cpus.first().copied().unwrap_or(0)));
     let _ = writeln!(out, "\nline: {asked}; verified on {}", where_pages_were(&r.line));
     let _ = writeln!(
@@ -162,7 +162,8 @@ pub fn contention_header() -> String {
 /// One row of the contention scaling table against `baseline` ns/op (one worker).
 pub fn contention_row(r: &SharedSlbResult, baseline: f64) -> String {
     let ns = r.median_ns();
-    let (mm, jain) = r.fairness.as_ref().map_or((f64::NAN, f64::NAN), |f| (f.min_max_ratio, f.jain));
+    let (mm, jain) =
+        r.fairness.as_ref().map_or((f64::NAN, f64::NAN), |f| (f.min_max_ratio, f.jain));
     format!(
         "{:>7} {:>10.1} {:>13.2} {:>14.0} {:>8.3} {:>8.3}\n",
         r.workers.len(),

@@ -166,18 +166,21 @@ fn memhammer_options(
         let mut value = |name: &str| -> Result<String, UsageError> {
             match inline.clone() {
                 Some(v) => Ok(v),
-                None => it.next().and_then(|v| v.to_str()).map(str::to_string).ok_or_else(|| {
-                    UsageError::Message(format!("{name} needs a value ({usage})"))
-                }),
+                None => {
+                    it.next().and_then(|v| v.to_str()).map(str::to_string).ok_or_else(|| {
+                        UsageError::Message(format!("{name} needs a value ({usage})"))
+                    })
+                }
             }
         };
         match name {
             "--shared" => shared = true,
             "--lock" => {
                 let v = value("--lock")?;
-                lock = Some(LockKind::parse(&v).map_err(|e| {
-                    UsageError::Message(format!("{e} ({usage})"))
-                })?);
+                lock = Some(
+                    LockKind::parse(&v)
+                        .map_err(|e| UsageError::Message(format!("{e} ({usage})")))?,
+                );
             }
             "--counters" => {
                 let v = value("--counters")?;

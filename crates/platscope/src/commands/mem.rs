@@ -4,14 +4,14 @@ use anyhow::Context;
 use measure::metric::Step;
 use measure::stop;
 use measure::UsageError;
+use membench::c2c::{self, C2cOptions};
 use membench::latency::{self, LatencyOptions, LatencyPoint};
 use membench::layout::ChaseLayout;
-use membench::c2c::{self, C2cOptions};
 use membench::render::c2c as render_c2c;
 use membench::render::mem as render;
-use membench::slb_shared::{self, SharedSlbPlan};
 use membench::scenarios::{policy_scenarios, scale_counts, slb_plan, spread_workers, NO_REMOTE};
 use membench::slb::{self, SlbChildRequest, SlbPlan, SlbResult, SlbWorkerSpec};
+use membench::slb_shared::{self, SharedSlbPlan};
 use membench::BenchError;
 use place::{lists, pin, PageSize, PlacementRequest};
 use results::{Recorder, StoreOptions};
@@ -19,7 +19,8 @@ use serde::Serialize;
 use topo::Topology;
 
 use crate::cli::{
-    C2cArgs, LatencyArgs, MemCommand, PlacementOptions, ScaleArgs, SlbArgs, SlbWorkArgs, SlbWorkerArgs,
+    C2cArgs, LatencyArgs, MemCommand, PlacementOptions, ScaleArgs, SlbArgs, SlbWorkArgs,
+    SlbWorkerArgs,
 };
 use crate::output::{emit, emit_json};
 

@@ -25,10 +25,10 @@ use std::fmt::Write as _;
 
 use membench::bandwidth::{BandwidthMatrix, Scaling};
 use membench::c2c::C2cResult;
-use membench::slb_shared::SharedSlbResult;
 use membench::latency::{LatencyMatrix, LatencyPoint, PrefetchCheck};
 use membench::loaded::LoadedCurve;
 use membench::slb::SlbResult;
+use membench::slb_shared::SharedSlbResult;
 use serde::{Deserialize, Serialize};
 use topo::Topology;
 
@@ -41,8 +41,7 @@ pub use notes::SECTION_KEYWORDS;
 
 use charts::{
     chart_bandwidth_matrix, chart_bandwidth_threads, chart_c2c, chart_contention,
-    chart_latency_matrix, chart_latency_size,
-    chart_loaded_latency, chart_slb, Figure,
+    chart_latency_matrix, chart_latency_size, chart_loaded_latency, chart_slb, Figure,
 };
 use notes::not_measured_reason;
 use page::{footer, header, summary};

@@ -73,9 +73,9 @@ pub(in crate::html) fn chart_c2c(r: &C2cResult) -> Option<Figure> {
         );
     }
     after.push_str("</tbody></table>");
-    let home = r.line_on.map_or("first touched by the first CPU".to_string(), |n| {
-        format!("bound to node {n}")
-    });
+    let home = r
+        .line_on
+        .map_or("first touched by the first CPU".to_string(), |n| format!("bound to node {n}"));
     let mut caption = format!(
         "Two threads pinned to each pair of CPUs hand one 8-byte word, alone on its page, back and forth ({} mode); \
          cells: {} of the round trip (two hand-offs); darker is slower. The line was {}, verified on {}. \
@@ -140,8 +140,9 @@ pub(in crate::html) fn chart_contention(runs: &[SharedSlbResult]) -> Option<Figu
             let fair = r.fairness.as_ref().map_or(String::new(), |f| {
                 format!("; fairness min/max {}, Jain {}", fmt3(f.min_max_ratio), fmt3(f.jain))
             });
-            let handoffs =
-                r.handoffs_per_sec().map_or(String::new(), |h| format!("; {} hand-offs/s", fmt3(h)));
+            let handoffs = r
+                .handoffs_per_sec()
+                .map_or(String::new(), |h| format!("; {} hand-offs/s", fmt3(h)));
             let _ = write!(
                 out,
                 "<circle class=\"data point\" cx=\"{}\" cy=\"{}\" r=\"4\" fill=\"{color}\" data-value=\"{}\" data-lock=\"{}\" data-workers=\"{}\">\
@@ -177,10 +178,9 @@ pub(in crate::html) fn chart_contention(runs: &[SharedSlbResult]) -> Option<Figu
          <th>hand-offs/s</th><th>min/max</th><th>Jain</th><th>lost updates</th></tr></thead><tbody>",
     );
     for r in &runs {
-        let (mm, jain) = r
-            .fairness
-            .as_ref()
-            .map_or(("—".to_string(), "—".to_string()), |f| (fmt3(f.min_max_ratio), fmt3(f.jain)));
+        let (mm, jain) = r.fairness.as_ref().map_or(("—".to_string(), "—".to_string()), |f| {
+            (fmt3(f.min_max_ratio), fmt3(f.jain))
+        });
         let _ = write!(
             after,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
