@@ -85,8 +85,8 @@ fair_table=$(
 # The hot loops as compiled.
 objdump -d --no-show-raw-insn -C "$P" > "$out/platscope.dis"
 disassemble() { awk -v f="<$1>:" '$2 == f {on=1; next} on && (/^$/ || /int3/) {on=0} on' "$out/platscope.dis" | sed 's/^ *[0-9a-f]*:\t//'; }
-ping_loop=$(disassemble 'membench::kernels::c2c::ping<membench::kernels::c2c::Read>')
-spin_loop=$(disassemble 'membench::kernels::lock::locked_writes<membench::kernels::lock::Spin>')
+ping_loop=$(disassemble membench::kernels::c2c::ping_read)
+spin_loop=$(disassemble membench::kernels::lock::locked_writes_spin)
 
 section=$(cat <<MD
 <!-- c2c-tools:begin -->
@@ -114,14 +114,14 @@ multichase's \`fairness\` measures bare atomic increments on one counter; platsc
 larger (lock, plain counter increment, one SLB store, unlock), so compare the fairness columns,
 not the ns. Without a lock, platscope's plain increments race and lose updates (last column).
 
-Generated code: the pinger's batch loop (\`ping::<Read>\`) — the poll is a load and a compare, the
+Generated code: the pinger's batch loop (\`ping_read\`) — the poll is a load and a compare, the
 hand-off a plain store; no clock read or call inside:
 
 \`\`\`text
 $ping_loop
 \`\`\`
 
-The spinlock variant of the shared SLB loop (\`locked_writes::<Spin>\`):
+The spinlock variant of the shared SLB loop (\`locked_writes_spin\`):
 
 \`\`\`text
 $spin_loop

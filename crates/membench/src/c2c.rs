@@ -15,7 +15,7 @@ use place::{pin, Arena, ArenaSpec, MemPolicy, PageSize, Placement};
 use serde::{Deserialize, Serialize};
 use topo::Topology;
 
-use crate::kernels::c2c::{ping, pong, Cas, HandOff, Read, Write, Xchg, STOP};
+use crate::kernels::c2c::{self as k, PingFn, PongFn, STOP};
 use crate::timers::cheapest_trustworthy_clock;
 use crate::BenchError;
 
@@ -35,6 +35,16 @@ pub enum C2cMode {
 
 impl C2cMode {
     pub const ALL: [C2cMode; 4] = [C2cMode::Read, C2cMode::Write, C2cMode::Cas, C2cMode::Xchg];
+
+    /// The mode's out-of-line pinger and ponger.
+    fn loops(self) -> (PingFn, PongFn) {
+        match self {
+            C2cMode::Read => (k::ping_read, k::pong_read),
+            C2cMode::Write => (k::ping_write, k::pong_write),
+            C2cMode::Cas => (k::ping_cas, k::pong_cas),
+            C2cMode::Xchg => (k::ping_xchg, k::pong_xchg),
+        }
+    }
 
     pub fn name(self) -> &'static str {
         match self {
@@ -285,12 +295,14 @@ const WARMUP_ROUNDS: u64 = 2000;
 
 /// Measures one pair on the line: a pinger thread pinned to `a` times batches, a ponger
 /// thread pinned to `b` answers. `Ok(None)` when Ctrl-C came before a batch was measured.
-fn measure_pair<H: HandOff>(
+fn measure_pair(
+    mode: C2cMode,
     line: &AtomicU64,
     a: u32,
     b: u32,
     duration: Duration,
 ) -> Result<Option<(Summary, u64)>, BenchError> {
+    let (ping, pong) = mode.loops();
     line.store(0, Ordering::Release);
     let ready = Padded(AtomicBool::new(false));
     let failed = Padded(AtomicBool::new(false));
@@ -303,7 +315,7 @@ fn measure_pair<H: HandOff>(
             }
             ready.0.store(true, Ordering::Release);
             if pinned.is_ok() {
-                pong::<H>(line, 1);
+                pong(line, 1);
             }
             pinned
         });
@@ -318,13 +330,13 @@ fn measure_pair<H: HandOff>(
             if pinned.is_ok() && !failed.0.load(Ordering::Acquire) {
                 // Warm-up: both threads spinning, the line in their caches; sizes the batches.
                 let t = clock.read();
-                turn = ping::<H>(line, turn, WARMUP_ROUNDS);
+                turn = ping(line, turn, WARMUP_ROUNDS);
                 let warm = clock.ticks_to_ns(clock.read().wrapping_sub(t)) / WARMUP_ROUNDS as f64;
                 rounds = ((BATCH_TARGET.as_nanos() as f64 / warm.max(1.0)) as u64).max(100);
                 let end = Instant::now() + duration;
                 while Instant::now() < end && !stop::requested() {
                     let t = clock.read();
-                    turn = ping::<H>(line, turn, rounds);
+                    turn = ping(line, turn, rounds);
                     samples.push(clock.ticks_to_ns(clock.read().wrapping_sub(t)) / rounds as f64);
                 }
                 // The ponger's answer to the last round, then stop it.
@@ -384,12 +396,7 @@ pub fn run(
         if stop::requested() {
             break;
         }
-        let measured = match options.mode {
-            C2cMode::Read => measure_pair::<Read>(line, a, b, options.duration)?,
-            C2cMode::Write => measure_pair::<Write>(line, a, b, options.duration)?,
-            C2cMode::Cas => measure_pair::<Cas>(line, a, b, options.duration)?,
-            C2cMode::Xchg => measure_pair::<Xchg>(line, a, b, options.duration)?,
-        };
+        let measured = measure_pair(options.mode, line, a, b, options.duration)?;
         if let Some((round_trip_ns, batch_rounds)) = measured {
             let class = pair_class(topology, a, b);
             pairs.push(C2cPair { a, b, class, round_trip_ns, batch_rounds });

@@ -18,7 +18,8 @@ use serde::{Deserialize, Serialize};
 use topo::Topology;
 
 use crate::kernels::lock::{
-    locked_writes, FutexMutex, NoLock, SharedWork, Spin, Ticket, COUNTER_SLOT, LOCK_SLOT,
+    locked_writes_mutex, locked_writes_none, locked_writes_spin, locked_writes_ticket,
+    SharedWork, COUNTER_SLOT, LOCK_SLOT,
 };
 use crate::kernels::slb::SLB_PAGE;
 use crate::shared::SharedRegion;
@@ -168,10 +169,10 @@ pub fn hammer_shared(
         // ≤ 4096, 1 ≤ pages < 2^32), and every worker of the run uses the same lock kind.
         handoffs += unsafe {
             match lock {
-                LockKind::None => locked_writes::<NoLock>(work, me, n, &mut state),
-                LockKind::Spin => locked_writes::<Spin>(work, me, n, &mut state),
-                LockKind::Ticket => locked_writes::<Ticket>(work, me, n, &mut state),
-                LockKind::Mutex => locked_writes::<FutexMutex>(work, me, n, &mut state),
+                LockKind::None => locked_writes_none(work, me, n, &mut state),
+                LockKind::Spin => locked_writes_spin(work, me, n, &mut state),
+                LockKind::Ticket => locked_writes_ticket(work, me, n, &mut state),
+                LockKind::Mutex => locked_writes_mutex(work, me, n, &mut state),
             }
         };
         if n == SHARED_BATCH_OPS {

@@ -91,7 +91,7 @@ impl HandOff for Xchg {
 }
 
 /// The pinger's batch: `rounds` round trips starting at (even) `turn`; returns the next turn.
-#[inline(never)]
+#[inline(always)]
 pub fn ping<H: HandOff>(line: &AtomicU64, mut turn: u64, rounds: u64) -> u64 {
     for _ in 0..rounds {
         H::take(line, turn);
@@ -101,11 +101,39 @@ pub fn ping<H: HandOff>(line: &AtomicU64, mut turn: u64, rounds: u64) -> u64 {
 }
 
 /// The ponger: answers every even turn from (odd) `turn` on until it sees [`STOP`].
-#[inline(never)]
+#[inline(always)]
 pub fn pong<H: HandOff>(line: &AtomicU64, mut turn: u64) {
     while H::take(line, turn) {
         turn += 2;
     }
+}
+
+/// A pinger's batch of one mode, as [`ping`].
+pub type PingFn = fn(&AtomicU64, u64, u64) -> u64;
+/// A ponger of one mode, as [`pong`].
+pub type PongFn = fn(&AtomicU64, u64);
+
+macro_rules! mode_loops {
+    ($($ping:ident, $pong:ident, $mode:ty;)*) => {$(
+        /// [`ping`] for this mode, kept out of line under its own name so its code can be
+        /// read in the binary (`objdump -d`).
+        #[inline(never)]
+        pub fn $ping(line: &AtomicU64, turn: u64, rounds: u64) -> u64 {
+            ping::<$mode>(line, turn, rounds)
+        }
+        /// [`pong`] for this mode, out of line under its own name.
+        #[inline(never)]
+        pub fn $pong(line: &AtomicU64, turn: u64) {
+            pong::<$mode>(line, turn)
+        }
+    )*};
+}
+
+mode_loops! {
+    ping_read, pong_read, Read;
+    ping_write, pong_write, Write;
+    ping_cas, pong_cas, Cas;
+    ping_xchg, pong_xchg, Xchg;
 }
 
 #[cfg(test)]

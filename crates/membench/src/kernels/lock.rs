@@ -154,7 +154,7 @@ unsafe impl Sync for SharedWork {}
 /// # Safety
 /// `work`'s pointers are valid for their slots and pages (1 ≤ ncounters, 1 ≤ npages < 2^32,
 /// ncounters < 2^32) for the whole call, and every user of the lock slot uses lock `L`.
-#[inline(never)]
+#[inline(always)]
 pub unsafe fn locked_writes<L: RawLock>(
     work: &SharedWork,
     me: u64,
@@ -188,4 +188,26 @@ pub unsafe fn locked_writes<L: RawLock>(
     }
     *state = x;
     handoffs
+}
+
+macro_rules! lock_loops {
+    ($($name:ident, $lock:ty;)*) => {$(
+        /// [`locked_writes`] with this lock, out of line under its own name so its code can be
+        /// read in the binary (`objdump -d`).
+        ///
+        /// # Safety
+        /// As for [`locked_writes`].
+        #[inline(never)]
+        pub unsafe fn $name(work: &SharedWork, me: u64, ops: u64, state: &mut u64) -> u64 {
+            // SAFETY: the caller upholds locked_writes' contract.
+            unsafe { locked_writes::<$lock>(work, me, ops, state) }
+        }
+    )*};
+}
+
+lock_loops! {
+    locked_writes_none, NoLock;
+    locked_writes_spin, Spin;
+    locked_writes_ticket, Ticket;
+    locked_writes_mutex, FutexMutex;
 }
