@@ -18,8 +18,8 @@ use serde::{Deserialize, Serialize};
 use topo::Topology;
 
 use crate::kernels::lock::{
-    locked_writes_mutex, locked_writes_none, locked_writes_spin, locked_writes_ticket,
-    SharedWork, COUNTER_SLOT, LOCK_SLOT,
+    locked_writes_mutex, locked_writes_none, locked_writes_spin, locked_writes_ticket, SharedWork,
+    COUNTER_SLOT, LOCK_SLOT,
 };
 use crate::kernels::slb::SLB_PAGE;
 use crate::shared::SharedRegion;

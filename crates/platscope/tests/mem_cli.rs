@@ -125,11 +125,23 @@ fn c2c_and_shared_slb_refuse_bad_input_in_one_line() {
         (&["mem", "c2c", "--cpus", "0,0"], "needs two CPUs"),
         (&["mem", "c2c", "--line-on", "9"], "node 9 does not exist"),
         (&["mem", "c2c", "--mode", "lock"], "unknown mode"),
-        (&["mem", "slb", "--shared", "--workers", "4096", "--pages", "1", "--loops", "1"], "CPUs allowed"),
+        (
+            &["mem", "slb", "--shared", "--workers", "4096", "--pages", "1", "--loops", "1"],
+            "CPUs allowed",
+        ),
         (&["mem", "slb", "--lock", "spin", "--pages", "1", "--loops", "1"], "--shared"),
-        (&["mem", "slb", "--shared", "--lock", "rw", "--pages", "1", "--loops", "1"], "unknown lock"),
-        (&["mem", "slb", "--shared", "--counters", "5000", "--pages", "1", "--loops", "1"], "give 1 to 4096"),
-        (&["mem", "slb", "--shared", "--processes", "--pages", "1", "--loops", "1"], "cannot be used with"),
+        (
+            &["mem", "slb", "--shared", "--lock", "rw", "--pages", "1", "--loops", "1"],
+            "unknown lock",
+        ),
+        (
+            &["mem", "slb", "--shared", "--counters", "5000", "--pages", "1", "--loops", "1"],
+            "give 1 to 4096",
+        ),
+        (
+            &["mem", "slb", "--shared", "--processes", "--pages", "1", "--loops", "1"],
+            "cannot be used with",
+        ),
     ];
     for (args, needle) in cases {
         let mut all = vec!["--no-store"];
@@ -151,8 +163,18 @@ fn c2c_and_shared_slb_print_their_tables() {
     assert!(stdout.contains("round trip between CPUs"), "{stdout}");
     assert!(stdout.contains("verified on node"), "{stdout}");
     let out = platscope(&[
-        "--no-store", "mem", "slb", "--shared", "--lock", "spin", "--workers", "2", "--pages",
-        "64", "--loops", "200",
+        "--no-store",
+        "mem",
+        "slb",
+        "--shared",
+        "--lock",
+        "spin",
+        "--workers",
+        "2",
+        "--pages",
+        "64",
+        "--loops",
+        "200",
     ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);

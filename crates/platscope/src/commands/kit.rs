@@ -146,15 +146,18 @@ struct Hammer {
     /// PAGES × LOOPS.
     ops: u64,
     /// `--shared`: the lock and the counter count.
-    shared: Option<(LockKind, u64)>,
+    shared: SharedOptions,
 }
+
+/// `--shared` with its lock and counter count.
+type SharedOptions = Option<(LockKind, u64)>;
 
 /// Takes memhammer's options (`--shared`, `--lock K`, `--counters N`, also as `--opt=value`)
 /// out of `args`, leaving the positional ones.
 fn memhammer_options(
     args: &[OsString],
     usage: &str,
-) -> Result<(Vec<OsString>, Option<(LockKind, u64)>), UsageError> {
+) -> Result<(Vec<OsString>, SharedOptions), UsageError> {
     let (mut rest, mut shared, mut lock, mut counters) = (Vec::new(), false, None, None);
     let mut it = args.iter();
     while let Some(arg) = it.next() {
