@@ -62,7 +62,7 @@ for lock in none spin ticket mutex; do
   jain=$(echo "$j" | jpath fairness.jain)
   ho=$(echo "$j" | python3 -c 'import json,sys; r=json.load(sys.stdin); h=sum(x["handoffs"] for x in r["workers"]); print(h/(r["wall_ns"]/1e9) if r["plan"]["lock"]!="none" else 0)')
   lost=$(echo "$j" | python3 -c 'import json,sys; r=json.load(sys.stdin); print(r["ops_total"]-r["counters_total"])')
-  fair_rows+="| platscope \`mem slb --shared --lock $lock\` (lock, counter += 1, store, unlock) | $(printf %.1f "$ns") | $(printf %.3f "$mm") | $(printf %.3f "$jain") | $(awk -v h="$ho" 'BEGIN{printf "%.2f M", h/1e6}') | $lost |
+  fair_rows+="| platscope \`mem slb --shared --lock $lock\` (counter += 1 and one store, under the lock if any) | $(printf %.1f "$ns") | $(printf %.3f "$mm") | $(printf %.3f "$jain") | $(awk -v h="$ho" 'BEGIN{printf "%.2f M", h/1e6}') | $lost |
 "
 done
 
