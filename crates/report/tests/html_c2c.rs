@@ -103,7 +103,13 @@ fn full_report_shows_the_c2c_matrix_and_contention() {
         contention(LockKind::Spin, 2, 180.0),
         contention(LockKind::Ticket, 2, 220.0),
     ];
+    data.lock_placement = vec![
+        ("line local".into(), Ok(contention(LockKind::Spin, 2, 190.0))),
+        ("line remote".into(), Err("skipped: one node <&>".into())),
+    ];
     let html = render_html(&data);
+    assert!(html.contains("line local") && html.contains("skipped: one node &lt;&amp;&gt;"));
+    assert!(html.contains("<td>3.60</td>"), "spin with 2 workers is 180/50 = 3.6 times slower");
     // Every pair appears twice in the symmetric matrix; the diagonal carries no data.
     let mut want: Vec<f64> =
         r.pairs.iter().flat_map(|p| [p.round_trip_ns.median, p.round_trip_ns.median]).collect();
@@ -130,6 +136,7 @@ fn quick_reports_have_no_c2c_sections_and_old_reports_load() {
     let object = json.as_object_mut().expect("object");
     object.remove("c2c");
     object.remove("contention");
+    object.remove("lock_placement");
     let back: ReportData = serde_json::from_value(json).expect("old report loads");
     assert!(back.c2c.is_none() && back.contention.is_empty());
 }

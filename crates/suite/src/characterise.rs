@@ -12,7 +12,9 @@ use membench::c2c::{self, C2cMode, C2cOptions};
 use membench::kernels::bandwidth::{Isa, Kernel};
 use membench::latency::{self, LatencyOptions};
 use membench::loaded::{self, LoadMix, LoadedOptions};
-use membench::scenarios::{policy_scenarios, scale_counts, slb_plan, spread_workers, NO_REMOTE};
+use membench::scenarios::{
+    policy_scenarios, scale_counts, shared_scenarios, slb_plan, spread_workers, NO_REMOTE,
+};
 use membench::slb;
 use membench::slb_shared::{self, LockKind, SharedSlbPlan};
 use membench::BenchError;
@@ -143,6 +145,7 @@ pub fn run(
         slb_policies: Vec::new(),
         c2c: None,
         contention: Vec::new(),
+        lock_placement: Vec::new(),
         stored_runs: Vec::new(),
         database: rec.database(),
         notes: Vec::new(),
@@ -415,6 +418,43 @@ fn full_only(
                 if stop::requested() {
                     break 'locks;
                 }
+            }
+        }
+        // The seed's placement scenarios with the spinlock, one worker per CPU.
+        let no_remote = "skipped: one node, so no remote or interleaved placement and no \
+                         other node to spread the workers over";
+        for (name, scenario) in shared_scenarios(cpus.len(), topology) {
+            if stop::requested() {
+                break;
+            }
+            let outcome = match scenario {
+                Some((workers, policy)) => {
+                    let plan = SharedSlbPlan {
+                        pages: CONTENTION_PAGES,
+                        loops: CONTENTION_LOOPS,
+                        counters: 1,
+                        lock: LockKind::Spin,
+                        cpus: workers,
+                        policy,
+                        seed: 0x51B,
+                    };
+                    slb_shared::run(&plan, cpus.len(), topology).map_err(|e| e.to_string())
+                }
+                None => Err(no_remote.to_string()),
+            };
+            data.lock_placement.push((name.to_string(), outcome));
+        }
+        let placed: Vec<Step<'_, _>> = data
+            .lock_placement
+            .iter()
+            .filter_map(|(name, r)| r.as_ref().ok().map(|r| Step::new("scenario", name, r)))
+            .collect();
+        if !placed.is_empty() {
+            let runs = &data.lock_placement;
+            if let Some(id) =
+                rec.record("report: lock placement", runs, &placed, stop::requested())?
+            {
+                data.stored_runs.push(("lock placement".into(), id));
             }
         }
         let steps: Vec<Step<'_, _>> = data

@@ -47,6 +47,7 @@ pub fn rebuild(store: &dyn ResultStore, ids: &[i64]) -> Result<ReportData, Suite
             slb_policies: Vec::new(),
             c2c: None,
             contention: Vec::new(),
+            lock_placement: Vec::new(),
             stored_runs: Vec::new(),
             database: Some(store.location()),
             notes: Vec::new(),

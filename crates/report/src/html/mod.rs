@@ -80,6 +80,11 @@ pub struct ReportData {
     /// `report --full`: the shared-memory SLB by lock and worker count.
     #[serde(default)]
     pub contention: Vec<SharedSlbResult>,
+    /// `report --full`: the spinlock run with its shared region (lock word) on the workers'
+    /// node, remote, interleaved, and with the workers spread over nodes: (scenario, result or
+    /// why it was skipped).
+    #[serde(default)]
+    pub lock_placement: Vec<(String, Result<SharedSlbResult, String>)>,
     /// (what, run id in the results database).
     pub stored_runs: Vec<(String, i64)>,
     /// Where the results database is, if runs were stored.
@@ -146,7 +151,7 @@ pub fn render_html(data: &ReportData) -> String {
             "chart-contention",
             "Lock contention in shared memory",
             false,
-            chart_contention(&data.contention),
+            chart_contention(&data.contention, &data.lock_placement),
         ));
     }
     for (id, heading, wide, figure) in sections {

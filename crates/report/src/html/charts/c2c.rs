@@ -100,7 +100,10 @@ fn lock_color(lock: LockKind) -> &'static str {
     }
 }
 
-pub(in crate::html) fn chart_contention(runs: &[SharedSlbResult]) -> Option<Figure> {
+pub(in crate::html) fn chart_contention(
+    runs: &[SharedSlbResult],
+    placement: &[(String, Result<SharedSlbResult, String>)],
+) -> Option<Figure> {
     let runs: Vec<&SharedSlbResult> = runs.iter().filter(|r| r.median_ns().is_finite()).collect();
     if runs.is_empty() {
         return None;
@@ -175,18 +178,26 @@ pub(in crate::html) fn chart_contention(runs: &[SharedSlbResult]) -> Option<Figu
     out.push_str("</svg>");
     let mut after = String::from(
         "<table class=\"contention\"><thead><tr><th>lock</th><th>workers</th><th>ns/op</th>\
-         <th>hand-offs/s</th><th>min/max</th><th>Jain</th><th>lost updates</th></tr></thead><tbody>",
+         <th>times slower</th><th>hand-offs/s</th><th>min/max</th><th>Jain</th><th>lost updates</th></tr></thead><tbody>",
     );
     for r in &runs {
+        // Against the same lock with one worker, as `mem scale` does.
+        let one = runs
+            .iter()
+            .find(|o| o.plan.lock == r.plan.lock && o.workers.len() == 1)
+            .map(|o| o.median_ns());
+        let slower =
+            one.filter(|&o| o > 0.0).map_or("—".to_string(), |o| fmt3(r.median_ns() / o));
         let (mm, jain) = r.fairness.as_ref().map_or(("—".to_string(), "—".to_string()), |f| {
             (fmt3(f.min_max_ratio), fmt3(f.jain))
         });
         let _ = write!(
             after,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             r.plan.lock.name(),
             r.workers.len(),
             esc(&fmt3(r.median_ns())),
+            esc(&slower),
             r.handoffs_per_sec().map_or("—".to_string(), fmt3),
             esc(&mm),
             esc(&jain),
@@ -194,6 +205,36 @@ pub(in crate::html) fn chart_contention(runs: &[SharedSlbResult]) -> Option<Figu
         );
     }
     after.push_str("</tbody></table>");
+    if !placement.is_empty() {
+        after.push_str(
+            "<table class=\"lock-placement\"><thead><tr><th>scenario (spin lock)</th><th>ns/op</th>\
+             <th>hand-offs/s</th><th>Jain</th><th>shared region on</th></tr></thead><tbody>",
+        );
+        for (name, outcome) in placement {
+            match outcome {
+                Ok(r) => {
+                    let _ = write!(
+                        after,
+                        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                        esc(name),
+                        esc(&fmt3(r.median_ns())),
+                        r.handoffs_per_sec().map_or("—".to_string(), fmt3),
+                        r.fairness.as_ref().map_or("—".to_string(), |f| fmt3(f.jain)),
+                        esc(&placement_text(&r.region))
+                    );
+                }
+                Err(why) => {
+                    let _ = write!(
+                        after,
+                        "<tr><td>{}</td><td colspan=\"4\">{}</td></tr>",
+                        esc(name),
+                        esc(why)
+                    );
+                }
+            }
+        }
+        after.push_str("</tbody></table>");
+    }
     let first = runs[0];
     let caption = format!(
         "Every worker (one per CPU) makes {} × {} operations on one shared region of {} pages: take the lock, add one to a shared counter, \
