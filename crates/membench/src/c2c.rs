@@ -406,7 +406,8 @@ pub fn run(
     if pairs.is_empty() {
         return Err(BenchError::Interrupted);
     }
-    let interrupted = pairs.len() < all.len();
+    // A pair cut short by Ctrl-C keeps its batches but the run is marked interrupted.
+    let interrupted = pairs.len() < all.len() || stop::requested();
     Ok(C2cResult {
         mode: options.mode,
         cpus,

@@ -82,7 +82,10 @@ pub fn c2c_text(r: &C2cResult) -> String {
         "p99 is over batches of round trips (each batch ~0.5 ms), not single hand-offs"
     );
     if r.interrupted {
-        let _ = writeln!(out, "interrupted: the pairs above were measured, the rest were not");
+        let _ = writeln!(
+            out,
+            "interrupted: the pairs shown were measured (the last possibly for less time), the rest were not"
+        );
     }
     out
 }
