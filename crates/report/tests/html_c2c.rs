@@ -140,3 +140,16 @@ fn quick_reports_have_no_c2c_sections_and_old_reports_load() {
     let back: ReportData = serde_json::from_value(json).expect("old report loads");
     assert!(back.c2c.is_none() && back.contention.is_empty());
 }
+
+#[test]
+fn a_lock_far_slower_than_the_others_gets_a_log_scale() {
+    let mut data = sample();
+    data.mode = "full".into();
+    data.contention =
+        vec![contention(LockKind::Spin, 1, 20.0), contention(LockKind::Ticket, 2, 50_000.0)];
+    let html = render_html(&data);
+    assert_eq!(data_values(&html, "chart-contention"), [20.0, 50_000.0]);
+    assert!(html.contains("log scale"));
+    data.contention.truncate(1);
+    assert!(!render_html(&data).contains("log scale"));
+}

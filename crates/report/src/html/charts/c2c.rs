@@ -113,7 +113,17 @@ pub(in crate::html) fn chart_contention(
     let plot =
         Plot { width: 600.0, height: 400.0, left: 64.0, right: 20.0, top: 34.0, bottom: 56.0 };
     let x = plot.x_scale(ScaleKind::Linear, 0.6, most as f64 + 0.4);
-    let y = plot.y_scale(ScaleKind::Linear, 0.0, svg::nice_max(y_top, 6));
+    // One lock can be orders of magnitude slower (a ticket lock whose next holder is
+    // descheduled): then a log scale keeps the others readable.
+    let y_low = runs.iter().map(|r| r.median_ns()).fold(f64::INFINITY, f64::min);
+    let log = y_low > 0.0 && y_top / y_low > 20.0;
+    let y = if log {
+        let lo = 10f64.powf(y_low.log10().floor());
+        let hi = 10f64.powf(y_top.log10().ceil());
+        plot.y_scale(ScaleKind::Log10, lo, hi)
+    } else {
+        plot.y_scale(ScaleKind::Linear, 0.0, svg::nice_max(y_top, 6))
+    };
     let mut out = svg::open(
         "chart-contention",
         plot.width,
@@ -174,7 +184,11 @@ pub(in crate::html) fn chart_contention(
         key_x += 80.0;
     }
     out.push_str(&plot.x_title("workers"));
-    out.push_str(&plot.y_title("ns per operation (median of workers)"));
+    out.push_str(&plot.y_title(if log {
+        "ns per operation (median of workers, log scale)"
+    } else {
+        "ns per operation (median of workers)"
+    }));
     out.push_str("</svg>");
     let mut after = String::from(
         "<table class=\"contention\"><thead><tr><th>lock</th><th>workers</th><th>ns/op</th>\
