@@ -18,6 +18,7 @@
 //! ```
 
 pub mod bandwidth;
+pub mod c2c;
 pub mod kernels;
 pub mod kit;
 pub mod latency;
@@ -27,7 +28,9 @@ pub mod metrics;
 pub mod render;
 pub mod rng;
 pub mod scenarios;
+pub mod shared;
 pub mod slb;
+pub mod slb_shared;
 pub mod thread_read;
 pub mod timers;
 

@@ -8,9 +8,11 @@ use measure::{Metric, ToMetrics, Unit, WorkerPlacement};
 use topo::units::format_bytes;
 
 use crate::bandwidth::{BandwidthMatrix, BandwidthResult, Scaling};
+use crate::c2c::C2cResult;
 use crate::latency::{LatencyMatrix, LatencyPoint};
 use crate::loaded::LoadedCurve;
 use crate::slb::SlbResult;
+use crate::slb_shared::SharedSlbResult;
 use crate::timers::TimerReport;
 
 /// Idle latency of a dependent-load chase.
@@ -25,6 +27,18 @@ pub const LOADED_LATENCY: &str = "mem_loaded_latency";
 pub const LOAD_BANDWIDTH: &str = "mem_load_bandwidth";
 /// One SLB worker's nanoseconds per store.
 pub const SLB_NS_PER_OP: &str = "slb_ns_per_op";
+/// Round trip of a cache line between two CPUs, per pair.
+pub const C2C_ROUND_TRIP: &str = "c2c_round_trip";
+/// Round trip folded by topology class (median of pair medians).
+pub const C2C_CLASS_ROUND_TRIP: &str = "c2c_class_round_trip";
+/// One shared-SLB worker's nanoseconds per locked store.
+pub const SLB_SHARED_NS_PER_OP: &str = "slb_shared_ns_per_op";
+/// Lock hand-offs per second in a shared SLB run.
+pub const SLB_LOCK_HANDOFFS: &str = "slb_lock_handoffs_per_second";
+/// Jain's fairness index of lock acquisitions.
+pub const SLB_LOCK_FAIRNESS: &str = "slb_lock_fairness_jain";
+/// Fewest over most acquisitions.
+pub const SLB_LOCK_MIN_MAX: &str = "slb_lock_fairness_min_max";
 /// What one call of a timer costs.
 pub const TIMER_COST: &str = "timer_cost";
 
@@ -203,5 +217,59 @@ impl ToMetrics for TimerReport {
                     .label("timer", &t.name)
             })
             .collect()
+    }
+}
+
+impl ToMetrics for C2cResult {
+    fn to_metrics(&self) -> Vec<Metric> {
+        let pairs = self.pairs.iter().map(|p| {
+            Metric::new(C2C_ROUND_TRIP, Unit::Nanoseconds, p.round_trip_ns.values.clone())
+                .label("mode", self.mode.name())
+                .label("cpu_a", p.a)
+                .label("cpu_b", p.b)
+                .label("class", p.class.label())
+        });
+        let classes = self.classes.iter().map(|c| {
+            Metric::new(C2C_CLASS_ROUND_TRIP, Unit::Nanoseconds, vec![c.median_ns])
+                .label("mode", self.mode.name())
+                .label("class", c.class.label())
+        });
+        pairs.chain(classes).collect()
+    }
+
+    fn placements(&self) -> Vec<WorkerPlacement> {
+        vec![WorkerPlacement::new("line", &self.line.requested, &self.line)]
+    }
+}
+
+impl ToMetrics for SharedSlbResult {
+    fn to_metrics(&self) -> Vec<Metric> {
+        let lock = self.plan.lock.name();
+        let mut out: Vec<Metric> = self
+            .workers
+            .iter()
+            .map(|w| {
+                let values =
+                    w.batches.as_ref().map_or_else(|| vec![w.ns_per_op()], |b| b.values.clone());
+                Metric::new(SLB_SHARED_NS_PER_OP, Unit::Nanoseconds, values)
+                    .label("lock", lock)
+                    .label("worker", w.worker)
+            })
+            .collect();
+        if let Some(h) = self.handoffs_per_sec() {
+            out.push(Metric::new(SLB_LOCK_HANDOFFS, Unit::PerSecond, vec![h]).label("lock", lock));
+        }
+        if let Some(f) = &self.fairness {
+            out.push(Metric::new(SLB_LOCK_FAIRNESS, Unit::Ratio, vec![f.jain]).label("lock", lock));
+            out.push(
+                Metric::new(SLB_LOCK_MIN_MAX, Unit::Ratio, vec![f.min_max_ratio])
+                    .label("lock", lock),
+            );
+        }
+        out
+    }
+
+    fn placements(&self) -> Vec<WorkerPlacement> {
+        vec![WorkerPlacement::new("shared region", &self.region.requested, &self.region)]
     }
 }

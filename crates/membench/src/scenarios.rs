@@ -66,9 +66,76 @@ pub fn policy_scenarios(
     Ok(vec![("local", Some(local)), ("interleave", Some(interleave)), ("remote", remote)])
 }
 
+/// A shared-SLB scenario: the workers' CPUs and the shared region's policy, `None` where the
+/// machine cannot do it (one node).
+pub type SharedScenario = (&'static str, Option<(Vec<Option<u32>>, MemPolicy)>);
+
+/// The lock-word scenarios for `count` workers, as the seed ran its SLB: workers packed on the
+/// first node with CPUs and the shared region (lock word, counters, pages) on that node, on
+/// the node farthest from it, or interleaved over all memory nodes; and workers spread
+/// round-robin over the nodes with the region on the first node.
+pub fn shared_scenarios(count: usize, topology: &Topology) -> Vec<SharedScenario> {
+    let with_cpus: Vec<&topo::Node> = topology
+        .nodes
+        .iter()
+        .filter(|n| n.cpus.iter().any(|c| topology.online_cpu_ids().contains(c)))
+        .collect();
+    let memory_nodes = topology.nodes_with_memory();
+    let Some(home) = with_cpus.first() else { return Vec::new() };
+    let packed: Vec<Option<u32>> = home.cpus.iter().take(count).map(|&c| Some(c)).collect();
+    let packed = (packed.len() == count).then_some(packed);
+    let local = MemPolicy::Bind(vec![home.id]);
+    let far = farthest_node(home.id, &memory_nodes, topology);
+    // Round-robin over nodes: the first CPU of each node, then the second, ...
+    let mut spread = Vec::new();
+    for i in 0.. {
+        let round: Vec<u32> = with_cpus.iter().filter_map(|n| n.cpus.get(i).copied()).collect();
+        if round.is_empty() || spread.len() >= count {
+            break;
+        }
+        spread.extend(round.into_iter().map(Some));
+    }
+    spread.truncate(count);
+    let spread = (with_cpus.len() > 1 && spread.len() == count).then_some(spread);
+    vec![
+        ("line local", packed.clone().map(|w| (w, local.clone()))),
+        ("line remote", packed.clone().zip(far).map(|(w, far)| (w, MemPolicy::Bind(vec![far])))),
+        (
+            "line interleaved",
+            packed
+                .filter(|_| memory_nodes.len() > 1)
+                .map(|w| (w, MemPolicy::Interleave(memory_nodes.clone()))),
+        ),
+        ("workers spread", spread.map(|w| (w, local))),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shared_scenarios_place_the_line_and_the_workers() {
+        let two =
+            Topology::from_synthetic("pack:2 [numa(memory=1GiB)] core:2 pu:1").expect("2 nodes");
+        let s = shared_scenarios(2, &two);
+        let get = |name: &str| s.iter().find(|(n, _)| *n == name).and_then(|(_, x)| x.clone());
+        let (w, p) = get("line local").expect("local");
+        assert_eq!((w, p), (vec![Some(0), Some(1)], MemPolicy::Bind(vec![0])));
+        assert_eq!(get("line remote").map(|(_, p)| p), Some(MemPolicy::Bind(vec![1])));
+        assert_eq!(
+            get("line interleaved").map(|(_, p)| p),
+            Some(MemPolicy::Interleave(vec![0, 1]))
+        );
+        assert_eq!(get("workers spread").map(|(w, _)| w), Some(vec![Some(0), Some(2)]));
+        let one =
+            Topology::from_synthetic("pack:1 [numa(memory=1GiB)] core:2 pu:1").expect("1 node");
+        let s = shared_scenarios(2, &one);
+        let present: Vec<&str> = s.iter().filter(|(_, x)| x.is_some()).map(|(n, _)| *n).collect();
+        assert_eq!(present, ["line local"]);
+        // More workers than the node has CPUs: no packed scenario.
+        assert!(shared_scenarios(3, &one).iter().all(|(_, x)| x.is_none()));
+    }
 
     #[test]
     fn counts_double_then_end_at_the_cpu_count() {

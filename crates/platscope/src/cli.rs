@@ -121,6 +121,10 @@ pub enum MemCommand {
     Slb(SlbArgs),
     /// The SLB at 1, 2, 4 … workers with the "times slower" column against one worker.
     Scale(ScaleArgs),
+    /// Core to core: the round trip of one cache line handed back and forth between every pair
+    /// of CPUs, as a CPU×CPU matrix folded to SMT sibling / same L3 / same node / other node
+    /// and node×node, median and p99, with the line's home node placed and verified.
+    C2c(C2cArgs),
     /// The same SLB scenario under local, interleaved and remote memory, side by side.
     ComparePolicies(SlbWorkArgs),
     /// Bandwidth: read, read-line, write, write-nt, copy, triad; per node pair (--matrix) or
@@ -192,10 +196,49 @@ pub struct SlbArgs {
     pub cpus: Option<String>,
     /// One process per worker, as the original memhammer runs were, instead of one thread
     /// each; released together by a private System V semaphore.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "shared")]
     pub processes: bool,
+    /// All workers store into one shared memory region (System V, placed with the placement
+    /// options and verified) instead of their own: the seed's "Shared Memory".
+    #[arg(long)]
+    pub shared: bool,
+    /// With --shared: the lock taken in shared memory around every store (and the shared
+    /// counter bumped under it): spin, ticket, mutex (futex) or none.
+    #[arg(long, requires = "shared", default_value = "none", value_parser = parse_lock)]
+    pub lock: membench::slb_shared::LockKind,
+    /// With --shared: hot counters in the shared region, each alone on its cache line; every
+    /// operation adds one to a pseudo-random one of them.
+    #[arg(long, requires = "shared", default_value_t = 1, value_parser = parse_count)]
+    pub counters: u64,
     #[command(flatten)]
     pub placement: PlacementOptions,
+}
+
+#[derive(Debug, Args)]
+pub struct C2cArgs {
+    /// CPUs whose every pair is measured (numactl list syntax; default: the allowed CPUs).
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
+    /// How the line is polled and handed over: read (loads, then a store; multichase -u),
+    /// write (locked read-modify-write polls), cas (compare-and-swap; multichase -l), xchg.
+    #[arg(long, default_value = "read", value_parser = parse_c2c_mode)]
+    pub mode: membench::c2c::C2cMode,
+    /// Bind the line's page to this node (it must have CPUs and memory); default: first
+    /// touched by the first CPU's thread.
+    #[arg(long, value_name = "NODE")]
+    pub line_on: Option<u32>,
+    /// Sampling time per pair, in milliseconds.
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(10..=600_000))]
+    pub duration_ms: u64,
+}
+
+/// Parses a lock name for `--lock`.
+pub fn parse_lock(text: &str) -> Result<membench::slb_shared::LockKind, String> {
+    membench::slb_shared::LockKind::parse(text).map_err(|e| e.to_string())
+}
+
+fn parse_c2c_mode(text: &str) -> Result<membench::c2c::C2cMode, String> {
+    membench::c2c::C2cMode::parse(text).map_err(|e| e.to_string())
 }
 
 /// The request a `mem slb --processes` parent gives each worker process.

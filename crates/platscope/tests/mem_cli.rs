@@ -117,3 +117,68 @@ fn bad_mem_input_gets_one_line_and_exit_2() {
         assert!(err.contains(needle), "{args:?}: expected {needle:?} in {err:?}");
     }
 }
+
+#[test]
+fn c2c_and_shared_slb_refuse_bad_input_in_one_line() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["mem", "c2c", "--cpus", "0"], "needs two CPUs"),
+        (&["mem", "c2c", "--cpus", "0,0"], "needs two CPUs"),
+        (&["mem", "c2c", "--line-on", "9"], "node 9 does not exist"),
+        (&["mem", "c2c", "--mode", "lock"], "unknown mode"),
+        (
+            &["mem", "slb", "--shared", "--workers", "4096", "--pages", "1", "--loops", "1"],
+            "CPUs allowed",
+        ),
+        (&["mem", "slb", "--lock", "spin", "--pages", "1", "--loops", "1"], "--shared"),
+        (
+            &["mem", "slb", "--shared", "--lock", "rw", "--pages", "1", "--loops", "1"],
+            "unknown lock",
+        ),
+        (
+            &["mem", "slb", "--shared", "--counters", "5000", "--pages", "1", "--loops", "1"],
+            "give 1 to 4096",
+        ),
+        (
+            &["mem", "slb", "--shared", "--processes", "--pages", "1", "--loops", "1"],
+            "cannot be used with",
+        ),
+    ];
+    for (args, needle) in cases {
+        let mut all = vec!["--no-store"];
+        all.extend_from_slice(args);
+        let out = platscope(&all);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr:?} lacks {needle:?}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: one line: {stderr:?}");
+    }
+}
+
+#[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+fn c2c_and_shared_slb_print_their_tables() {
+    let out = platscope(&["--no-store", "mem", "c2c", "--duration-ms", "50"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("round trip between CPUs"), "{stdout}");
+    assert!(stdout.contains("verified on node"), "{stdout}");
+    let out = platscope(&[
+        "--no-store",
+        "mem",
+        "slb",
+        "--shared",
+        "--lock",
+        "spin",
+        "--workers",
+        "2",
+        "--pages",
+        "64",
+        "--loops",
+        "200",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert_eq!(stdout.lines().filter(|l| l.starts_with("Total ops 12800 ")).count(), 2);
+    assert!(stdout.contains("shared counters: 25600 of 25600 operations (exact)"), "{stdout}");
+    assert!(stdout.contains("Jain's index"), "{stdout}");
+}

@@ -446,3 +446,45 @@ fn mem_slb_processes_refuses_bad_plans_before_starting_workers() {
     let hidden = platscope(&["mem", "--help"]);
     assert!(!text(&hidden.stdout).contains("slb-worker"), "the worker subcommand is hidden");
 }
+
+#[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+fn memhammers_share_one_segment_and_lock_it() {
+    let kit = Kit::new();
+    let script = "./create_sem\n\
+                  ./memhammer --shared --lock ticket 64 200 &\n\
+                  ./memhammer --shared --lock ticket 64 200 &\n\
+                  ./trigger\n\
+                  wait\n";
+    let out = kit.script("shared", script);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let seed: Vec<&str> = stdout.lines().filter(|l| l.starts_with("Total ops")).collect();
+    assert_eq!(seed.len(), 2, "{stdout}");
+    for line in seed {
+        assert_eq!(seed_line(line).0, 64 * 200, "{line}");
+    }
+    let locks: Vec<&str> = stdout.lines().filter(|l| l.starts_with("Lock ticket")).collect();
+    assert_eq!(locks.len(), 2, "{stdout}");
+    for line in locks {
+        let f: Vec<&str> = line.split(' ').collect();
+        assert_eq!((f[2], f[3]), ("acquisitions", "12800"), "{line}");
+        let handoffs: u64 = f[5].parse().expect("hand-offs");
+        assert!((1..=12_800).contains(&handoffs), "{line}");
+    }
+    // Both attached the same segment, which went away with them.
+    let gone = std::process::Command::new("ipcs").args(["-m"]).output();
+    if let Ok(ipcs) = gone {
+        assert!(!text(&ipcs.stdout).contains(&format!("{:#010x}", kit.key)), "segment left");
+    }
+    // Different sizes in one round are refused in words.
+    assert!(kit.tool("create_sem", &[]).status.success());
+    let first = kit.spawn("memhammer", &["--shared", "64", "1"]);
+    kit.await_waiters(1);
+    let out = kit.tool("memhammer", &["--shared", "128", "1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("give every memhammer --shared the same PAGES"));
+    assert!(kit.tool("trigger", &[]).status.success());
+    let first = first.wait_with_output().expect("first memhammer");
+    assert!(first.status.success(), "{}", text(&first.stderr));
+}

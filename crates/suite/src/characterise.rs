@@ -8,11 +8,15 @@ use measure::metric::Step;
 use measure::progress::Steps;
 use measure::{stop, Metric};
 use membench::bandwidth::{self, BandwidthOptions};
+use membench::c2c::{self, C2cMode, C2cOptions};
 use membench::kernels::bandwidth::{Isa, Kernel};
 use membench::latency::{self, LatencyOptions};
 use membench::loaded::{self, LoadMix, LoadedOptions};
-use membench::scenarios::{policy_scenarios, scale_counts, slb_plan, spread_workers, NO_REMOTE};
+use membench::scenarios::{
+    policy_scenarios, scale_counts, shared_scenarios, slb_plan, spread_workers, NO_REMOTE,
+};
 use membench::slb;
+use membench::slb_shared::{self, LockKind, SharedSlbPlan};
 use membench::BenchError;
 use place::{MemPolicy, PageSize, PlacementRequest};
 use report::html::{Note, ReportData, Section};
@@ -57,6 +61,8 @@ pub struct Budget {
     pub slb_loops: u64,
     /// Corpus bytes per unit for `cpu scale`; `None`: not run in this mode.
     pub cpu_scale_bytes: Option<usize>,
+    /// Sampling time per CPU pair of the core-to-core step (full reports only).
+    pub c2c_pair: Duration,
 }
 
 impl Budget {
@@ -75,6 +81,7 @@ impl Budget {
                 slb_pages: 262_144,
                 slb_loops: 100,
                 cpu_scale_bytes: Some(128 << 20),
+                c2c_pair: Duration::from_millis(500),
             },
             Mode::Quick => Budget {
                 sweep_to: dram,
@@ -88,6 +95,7 @@ impl Budget {
                 slb_pages: 65_536,
                 slb_loops: 60,
                 cpu_scale_bytes: None,
+                c2c_pair: Duration::from_millis(150),
             },
         }
     }
@@ -108,7 +116,7 @@ pub fn run(
     let cpu_nodes = topology.nodes.iter().filter(|n| !n.cpus.is_empty()).count() as f64;
     let n = cpus.len() as f64;
     let factor = if mode == Mode::Full { 3.0 } else { 1.0 };
-    let progress = Steps::new(&[
+    let mut steps = vec![
         ("latency by working-set size", 12.0 * factor),
         ("prefetch self-check", 2.0 * factor),
         ("node×node latency", 1.5 * nodes * cpu_nodes * factor),
@@ -117,11 +125,14 @@ pub fn run(
         ("loaded latency", (budget.loaded_delays.len() as f64 + 1.0) * 0.5 * factor),
         ("SLB by worker count", 2.0 * n * factor),
         ("SLB under local, interleaved and remote memory", 6.0 * factor),
-        (
-            "throughput by threads and units",
-            if budget.cpu_scale_bytes.is_some() { 10.0 } else { 0.0 },
-        ),
-    ]);
+    ];
+    let pairs = n * (n - 1.0) / 2.0;
+    if mode == Mode::Full {
+        steps.push(("core to core", pairs * budget.c2c_pair.as_secs_f64() + 0.5));
+        steps.push(("lock contention", 4.0 * scale_counts(cpus.len()).len() as f64 * 0.3));
+        steps.push(("throughput by threads and units", 10.0));
+    }
+    let progress = Steps::new(&steps);
 
     let mut data = ReportData::new(mode.name(), version, topology.clone(), rec.database());
     data.sweep_cpu = first_cpu;
@@ -320,9 +331,12 @@ pub fn run(
             }
         }
     }
+    if mode == Mode::Full {
+        full_only(&budget, &cpus, topology, rec, &progress, &mut data)?;
+    }
     // 9. Throughput by threads and units (seed 004's Tamp), `--full` only.
     if let (Some(bytes), false) = (budget.cpu_scale_bytes, stop::requested()) {
-        progress.begin(8);
+        progress.begin(10);
         let input = tamp::corpus::generate(tamp::corpus::DEFAULT_SEED, bytes);
         let plan = tamp::scale::ScalePlan::for_machine(cpus.len());
         let outcome = tamp::codec::codec_for(tamp::Format::Lz4, 1)
@@ -350,4 +364,125 @@ pub fn run(
     // The page's own data, so `report --from-db` can rebuild it; its figures are the steps'.
     rec.record(REPORT_COMMAND, &data, &Vec::<Metric>::new(), stop::requested())?;
     Ok(data)
+}
+
+/// Shared-SLB work per worker in the lock contention step: 4096 pages × 50 loops.
+const CONTENTION_PAGES: u64 = 4096;
+const CONTENTION_LOOPS: u64 = 50;
+
+/// The `--full` steps: core to core (every CPU pair) and lock contention (the shared-memory
+/// SLB with each lock at 1, 2, 4 … workers).
+fn full_only(
+    budget: &Budget,
+    cpus: &[u32],
+    topology: &Topology,
+    rec: &mut Recorder,
+    progress: &Steps,
+    data: &mut ReportData,
+) -> Result<(), SuiteError> {
+    // 9. Core to core.
+    if !stop::requested() {
+        progress.begin(8);
+        let options = C2cOptions {
+            cpus: cpus.to_vec(),
+            mode: C2cMode::Read,
+            line_on: None,
+            duration: budget.c2c_pair,
+        };
+        match c2c::run(&options, topology, |_, _| {}) {
+            Ok(r) => {
+                if let Some(id) = rec.record("report: core to core", &r, &r, r.interrupted)? {
+                    data.stored_runs.push(("core to core".into(), id));
+                }
+                data.c2c = Some(r);
+            }
+            Err(e) => data
+                .notes
+                .push(Note::new(Section::C2c, format!("core to core: not measured ({e})"))),
+        }
+    }
+    // 10. Lock contention.
+    if !stop::requested() {
+        progress.begin(9);
+        'locks: for lock in [LockKind::Spin, LockKind::Ticket, LockKind::Mutex, LockKind::None] {
+            for count in scale_counts(cpus.len()) {
+                let plan = SharedSlbPlan {
+                    pages: CONTENTION_PAGES,
+                    loops: CONTENTION_LOOPS,
+                    counters: 1,
+                    lock,
+                    cpus: cpus.iter().take(count as usize).map(|&c| Some(c)).collect(),
+                    policy: MemPolicy::Inherit,
+                    seed: 0x51B,
+                };
+                match slb_shared::run(&plan, cpus.len(), topology) {
+                    Ok(r) => data.contention.push(r),
+                    Err(e) => {
+                        data.notes.push(Note::new(
+                            Section::Contention,
+                            format!(
+                                "lock contention ({} lock, {count} workers): not measured ({e})",
+                                lock.name()
+                            ),
+                        ));
+                        break 'locks;
+                    }
+                }
+                if stop::requested() {
+                    break 'locks;
+                }
+            }
+        }
+        // The seed's placement scenarios with the spinlock, one worker per CPU.
+        let no_remote = "skipped: one node, so no remote or interleaved placement and no \
+                         other node to spread the workers over";
+        for (name, scenario) in shared_scenarios(cpus.len(), topology) {
+            if stop::requested() {
+                break;
+            }
+            let outcome = match scenario {
+                Some((workers, policy)) => {
+                    let plan = SharedSlbPlan {
+                        pages: CONTENTION_PAGES,
+                        loops: CONTENTION_LOOPS,
+                        counters: 1,
+                        lock: LockKind::Spin,
+                        cpus: workers,
+                        policy,
+                        seed: 0x51B,
+                    };
+                    slb_shared::run(&plan, cpus.len(), topology).map_err(|e| e.to_string())
+                }
+                None => Err(no_remote.to_string()),
+            };
+            data.lock_placement.push((name.to_string(), outcome));
+        }
+        let placed: Vec<Step<'_, _>> = data
+            .lock_placement
+            .iter()
+            .filter_map(|(name, r)| r.as_ref().ok().map(|r| Step::new("scenario", name, r)))
+            .collect();
+        if !placed.is_empty() {
+            let runs = &data.lock_placement;
+            if let Some(id) =
+                rec.record("report: lock placement", runs, &placed, stop::requested())?
+            {
+                data.stored_runs.push(("lock placement".into(), id));
+            }
+        }
+        let steps: Vec<Step<'_, _>> = data
+            .contention
+            .iter()
+            .map(|r| Step::new("run", format!("{} x{}", r.plan.lock.name(), r.workers.len()), r))
+            .collect();
+        if !steps.is_empty() {
+            let runs = &data.contention;
+            if let Some(id) =
+                rec.record("report: lock contention", runs, &steps, stop::requested())?
+            {
+                data.stored_runs.push(("lock contention".into(), id));
+            }
+        }
+    }
+    Ok(())
 }

@@ -123,6 +123,34 @@ pub fn summary_text(d: &ReportData) -> String {
             }
         }
     }
+    if let Some(c) = &d.c2c {
+        for class in &c.classes {
+            let _ = writeln!(
+                out,
+                "  core to core:     {:.1} ns round trip, {} (p99 {:.1}, {} pair(s))",
+                class.median_ns,
+                class.class.name(),
+                class.p99_ns,
+                class.pairs
+            );
+        }
+    }
+    if let Some(most) = d
+        .contention
+        .iter()
+        .filter(|r| r.plan.lock == membench::slb_shared::LockKind::Spin)
+        .max_by_key(|r| r.workers.len())
+    {
+        let fair = most.fairness.as_ref().map_or(String::new(), |f| {
+            format!(", fairness min/max {:.2}, Jain {:.3}", f.min_max_ratio, f.jain)
+        });
+        let _ = writeln!(
+            out,
+            "  spinlock:         {:.1} ns/op with {} worker(s){fair}",
+            most.median_ns(),
+            most.workers.len()
+        );
+    }
     if let Some(c) = &d.cpu_scale {
         let _ = writeln!(out, "  cpu scale: {}", c.summary.text);
     }

@@ -3,5 +3,6 @@
 //! compare text and the binary decides where it goes.
 
 pub mod bandwidth;
+pub mod c2c;
 pub mod mem;
 pub mod timer;

@@ -8,6 +8,8 @@ use std::fmt;
 use anyhow::Context;
 use measure::stop;
 use membench::kit::{self, KitError, SlbSemaphore};
+use membench::shared::SharedRegion;
+use membench::slb_shared::{hammer_shared, LockKind, SharedLayout};
 use membench::{slb, BenchError};
 use place::{lists, pin, Arena, ArenaSpec, MemPolicy, PageSize, PlaceError};
 use topo::Topology;
@@ -22,11 +24,12 @@ const PAGE: u64 = 4096;
 const CREATE_SEM_HELP: &str = "\
 usage: create_sem
 Creates (or re-arms) the SLB semaphore that memhammer processes wait on and trigger opens.
-Its System V IPC key is 0x534c4221 unless PLATSCOPE_SLB_KEY gives another.
+Its System V IPC key is 0x534c4221 unless PLATSCOPE_SLB_KEY gives another. It also removes
+the shared memory segment `memhammer --shared` left at that key, so a round starts clean.
 ";
 
 const MEMHAMMER_HELP: &str = "\
-usage: memhammer PAGES LOOPS
+usage: memhammer [--shared [--lock spin|ticket|mutex|none] [--counters N]] PAGES LOOPS
 Allocates PAGES x 4 KiB under the memory policy and CPU affinity it inherits (numactl,
 cpu_bind), initializes all of it, waits on the SLB semaphore (run create_sem first) until
 trigger, then performs PAGES x LOOPS 8-byte stores to pseudo-random pages, each within the
@@ -34,6 +37,11 @@ page's first 64 bytes, and prints:
   Total ops N Avg nsec/op X gettimeofday usec N TPUT ops/sec X
 (the elapsed time is measured with the monotonic clock). Ctrl-C ends the stores early and
 prints the line for those done.
+--shared: every memhammer of the round stores into one System V shared segment at the SLB's
+IPC key (the first to come creates it under its inherited policy; all must give the same PAGES
+and --counters). --lock takes a lock word in that segment around every store and adds one to
+a shared counter (of --counters, default 1) under it; with a lock a second line follows:
+  Lock KIND acquisitions N hand-offs N hand-offs/sec X
 ";
 
 const TRIGGER_HELP: &str = "\
@@ -115,6 +123,7 @@ pub fn create_sem(args: &[OsString]) -> anyhow::Result<()> {
     }
     let key = kit::key_from_env().map_err(kit_error)?;
     SlbSemaphore::create(key).map_err(kit_error)?;
+    SharedRegion::remove_key(key)?;
     Ok(())
 }
 
@@ -136,6 +145,59 @@ struct Hammer {
     loops: u64,
     /// PAGES × LOOPS.
     ops: u64,
+    /// `--shared`: the lock and the counter count.
+    shared: SharedOptions,
+}
+
+/// `--shared` with its lock and counter count.
+type SharedOptions = Option<(LockKind, u64)>;
+
+/// Takes memhammer's options (`--shared`, `--lock K`, `--counters N`, also as `--opt=value`)
+/// out of `args`, leaving the positional ones.
+fn memhammer_options(
+    args: &[OsString],
+    usage: &str,
+) -> Result<(Vec<OsString>, SharedOptions), UsageError> {
+    let (mut rest, mut shared, mut lock, mut counters) = (Vec::new(), false, None, None);
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let text = arg.to_str().unwrap_or("");
+        let (name, inline) = match text.split_once('=') {
+            Some((n, v)) if n.starts_with("--") => (n, Some(v.to_string())),
+            _ => (text, None),
+        };
+        let mut value = |name: &str| -> Result<String, UsageError> {
+            match inline.clone() {
+                Some(v) => Ok(v),
+                None => {
+                    it.next().and_then(|v| v.to_str()).map(str::to_string).ok_or_else(|| {
+                        UsageError::Message(format!("{name} needs a value ({usage})"))
+                    })
+                }
+            }
+        };
+        match name {
+            "--shared" => shared = true,
+            "--lock" => {
+                let v = value("--lock")?;
+                lock = Some(
+                    LockKind::parse(&v)
+                        .map_err(|e| UsageError::Message(format!("{e} ({usage})")))?,
+                );
+            }
+            "--counters" => {
+                let v = value("--counters")?;
+                counters = Some(count("--counters", &v, usage)?);
+            }
+            _ => rest.push(arg.clone()),
+        }
+    }
+    if !shared && (lock.is_some() || counters.is_some()) {
+        return Err(UsageError::Message(format!(
+            "--lock and --counters work on the shared segment: add --shared ({usage})"
+        )));
+    }
+    Ok((rest, shared.then(|| (lock.unwrap_or(LockKind::None), counters.unwrap_or(1)))))
 }
 
 impl Hammer {
@@ -150,7 +212,8 @@ fn count(name: &str, text: &str, usage: &str) -> Result<u64, UsageError> {
 
 fn parse_memhammer(args: &[OsString]) -> Result<Parsed<Hammer>, UsageError> {
     let usage = usage_line(MEMHAMMER_HELP);
-    let args = match positional("memhammer", args, usage)? {
+    let (args, shared) = memhammer_options(args, usage)?;
+    let args = match positional("memhammer", &args, usage)? {
         Parsed::Help => return Ok(Parsed::Help),
         Parsed::Run(args) => args,
     };
@@ -172,7 +235,11 @@ fn parse_memhammer(args: &[OsString]) -> Result<Parsed<Hammer>, UsageError> {
             "PAGES x LOOPS ({pages} x {loops}) is more stores than a 64-bit count holds ({usage})"
         ))
     })?;
-    Ok(Parsed::Run(Hammer { pages, loops, ops }))
+    if let Some((_, counters)) = shared {
+        SharedLayout::new(pages, counters)
+            .map_err(|e| UsageError::Message(format!("{e} ({usage})")))?;
+    }
+    Ok(Parsed::Run(Hammer { pages, loops, ops, shared }))
 }
 
 /// memhammer's memory: 4 KiB pages under whatever policy the process inherited, refused
@@ -192,6 +259,9 @@ pub fn memhammer(args: &[OsString]) -> anyhow::Result<()> {
     };
     let key = kit::key_from_env().map_err(kit_error)?;
     let topology = Topology::detect().context("reading the topology")?;
+    if let Some((lock, counters)) = hammer.shared {
+        return memhammer_shared(hammer, lock, counters, key, &topology);
+    }
     let spec = hammer_arena_spec(hammer, &topology)?;
     stop::install();
     // Announce ourselves before the (possibly long) allocation, so trigger waits for us.
@@ -213,6 +283,52 @@ pub fn memhammer(args: &[OsString]) -> anyhow::Result<()> {
             "memhammer: interrupted after {} of {} stores; the line above covers those",
             done.ops,
             hammer.ops
+        );
+    }
+    Ok(())
+}
+
+/// `memhammer --shared`: the round's shared segment at the SLB key, an optional lock.
+fn memhammer_shared(
+    hammer: Hammer,
+    lock: LockKind,
+    counters: u64,
+    key: libc::key_t,
+    topology: &Topology,
+) -> anyhow::Result<()> {
+    let layout = SharedLayout::new(hammer.pages, counters)?;
+    stop::install();
+    let sem = SlbSemaphore::open(key).map_err(kit_error)?;
+    sem.arrive().map_err(kit_error)?;
+    let region = SharedRegion::keyed(key, layout.bytes(), &MemPolicy::Inherit, topology)?;
+    let work = layout.work(&region)?;
+    membench::timers::cheapest_trustworthy_clock();
+    sem.ready_and_wait().map_err(kit_error)?;
+    // Everyone of the round has attached (trigger waited for them): the segment can go once
+    // the last one detaches.
+    region.mark_removed();
+    let me = u64::from(std::process::id());
+    let seed = slb::worker_seed(0x51B, std::process::id() as usize);
+    let progress = std::sync::atomic::AtomicU64::new(0);
+    let done = hammer_shared(&work, lock, me, hammer.ops, seed, &progress, || {});
+    if done.ops == 0 {
+        return Err(BenchError::Interrupted.into());
+    }
+    let mut text = format!("{}\n", slb::seed_line(done.ops, done.elapsed_ns));
+    if lock != LockKind::None {
+        text.push_str(&format!(
+            "Lock {} acquisitions {} hand-offs {} hand-offs/sec {:.1}\n",
+            lock.name(),
+            done.ops,
+            done.handoffs,
+            done.handoffs as f64 / (done.elapsed_ns.max(1) as f64 / 1e9)
+        ));
+    }
+    emit(&text)?;
+    if done.ops < hammer.ops {
+        eprintln!(
+            "memhammer: interrupted after {} of {} stores; the line above covers those",
+            done.ops, hammer.ops
         );
     }
     Ok(())
@@ -313,7 +429,21 @@ mod tests {
     fn memhammer_takes_pages_and_loops() {
         assert_eq!(
             parse_memhammer(&args(&["262144", "6000"])).unwrap(),
-            Parsed::Run(Hammer { pages: 262_144, loops: 6000, ops: 1_572_864_000 })
+            Parsed::Run(Hammer { pages: 262_144, loops: 6000, ops: 1_572_864_000, shared: None })
+        );
+        assert_eq!(
+            parse_memhammer(&args(&["--shared", "--lock", "spin", "16", "--counters=4", "10"]))
+                .unwrap(),
+            Parsed::Run(Hammer {
+                pages: 16,
+                loops: 10,
+                ops: 160,
+                shared: Some((LockKind::Spin, 4))
+            })
+        );
+        assert_eq!(
+            parse_memhammer(&args(&["--shared", "1", "2"])).unwrap(),
+            Parsed::Run(Hammer { pages: 1, loops: 2, ops: 2, shared: Some((LockKind::None, 1)) })
         );
         assert_eq!(parse_memhammer(&args(&["--help"])).unwrap(), Parsed::Help);
         assert_eq!(parse_memhammer(&args(&["1", "-h"])).unwrap(), Parsed::Help);
@@ -335,11 +465,16 @@ mod tests {
             (&[], "takes 2 arguments, got 0"),
             (&["1", "2", "3"], "takes 2 arguments, got 3"),
             (&["--pages", "10"], "takes no options"),
+            (&["--lock", "spin", "1", "1"], "add --shared"),
+            (&["--shared", "--lock", "rw", "1", "1"], "unknown lock \"rw\""),
+            (&["--shared", "--counters", "0", "1", "1"], "--counters 0 is not allowed"),
+            (&["--shared", "--counters", "5000", "1", "1"], "give 1 to 4096"),
+            (&["--shared", "1", "1", "--lock"], "--lock needs a value"),
         ];
         for (list, needle) in cases {
             let err = hammer_err(list);
             assert!(err.contains(needle), "{list:?}: {err:?} lacks {needle:?}");
-            assert!(err.contains("usage: memhammer PAGES LOOPS"), "{err}");
+            assert!(err.contains("usage: memhammer ["), "{err}");
             assert!(!err.contains('\n'), "one line: {err:?}");
         }
     }
@@ -349,12 +484,12 @@ mod tests {
         let topology = Topology::detect().unwrap();
         // 2^32 - 1 pages are 16 TiB: no test machine has that free. Nothing is mapped: the
         // check reads the nodes' free memory only.
-        let h = Hammer { pages: (1 << 32) - 1, loops: 1, ops: (1 << 32) - 1 };
+        let h = Hammer { pages: (1 << 32) - 1, loops: 1, ops: (1 << 32) - 1, shared: None };
         let err = hammer_arena_spec(h, &topology).unwrap_err();
         assert!(matches!(err, PlaceError::InsufficientMemory { .. }), "{err}");
         assert!(err.is_usage());
         assert!(err.to_string().contains("use a smaller size"), "{err}");
-        let small = Hammer { pages: 16, loops: 1, ops: 16 };
+        let small = Hammer { pages: 16, loops: 1, ops: 16, shared: None };
         assert_eq!(hammer_arena_spec(small, &topology).unwrap().bytes, 65_536);
     }
 

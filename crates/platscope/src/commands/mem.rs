@@ -4,11 +4,14 @@ use anyhow::Context;
 use measure::metric::Step;
 use measure::stop;
 use measure::UsageError;
+use membench::c2c::{self, C2cOptions};
 use membench::latency::{self, LatencyOptions, LatencyPoint};
 use membench::layout::ChaseLayout;
+use membench::render::c2c as render_c2c;
 use membench::render::mem as render;
 use membench::scenarios::{policy_scenarios, scale_counts, slb_plan, spread_workers, NO_REMOTE};
 use membench::slb::{self, SlbChildRequest, SlbPlan, SlbResult, SlbWorkerSpec};
+use membench::slb_shared::{self, SharedSlbPlan};
 use membench::BenchError;
 use place::{lists, pin, PageSize, PlacementRequest};
 use results::{Recorder, StoreOptions};
@@ -16,7 +19,8 @@ use serde::Serialize;
 use topo::Topology;
 
 use crate::cli::{
-    LatencyArgs, MemCommand, PlacementOptions, ScaleArgs, SlbArgs, SlbWorkArgs, SlbWorkerArgs,
+    C2cArgs, LatencyArgs, MemCommand, PlacementOptions, ScaleArgs, SlbArgs, SlbWorkArgs,
+    SlbWorkerArgs,
 };
 use crate::output::{emit, emit_json};
 
@@ -32,6 +36,7 @@ pub fn run(command: &MemCommand, json: bool, store: &StoreOptions) -> anyhow::Re
         MemCommand::Latency(args) => latency(args, json, &topology, rec),
         MemCommand::Slb(args) => slb(args, json, &topology, rec),
         MemCommand::Scale(args) => scale(args, json, &topology, rec),
+        MemCommand::C2c(args) => c2c(args, json, &topology, rec),
         MemCommand::ComparePolicies(args) => compare_policies(args, json, &topology, rec),
         MemCommand::Bandwidth(args) => super::bandwidth::run_bandwidth(args, json, &topology, rec),
         MemCommand::LoadedLatency(args) => super::bandwidth::run_loaded(args, json, &topology, rec),
@@ -151,6 +156,9 @@ fn plan(work: &SlbWorkArgs, page: PageSize, workers: Vec<SlbWorkerSpec>) -> SlbP
 }
 
 fn slb(args: &SlbArgs, json: bool, topology: &Topology, rec: &mut Recorder) -> anyhow::Result<()> {
+    if args.shared {
+        return slb_shared(args, json, topology, rec);
+    }
     let request = resolve(&args.placement, topology)?;
     let workers = match &args.cpus {
         Some(list) => lists::parse_cpus(list, topology)?
@@ -178,6 +186,85 @@ fn slb(args: &SlbArgs, json: bool, topology: &Topology, rec: &mut Recorder) -> a
     }
     let name = if args.processes { "mem slb --processes" } else { "mem slb" };
     rec.record(name, &result, &result, result.interrupted)?;
+    Ok(())
+}
+
+/// `mem slb --shared`: one shared region, an optional lock around every store.
+fn slb_shared(
+    args: &SlbArgs,
+    json: bool,
+    topology: &Topology,
+    rec: &mut Recorder,
+) -> anyhow::Result<()> {
+    if args.work.page != PageSize::Base {
+        return Err(BenchError::Usage(format!(
+            "--shared uses 4 KiB pages (System V segment); drop --page {}",
+            args.work.page
+        ))
+        .into());
+    }
+    let request = resolve(&args.placement, topology)?;
+    let allowed = request.allowed_cpus(topology)?;
+    let cpus: Vec<Option<u32>> = match &args.cpus {
+        Some(list) => lists::parse_cpus(list, topology)?.into_iter().map(Some).collect(),
+        None => {
+            let n = args.work.workers.unwrap_or(1);
+            if n > allowed.len() as u64 {
+                return Err(BenchError::Usage(format!(
+                    "--workers {n} but only {} CPUs allowed: give at most {} workers (workers \
+                     sharing a CPU would measure the scheduler, not the lock)",
+                    allowed.len(),
+                    allowed.len()
+                ))
+                .into());
+            }
+            allowed.iter().take(n as usize).map(|&c| Some(c)).collect()
+        }
+    };
+    let plan = SharedSlbPlan {
+        pages: args.work.pages,
+        loops: args.work.loops,
+        counters: args.counters,
+        lock: args.lock,
+        cpus,
+        policy: request.policy.clone(),
+        seed: 0x51B,
+    };
+    let result = slb_shared::run(&plan, allowed.len().max(plan.cpus.len()), topology)?;
+    if json {
+        emit_json(&result)?;
+    } else {
+        emit(&render_c2c::shared_slb_text(&result))?;
+    }
+    let name = format!("mem slb --shared --lock {}", args.lock.name());
+    rec.record(&name, &result, &result, result.interrupted)?;
+    Ok(())
+}
+
+/// `mem c2c`: every pair of CPUs, the line placed and verified.
+fn c2c(args: &C2cArgs, json: bool, topology: &Topology, rec: &mut Recorder) -> anyhow::Result<()> {
+    let cpus = match &args.cpus {
+        Some(list) => lists::parse_cpus(list, topology)?,
+        None => PlacementRequest { cpus: None, policy: place::MemPolicy::Inherit }
+            .allowed_cpus(topology)?,
+    };
+    let options = C2cOptions {
+        cpus,
+        mode: args.mode,
+        line_on: args.line_on,
+        duration: std::time::Duration::from_millis(args.duration_ms),
+    };
+    c2c::check(&options, topology)?;
+    let n = options.cpus.len() as u64;
+    let bar = measure::progress::counter(n * (n - 1) / 2, "CPU pairs");
+    let result = c2c::run(&options, topology, |done, _| bar.set_position(done as u64))?;
+    bar.finish_and_clear();
+    if json {
+        emit_json(&result)?;
+    } else {
+        emit(&render_c2c::c2c_text(&result))?;
+    }
+    rec.record("mem c2c", &result, &result, result.interrupted)?;
     Ok(())
 }
 

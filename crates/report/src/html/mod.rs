@@ -10,8 +10,9 @@
 //! Every data-bearing SVG element (a point, a bar, a heatmap cell) has the class `data` and a
 //! `data-value` attribute holding the measured number at full precision; each chart's `<svg>`
 //! has a stable id (`chart-latency-size`, `chart-latency-matrix`, `chart-bandwidth-matrix`,
-//! `chart-bandwidth-threads`, `chart-loaded-latency`, `chart-slb`), so tests and tools can read
-//! the figures back from the page.
+//! `chart-bandwidth-threads`, `chart-loaded-latency`, `chart-slb`, and in full reports
+//! `chart-c2c` and `chart-contention`), so tests and tools can read the figures back from the
+//! page.
 //!
 //! A section without data says "not measured" with the reason taken from
 //! [`ReportData::notes`]: each [`Note`] names its [`Section`] (set by the step that wrote it);
@@ -23,9 +24,11 @@
 use std::fmt::Write as _;
 
 use membench::bandwidth::{BandwidthMatrix, Scaling};
+use membench::c2c::C2cResult;
 use membench::latency::{LatencyMatrix, LatencyPoint, PrefetchCheck};
 use membench::loaded::LoadedCurve;
 use membench::slb::SlbResult;
+use membench::slb_shared::SharedSlbResult;
 use serde::{Deserialize, Serialize};
 use topo::Topology;
 
@@ -37,8 +40,8 @@ mod svg;
 pub use notes::{Note, Section};
 
 use charts::{
-    chart_bandwidth_matrix, chart_bandwidth_threads, chart_cpu_scale, chart_latency_matrix,
-    chart_latency_size, chart_loaded_latency, chart_slb, Figure,
+    chart_bandwidth_matrix, chart_bandwidth_threads, chart_c2c, chart_contention, chart_cpu_scale,
+    chart_latency_matrix, chart_latency_size, chart_loaded_latency, chart_slb, Figure,
 };
 use notes::not_measured_reason;
 use page::{footer, header, summary};
@@ -71,6 +74,17 @@ pub struct ReportData {
     pub slb_scaling: Vec<SlbResult>,
     /// SLB under (policy name, result or why it was skipped).
     pub slb_policies: Vec<(String, Result<SlbResult, String>)>,
+    /// `report --full`: the cache-line round trip between every pair of CPUs.
+    #[serde(default)]
+    pub c2c: Option<C2cResult>,
+    /// `report --full`: the shared-memory SLB by lock and worker count.
+    #[serde(default)]
+    pub contention: Vec<SharedSlbResult>,
+    /// `report --full`: the spinlock run with its shared region (lock word) on the workers'
+    /// node, remote, interleaved, and with the workers spread over nodes: (scenario, result or
+    /// why it was skipped).
+    #[serde(default)]
+    pub lock_placement: Vec<(String, Result<SharedSlbResult, String>)>,
     /// (what, run id in the results database).
     pub stored_runs: Vec<(String, i64)>,
     /// Where the results database is, if runs were stored.
@@ -103,6 +117,9 @@ impl ReportData {
             database,
             notes: Vec::new(),
             cpu_scale: None,
+            c2c: None,
+            contention: Vec::new(),
+            lock_placement: Vec::new(),
         }
     }
 }
@@ -153,6 +170,21 @@ pub fn render_html(data: &ReportData) -> String {
         ),
         ("chart-slb", "SLB: random stores per worker", true, chart_slb(data)),
     ];
+    // Full reports only: quick ones do not measure them.
+    if data.mode == "full" || data.c2c.is_some() || !data.contention.is_empty() {
+        sections.push((
+            "chart-c2c",
+            "Core to core: cache line hand-off",
+            false,
+            data.c2c.as_ref().and_then(chart_c2c),
+        ));
+        sections.push((
+            "chart-contention",
+            "Lock contention in shared memory",
+            false,
+            chart_contention(&data.contention, &data.lock_placement),
+        ));
+    }
     // An experiment of `--full` only: drawn when it ran, or explained when it was tried.
     let scale_tried = data.notes.iter().any(|n| n.section == Section::CpuScale);
     if data.cpu_scale.is_some() || scale_tried {

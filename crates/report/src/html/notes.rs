@@ -17,6 +17,10 @@ pub enum Section {
     Slb,
     /// Throughput by threads and units (`report --full`).
     CpuScale,
+    /// Cache-line hand-off between CPU pairs (`report --full`).
+    C2c,
+    /// Lock contention in shared memory (`report --full`).
+    Contention,
     /// The run as a whole (an interruption, a caveat for every section).
     Run,
 }
@@ -32,6 +36,8 @@ impl Section {
             Section::LoadedLatency => "chart-loaded-latency",
             Section::Slb => "chart-slb",
             Section::CpuScale => "chart-cpu-scale",
+            Section::C2c => "chart-c2c",
+            Section::Contention => "chart-contention",
             Section::Run => return None,
         })
     }

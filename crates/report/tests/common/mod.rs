@@ -296,6 +296,9 @@ pub fn sample() -> ReportData {
             ("interleave".into(), Ok(slb(&SLB_INTERLEAVE, MemPolicy::Interleave(vec![0, 1])))),
             ("remote".into(), Err(REMOTE_SKIPPED.into())),
         ],
+        c2c: None,
+        contention: Vec::new(),
+        lock_placement: Vec::new(),
         stored_runs: vec![
             ("latency by size".into(), 41),
             ("node×node latency".into(), 42),

@@ -47,6 +47,8 @@ pub(in crate::html) fn chart_bandwidth_matrix(m: &BandwidthMatrix) -> Option<Fig
         cells,
         unit: "GB/s",
         ramp: svg::RAMP_BANDWIDTH,
+        row_title: "CPU node",
+        col_title: "memory node",
     });
     let first = m.cells.iter().flatten().next();
     let kernel = first.map_or("?".to_string(), |c| format!("{} kernel ({})", c.kernel, c.isa));

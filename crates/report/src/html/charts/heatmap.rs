@@ -20,6 +20,9 @@ pub(super) struct Heatmap<'a> {
     pub(super) cells: Vec<Vec<Cell>>,
     pub(super) unit: &'a str,
     pub(super) ramp: &'a [Rgb],
+    /// What rows and columns are (`CPU node`, `memory node`).
+    pub(super) row_title: &'a str,
+    pub(super) col_title: &'a str,
 }
 
 pub(super) fn heatmap(h: &Heatmap<'_>) -> String {
@@ -41,8 +44,9 @@ pub(super) fn heatmap(h: &Heatmap<'_>) -> String {
     // Column labels (memory nodes) on top, row labels (CPU nodes) on the left.
     let _ = write!(
         out,
-        "<text class=\"axis-title\" x=\"{}\" y=\"18\" text-anchor=\"middle\">memory node</text>",
-        px(left + grid_w / 2.0)
+        "<text class=\"axis-title\" x=\"{}\" y=\"18\" text-anchor=\"middle\">{}</text>",
+        px(left + grid_w / 2.0),
+        esc(h.col_title)
     );
     for j in 0..n_cols {
         let label = h.cols.get(j).map_or("?".to_string(), u32::to_string);
@@ -56,7 +60,8 @@ pub(super) fn heatmap(h: &Heatmap<'_>) -> String {
     }
     let _ = write!(
         out,
-        "<text class=\"axis-title\" x=\"16\" y=\"{y}\" text-anchor=\"middle\" transform=\"rotate(-90 16 {y})\">CPU node</text>",
+        "<text class=\"axis-title\" x=\"16\" y=\"{y}\" text-anchor=\"middle\" transform=\"rotate(-90 16 {y})\">{}</text>",
+        esc(h.row_title),
         y = px(top + grid_h / 2.0)
     );
     let font = (cell_h * 0.3).clamp(9.0, 17.0);
@@ -72,13 +77,29 @@ pub(super) fn heatmap(h: &Heatmap<'_>) -> String {
         );
         for (j, cell) in row.iter().enumerate() {
             let col_label = h.cols.get(j).map_or("?".to_string(), u32::to_string);
+            let cx = left + cell_w * j as f64;
+            if !cell.value.is_finite() {
+                // Nothing measured here (a CPU with itself): a blank cell, no data.
+                let _ = write!(
+                    out,
+                    "<rect class=\"cell blank\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#eef0f3\"><title>{}</title></rect>\
+                     <text class=\"cell-value\" x=\"{}\" y=\"{}\" dy=\"0.35em\" text-anchor=\"middle\" fill=\"#5a6472\">—</text>",
+                    px(cx),
+                    px(cy),
+                    px(cell_w),
+                    px(cell_h),
+                    esc(&cell.tip),
+                    px(cx + cell_w / 2.0),
+                    px(cy + cell_h / 2.0)
+                );
+                continue;
+            }
             let color = svg::ramp(h.ramp, t(cell.value));
             let ink = if color.is_light() { "#1d2430" } else { "#ffffff" };
-            let cx = left + cell_w * j as f64;
             let _ = write!(
                 out,
                 "<rect class=\"data cell\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" \
-                 data-value=\"{}\" data-row=\"{}\" data-col=\"{}\"><title>CPU node {} → memory node {}: {}</title></rect>",
+                 data-value=\"{}\" data-row=\"{}\" data-col=\"{}\"><title>{} {} → {} {}: {}</title></rect>",
                 px(cx),
                 px(cy),
                 px(cell_w),
@@ -87,7 +108,9 @@ pub(super) fn heatmap(h: &Heatmap<'_>) -> String {
                 exact(cell.value),
                 esc(&row_label),
                 esc(&col_label),
+                esc(h.row_title),
                 esc(&row_label),
+                esc(h.col_title),
                 esc(&col_label),
                 esc(&cell.tip)
             );

@@ -67,6 +67,8 @@ pub(in crate::html) fn chart_latency_matrix(
         cells,
         unit: "ns",
         ramp: svg::RAMP_LATENCY,
+        row_title: "CPU node",
+        col_title: "memory node",
     });
     let all = m.cells.iter().flatten();
     let noisy = m.cells.iter().flatten().filter(|c| c.ns.noisy).count();
