@@ -61,6 +61,14 @@ pub fn summarize(samples: &[f64]) -> Option<Summary> {
     })
 }
 
+/// Whether two figures differ by more than their own spread: the medians are further apart
+/// than the larger of the two interquartile ranges. Two measurements of the same thing that do
+/// not differ beyond noise must not be drawn as if they did.
+pub fn differs_beyond_noise(a: &Summary, b: &Summary) -> bool {
+    let iqr = |s: &Summary| s.iqr_ratio * s.median.abs();
+    (a.median - b.median).abs() > iqr(a).max(iqr(b))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,5 +93,15 @@ mod tests {
         assert!(summarize(&noisy).expect("samples").noisy);
         assert!(summarize(&[]).is_none());
         assert!(summarize(&[1.0, f64::NAN]).is_none());
+    }
+
+    #[test]
+    fn noise_decides_whether_two_figures_differ() {
+        let around = |m: f64, spread: f64| {
+            let v: Vec<f64> = (0..40).map(|i| m + spread * ((i % 5) as f64 - 2.0)).collect();
+            summarize(&v).expect("samples")
+        };
+        assert!(!differs_beyond_noise(&around(100.0, 5.0), &around(104.0, 5.0)));
+        assert!(differs_beyond_noise(&around(100.0, 1.0), &around(120.0, 1.0)));
     }
 }

@@ -36,6 +36,16 @@ pub fn summary_text(d: &ReportData) -> String {
             if last.ns.noisy { " [noisy]" } else { "" }
         );
     }
+    if let Some(idle) = report::html::headline::idle_dram_latency(d) {
+        let whose = idle.node.map_or(String::new(), |n| format!("node {n} to its own memory, "));
+        let _ = writeln!(
+            out,
+            "  idle DRAM latency: {:.1} ns ({whose}{} chased){}",
+            idle.ns.median,
+            format_bytes(idle.bytes),
+            if idle.ns.noisy { " [noisy]" } else { "" }
+        );
+    }
     if let Some(c) = &d.prefetch_check {
         let verdict = if c.defeated { "not prefetched" } else { "MAY BE PREFETCHED" };
         let _ = writeln!(
@@ -70,9 +80,8 @@ pub fn summary_text(d: &ReportData) -> String {
         }
     }
     if let Some(c) = &d.loaded_latency {
-        // The idle point is the curve's last: an interrupted curve may not have reached it.
-        let idle = c.points.last().filter(|p| p.delay_cycles.is_none() && c.points.len() > 1);
-        match (c.points.first(), idle) {
+        // An interrupted curve may not have reached its idle point.
+        match report::html::headline::loaded_and_idle(c) {
             (Some(loaded), Some(idle)) => {
                 let _ = writeln!(
                     out,
@@ -122,6 +131,13 @@ pub fn summary_text(d: &ReportData) -> String {
                 let _ = writeln!(out, "  SLB {name:<13} {why}");
             }
         }
+    }
+    for (a, b) in report::html::headline::slb_policies_alike(d) {
+        let _ =
+            writeln!(out, "  SLB {a} vs {b}: no difference beyond noise (worker ranges overlap)");
+    }
+    if let Some(why) = report::html::headline::idle_disagreement(d) {
+        let _ = writeln!(out, "  note: {why}");
     }
     if let Some(c) = &d.c2c {
         for class in &c.classes {

@@ -33,6 +33,7 @@ use serde::{Deserialize, Serialize};
 use topo::Topology;
 
 mod charts;
+pub mod headline;
 mod notes;
 mod page;
 mod svg;

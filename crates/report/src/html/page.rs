@@ -171,37 +171,17 @@ pub(super) fn summary(d: &ReportData) -> String {
     let mut out =
         String::from("<section class=\"summary\"><h2>Headline figures</h2><div class=\"cards\">");
     let before = out.len();
-    // Idle DRAM latency: the local cell of the matrix, else the sweep's largest size when it is
-    // beyond the last-level cache.
-    let llc = cache_levels(&d.topology).last().map_or(0, |c| c.1);
-    let local = d.latency_matrix.as_ref().and_then(|m| {
-        m.cpu_nodes.iter().zip(&m.cells).find_map(|(from, row)| {
-            let j = m.memory_nodes.iter().position(|n| n == from)?;
-            row.get(j).map(|c| (*from, c, m.bytes))
-        })
-    });
-    if let Some((node, cell, bytes)) = local {
+    if let Some(idle) = super::headline::idle_dram_latency(d) {
+        let whose = idle.node.map_or(String::new(), |n| format!("node {n} to its own memory, "));
         card(
             &mut out,
             "Idle DRAM latency",
-            &format!("{} ns", fmt3(cell.ns.median)),
+            &format!("{} ns", fmt3(idle.ns.median)),
             &format!(
-                "node {node} to its own memory, {} chased, median of {} samples (p99 {} ns)",
-                bytes_label(bytes as f64),
-                cell.ns.samples,
-                fmt3(cell.ns.p99)
-            ),
-        );
-    } else if let Some(last) = d.latency_sweep.last().filter(|p| llc == 0 || p.bytes > llc) {
-        card(
-            &mut out,
-            "Idle DRAM latency",
-            &format!("{} ns", fmt3(last.ns.median)),
-            &format!(
-                "{} chased, median of {} samples (p99 {} ns)",
-                bytes_label(last.bytes as f64),
-                last.ns.samples,
-                fmt3(last.ns.p99)
+                "{whose}{} chased, median of {} samples (p99 {} ns)",
+                bytes_label(idle.bytes as f64),
+                idle.ns.samples,
+                fmt3(idle.ns.p99)
             ),
         );
     }
@@ -306,24 +286,22 @@ pub(super) fn summary(d: &ReportData) -> String {
         }
     }
     if let Some(c) = &d.loaded_latency {
-        let loaded = c.points.iter().max_by(|a, b| a.load_gbs.total_cmp(&b.load_gbs));
-        let idle = c
-            .points
-            .iter()
-            .find(|p| p.delay_cycles.is_none())
-            .or_else(|| c.points.iter().min_by(|a, b| a.load_gbs.total_cmp(&b.load_gbs)));
-        if let (Some(loaded), Some(idle)) = (loaded, idle) {
+        if let (Some(loaded), Some(idle)) = super::headline::loaded_and_idle(c) {
+            let mut how = format!(
+                "at {} GB/s of {} load vs {} ns idle in the same run: {}×",
+                fmt3(loaded.load_gbs),
+                mix_name(c.mix),
+                fmt3(idle.latency_ns.median),
+                fmt3(loaded.latency_ns.median / idle.latency_ns.median)
+            );
+            if let Some(why) = super::headline::idle_disagreement(d) {
+                let _ = write!(how, "; NOTE: {why}");
+            }
             card(
                 &mut out,
                 "Latency at max load",
                 &format!("{} ns", fmt3(loaded.latency_ns.median)),
-                &format!(
-                    "at {} GB/s of {} load vs {} ns idle: {}×",
-                    fmt3(loaded.load_gbs),
-                    mix_name(c.mix),
-                    fmt3(idle.latency_ns.median),
-                    fmt3(loaded.latency_ns.median / idle.latency_ns.median)
-                ),
+                &how,
             );
         }
     }
