@@ -26,7 +26,11 @@ pub struct Known {
 /// through its proxy, which replaces malloc and loads `libtbbmalloc.so.2`.
 pub const KNOWN: &[Known] = &[
     Known { name: "jemalloc", library: "libjemalloc.so.2", package: "libjemalloc2" },
-    Known { name: "tcmalloc", library: "libtcmalloc_minimal.so.4", package: "libtcmalloc-minimal4" },
+    Known {
+        name: "tcmalloc",
+        library: "libtcmalloc_minimal.so.4",
+        package: "libtcmalloc-minimal4",
+    },
     Known { name: "mimalloc", library: "libmimalloc.so.2", package: "libmimalloc2.0" },
     Known { name: "tbb", library: "libtbbmalloc_proxy.so.2", package: "libtbbmalloc2" },
 ];
@@ -272,10 +276,8 @@ pub fn resolve(
                 path.display()
             )));
         }
-        out.allocators.push(Allocator {
-            name: name.clone(),
-            kind: Kind::Preload { library: path.clone() },
-        });
+        out.allocators
+            .push(Allocator { name: name.clone(), kind: Kind::Preload { library: path.clone() } });
     }
     if out.allocators.is_empty() {
         let missing: Vec<String> = out.missing.iter().map(ToString::to_string).collect();

@@ -266,10 +266,8 @@ mod tests {
         let maps = parse_maps(MAPS_DEBIAN_12).unwrap();
         let je = FileId { dev_major: 0xfe, dev_minor: 1, inode: 1311029 };
         let other = FileId { dev_major: 0xfe, dev_minor: 1, inode: 7 };
-        let preload = |p: &str| Allocator {
-            name: "x".into(),
-            kind: Kind::Preload { library: p.into() },
-        };
+        let preload =
+            |p: &str| Allocator { name: "x".into(), kind: Kind::Preload { library: p.into() } };
         let je_alloc = preload("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2");
         assert!(matches!(verify(&je_alloc, Some(je), &maps, b"", &[]), Verdict::Verified(_)));
         assert!(matches!(verify(&je_alloc, Some(other), &maps, b"", &[]), Verdict::Refused(_)));

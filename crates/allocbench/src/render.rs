@@ -75,7 +75,9 @@ fn verdict(g: &Group, baseline: &str) -> String {
         Verdict::NoSignificantDifference => format!("no significant difference from {baseline}"),
         Verdict::Faster => format!("faster than {baseline} in every round"),
         Verdict::Slower => format!("slower than {baseline} in every round"),
-        Verdict::NotJudged => format!("not ranked (fewer than {} rounds)", crate::bakeoff::MIN_ROUNDS_TO_RANK),
+        Verdict::NotJudged => {
+            format!("not ranked (fewer than {} rounds)", crate::bakeoff::MIN_ROUNDS_TO_RANK)
+        }
     }
 }
 

@@ -176,8 +176,7 @@ pub(crate) fn snapshot(pid: u32) -> Result<(Memory, AddressSpace, u64), Error> {
 
 /// Busy time of every CPU since boot, from `/proc/stat`.
 pub(crate) fn machine_busy() -> Result<CpuTimes, Error> {
-    let text =
-        std::fs::read_to_string("/proc/stat").map_err(Error::io("reading /proc/stat"))?;
+    let text = std::fs::read_to_string("/proc/stat").map_err(Error::io("reading /proc/stat"))?;
     parse_proc_stat(&text).map(|s| s.total).map_err(|e| Error::Worker(format!("/proc/stat: {e}")))
 }
 
@@ -312,7 +311,8 @@ fn drive_builtin(
     let (_, space_start, minflt0) = snapshot(pid)?;
     let ticks = ClockTicks::system();
     let (u0, s0) = process_ticks(pid);
-    let cpu0 = measure::time::process_cpu_ns(pid).map_err(Error::io("reading the worker's CPU clock"))?;
+    let cpu0 =
+        measure::time::process_cpu_ns(pid).map_err(Error::io("reading the worker's CPU clock"))?;
     let busy0 = machine_busy()?;
     let mut stdin = child.stdin.take().ok_or_else(|| Error::Worker("no stdin".into()))?;
     stdin.write_all(b"go\n").map_err(Error::io("starting the worker"))?;
@@ -326,7 +326,8 @@ fn drive_builtin(
         }
         return Err(worker_failed(child, "it ended without a report"));
     }
-    let cpu1 = measure::time::process_cpu_ns(pid).map_err(Error::io("reading the worker's CPU clock"))?;
+    let cpu1 =
+        measure::time::process_cpu_ns(pid).map_err(Error::io("reading the worker's CPU clock"))?;
     let (u1, s1) = process_ticks(pid);
     let report: WorkerReport = serde_json::from_str(line.trim())
         .map_err(|e| Error::Worker(format!("unreadable report '{}': {e}", line.trim())))?;
@@ -396,7 +397,8 @@ pub fn run_command(
     stop: &std::sync::atomic::AtomicBool,
 ) -> Result<Outcome, Error> {
     let argv = spec.argv_for(threads);
-    let (program, args) = argv.split_first().ok_or_else(|| Error::usage("no command given after --"))?;
+    let (program, args) =
+        argv.split_first().ok_or_else(|| Error::usage("no command given after --"))?;
     let shown = argv.join(" ");
     let mut cmd = Command::new(program);
     cmd.args(args).env("PLATSCOPE_ALLOC_THREADS", threads.to_string());

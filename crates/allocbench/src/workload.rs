@@ -235,11 +235,8 @@ pub fn run(p: &BuiltinParams) -> Result<WorkerReport, Error> {
     }
     let mut handles = Vec::with_capacity(n);
     for i in 0..n {
-        let (to_next, from_prev) = if n > 1 {
-            (senders[(i + 1) % n].take(), receivers[i].take())
-        } else {
-            (None, None)
-        };
+        let (to_next, from_prev) =
+            if n > 1 { (senders[(i + 1) % n].take(), receivers[i].take()) } else { (None, None) };
         let gate = Arc::clone(&gate);
         let params = *p;
         let h = std::thread::Builder::new()
@@ -280,7 +277,9 @@ pub fn serve(
     }
     let report = run(p)?;
     let json = serde_json::to_string(&report).map_err(|e| Error::Worker(e.to_string()))?;
-    writeln!(output, "{json}").and_then(|()| output.flush()).map_err(io("writing to the parent"))?;
+    writeln!(output, "{json}")
+        .and_then(|()| output.flush())
+        .map_err(io("writing to the parent"))?;
     let mut rest = Vec::new();
     input.read_to_end(&mut rest).map_err(io("reading from the parent"))?;
     Ok(())
@@ -304,12 +303,17 @@ mod tests {
 
     #[test]
     fn the_workload_counts_its_operations_and_frees_across_threads() {
-        let p = BuiltinParams { threads: 3, ops_per_thread: 20_000, working_set: 256, ..Default::default() };
+        let p = BuiltinParams {
+            threads: 3,
+            ops_per_thread: 20_000,
+            working_set: 256,
+            ..Default::default()
+        };
         let r = run(&p).unwrap();
         assert_eq!(r.ops, 60_000);
         assert!(r.cross_frees > 0 && r.cross_frees < r.ops, "{r:?}");
-        let one = run(&BuiltinParams { threads: 1, ops_per_thread: 1000, ..Default::default() })
-            .unwrap();
+        let one =
+            run(&BuiltinParams { threads: 1, ops_per_thread: 1000, ..Default::default() }).unwrap();
         assert_eq!(one.cross_frees, 0);
     }
 

@@ -11,7 +11,8 @@ use allocbench::run::{
 };
 use allocbench::workload::BuiltinParams;
 
-const LIVE: &str = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it";
+const LIVE: &str =
+    "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it";
 
 fn worker() -> WorkerCommand {
     WorkerCommand { program: PathBuf::from(env!("CARGO_BIN_EXE_allocbench-worker")), args: vec![] }
@@ -71,7 +72,8 @@ fn a_library_that_cannot_be_preloaded_is_refused() {
         other => panic!("a bogus preload was not refused: {other:?}"),
     }
     // The same through a command workload.
-    let spec = CommandSpec { argv: vec!["sleep".into(), "0.3".into()], throughput: Throughput::Ops(1) };
+    let spec =
+        CommandSpec { argv: vec!["sleep".into(), "0.3".into()], throughput: Throughput::Ops(1) };
     let cache = ldconfig_cache();
     let o = run_command(&spec, 1, &Subject::new(&a, &cache), 0, &AtomicBool::new(false)).unwrap();
     assert!(matches!(o, Outcome::Refused(_)), "{o:?}");

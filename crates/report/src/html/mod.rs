@@ -32,7 +32,7 @@ use topo::Topology;
 mod charts;
 mod notes;
 mod page;
-mod svg;
+pub(crate) mod svg;
 
 pub use notes::{Note, Section};
 
