@@ -177,7 +177,7 @@ fn native_abi() -> &'static str {
     }
 }
 
-fn find_in_cache<'a>(cache: &'a [CacheEntry], pred: impl Fn(&str) -> bool) -> Option<&'a Path> {
+fn find_in_cache(cache: &[CacheEntry], pred: impl Fn(&str) -> bool) -> Option<&Path> {
     let abi = native_abi();
     cache.iter().find(|e| pred(&e.name) && e.abi.contains(abi)).map(|e| e.path.as_path())
 }
@@ -302,6 +302,7 @@ pub fn parse_custom(text: &str) -> Result<(String, PathBuf), Error> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

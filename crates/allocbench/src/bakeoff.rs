@@ -373,6 +373,7 @@ impl ToMetrics for BakeOff {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

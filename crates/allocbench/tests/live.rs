@@ -1,6 +1,8 @@
 //! Live tests: real child processes under real allocators on this machine. They assert what
 //! cannot be noise — verification, address-space arithmetic, counts — never which allocator wins.
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 
