@@ -27,9 +27,10 @@ pub struct AllocArgs {
     /// A library of your own, preloaded as NAME (repeatable).
     #[arg(long = "allocator", value_name = "NAME=PATH")]
     pub custom: Vec<String>,
-    /// Thread counts (for a command, substituted for {threads}; for a server, connections).
-    #[arg(long, value_delimiter = ',', default_value = "1,2", value_parser = clap::value_parser!(u32).range(1..=1024))]
-    pub threads: Vec<u32>,
+    /// Thread counts (default 1,2; for a command, substituted for {threads}, default 1; for a
+    /// server, connections).
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub threads: Option<Vec<u32>>,
     /// Rounds; allocators run interleaved round-robin in each. Fewer than 3: no ranking.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub repeat: u32,
@@ -101,7 +102,12 @@ fn workload(args: &AllocArgs) -> anyhow::Result<Workload> {
                 return Err(UsageError::Message("give --metric or --ops, not both".into()).into())
             }
             (Some(re), None) => Throughput::Metric(regex::Regex::new(re).map_err(|e| {
-                UsageError::Message(format!("--metric: not a valid regular expression: {e}"))
+                // The regex crate draws a multi-line caret diagram; its last line says what.
+                let what = e.to_string();
+                let what = what.lines().last().unwrap_or("").trim().trim_start_matches("error: ");
+                UsageError::Message(format!(
+                    "--metric '{re}': not a valid regular expression ({what})"
+                ))
             })?),
             (None, Some(n)) => Throughput::Ops(n),
             (None, None) => {
@@ -163,7 +169,13 @@ pub fn run(args: &AllocArgs, json: bool, store: &StoreOptions) -> anyhow::Result
     let plan = Plan {
         allocators: resolved.allocators,
         missing: resolved.missing,
-        threads: args.threads.clone(),
+        threads: args.threads.clone().unwrap_or_else(|| {
+            if args.command.is_empty() {
+                vec![1, 2]
+            } else {
+                vec![1]
+            }
+        }),
         repeat: args.repeat,
         workload: workload(args)?,
     };
