@@ -260,7 +260,12 @@ pub fn run_server(
         }
     };
     load.stdin(std::process::Stdio::null());
-    let output = check(load, "the load generator")?;
+    // Ctrl-C reaches the load generator and the server too (one process group): a failure
+    // after a stop request is the stop, not an error.
+    let output = match check(load, "the load generator") {
+        Err(_) if stop.load(Ordering::Relaxed) => return Ok((Outcome::Interrupted, note)),
+        other => other?,
+    };
     let seconds = t0.elapsed().as_secs_f64();
     let busy1 = run::machine_busy()?;
     let (u1, s1, f1) = tree_ticks(pid);
