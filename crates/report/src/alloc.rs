@@ -99,8 +99,12 @@ fn bar_chart(
     out
 }
 
-fn section(chart: String, caption: &str) -> String {
-    format!("<section><figure>{chart}<figcaption>{}</figcaption></figure></section>", esc(caption))
+fn section(title: &str, chart: String, caption: &str) -> String {
+    format!(
+        "<section><h2>{}</h2><figure>{chart}<figcaption>{}</figcaption></figure></section>",
+        esc(title),
+        esc(caption)
+    )
 }
 
 /// The page as HTML text.
@@ -119,6 +123,7 @@ pub fn render_page(b: &BakeOff) -> String {
     };
     let mut charts = String::new();
     charts.push_str(&section(
+        "Throughput relative to glibc",
         bar_chart(
             "chart-alloc-relative",
             "Throughput relative to glibc",
@@ -131,6 +136,7 @@ pub fn render_page(b: &BakeOff) -> String {
          not significant.",
     ));
     charts.push_str(&section(
+        "CPU per operation",
         bar_chart(
             "chart-alloc-cpu",
             "CPU per operation",
@@ -142,6 +148,7 @@ pub fn render_page(b: &BakeOff) -> String {
         "User + system time of the measured process (tree) divided by the operations counted.",
     ));
     charts.push_str(&section(
+        "Peak resident memory",
         bar_chart(
             "chart-alloc-peak",
             "Peak resident memory",
@@ -160,6 +167,7 @@ pub fn render_page(b: &BakeOff) -> String {
         "Peak RSS of the measured process.",
     ));
     charts.push_str(&section(
+        "Address-space growth without reservations",
         bar_chart(
             "chart-alloc-space",
             "Address-space growth without reservations",
@@ -212,4 +220,70 @@ pub fn write_page(path: &Path, b: &BakeOff) -> io::Result<()> {
         std::fs::remove_file(&tmp).ok();
     }
     result
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may unwrap
+mod tests {
+    use allocbench::allocator::{parse_glibc, Allocator};
+    use allocbench::bakeoff::summarize_runs;
+    use allocbench::procfs::{AddressSpace, Memory};
+    use allocbench::run::{CpuUse, RunRecord};
+
+    use super::*;
+
+    fn record(allocator: &str, round: u32, throughput: f64) -> RunRecord {
+        RunRecord {
+            allocator: allocator.into(),
+            threads: 2,
+            round,
+            pid: 1,
+            verified: "x".into(),
+            ops: 1000.0,
+            seconds: 1000.0 / throughput,
+            throughput,
+            cpu: CpuUse { process_s: 0.001, ..Default::default() },
+            cpu_per_op_us: 1.0,
+            machine_cpu_per_op_us: 2.0,
+            memory: Memory { hwm_bytes: Some(1 << 20), rss_bytes: None, pss_bytes: None },
+            space_start: AddressSpace::default(),
+            space_end: AddressSpace { total_bytes: 1 << 20, prot_none_bytes: 0 },
+            minor_faults: 10,
+        }
+    }
+
+    #[test]
+    fn the_page_draws_one_bar_per_allocator_and_thread_count_with_relative_values() {
+        let tuned = parse_glibc("glibc:arena_max=1").unwrap().unwrap();
+        let allocators = vec![Allocator::glibc(), tuned];
+        let runs: Vec<RunRecord> = (0..3)
+            .flat_map(|r| {
+                [record("glibc", r, 100.0 + f64::from(r)), record("glibc:arena_max=1", r, 150.0)]
+            })
+            .collect();
+        let groups = summarize_runs(&allocators, &[2], &runs, Some("glibc"));
+        let b = BakeOff {
+            workload: "built-in <test>".into(),
+            allocators,
+            missing: Vec::new(),
+            threads: vec![2],
+            repeat: 3,
+            baseline: Some("glibc".into()),
+            runs,
+            refused: Vec::new(),
+            groups,
+            notes: Vec::new(),
+            interrupted: false,
+        };
+        let page = render_page(&b);
+        assert!(page.contains("built-in &lt;test&gt;"));
+        assert_eq!(page.matches("data-allocator=\"glibc:arena_max=1\"").count(), 4);
+        // Relative throughput: 150 ÷ glibc's median 101.
+        assert!(page.contains(&format!("data-value=\"{}\"", 150.0 / 101.0)), "{page}");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("alloc.html");
+        write_page(&path, &b).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), page);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no temporary left");
+    }
 }
