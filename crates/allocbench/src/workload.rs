@@ -39,7 +39,7 @@ impl Default for BuiltinParams {
     fn default() -> Self {
         BuiltinParams {
             threads: 1,
-            ops_per_thread: 2_000_000,
+            ops_per_thread: 10_000_000,
             working_set: 4096,
             cross_share: 0.25,
             min_size: 16,
