@@ -25,6 +25,9 @@ packages=(
   # db querystat tests and bench: throwaway servers (crates/testdb), load drivers (pgbench
   # ships with postgresql-15), and bpftrace for the overhead comparison
   postgresql-15 postgresql-contrib mariadb-server mariadb-client sysbench bpftrace
+  # alloc: the preloadable allocators Debian ships, and jq and GNU time for
+  # bench/alloc_bakeoff.sh
+  libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 libtbbmalloc2 jq time
 )
 
 missing=()

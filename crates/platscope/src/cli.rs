@@ -79,6 +79,14 @@ pub enum Command {
     /// standard LZ4 and zstd output, MB/s, CPU time, each thread's busy share, and why it did
     /// not go faster.
     Compress(crate::commands::compress::CompressArgs),
+    /// The allocator bake-off (seed 004): one workload — the built-in multi-threaded
+    /// allocation workload, any command, or a throwaway PostgreSQL/MariaDB — under glibc,
+    /// jemalloc, tcmalloc, mimalloc, tbbmalloc and glibc tunables, each preload verified in the
+    /// measured process; throughput, CPU per operation and memory per thread count.
+    Alloc(crate::commands::alloc::AllocArgs),
+    /// Internal: the built-in workload of `alloc`, in a child process under the allocator.
+    #[command(hide = true)]
+    AllocWorker(crate::commands::alloc::AllocWorkerArgs),
     /// Where a file's page cache is, per NUMA node; load it under a policy, evict it, and read
     /// it from each node's CPUs.
     Pagecache(crate::commands::pagecache::PagecacheArgs),

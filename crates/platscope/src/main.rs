@@ -35,6 +35,8 @@ fn main() -> ExitCode {
         Command::Cpu { command } => commands::cpu::run(command, cli.json, &cli.store_options()),
         Command::Db { command } => commands::db::run(command, cli.json, &cli.store_options()),
         Command::Compress(args) => commands::compress::run(args, cli.json, &cli.store_options()),
+        Command::Alloc(args) => commands::alloc::run(args, cli.json, &cli.store_options()),
+        Command::AllocWorker(args) => commands::alloc::worker(args),
         Command::Io { command: cli::IoCommand::Pattern(args) } => commands::io::run(args, cli.json),
         Command::Pagecache(args) => commands::pagecache::run(args, cli.json, &cli.store_options()),
         Command::Timer(args) => commands::timer::run(args, cli.json, &cli.store_options()),
@@ -116,6 +118,7 @@ fn exit_code(err: &anyhow::Error) -> u8 {
             || cause.downcast_ref::<iopattern::Error>().is_some_and(iopattern::Error::is_usage)
             || cause.downcast_ref::<tamp::TampError>().is_some_and(tamp::TampError::is_usage)
             || cause.downcast_ref::<querystat::Error>().is_some_and(querystat::Error::is_usage)
+            || cause.downcast_ref::<allocbench::Error>().is_some_and(allocbench::Error::is_usage)
     });
     if usage {
         2

@@ -27,6 +27,9 @@ pub struct MariaDbOptions {
     pub ready_timeout: Duration,
     /// How long a clean shutdown (SIGTERM) may take before SIGKILL.
     pub stop_timeout: Duration,
+    /// Environment variables set for `mariadbd` (e.g. `LD_PRELOAD` of an allocator), not for
+    /// `mariadb-install-db`.
+    pub env: Vec<(String, String)>,
 }
 
 impl Default for MariaDbOptions {
@@ -38,6 +41,7 @@ impl Default for MariaDbOptions {
             options: Vec::new(),
             ready_timeout: Duration::from_secs(30),
             stop_timeout: Duration::from_secs(15),
+            env: Vec::new(),
         }
     }
 }
@@ -52,6 +56,12 @@ impl MariaDbOptions {
     /// Adds a server option, written as on the command line (`--name=value`).
     pub fn option(mut self, option: &str) -> Self {
         self.options.push(option.to_string());
+        self
+    }
+
+    /// Sets an environment variable for the server process.
+    pub fn env(mut self, name: &str, value: &str) -> Self {
+        self.env.push((name.to_string(), value.to_string()));
         self
     }
 }
@@ -115,7 +125,7 @@ impl MariaDb {
         if let Some(bytes) = options.query_cache_bytes {
             cmd.arg("--query-cache-type=1").arg(format!("--query-cache-size={bytes}"));
         }
-        cmd.args(&options.options);
+        cmd.args(&options.options).envs(options.env.iter().map(|(k, v)| (k, v)));
         let child = cmd
             .current_dir(dir.path())
             .stdin(Stdio::null())

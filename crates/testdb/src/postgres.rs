@@ -26,6 +26,9 @@ pub struct PgOptions {
     pub ready_timeout: Duration,
     /// How long a fast shutdown (SIGINT) may take before SIGKILL.
     pub stop_timeout: Duration,
+    /// Environment variables set for the server (e.g. `LD_PRELOAD` of an allocator); inherited
+    /// by every backend it forks.
+    pub env: Vec<(String, String)>,
 }
 
 impl Default for PgOptions {
@@ -35,6 +38,7 @@ impl Default for PgOptions {
             settings: Vec::new(),
             ready_timeout: Duration::from_secs(30),
             stop_timeout: Duration::from_secs(10),
+            env: Vec::new(),
         }
     }
 }
@@ -43,6 +47,12 @@ impl PgOptions {
     /// Adds a `-c name=value` server setting.
     pub fn setting(mut self, name: &str, value: &str) -> Self {
         self.settings.push((name.to_string(), value.to_string()));
+        self
+    }
+
+    /// Sets an environment variable for the server process (not for `initdb`).
+    pub fn env(mut self, name: &str, value: &str) -> Self {
+        self.env.push((name.to_string(), value.to_string()));
         self
     }
 }
@@ -99,6 +109,7 @@ impl Postgres {
             for (name, value) in &options.settings {
                 cmd.arg("-c").arg(format!("{name}={value}"));
             }
+            cmd.envs(options.env.iter().map(|(k, v)| (k, v)));
             let file = std::fs::File::create(&log)
                 .map_err(io_err(format!("creating {}", log.display())))?;
             std::os::unix::fs::chown(&log, Some(uid), Some(gid))

@@ -1,5 +1,6 @@
 //! One module per command: each turns parsed arguments into library calls and output.
 
+pub mod alloc;
 pub mod bandwidth;
 pub mod compat;
 pub mod compress;

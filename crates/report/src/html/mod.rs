@@ -36,7 +36,7 @@ mod charts;
 pub mod headline;
 mod notes;
 mod page;
-mod svg;
+pub(crate) mod svg;
 
 pub use notes::{Note, Section};
 

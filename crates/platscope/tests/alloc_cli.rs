@@ -1,0 +1,131 @@
+//! `platscope alloc` as a user runs it: the built-in workload under two allocators stored with
+//! labelled metrics and drawn as a page, a command workload, a database server end to end, and
+//! the errors a user can make (exit 2) or a command can cause (exit 1), each one clear line.
+
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+fn platscope(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_platscope")).args(args).output().expect("runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn ok(out: &Output) -> String {
+    assert!(out.status.success(), "{}\n{}", text(&out.stdout), text(&out.stderr));
+    text(&out.stdout)
+}
+
+fn fails(out: &Output, code: i32, needle: &str) {
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "{err}");
+    assert!(err.contains(needle), "expected '{needle}' in: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+}
+
+#[test]
+fn usage_errors_are_one_line_and_exit_2() {
+    fails(&platscope(&["alloc", "--allocators", "glibc:arena_mox=1"]), 2, "arena_max");
+    fails(&platscope(&["alloc", "--allocators", "nosuchalloc"]), 2, "--allocator nosuchalloc=PATH");
+    fails(&platscope(&["alloc", "--allocator", "x=/nonexistent/libx.so"]), 2, "no such file");
+    fails(&platscope(&["alloc", "--", "true"]), 2, "--metric REGEX");
+    fails(&platscope(&["alloc", "--metric", "(", "--", "true"]), 2, "regular expression");
+    fails(&platscope(&["alloc", "--threads", "1,2", "--ops", "1", "--", "true"]), 2, "{threads}");
+    fails(&platscope(&["alloc", "--cross-thread", "1.5"]), 2, "--cross-thread");
+}
+
+#[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+fn builtin_runs_are_verified_stored_and_drawn() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("results.db").display().to_string();
+    let html = dir.path().join("alloc.html").display().to_string();
+    let json = ok(&platscope(&[
+        "--db",
+        &db,
+        "--json",
+        "alloc",
+        "--allocators",
+        "glibc,jemalloc",
+        "--threads",
+        "1,2",
+        "--repeat",
+        "2",
+        "--ops",
+        "50000",
+        "--html",
+        &html,
+    ]));
+    let run: serde_json::Value = serde_json::from_str(&json).expect("json");
+    assert_eq!(run["runs"].as_array().map(Vec::len), Some(8), "{run}");
+    assert!(run["runs"][0]["verified"].is_string());
+    let page = std::fs::read_to_string(&html).expect("page");
+    assert!(page.contains("chart-alloc-relative") && page.contains("data-allocator=\"jemalloc\""));
+    let shown = ok(&platscope(&["results", "show", "--db", &db, "1"]));
+    assert!(shown.contains("alloc_throughput{allocator=jemalloc,threads=2}"), "{shown}");
+}
+
+#[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+fn a_command_is_measured_and_its_failures_are_clear() {
+    let out = ok(&platscope(&[
+        "--no-store",
+        "alloc",
+        "--allocators",
+        "glibc,tcmalloc",
+        "--threads",
+        "1",
+        "--repeat",
+        "1",
+        "--metric",
+        r"rate=(\d+)",
+        "--",
+        "sh",
+        "-c",
+        "sleep 0.2; echo rate=42",
+    ]));
+    assert!(out.contains("tcmalloc") && out.contains("42"), "{out}");
+    fails(
+        &platscope(&["--no-store", "alloc", "--ops", "1", "--", "sh", "-c", "exit 4"]),
+        1,
+        "exited with status 4",
+    );
+    fails(
+        &platscope(&["--no-store", "alloc", "--metric", "tps=(\\d+)", "--", "sleep", "0.1"]),
+        1,
+        "printed nothing matching --metric",
+    );
+}
+
+#[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+fn a_database_server_under_two_allocators_end_to_end_in_two_minutes() {
+    let start = Instant::now();
+    let json = ok(&platscope(&[
+        "--no-store",
+        "--json",
+        "alloc",
+        "--server",
+        "postgres",
+        "--allocators",
+        "glibc,jemalloc",
+        "--threads",
+        "2",
+        "--repeat",
+        "1",
+        "--seconds",
+        "3",
+    ]));
+    let run: serde_json::Value = serde_json::from_str(&json).expect("json");
+    let runs = run["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 2, "{run}");
+    for r in runs {
+        assert!(r["throughput"].as_f64().is_some_and(|t| t > 0.0), "{r}");
+        assert!(r["cpu"]["process_s"].as_f64().is_some_and(|c| c > 0.0), "server CPU: {r}");
+    }
+    let je = runs.iter().find(|r| r["allocator"] == "jemalloc").expect("jemalloc run");
+    assert!(je["verified"].as_str().is_some_and(|v| v.contains("libjemalloc")), "{je}");
+    assert!(start.elapsed() < Duration::from_secs(120), "took {:?}", start.elapsed());
+}
