@@ -20,7 +20,7 @@ use crate::output::{emit, emit_json};
 #[derive(Debug, Args)]
 pub struct AllocArgs {
     /// Allocators to compare, glibc first as the baseline: glibc, jemalloc, tcmalloc,
-    /// mimalloc, tbb, any lib<NAME>.so in `ldconfig -p`, and glibc tunables as
+    /// mimalloc, tbb, any `lib<NAME>.so` in `ldconfig -p`, and glibc tunables as
     /// glibc:arena_max=N, glibc:tcache_count=0 (joined with ':').
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub allocators: Option<Vec<String>>,
