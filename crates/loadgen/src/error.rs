@@ -32,3 +32,10 @@ pub enum Error {
     #[error("histogram: {0}")]
     Histogram(String),
 }
+
+impl Error {
+    /// Whether the command line was wrong (exit code 2) rather than the system.
+    pub fn is_usage(&self) -> bool {
+        matches!(self, Error::Usage(_) | Error::SqlFile { .. })
+    }
+}

@@ -34,6 +34,7 @@ fn main() -> ExitCode {
         Command::Net { command: cli::NetCommand::Stat(args) } => commands::net::run(args, cli.json),
         Command::Cpu { command } => commands::cpu::run(command, cli.json, &cli.store_options()),
         Command::Db { command } => commands::db::run(command, cli.json, &cli.store_options()),
+        Command::Load(args) => commands::load::run(args, cli.json, &cli.store_options()),
         Command::Compress(args) => commands::compress::run(args, cli.json, &cli.store_options()),
         Command::Io { command: cli::IoCommand::Pattern(args) } => commands::io::run(args, cli.json),
         Command::Pagecache(args) => commands::pagecache::run(args, cli.json, &cli.store_options()),
@@ -112,6 +113,7 @@ fn exit_code(err: &anyhow::Error) -> u8 {
             || cause.downcast_ref::<iopattern::Error>().is_some_and(iopattern::Error::is_usage)
             || cause.downcast_ref::<tamp::TampError>().is_some_and(tamp::TampError::is_usage)
             || cause.downcast_ref::<querystat::Error>().is_some_and(querystat::Error::is_usage)
+            || cause.downcast_ref::<loadgen::Error>().is_some_and(loadgen::Error::is_usage)
     });
     if usage {
         2
