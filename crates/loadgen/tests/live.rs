@@ -3,7 +3,9 @@
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use loadgen::{prepare, run, Arrivals, Plan, PrepareOptions, Protocol, ServerKind, Target, WorkloadKind};
+use loadgen::{
+    prepare, run, Arrivals, Plan, PrepareOptions, Protocol, ServerKind, Target, WorkloadKind,
+};
 use testdb::{MariaDb, MariaDbOptions, PgOptions, Postgres};
 
 static NEVER: AtomicBool = AtomicBool::new(false);
@@ -76,7 +78,10 @@ fn postgres_200_per_second_for_5_s_holds_the_schedule_and_costs_agree_with_proc(
         "server µs/tx {ours:.1} vs /proc {proc_us:.1} ({cost:?})"
     );
     assert!(cost.machine_us_per_tx >= ours * 0.9, "{cost:?}");
-    assert!(cost.driver_us_per_tx > 0.0 && cost.driver_us_per_tx < cost.machine_us_per_tx, "{cost:?}");
+    assert!(
+        cost.driver_us_per_tx > 0.0 && cost.driver_us_per_tx < cost.machine_us_per_tx,
+        "{cost:?}"
+    );
 }
 
 #[test]
@@ -95,7 +100,8 @@ fn a_stalled_server_shows_in_p99_and_late_counts_where_service_time_hides_it() {
             .filter(|&p| {
                 p == root
                     || std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|s| {
-                        s.rfind(')').and_then(|c| s[c + 2..].split_whitespace().nth(1).map(str::to_string))
+                        s.rfind(')')
+                            .and_then(|c| s[c + 2..].split_whitespace().nth(1).map(str::to_string))
                             == Some(root.to_string())
                     })
             })
@@ -118,7 +124,12 @@ fn a_stalled_server_shows_in_p99_and_late_counts_where_service_time_hides_it() {
     assert!(r.late >= 40, "late {}", r.late);
     assert!(r.latency.p99_ns >= 100_000_000, "open-loop p99 {:?}", r.latency);
     // What a closed-loop tool measures (from the actual start) sees one slow transaction.
-    assert!(r.service.p99_ns * 5 < r.latency.p99_ns, "service {:?} vs latency {:?}", r.service, r.latency);
+    assert!(
+        r.service.p99_ns * 5 < r.latency.p99_ns,
+        "service {:?} vs latency {:?}",
+        r.service,
+        r.latency
+    );
     assert!(r.latency.max_ns >= 280_000_000, "{:?}", r.latency);
 }
 
@@ -132,7 +143,9 @@ fn prepared_and_simple_work_on_both_servers() {
         .expect("sql file");
     for (target, pid) in [(pg_target(&pg), pg.pid()), (maria_target(&maria), maria.pid())] {
         prepared(&target, 2, 300);
-        for workload in [WorkloadKind::ReadWrite, WorkloadKind::PointSelect, WorkloadKind::File(sql.clone())] {
+        for workload in
+            [WorkloadKind::ReadWrite, WorkloadKind::PointSelect, WorkloadKind::File(sql.clone())]
+        {
             for protocol in [Protocol::Simple, Protocol::Prepared] {
                 let p = Plan {
                     rate: 100.0,
@@ -148,7 +161,12 @@ fn prepared_and_simple_work_on_both_servers() {
                 let what = format!("{:?} {} {protocol:?}", target.kind, workload.name());
                 assert_eq!(r.completed, 60, "{what}: {r:?}");
                 assert_eq!(r.failed, 0, "{what}: {:?}", r.errors);
-                assert_eq!(r.cost.map(|c| c.server_pid), Some(pid), "{what}: {:?}", r.cost_unavailable);
+                assert_eq!(
+                    r.cost.map(|c| c.server_pid),
+                    Some(pid),
+                    "{what}: {:?}",
+                    r.cost_unavailable
+                );
             }
         }
     }

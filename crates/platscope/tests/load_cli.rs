@@ -18,9 +18,29 @@ fn platscope(args: &[&str]) -> std::process::Output {
 fn load_usage_errors_exit_2() {
     for args in [
         &["--no-store", "load", "--server", "postgres", "--rate", "-5"][..],
-        &["--no-store", "load", "--server", "postgres", "--rate", "10", "--arrivals", "poisson", "--jitter", "5"],
+        &[
+            "--no-store",
+            "load",
+            "--server",
+            "postgres",
+            "--rate",
+            "10",
+            "--arrivals",
+            "poisson",
+            "--jitter",
+            "5",
+        ],
         &["--no-store", "load", "--server", "oracle", "--rate", "10"],
-        &["--no-store", "load", "--server", "postgres", "--rate", "10", "--workload", "/no/such.sql"],
+        &[
+            "--no-store",
+            "load",
+            "--server",
+            "postgres",
+            "--rate",
+            "10",
+            "--workload",
+            "/no/such.sql",
+        ],
         &["--no-store", "load", "--server", "postgres"],
     ] {
         let out = platscope(args);
@@ -33,8 +53,16 @@ fn load_usage_errors_exit_2() {
 fn an_unreachable_socket_is_one_line_and_exit_1() {
     for server in ["postgres", "mariadb"] {
         let out = platscope(&[
-            "--no-store", "load", "--server", server, "--socket", "/nonexistent/platscope-test/s",
-            "--rate", "10", "--duration", "1",
+            "--no-store",
+            "load",
+            "--server",
+            server,
+            "--socket",
+            "/nonexistent/platscope-test/s",
+            "--rate",
+            "10",
+            "--duration",
+            "1",
         ]);
         let err = text(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{server}: {err}");
@@ -50,15 +78,40 @@ fn prepare_sweep_and_a_server_killed_mid_run() {
     let dir = tempfile::tempdir().expect("temp dir");
     let db = dir.path().join("results.db").display().to_string();
     let url = pg.conninfo();
-    let out = platscope(&["--no-store", "load", "prepare", "--server", "postgres", "--url", &url, "--tables", "2", "--rows", "500"]);
+    let out = platscope(&[
+        "--no-store",
+        "load",
+        "prepare",
+        "--server",
+        "postgres",
+        "--url",
+        &url,
+        "--tables",
+        "2",
+        "--rows",
+        "500",
+    ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("prepared 2 table(s)"), "{}", text(&out.stdout));
 
     let chart = dir.path().join("sweep.html");
     let chart_s = chart.display().to_string();
     let out = platscope(&[
-        "--db", &db, "load", "--server", "postgres", "--url", &url, "--sweep-rate", "50,100",
-        "--duration", "1", "--workload", "read-only", "--out", &chart_s,
+        "--db",
+        &db,
+        "load",
+        "--server",
+        "postgres",
+        "--url",
+        &url,
+        "--sweep-rate",
+        "50,100",
+        "--duration",
+        "1",
+        "--workload",
+        "read-only",
+        "--out",
+        &chart_s,
     ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let page = std::fs::read_to_string(&chart).expect("chart written");
@@ -67,13 +120,26 @@ fn prepare_sweep_and_a_server_killed_mid_run() {
 
     // Bad credentials: one line, exit 1.
     let bad = format!("{url} user=nobody_here");
-    let out = platscope(&["--no-store", "load", "--server", "postgres", "--url", &bad, "--rate", "10"]);
+    let out =
+        platscope(&["--no-store", "load", "--server", "postgres", "--url", &bad, "--rate", "10"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("nobody_here"), "{}", text(&out.stderr));
 
     // The server goes away mid-run: what ran is printed and stored as interrupted, exit 1.
     let child = Command::new(env!("CARGO_BIN_EXE_platscope"))
-        .args(["--db", &db, "load", "--server", "postgres", "--url", &url, "--rate", "100", "--duration", "6"])
+        .args([
+            "--db",
+            &db,
+            "load",
+            "--server",
+            "postgres",
+            "--url",
+            &url,
+            "--rate",
+            "100",
+            "--duration",
+            "6",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

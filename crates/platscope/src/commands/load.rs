@@ -164,7 +164,7 @@ fn parse_seconds(text: &str) -> Result<Duration, String> {
 
 fn parse_ms(text: &str) -> Result<Duration, String> {
     let v: f64 = text.trim().parse().map_err(|_| format!("{text:?} is not milliseconds"))?;
-    if !(v.is_finite() && v >= 0.0 && v < 1e9) {
+    if !(v.is_finite() && (0.0..1e9).contains(&v)) {
         return Err(format!("{text:?} must be a non-negative number of milliseconds"));
     }
     Ok(Duration::from_secs_f64(v / 1e3))
@@ -174,7 +174,9 @@ fn target(c: &ConnArgs) -> anyhow::Result<Target> {
     let kind = match c.server {
         Some(ServerArg::Postgres) => ServerKind::Postgres,
         Some(ServerArg::Mariadb) => ServerKind::MariaDb,
-        None => return Err(UsageError::Message("--server postgres|mariadb is required".into()).into()),
+        None => {
+            return Err(UsageError::Message("--server postgres|mariadb is required".into()).into())
+        }
     };
     Ok(Target {
         kind,
