@@ -1,5 +1,5 @@
 //! What a transaction is: statements with parameters, built in (sysbench-like OLTP on the
-//! schema [`crate::prepare`] makes) or read from a SQL file with `:rand(lo,hi)` parameters.
+//! schema [`crate::prepare()`] makes) or read from a SQL file with `:rand(lo,hi)` parameters.
 //!
 //! A statement is text with parameter slots; a slot names a generator of the transaction, so
 //! two statements can share a value (the read-write transaction deletes a row and inserts it
