@@ -199,7 +199,7 @@ pub fn sweep_html(steps: &[LoadReport], title: &str) -> String {
         "chart-load-cpu",
         "CPU per transaction against offered rate",
         "offered, tx/s",
-        "CPU per transaction, µs",
+        "CPU per transaction, µs (log)",
         &[
             Series {
                 name: "server",
@@ -217,7 +217,7 @@ pub fn sweep_html(steps: &[LoadReport], title: &str) -> String {
                 points: pts(&|s| s.cost.map_or(f64::NAN, |c| c.driver_us_per_tx)),
             },
         ],
-        false,
+        true,
         false,
     );
     let mut rows = String::new();
