@@ -279,6 +279,105 @@ pub fn write_sweep_html(path: &Path, steps: &[LoadReport], title: &str) -> Resul
 mod tests {
     use super::*;
 
+    use crate::cost::Cost;
+    use crate::run::{LoadReport, Protocol};
+    use crate::schedule::Arrivals;
+    use crate::stats::Percentiles;
+
+    fn step(rate: f64, achieved: f64, p99_ms: u64, cost: Option<f64>) -> LoadReport {
+        let lat = Percentiles {
+            count: 10,
+            mean_ns: 1e6,
+            p50_ns: 1_000_000,
+            p90_ns: 2_000_000,
+            p99_ns: p99_ms * 1_000_000,
+            p999_ns: p99_ms * 2_000_000,
+            max_ns: p99_ms * 3_000_000,
+        };
+        LoadReport {
+            server: crate::ServerKind::Postgres,
+            target: "PostgreSQL at <test>".into(),
+            workload: "point-select".into(),
+            protocol: Protocol::Prepared,
+            arrivals: Arrivals::Fixed,
+            offered_rate: rate,
+            connections: 1,
+            elapsed_s: 1.0,
+            scheduled: 10,
+            completed: 10,
+            failed: 0,
+            late: 0,
+            late_after_ms: 5.0,
+            skipped: 0,
+            max_lag_ms: None,
+            retries: 0,
+            errors: Default::default(),
+            achieved_rate: achieved,
+            latency: lat,
+            service: lat,
+            lag: Percentiles::default(),
+            latency_log2_us: Default::default(),
+            intervals: Vec::new(),
+            cost: cost.map(|us| Cost {
+                server_pid: 1,
+                server_processes: 2,
+                server_cpu_ns: 0,
+                server_cpu_lower_bound: false,
+                machine_busy_ns: 0,
+                driver_cpu_ns: 0,
+                transactions: 10,
+                server_us_per_tx: us,
+                machine_us_per_tx: us * 3.0,
+                driver_us_per_tx: us / 4.0,
+            }),
+            cost_unavailable: None,
+            interrupted: None,
+        }
+    }
+
+    #[test]
+    fn sweep_page_draws_three_charts_and_escapes() {
+        let steps = [step(100.0, 100.0, 2, Some(40.0)), step(400.0, 310.0, 90, None)];
+        let page = sweep_html(&steps, "Load <sweep>");
+        assert_eq!(page.matches("<svg").count(), 3);
+        assert!(page.contains("Load &lt;sweep&gt;") && page.contains("PostgreSQL at &lt;test&gt;"));
+        assert!(!page.contains("NaN") && !page.contains("inf"), "no unmeasured points drawn");
+        // Throughput: two points; latency: three series of two; CPU: one point each.
+        let circles = page.matches("<circle").count();
+        assert_eq!(circles, 2 + 3 * 2 + 3, "{circles}");
+        assert!(page.contains("<td class=\"num\">310.0</td>"));
+        assert!(page.contains("<td class=\"num\">–</td>"), "unmeasured CPU is a dash");
+        let dir = std::env::temp_dir().join(format!("loadgen-chart-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).ok();
+        let path = dir.join("s.html");
+        assert!(write_sweep_html(&path, &steps, "t").is_ok());
+        assert!(std::fs::read_to_string(&path).is_ok_and(|t| t.starts_with("<!DOCTYPE html>")));
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn summary_text_has_percentiles_cost_and_log2() {
+        let mut r = step(200.0, 199.5, 7, Some(55.5));
+        r.latency_log2_us.add(300);
+        r.latency_log2_us.add(700);
+        r.errors.insert("40001".into(), 3);
+        let text = crate::render::render_report(&r);
+        assert!(text.contains("server 55.5 µs") && text.contains("driver 13.9 µs"), "{text}");
+        assert!(text.contains("40001: 3"), "{text}");
+        assert!(text.contains("------------- Distribution -------------"), "{text}");
+        assert!(
+            text.contains("  latency             1.00      2.00      7.00      14.0      21.0"),
+            "{text}"
+        );
+        let metrics = measure::ToMetrics::to_metrics(&r);
+        assert!(metrics.iter().any(|m| m.key().contains("load_latency")
+            && m.labels.get("pctl").map(String::as_str) == Some("p99")
+            && m.samples == [7e6]));
+        assert!(metrics
+            .iter()
+            .any(|m| m.name == "load_server_cpu_per_tx" && (m.samples[0] - 55_500.0).abs() < 1e-6));
+    }
+
     #[test]
     fn nice_tops() {
         assert_eq!(nice_max(0.0), 1.0);
