@@ -310,6 +310,7 @@ mod tests {
             late_after_ms: 5.0,
             skipped: 0,
             max_lag_ms: None,
+            unstarted: 0,
             retries: 0,
             errors: Default::default(),
             achieved_rate: achieved,

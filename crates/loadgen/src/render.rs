@@ -68,6 +68,13 @@ pub fn render_report(r: &LoadReport) -> String {
         r.max_lag_ms.map_or(String::new(), |m| format!(" (--max-lag {m} ms)")),
         r.failed
     );
+    if r.unstarted > 0 {
+        let _ = writeln!(
+            out,
+            "behind at the end  {} more were due before the end but could not start: the offered rate was not sustained",
+            r.unstarted
+        );
+    }
     if !r.errors.is_empty() {
         let list: Vec<String> = r.errors.iter().map(|(k, v)| format!("{k}: {v}")).collect();
         let _ = writeln!(out, "errors by SQLSTATE  {} ({} retried)", list.join(", "), r.retries);
@@ -153,6 +160,7 @@ impl ToMetrics for LoadReport {
             one("load_late", Unit::Count, self.late as f64),
             one("load_skipped", Unit::Count, self.skipped as f64),
             one("load_failed", Unit::Count, self.failed as f64),
+            one("load_unstarted", Unit::Count, self.unstarted as f64),
         ];
         for (name, p) in [
             ("load_latency", &self.latency),

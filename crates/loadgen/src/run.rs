@@ -118,6 +118,8 @@ pub struct LoadReport {
     pub late_after_ms: f64,
     pub skipped: u64,
     pub max_lag_ms: Option<f64>,
+    /// Due before the end of `--duration` but not started by then (the run was behind).
+    pub unstarted: u64,
     pub retries: u64,
     /// Statement failures by SQLSTATE (retried ones included).
     pub errors: BTreeMap<String, u64>,
@@ -149,6 +151,7 @@ struct Shared {
     late: u64,
     skipped: u64,
     retries: u64,
+    unstarted: u64,
     interval_counts: [u64; 4], // completed, late, skipped, errors
     errors: BTreeMap<String, u64>,
     last_done_ns: u64,
@@ -167,6 +170,7 @@ impl Shared {
             late: 0,
             skipped: 0,
             retries: 0,
+            unstarted: 0,
             interval_counts: [0; 4],
             errors: BTreeMap::new(),
             last_done_ns: 0,
@@ -324,6 +328,18 @@ impl Worker {
                 std::thread::sleep((due - now).min(Duration::from_millis(50)));
             }
             let start = Instant::now();
+            // The run's time is over: transactions due before the end that could not start
+            // (the server or driver fell behind) are counted, not run.
+            if let Some(e) = self.end_ns {
+                if start.saturating_duration_since(self.t0).as_nanos() as u64 >= e {
+                    let mut left = 1u64;
+                    while self.schedule.next_ns() < e && self.limit.is_none_or(|l| n + left <= l) {
+                        left += 1;
+                    }
+                    lock(&self.shared).unstarted += left;
+                    break;
+                }
+            }
             let lag_ns = (start - due).as_nanos() as u64;
             lock(&self.shared).scheduled += 1;
             if max_lag_ns.is_some_and(|m| lag_ns > m) {
@@ -523,6 +539,7 @@ pub fn run(
     let mut errors = BTreeMap::new();
     let (mut scheduled, mut completed, mut failed, mut late, mut skipped, mut retries) =
         (0, 0, 0, 0, 0, 0);
+    let mut unstarted = 0;
     let mut last_done_ns = 0;
     let mut gone = None;
     for s in &shares {
@@ -535,6 +552,7 @@ pub fn run(
         late += s.late;
         skipped += s.skipped;
         retries += s.retries;
+        unstarted += s.unstarted;
         last_done_ns = last_done_ns.max(s.last_done_ns);
         for (k, v) in &s.errors {
             *errors.entry(k.clone()).or_insert(0) += v;
@@ -577,6 +595,7 @@ pub fn run(
         late_after_ms: plan.late_after.as_secs_f64() * 1e3,
         skipped,
         max_lag_ms: plan.max_lag.map(|d| d.as_secs_f64() * 1e3),
+        unstarted,
         retries,
         errors,
         achieved_rate: if elapsed_s > 0.0 { completed as f64 / elapsed_s } else { 0.0 },
