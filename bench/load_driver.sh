@@ -128,8 +128,8 @@ load share the same $conns CPUs, so full-speed figures are a property of this sm
 - Both platscope and pgbench measure latency from the scheduled start, so their percentiles should agree within noise;
   sysbench 1.0 measures from when the event was queued and is shown only for contrast.
 - platscope talks to PostgreSQL through the \`postgres\` crate (a synchronous wrapper over tokio-postgres: each
-  statement goes through a per-connection runtime and a channel); pgbench and sysbench call libpq. Where the
-  full-speed gap comes from has not been profiled here.
+  statement goes through a per-connection runtime and a channel); pgbench and sysbench call libpq. Neither has been
+  profiled here.
 <!-- load_driver:end -->"
 write_doc_section load_driver "$section"
 printf '%s\n' "$section"
