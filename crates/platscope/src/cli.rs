@@ -69,6 +69,10 @@ pub enum Command {
         #[command(subcommand)]
         command: crate::commands::db::DbCommand,
     },
+    /// Database load at a steady rate (open loop): latency from each transaction's intended
+    /// start, late and skipped counts, errors by SQLSTATE, and the server's CPU per
+    /// transaction; `load prepare` makes the tables; `--sweep-rate` draws the curve.
+    Load(Box<crate::commands::load::LoadArgs>),
     /// File I/O: how much is sequential and how much random, per filesystem (eBPF).
     #[command(arg_required_else_help = true)]
     Io {

@@ -34,6 +34,7 @@ fn main() -> ExitCode {
         Command::Net { command: cli::NetCommand::Stat(args) } => commands::net::run(args, cli.json),
         Command::Cpu { command } => commands::cpu::run(command, cli.json, &cli.store_options()),
         Command::Db { command } => commands::db::run(command, cli.json, &cli.store_options()),
+        Command::Load(args) => commands::load::run(args, cli.json, &cli.store_options()),
         Command::Compress(args) => commands::compress::run(args, cli.json, &cli.store_options()),
         Command::Alloc(args) => commands::alloc::run(args, cli.json, &cli.store_options()),
         Command::AllocWorker(args) => commands::alloc::worker(args),
@@ -119,6 +120,7 @@ fn exit_code(err: &anyhow::Error) -> u8 {
             || cause.downcast_ref::<tamp::TampError>().is_some_and(tamp::TampError::is_usage)
             || cause.downcast_ref::<querystat::Error>().is_some_and(querystat::Error::is_usage)
             || cause.downcast_ref::<allocbench::Error>().is_some_and(allocbench::Error::is_usage)
+            || cause.downcast_ref::<loadgen::Error>().is_some_and(loadgen::Error::is_usage)
     });
     if usage {
         2

@@ -8,6 +8,7 @@ pub mod cpu;
 pub mod db;
 pub mod io;
 pub mod kit;
+pub mod load;
 pub mod mem;
 pub mod net;
 pub mod pagecache;

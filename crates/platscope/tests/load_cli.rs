@@ -1,0 +1,162 @@
+//! `platscope load` as a user runs it: usage errors, unreachable servers, and (live tier) a
+//! prepared PostgreSQL, a sweep with its chart, and a server killed mid-run.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use testdb::{PgOptions, Postgres};
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn platscope(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_platscope")).args(args).output().expect("platscope runs")
+}
+
+#[test]
+fn load_usage_errors_exit_2() {
+    for args in [
+        &["--no-store", "load", "--server", "postgres", "--rate", "-5"][..],
+        &[
+            "--no-store",
+            "load",
+            "--server",
+            "postgres",
+            "--rate",
+            "10",
+            "--arrivals",
+            "poisson",
+            "--jitter",
+            "5",
+        ],
+        &["--no-store", "load", "--server", "oracle", "--rate", "10"],
+        &[
+            "--no-store",
+            "load",
+            "--server",
+            "postgres",
+            "--rate",
+            "10",
+            "--workload",
+            "/no/such.sql",
+        ],
+        &["--no-store", "load", "--server", "postgres"],
+    ] {
+        let out = platscope(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out.stderr));
+        assert_eq!(text(&out.stderr).trim().lines().count(), 1, "{args:?}: {}", text(&out.stderr));
+    }
+}
+
+#[test]
+fn an_unreachable_socket_is_one_line_and_exit_1() {
+    for server in ["postgres", "mariadb"] {
+        let out = platscope(&[
+            "--no-store",
+            "load",
+            "--server",
+            server,
+            "--socket",
+            "/nonexistent/platscope-test/s",
+            "--rate",
+            "10",
+            "--duration",
+            "1",
+        ]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{server}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{server}: {err}");
+        assert!(err.contains("cannot connect"), "{server}: {err}");
+    }
+}
+
+#[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+fn prepare_sweep_and_a_server_killed_mid_run() {
+    let pg = Postgres::start(&PgOptions::default()).expect("PostgreSQL starts");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("results.db").display().to_string();
+    let url = pg.conninfo();
+    let out = platscope(&[
+        "--no-store",
+        "load",
+        "prepare",
+        "--server",
+        "postgres",
+        "--url",
+        &url,
+        "--tables",
+        "2",
+        "--rows",
+        "500",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("prepared 2 table(s)"), "{}", text(&out.stdout));
+
+    let chart = dir.path().join("sweep.html");
+    let chart_s = chart.display().to_string();
+    let out = platscope(&[
+        "--db",
+        &db,
+        "load",
+        "--server",
+        "postgres",
+        "--url",
+        &url,
+        "--sweep-rate",
+        "50,100",
+        "--duration",
+        "1",
+        "--workload",
+        "read-only",
+        "--out",
+        &chart_s,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let page = std::fs::read_to_string(&chart).expect("chart written");
+    assert!(page.contains("chart-load-latency") && page.matches("<svg").count() == 3, "{page}");
+    assert!(text(&out.stdout).contains("achieved"), "{}", text(&out.stdout));
+
+    // Bad credentials: one line, exit 1.
+    let bad = format!("{url} user=nobody_here");
+    let out =
+        platscope(&["--no-store", "load", "--server", "postgres", "--url", &bad, "--rate", "10"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("nobody_here"), "{}", text(&out.stderr));
+
+    // The server goes away mid-run: what ran is printed and stored as interrupted, exit 1.
+    let child = Command::new(env!("CARGO_BIN_EXE_platscope"))
+        .args([
+            "--db",
+            &db,
+            "load",
+            "--server",
+            "postgres",
+            "--url",
+            &url,
+            "--rate",
+            "100",
+            "--duration",
+            "6",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("runs");
+    std::thread::sleep(Duration::from_millis(2000));
+    // SAFETY: kill has no memory preconditions; the PID is the test's postmaster (SIGQUIT:
+    // immediate shutdown, backends end at once).
+    unsafe { libc::kill(pg.pid() as i32, libc::SIGQUIT) };
+    let out = child.wait_with_output().expect("ends");
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("went away"), "{err}");
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("INTERRUPTED"), "{stdout}");
+    let list = platscope(&["--json", "results", "list", "--db", &db]);
+    let listed = text(&list.stdout);
+    assert!(listed.matches("\"load").count() >= 2, "{listed}");
+    assert!(listed.replace([' ', '\n'], "").contains("\"interrupted\":true"), "{listed}");
+}
