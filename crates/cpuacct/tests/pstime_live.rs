@@ -60,7 +60,13 @@ impl Burner {
     fn start() -> Self {
         let exe = std::env::current_exe().unwrap();
         let mut child = Command::new(exe)
-            .args(["burner_child", "--exact", "--nocapture", "--test-threads=1"])
+            .args([
+                "burner_child",
+                "--exact",
+                "--include-ignored",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env(BURN_ENV, BURN_NS.to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
