@@ -109,7 +109,9 @@ fn bursts_between_ticks_hide_from_the_tick_but_not_from_sched_switch() {
     eprintln!(
         "own {own} ns, sched_switch {event} ns charged ({wall} ns wall), tick-sampled {tick} ns"
     );
-    assert!(own > 1_000_000_000, "the bursts ran: {own} ns");
+    // 12–80% of 2 s is 0.24–1.6 s when the CPU is ours; other work on a shared machine takes
+    // some of it, so only enough for the comparison below is required.
+    assert!(own > 200_000_000, "the bursts ran: {own} ns");
     assert!(tick < own / 2, "the tick saw {tick} ns of {own} ns (is HZ 250?)");
     let error = (event as f64 - own as f64).abs() / own as f64;
     assert!(error < 0.05, "sched_switch {event} ns vs own {own} ns ({:.1}%)", error * 100.0);
