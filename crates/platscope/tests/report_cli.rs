@@ -224,6 +224,9 @@ fn timer_and_pagecache_runs_are_stored_too() {
     assert_eq!(commands, vec!["pagecache", "timer"], "newest first");
     let id = runs[0]["id"].as_i64().expect("id").to_string();
     let shown = text(&platscope(&["results", "show", &id, "--db", &db]).stdout);
-    assert!(shown.contains("pagecache_read_bandwidth{file=") && shown.contains(",node=0}"), "{shown}");
+    assert!(
+        shown.contains("pagecache_read_bandwidth{file=") && shown.contains(",node=0}"),
+        "{shown}"
+    );
     assert!(shown.contains("node 0: 256 pages"), "verified residency: {shown}");
 }
