@@ -95,21 +95,26 @@ fn latency(
         if !json {
             emit(&render::sweep_header())?;
         }
-        for bytes in latency::sweep_sizes(args.from, args.to) {
+        let sizes = latency::sweep_sizes(args.from, args.to);
+        // On a terminal, a bar on stderr counts the sizes; rows are printed around it.
+        let bar = measure::progress::counter(sizes.len() as u64, "working-set sizes");
+        for bytes in sizes {
             match latency::measure_on(cpu, bytes, &opts, topology) {
                 Ok(point) => {
                     if !json {
-                        emit(&render::sweep_row(&point, &topology.caches))?;
+                        bar.suspend(|| emit(&render::sweep_row(&point, &topology.caches)))?;
                     }
                     points.push(point);
                 }
                 Err(BenchError::Interrupted) => break,
                 Err(e) => return Err(e.into()),
             }
+            bar.inc(1);
             if stop::requested() {
                 break;
             }
         }
+        bar.finish_and_clear();
         if stop::requested() && !json {
             emit("interrupted: the sizes above were measured\n")?;
         }
@@ -298,7 +303,9 @@ fn scale(
     if !json {
         emit(&render::scale_header())?;
     }
+    let bar = measure::progress::counter(counts.len() as u64, "worker counts");
     for count in counts {
+        bar.inc(1);
         let result = match slb::run(
             &plan(&work, args.page, spread_workers(count, &cpus, &request.policy)),
             topology,
@@ -315,7 +322,8 @@ fn scale(
         };
         let baseline = results.first().unwrap_or(&result).summary().median_ns;
         if !json {
-            emit(&render::scale_row(result.workers.len(), &result.summary(), baseline))?;
+            let row = render::scale_row(result.workers.len(), &result.summary(), baseline);
+            bar.suspend(|| emit(&row))?;
         }
         let stop = result.interrupted;
         results.push(result);
@@ -326,6 +334,7 @@ fn scale(
             break;
         }
     }
+    bar.finish_and_clear();
     if json {
         emit_json(&results)?;
     }
