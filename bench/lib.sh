@@ -19,3 +19,32 @@ write_doc_section() {
   ' "$doc" > "$tmp" && cat "$tmp" > "$doc"
   rm -f "$tmp"
 }
+
+# pg_start DIR [postgres -c options…]: a throwaway PostgreSQL 15 in DIR (owned by postgres), on a
+# free loopback port and a socket in DIR; sets pgpid and port and exports PGHOST, PGPORT, PGUSER
+# and PGDATABASE. Each wait is bounded. Pair with pg_stop (by PID, never by name).
+pg_start() {
+  local dir=$1 bin=/usr/lib/postgresql/15/bin
+  shift
+  chown postgres "$dir"
+  runuser -u postgres -- "$bin/initdb" -D "$dir/data" -A trust -U platscope --no-sync > "$dir/initdb.log"
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  # exec: the background job is the postmaster itself, not a subshell.
+  (cd "$dir" && exec runuser -u postgres -- "$bin/postgres" -D "$dir/data" -p "$port" -k "$dir" \
+    -c listen_addresses=127.0.0.1 -c fsync=off "$@" > "$dir/server.log" 2>&1) &
+  for _ in $(seq 300); do
+    [ "$(sed -n 8p "$dir/data/postmaster.pid" 2>/dev/null | tr -d ' ')" = ready ] && break
+    sleep 0.1
+  done
+  pgpid=$(head -1 "$dir/data/postmaster.pid")
+  export PGHOST=$dir PGPORT=$port PGUSER=platscope PGDATABASE=postgres
+}
+
+# pg_stop: stops the server pg_start started, by its PID (fast shutdown, then kill after 10 s).
+pg_stop() {
+  [ -n "${pgpid:-}" ] || return 0
+  kill -INT "$pgpid" 2>/dev/null || true
+  for _ in $(seq 100); do kill -0 "$pgpid" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$pgpid" 2>/dev/null || true
+  pgpid=
+}

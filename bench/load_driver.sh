@@ -30,27 +30,13 @@ cargo build --release --locked -q -p platscope >&2
 conns=$(nproc)
 
 dir=$(mktemp -d /tmp/psload.XXXXXX)
-chown postgres "$dir"
 pgpid=
 cleanup() {
-  if [ -n "$pgpid" ]; then
-    kill -INT "$pgpid" 2>/dev/null || true
-    for _ in $(seq 100); do kill -0 "$pgpid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pgpid" 2>/dev/null || true
-  fi
+  pg_stop
   rm -rf "$dir"
 }
 trap cleanup EXIT
-runuser -u postgres -- "$pgbin/initdb" -D "$dir/data" -A trust -U platscope --no-sync > "$dir/initdb.log"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-(cd "$dir" && exec runuser -u postgres -- "$pgbin/postgres" -D "$dir/data" -p "$port" -k "$dir" \
-  -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=50 > "$dir/server.log" 2>&1) &
-for _ in $(seq 300); do
-  [ "$(sed -n 8p "$dir/data/postmaster.pid" 2>/dev/null | tr -d ' ')" = ready ] && break
-  sleep 0.1
-done
-pgpid=$(head -1 "$dir/data/postmaster.pid")
-export PGHOST=$dir PGPORT=$port PGUSER=platscope PGDATABASE=postgres
+pg_start "$dir" -c max_connections=50
 url="host=$dir port=$port user=platscope dbname=postgres"
 
 "$pgbin/pgbench" -i -q -s 1 > "$dir/pgbench-init.log" 2>&1

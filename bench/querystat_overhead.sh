@@ -33,31 +33,14 @@ mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
 
 # A throwaway server, stopped by its PID on exit.
 dir=$(mktemp -d /tmp/psqs.XXXXXX)
-chown postgres "$dir"
 pgpid= tracer_pid=
 cleanup() {
   [ -n "$tracer_pid" ] && kill -INT "$tracer_pid" 2>/dev/null && wait "$tracer_pid" 2>/dev/null
-  if [ -n "$pgpid" ]; then
-    kill -INT "$pgpid" 2>/dev/null || true
-    for _ in $(seq 100); do kill -0 "$pgpid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pgpid" 2>/dev/null || true
-  fi
+  pg_stop
   rm -rf "$dir"
 }
 trap cleanup EXIT
-runuser -u postgres -- "$pgbin/initdb" -D "$dir/data" -A trust -U platscope --no-sync > "$dir/initdb.log"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-# exec: $! is the postmaster itself, not a subshell.
-(cd "$dir" && exec runuser -u postgres -- "$pgbin/postgres" -D "$dir/data" -p "$port" -k "$dir" \
-  -c listen_addresses=127.0.0.1 -c fsync=off > "$dir/server.log" 2>&1) &
-sleep 0.5
-pgpid=$(head -1 "$dir/data/postmaster.pid" 2>/dev/null || true)
-for _ in $(seq 300); do
-  [ "$(sed -n 8p "$dir/data/postmaster.pid" 2>/dev/null | tr -d ' ')" = ready ] && break
-  sleep 0.1
-done
-pgpid=$(head -1 "$dir/data/postmaster.pid")
-export PGHOST=$dir PGPORT=$port PGUSER=platscope PGDATABASE=postgres
+pg_start "$dir"
 "$pgbin/pgbench" -i -q -s 10 > /dev/null 2>&1
 
 # The same counting as querystat: per-query latency histograms (all, pre-empted or not, hit or
