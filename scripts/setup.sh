@@ -28,6 +28,9 @@ packages=(
   # alloc: the preloadable allocators Debian ships, and jq and GNU time for
   # bench/alloc_bakeoff.sh
   libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 libtbbmalloc2 jq time
+  # the fleet: serve is scraped by a real Prometheus (promtool checks the metrics and the
+  # deploy/ rules), textfiles are read by a real node_exporter
+  prometheus prometheus-node-exporter
 )
 
 missing=()
