@@ -4,11 +4,16 @@
 //! - [`Steps`]: a multi-step run (`report`), each step weighted by how long it is expected to
 //!   take, with the step's name, elapsed time and an estimate of what is left.
 //! - [`counter`]: a loop over a known number of items (sweep sizes, thread counts, loops).
+//! - [`hidden`]: for a library call inside a run that already shows a bar.
+//!
+//! Library loops take a `&ProgressBar`, set its length and advance it; the command that calls
+//! them decides whether it draws.
 
 use std::io::IsTerminal;
 use std::time::Duration;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+pub use indicatif::ProgressBar;
+use indicatif::{ProgressDrawTarget, ProgressStyle};
 
 /// Weight units per step weight: the bar counts in thousandths so fractional weights move it.
 const SCALE: f64 = 1000.0;
@@ -81,6 +86,12 @@ pub fn counter(len: u64, what: &str) -> ProgressBar {
     let bar = new_bar(len, "{msg} {wide_bar} {pos}/{len} {elapsed} elapsed, about {eta} left");
     bar.set_message(what.to_string());
     bar
+}
+
+/// A bar that never draws, for library calls made inside a larger run that has its own bar
+/// (a `report` step): it still counts, so code that advances it needs no special case.
+pub fn hidden() -> ProgressBar {
+    ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden())
 }
 
 /// A bar over a fixed duration (a measurement that runs for a set time), advanced by the caller

@@ -12,6 +12,7 @@ use crate::kernels::bandwidth::{pass, Isa, Kernel, BLOCK};
 use crate::timers::cheapest_trustworthy_clock;
 use crate::BenchError;
 use measure::gate::StartGate;
+use measure::progress::ProgressBar;
 use measure::stop;
 use measure::summary::{summarize, Summary};
 
@@ -249,14 +250,17 @@ pub struct BandwidthMatrix {
 }
 
 /// Every (CPU node, memory node) pair with `threads` threads (≤ the node's CPUs) per cell.
+/// `progress` counts cells.
 pub fn matrix(
     threads: usize,
     opts: &BandwidthOptions,
     topology: &Topology,
+    progress: &ProgressBar,
 ) -> Result<BandwidthMatrix, BenchError> {
     let cpu_nodes: Vec<u32> =
         topology.nodes.iter().filter(|n| !n.cpus.is_empty()).map(|n| n.id).collect();
     let memory_nodes = topology.nodes_with_memory();
+    progress.set_length((cpu_nodes.len() * memory_nodes.len()) as u64);
     let mut cells = Vec::new();
     let mut used = usize::MAX;
     for &from in &cpu_nodes {
@@ -276,6 +280,7 @@ pub fn matrix(
                 Err(e) => return Err(e),
             };
             row.push(cell);
+            progress.inc(1);
             if stop::requested() {
                 break;
             }
@@ -312,21 +317,26 @@ pub struct Scaling {
     pub interrupted: bool,
 }
 
-/// Runs with 1, 2, … `cpus.len()` threads on `cpus` in order.
+/// Runs with 1, 2, … `cpus.len()` threads on `cpus` in order; `progress` counts thread counts.
 pub fn scale(
     cpus: &[u32],
     policy: &MemPolicy,
     opts: &BandwidthOptions,
     topology: &Topology,
+    progress: &ProgressBar,
 ) -> Result<Scaling, BenchError> {
     let mut steps: Vec<BandwidthResult> = Vec::new();
+    progress.set_length(cpus.len() as u64);
     for n in 1..=cpus.len() {
         let specs: Vec<ThreadSpec> = cpus[..n]
             .iter()
             .map(|&cpu| ThreadSpec { cpu: Some(cpu), policy: policy.clone() })
             .collect();
         match run(&specs, opts, topology) {
-            Ok(step) => steps.push(step),
+            Ok(step) => {
+                steps.push(step);
+                progress.inc(1);
+            }
             // Stopped while preparing a step: the finished steps are kept.
             Err(BenchError::Interrupted) if !steps.is_empty() => break,
             Err(e) => return Err(e),

@@ -17,6 +17,7 @@ use crate::timers::cheapest_trustworthy_clock;
 use crate::BenchError;
 use measure::core_clock::busy_cycles;
 use measure::gate::StartGate;
+use measure::progress::ProgressBar;
 use measure::stop;
 use measure::summary::Summary;
 
@@ -169,12 +170,14 @@ enum ChaseRequest {
     Done,
 }
 
-/// Sweeps the delays, then measures once more with the load threads paused (the idle point).
+/// Sweeps the delays, then measures once more with the load threads paused (the idle point);
+/// `progress` counts points.
 pub fn run(
     chase_cpu: u32,
     load_cpus: &[u32],
     opts: &LoadedOptions,
     topology: &Topology,
+    progress: &ProgressBar,
 ) -> Result<LoadedCurve, BenchError> {
     // Calibrate the measuring clock now, not after the workers' release.
     cheapest_trustworthy_clock();
@@ -237,6 +240,7 @@ pub fn run(
         if go {
             let mut levels: Vec<Option<u64>> = opts.delays.iter().map(|&d| Some(d)).collect();
             levels.push(None);
+            progress.set_length(levels.len() as u64);
             for level in levels {
                 if stop::requested() {
                     break;
@@ -252,6 +256,7 @@ pub fn run(
                 let after: u64 = counters.iter().map(|c| c.0.load(Ordering::Relaxed)).sum();
                 let load_gbs = (after - before) as f64 / t0.elapsed().as_nanos().max(1) as f64;
                 points.push(LoadedPoint { delay_cycles: level, load_gbs, latency_ns });
+                progress.inc(1);
             }
         }
         state.store(STOP, Ordering::Relaxed);

@@ -15,6 +15,7 @@ use crate::kit::{PrivateGate, SlbSemaphore};
 use crate::timers::cheapest_trustworthy_clock;
 use crate::BenchError;
 use measure::gate::StartGate;
+use measure::progress::ProgressBar;
 use measure::stop;
 use measure::summary::{quantile, summarize, Summary};
 
@@ -164,6 +165,7 @@ fn worker(
     planned_ops: u64,
     gate: &StartGate,
     topology: &Topology,
+    progress: &ProgressBar,
 ) -> Result<Option<SlbWorkerResult>, BenchError> {
     let Some((mut arena, placement)) = gate.prepare(|| -> Result<_, BenchError> {
         if let Some(cpu) = spec.cpu {
@@ -182,7 +184,8 @@ fn worker(
     else {
         return Ok(None);
     };
-    let done = hammer(&mut arena, plan.pages, planned_ops, worker_seed(plan.seed, index))?;
+    let done =
+        hammer(&mut arena, plan.pages, planned_ops, worker_seed(plan.seed, index), progress)?;
     Ok(Some(SlbWorkerResult {
         worker: index,
         cpu: spec.cpu.or_else(pin::current_cpu),
@@ -213,12 +216,14 @@ pub struct Hammered {
 /// The timed SLB loop shared by thread workers, worker processes and `memhammer`:
 /// `planned_ops` random 8-byte stores into the first `pages` 4 KiB pages of `arena`, in
 /// batches timed from outside the kernel, stopping early between batches on Ctrl-C (see
-/// [`measure::stop`]). `seed` starts the generator.
+/// [`measure::stop`]). `seed` starts the generator. `progress` is advanced by each batch's
+/// stores after the batch's clock reads, so it costs the timed stores nothing.
 pub fn hammer(
     arena: &mut Arena,
     pages: u64,
     planned_ops: u64,
     seed: u64,
+    progress: &ProgressBar,
 ) -> Result<Hammered, BenchError> {
     let fits = pages.checked_mul(SLB_PAGE as u64).is_some_and(|b| b <= arena.len() as u64);
     if pages == 0 || pages >= 1 << 32 || !fits {
@@ -242,13 +247,18 @@ pub fn hammer(
             batches.push(clock.ticks_to_ns(clock.read().wrapping_sub(t)) / n as f64);
         }
         done += n;
+        progress.inc(n);
     }
     let elapsed_ns = clock.ticks_to_ns(clock.read().wrapping_sub(start)) as u64;
     Ok(Hammered { ops: done, elapsed_ns, batches: summarize(&batches) })
 }
 
-/// Runs the plan with one thread per worker.
-pub fn run(plan: &SlbPlan, topology: &Topology) -> Result<SlbResult, BenchError> {
+/// Runs the plan with one thread per worker; `progress` counts every worker's stores.
+pub fn run(
+    plan: &SlbPlan,
+    topology: &Topology,
+    progress: &ProgressBar,
+) -> Result<SlbResult, BenchError> {
     // Calibrate the measuring clock now, not after the workers' release.
     cheapest_trustworthy_clock();
     let planned_ops = plan.ops_per_worker()?;
@@ -256,6 +266,7 @@ pub fn run(plan: &SlbPlan, topology: &Topology) -> Result<SlbResult, BenchError>
         return Err(BenchError::Usage("at least one worker is needed".into()));
     }
     plan.check_fits(topology)?;
+    progress.set_length(planned_ops * plan.workers.len() as u64);
     let gate = StartGate::new(plan.workers.len());
     let outcomes: Vec<Result<Option<SlbWorkerResult>, BenchError>> = std::thread::scope(|scope| {
         let handles: Vec<_> = plan
@@ -264,7 +275,7 @@ pub fn run(plan: &SlbPlan, topology: &Topology) -> Result<SlbResult, BenchError>
             .enumerate()
             .map(|(i, spec)| {
                 let gate = &gate;
-                scope.spawn(move || worker(i, spec, plan, planned_ops, gate, topology))
+                scope.spawn(move || worker(i, spec, plan, planned_ops, gate, topology, progress))
             })
             .collect();
         gate.release_when_ready();
@@ -335,7 +346,9 @@ pub fn run_child(
     crate::fill_words(arena.as_mut_slice(), 0)?;
     let placement = arena.placement()?;
     SlbSemaphore::attach(request.gate).wait_open()?;
-    let done = hammer(&mut arena, plan.pages, planned_ops, worker_seed(plan.seed, request.worker))?;
+    let seed = worker_seed(plan.seed, request.worker);
+    // A worker process has no terminal of its own to draw on: the parent shows the run.
+    let done = hammer(&mut arena, plan.pages, planned_ops, seed, &measure::progress::hidden())?;
     Ok(SlbWorkerResult {
         worker: request.worker,
         cpu: spec.cpu.or_else(pin::current_cpu),
@@ -445,11 +458,15 @@ impl Drop for ChildWorkers {
 ///
 /// Workers run in their own process group: Ctrl-C reaches this process, which passes it on to
 /// them once, so they stop and report what they did.
+///
+/// `progress` counts finished workers: a worker process's stores are not visible from here,
+/// so the bar shows that the run is alive and how long it has taken, not an estimate.
 pub fn run_processes(
     plan: &SlbPlan,
     topology: &Topology,
     mut command: impl FnMut(&SlbChildRequest) -> std::io::Result<Command>,
     decode: impl Fn(&str) -> Result<SlbWorkerResult, String>,
+    progress: &ProgressBar,
 ) -> Result<SlbResult, BenchError> {
     use std::os::unix::process::CommandExt;
 
@@ -509,9 +526,11 @@ pub fn run_processes(
         std::thread::sleep(Duration::from_millis(1));
     }
     gate.release()?;
+    progress.set_length(children.0.len() as u64);
 
     let mut passed_on = false;
     while children.running() > 0 {
+        progress.set_position((children.0.len() - children.running()) as u64);
         if stop::requested() && !passed_on {
             children.signal(libc::SIGINT);
             passed_on = true;
@@ -586,14 +605,16 @@ mod tests {
         let topology = Topology::detect().expect("topology");
         let spec = ArenaSpec { bytes: 16 * 4096, policy: MemPolicy::Inherit, page: PageSize::Base };
         let mut arena = Arena::new(spec, &topology).expect("arena");
-        let done = hammer(&mut arena, 16, 1000, worker_seed(1, 0)).expect("hammer");
+        let done = hammer(&mut arena, 16, 1000, worker_seed(1, 0), &measure::progress::hidden())
+            .expect("hammer");
         assert_eq!(done.ops, 1000);
         assert!(done.elapsed_ns > 0);
         assert!(done.batches.is_none(), "no full batch in 1000 stores");
         let written = arena.as_slice().chunks(4096).filter(|p| p.iter().any(|&b| b != 0));
         assert_eq!(written.count(), 16, "1000 random stores reach all 16 pages");
         for pages in [0, 17, 1 << 32] {
-            let err = hammer(&mut arena, pages, 1, 1).expect_err("refused");
+            let err =
+                hammer(&mut arena, pages, 1, 1, &measure::progress::hidden()).expect_err("refused");
             assert!(err.is_usage(), "{pages}: {err}");
         }
         assert_ne!(worker_seed(1, 0), worker_seed(1, 1));
@@ -624,6 +645,7 @@ mod tests {
                 command.args(["-c", script]);
                 Ok(command)
             },
+            &measure::progress::hidden(),
             |_| Err("no result expected".into()),
         )
         .expect_err("the run fails");

@@ -65,7 +65,8 @@ fn loaded_latency_rises_with_load() {
         delays: vec![0, 100_000],
         point_duration: Duration::from_millis(200),
     };
-    let curve = loaded::run(cpus[0], &cpus[1..], &opts, &t).expect("runs");
+    let curve =
+        loaded::run(cpus[0], &cpus[1..], &opts, &t, &measure::progress::hidden()).expect("runs");
     for p in &curve.points {
         println!(
             "delay {:?}: {:.2} GB/s, {:.1} ns",

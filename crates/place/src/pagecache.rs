@@ -32,6 +32,7 @@ use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use measure::progress::ProgressBar;
 use serde::{Deserialize, Serialize};
 use topo::sysfs::SysRoot;
 use topo::units::format_bytes;
@@ -576,14 +577,17 @@ impl CacheFile {
     }
 
     /// Reads the whole file with `chunk`-sized reads into `buf`; returns the bytes read.
-    fn read_through(&self, buf: &mut [u8]) -> Result<u64, PageCacheError> {
+    fn read_through(&self, buf: &mut [u8], progress: &ProgressBar) -> Result<u64, PageCacheError> {
         let mut offset = 0u64;
         loop {
             // Loading a large file takes seconds from a slow disk: Ctrl-C or SIGTERM stops it.
             measure::stop::check("reading the file into the page cache")?;
             match self.file.read_at(buf, offset) {
                 Ok(0) => return Ok(offset),
-                Ok(n) => offset += n as u64,
+                Ok(n) => {
+                    offset += n as u64;
+                    progress.inc(n as u64);
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(self.io_err("read")(e)),
             }
@@ -592,8 +596,13 @@ impl CacheFile {
 
     /// Brings the file into the page cache by reading it through (1 MiB reads into a discarded
     /// buffer) on a thread whose memory policy is `policy`. Pages already cached stay where
-    /// they are: evict first to re-place them.
-    pub fn load(&self, policy: &MemPolicy) -> Result<LoadResult, PageCacheError> {
+    /// they are: evict first to re-place them. `progress` counts bytes read.
+    pub fn load(
+        &self,
+        policy: &MemPolicy,
+        progress: &ProgressBar,
+    ) -> Result<LoadResult, PageCacheError> {
+        progress.set_length(self.bytes);
         let resident_before = self.resident_pages()?;
         let uncached = self.pages().saturating_sub(resident_before) * self.page as u64;
         let capacity_warning = capacity_warning(policy, uncached);
@@ -602,7 +611,7 @@ impl CacheFile {
             s.spawn(|| {
                 policy.apply_to_thread().map_err(self.place_err())?;
                 let mut buf = vec![0u8; READ_CHUNK];
-                self.read_through(&mut buf)
+                self.read_through(&mut buf, progress)
             })
             .join()
             .map_err(|_| self.io_err("read")(io::Error::other("the reading thread panicked")))?
@@ -683,7 +692,7 @@ impl CacheFile {
                 (0..passes.max(1))
                     .map(|_| {
                         let t = Instant::now();
-                        let bytes = self.read_through(&mut buf)?;
+                        let bytes = self.read_through(&mut buf, &measure::progress::hidden())?;
                         let secs = t.elapsed().as_secs_f64();
                         Ok(ReadPass { bytes, secs, gbps: bytes as f64 / secs / 1e9 })
                     })

@@ -55,7 +55,7 @@ fn written_file_is_cached_then_evicted_then_loaded() {
     assert!(e.synced);
     assert!(e.resident_after * 20 < f.pages(), "more than 5% still cached: {e:?}");
 
-    let l = f.load(&MemPolicy::Inherit).expect("load");
+    let l = f.load(&MemPolicy::Inherit, &measure::progress::hidden()).expect("load");
     println!("load: {l:?}");
     assert_eq!(l.bytes_read, f.bytes());
     assert!(l.resident_after * 100 >= f.pages() * 95, "{l:?}");

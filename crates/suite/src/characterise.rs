@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use measure::metric::Step;
-use measure::progress::Steps;
+use measure::progress::{hidden, Steps};
 use measure::{stop, Metric};
 use membench::bandwidth::{self, BandwidthOptions};
 use membench::c2c::{self, C2cMode, C2cOptions};
@@ -206,7 +206,7 @@ pub fn run(
     if !stop::requested() {
         progress.begin(3);
         let per_node = topology.nodes.iter().map(|n| n.cpus.len()).max().unwrap_or(1);
-        match bandwidth::matrix(per_node, &bw_opts(per_node), topology) {
+        match bandwidth::matrix(per_node, &bw_opts(per_node), topology, &hidden()) {
             Ok(m) => {
                 let interrupted = m.interrupted;
                 if let Some(id) = rec.record("report: bandwidth matrix", &m, &m, interrupted)? {
@@ -221,7 +221,13 @@ pub fn run(
     // 5. Bandwidth by thread count.
     if !stop::requested() {
         progress.begin(4);
-        match bandwidth::scale(&cpus, &MemPolicy::Inherit, &bw_opts(cpus.len()), topology) {
+        match bandwidth::scale(
+            &cpus,
+            &MemPolicy::Inherit,
+            &bw_opts(cpus.len()),
+            topology,
+            &hidden(),
+        ) {
             Ok(s) => {
                 if let Some(id) =
                     rec.record("report: bandwidth scaling", &s, &s, stop::requested())?
@@ -254,7 +260,7 @@ pub fn run(
                     delays: budget.loaded_delays.clone(),
                     point_duration: budget.loaded,
                 };
-                match loaded::run(chase_cpu, &load_cpus, &opts, topology) {
+                match loaded::run(chase_cpu, &load_cpus, &opts, topology, &hidden()) {
                     Ok(c) => {
                         if let Some(id) =
                             rec.record("report: loaded latency", &c, &c, c.interrupted)?
@@ -279,7 +285,11 @@ pub fn run(
     if !stop::requested() {
         progress.begin(6);
         for count in scale_counts(cpus.len()) {
-            match slb::run(&plan(spread_workers(count, &cpus, &MemPolicy::Inherit)), topology) {
+            match slb::run(
+                &plan(spread_workers(count, &cpus, &MemPolicy::Inherit)),
+                topology,
+                &hidden(),
+            ) {
                 Ok(r) => data.slb_scaling.push(r),
                 Err(e) => {
                     note(&mut data, Section::Slb, &format!("SLB with {count} workers"), &e);
@@ -310,7 +320,7 @@ pub fn run(
                 break;
             }
             let outcome = match workers {
-                Some(w) => slb::run(&plan(w), topology).map_err(|e| e.to_string()),
+                Some(w) => slb::run(&plan(w), topology, &hidden()).map_err(|e| e.to_string()),
                 None => Err(NO_REMOTE.to_string()),
             };
             data.slb_policies.push((name.to_string(), outcome));

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Parser};
-use measure::stop;
+use measure::{progress, stop};
 use membench::bandwidth::{self, BandwidthOptions, ThreadSpec};
 use membench::kernels::bandwidth::{Isa, Kernel};
 use membench::latency::LatencyOptions;
@@ -116,7 +116,10 @@ pub fn run_bandwidth(
     };
     let peak = peak(args.peak_gbs);
     if args.matrix {
-        let m = bandwidth::matrix(threads, &opts, topology)?;
+        let bar = progress::counter(0, "node pairs");
+        let m = bandwidth::matrix(threads, &opts, topology, &bar);
+        bar.finish_and_clear();
+        let m = m?;
         if json {
             emit_json(&m)?;
         } else {
@@ -129,7 +132,10 @@ pub fn run_bandwidth(
         return Ok(());
     }
     if args.scale {
-        let s = bandwidth::scale(&cpus[..threads], &request.policy, &opts, topology)?;
+        let bar = progress::counter(0, "thread counts");
+        let s = bandwidth::scale(&cpus[..threads], &request.policy, &opts, topology, &bar);
+        bar.finish_and_clear();
+        let s = s?;
         if json {
             emit_json(&s)?;
         } else {
@@ -190,7 +196,10 @@ pub fn run_loaded(
         delays: args.delays.clone().unwrap_or_else(|| loaded::DEFAULT_DELAYS.to_vec()),
         point_duration: Duration::from_millis(args.duration_ms),
     };
-    let curve = loaded::run(chase_cpu, &load_cpus, &opts, topology)?;
+    let bar = progress::counter(0, "load levels");
+    let curve = loaded::run(chase_cpu, &load_cpus, &opts, topology, &bar);
+    bar.finish_and_clear();
+    let curve = curve?;
     if json {
         emit_json(&curve)?;
     } else {

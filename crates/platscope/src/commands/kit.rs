@@ -273,7 +273,8 @@ pub fn memhammer(args: &[OsString]) -> anyhow::Result<()> {
     membench::timers::cheapest_trustworthy_clock();
     sem.ready_and_wait().map_err(kit_error)?;
     let seed = slb::worker_seed(0x51B, std::process::id() as usize);
-    let done = slb::hammer(&mut arena, hammer.pages, hammer.ops, seed)?;
+    let done =
+        slb::hammer(&mut arena, hammer.pages, hammer.ops, seed, &measure::progress::hidden())?;
     if done.ops == 0 {
         return Err(BenchError::Interrupted.into());
     }

@@ -2,8 +2,8 @@
 
 use anyhow::Context;
 use measure::metric::Step;
-use measure::stop;
 use measure::UsageError;
+use measure::{progress, stop};
 use membench::c2c::{self, C2cOptions};
 use membench::latency::{self, LatencyOptions, LatencyPoint};
 use membench::layout::ChaseLayout;
@@ -97,7 +97,7 @@ fn latency(
         }
         let sizes = latency::sweep_sizes(args.from, args.to);
         // On a terminal, a bar on stderr counts the sizes; rows are printed around it.
-        let bar = measure::progress::counter(sizes.len() as u64, "working-set sizes");
+        let bar = progress::counter(sizes.len() as u64, "working-set sizes");
         for bytes in sizes {
             match latency::measure_on(cpu, bytes, &opts, topology) {
                 Ok(point) => {
@@ -178,11 +178,21 @@ fn slb(args: &SlbArgs, json: bool, topology: &Topology, rec: &mut Recorder) -> a
     };
     let plan = plan(&args.work, args.work.page, workers);
     let result = if args.processes {
-        slb::run_processes(&plan, topology, worker_process, |line| {
-            serde_json::from_str(line).map_err(|e| e.to_string())
-        })?
+        let bar = progress::counter(0, "SLB worker processes finished");
+        let result = slb::run_processes(
+            &plan,
+            topology,
+            worker_process,
+            |line| serde_json::from_str(line).map_err(|e| e.to_string()),
+            &bar,
+        );
+        bar.finish_and_clear();
+        result?
     } else {
-        slb::run(&plan, topology)?
+        let bar = progress::counter(0, "SLB stores");
+        let result = slb::run(&plan, topology, &bar);
+        bar.finish_and_clear();
+        result?
     };
     if json {
         emit_json(&result)?;
@@ -261,7 +271,7 @@ fn c2c(args: &C2cArgs, json: bool, topology: &Topology, rec: &mut Recorder) -> a
     };
     c2c::check(&options, topology)?;
     let n = options.cpus.len() as u64;
-    let bar = measure::progress::counter(n * (n - 1) / 2, "CPU pairs");
+    let bar = progress::counter(n * (n - 1) / 2, "CPU pairs");
     let result = c2c::run(&options, topology, |done, _| bar.set_position(done as u64))?;
     bar.finish_and_clear();
     if json {
@@ -303,12 +313,13 @@ fn scale(
     if !json {
         emit(&render::scale_header())?;
     }
-    let bar = measure::progress::counter(counts.len() as u64, "worker counts");
+    let bar = progress::counter(counts.len() as u64, "worker counts");
     for count in counts {
         bar.inc(1);
         let result = match slb::run(
             &plan(&work, args.page, spread_workers(count, &cpus, &request.policy)),
             topology,
+            &progress::hidden(),
         ) {
             Ok(r) => r,
             // Stopped while the next count was preparing: the rows above stand.
@@ -362,12 +373,15 @@ fn compare_policies(
     if !json {
         emit(&render::compare_header())?;
     }
+    let bar = progress::counter(scenarios.len() as u64, "placements");
     for (name, workers) in scenarios {
         if stop::requested() {
             break;
         }
         let why_not = NO_REMOTE.to_string();
-        let result = match workers.map(|w| slb::run(&plan(work, work.page, w), topology)) {
+        let result = match workers
+            .map(|w| slb::run(&plan(work, work.page, w), topology, &progress::hidden()))
+        {
             Some(Ok(r)) => Some(r),
             // Stopped while the next policy was preparing: the rows above stand.
             Some(Err(BenchError::Interrupted)) if !rows.is_empty() => {
@@ -379,12 +393,14 @@ fn compare_policies(
             Some(Err(e)) => return Err(e.into()),
             None => None,
         };
+        bar.inc(1);
         if !json {
-            emit(&render::compare_row(name, result.as_ref(), &why_not))?;
+            bar.suspend(|| emit(&render::compare_row(name, result.as_ref(), &why_not)))?;
         }
         let skipped = result.is_none().then_some(why_not);
         rows.push(Row { policy: name, result, skipped });
     }
+    bar.finish_and_clear();
     if json {
         emit_json(&rows)?;
     }

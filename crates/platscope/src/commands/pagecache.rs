@@ -167,7 +167,15 @@ fn process(
 ) -> Result<FileReport, PageCacheError> {
     let file = CacheFile::open(path)?;
     let evict = if args.evict { Some(file.evict()?) } else { None };
-    let load = if args.load { Some(file.load(policy)?) } else { None };
+    let load = match args.load {
+        true => {
+            let bar = measure::progress::counter(0, "bytes loaded");
+            let load = file.load(policy, &bar);
+            bar.finish_and_clear();
+            Some(load?)
+        }
+        false => None,
+    };
     let residency = file.residency()?;
     let home = home_node(&residency);
     let mut reads = Vec::with_capacity(readers.len());
