@@ -645,8 +645,8 @@ mod tests {
                 command.args(["-c", script]);
                 Ok(command)
             },
-            &measure::progress::hidden(),
             |_| Err("no result expected".into()),
+            &measure::progress::hidden(),
         )
         .expect_err("the run fails");
         assert_eq!(err.to_string(), "worker 1 failed: no memory today");

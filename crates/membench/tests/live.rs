@@ -77,7 +77,7 @@ fn slb_workers_run_and_report_verified_memory() {
             .collect(),
         seed: 42,
     };
-    let result = run(&plan, &t).expect("runs");
+    let result = run(&plan, &t, &measure::progress::hidden()).expect("runs");
     assert!(!result.interrupted);
     assert_eq!(result.workers.len(), cpus.len());
     for w in &result.workers {
@@ -105,7 +105,7 @@ fn slb_refuses_more_than_memory_before_allocating() {
         workers: vec![SlbWorkerSpec { cpu: None, policy: MemPolicy::Inherit }; 4],
         seed: 1,
     };
-    let err = run(&plan, &t).expect_err("8 TiB × 4 refused");
+    let err = run(&plan, &t, &measure::progress::hidden()).expect_err("8 TiB × 4 refused");
     println!("{err}");
     assert!(err.is_usage());
 }
