@@ -7,7 +7,7 @@ use std::time::Duration;
 use measure::metric::Step;
 use measure::progress::{hidden, Steps};
 use measure::{stop, Metric};
-use membench::bandwidth::{self, BandwidthOptions};
+use membench::bandwidth::{self, BandwidthOptions, ThreadSpec};
 use membench::c2c::{self, C2cMode, C2cOptions};
 use membench::kernels::bandwidth::{Isa, Kernel};
 use membench::latency::{self, LatencyOptions};
@@ -122,6 +122,7 @@ pub fn run(
         ("node×node latency", 1.5 * nodes * cpu_nodes * factor),
         ("node×node bandwidth", 1.5 * nodes * cpu_nodes * factor),
         ("bandwidth by thread count", 1.5 * n * factor),
+        ("copy bandwidth, ordinary and non-temporal stores", 2.0 * factor),
         ("loaded latency", (budget.loaded_delays.len() as f64 + 1.0) * 0.5 * factor),
         ("SLB by worker count", 2.0 * n * factor),
         ("SLB under local, interleaved and remote memory", 6.0 * factor),
@@ -240,9 +241,34 @@ pub fn run(
         }
     }
 
-    // 6. Loaded latency.
-    if !stop::requested() {
+    // 6. Copy with ordinary and with non-temporal stores, every CPU: the headline copy figure
+    // is the better of the two, as MLC and STREAM users read it.
+    for kernel in [Kernel::Copy, Kernel::CopyNt] {
+        if stop::requested() {
+            break;
+        }
         progress.begin(5);
+        let threads: Vec<ThreadSpec> = cpus
+            .iter()
+            .map(|&cpu| ThreadSpec { cpu: Some(cpu), policy: MemPolicy::Inherit })
+            .collect();
+        let opts = BandwidthOptions { kernel, ..bw_opts(cpus.len()) };
+        match bandwidth::run(&threads, &opts, topology) {
+            Ok(r) => data.copy_bandwidth.push(r),
+            Err(e) => note(&mut data, Section::BandwidthThreads, kernel.info().name, &e),
+        }
+    }
+    if !data.copy_bandwidth.is_empty() {
+        let interrupted = data.copy_bandwidth.iter().any(|r| r.interrupted);
+        let runs = &data.copy_bandwidth;
+        if let Some(id) = rec.record("report: copy bandwidth", runs, runs, interrupted)? {
+            data.stored_runs.push(("copy bandwidth".into(), id));
+        }
+    }
+
+    // 7. Loaded latency.
+    if !stop::requested() {
+        progress.begin(6);
         match first_cpu {
             Some(chase_cpu) if cpus.len() >= 2 => {
                 let load_cpus: Vec<u32> =
@@ -280,10 +306,10 @@ pub fn run(
         }
     }
 
-    // 7. SLB by worker count.
+    // 8. SLB by worker count.
     let plan = |workers| slb_plan(budget.slb_pages, budget.slb_loops, PageSize::Base, workers);
     if !stop::requested() {
-        progress.begin(6);
+        progress.begin(7);
         for count in scale_counts(cpus.len()) {
             match slb::run(
                 &plan(spread_workers(count, &cpus, &MemPolicy::Inherit)),
@@ -312,9 +338,9 @@ pub fn run(
         }
     }
 
-    // 8. SLB under each placement policy, one worker per CPU.
+    // 9. SLB under each placement policy, one worker per CPU.
     if !stop::requested() {
-        progress.begin(7);
+        progress.begin(8);
         for (name, workers) in policy_scenarios(cpus.len() as u64, topology)? {
             if stop::requested() {
                 break;
@@ -344,9 +370,9 @@ pub fn run(
     if mode == Mode::Full {
         full_only(&budget, &cpus, topology, rec, &progress, &mut data)?;
     }
-    // 9. Throughput by threads and units (seed 004's Tamp), `--full` only.
+    // 10. Throughput by threads and units (seed 004's Tamp), `--full` only.
     if let (Some(bytes), false) = (budget.cpu_scale_bytes, stop::requested()) {
-        progress.begin(10);
+        progress.begin(11);
         let input = tamp::corpus::generate(tamp::corpus::DEFAULT_SEED, bytes);
         let plan = tamp::scale::ScalePlan::for_machine(cpus.len());
         let outcome = tamp::codec::codec_for(tamp::Format::Lz4, 1)
@@ -390,9 +416,9 @@ fn full_only(
     progress: &Steps,
     data: &mut ReportData,
 ) -> Result<(), SuiteError> {
-    // 9. Core to core.
+    // 11. Core to core.
     if !stop::requested() {
-        progress.begin(8);
+        progress.begin(9);
         let options = C2cOptions {
             cpus: cpus.to_vec(),
             mode: C2cMode::Read,
@@ -411,9 +437,9 @@ fn full_only(
                 .push(Note::new(Section::C2c, format!("core to core: not measured ({e})"))),
         }
     }
-    // 10. Lock contention.
+    // 12. Lock contention.
     if !stop::requested() {
-        progress.begin(9);
+        progress.begin(10);
         'locks: for lock in [LockKind::Spin, LockKind::Ticket, LockKind::Mutex, LockKind::None] {
             for count in scale_counts(cpus.len()) {
                 let plan = SharedSlbPlan {

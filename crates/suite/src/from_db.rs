@@ -92,6 +92,7 @@ fn place(data: &mut ReportData, run: &StoredRun) -> Result<(), SuiteError> {
         "mem bandwidth --scale" | "report: bandwidth scaling" => {
             data.bandwidth_scaling = Some(parse::<Scaling>(run)?);
         }
+        "report: copy bandwidth" => data.copy_bandwidth = parse(run)?,
         "mem loaded-latency" | "report: loaded latency" => {
             data.loaded_latency = Some(parse::<LoadedCurve>(run)?);
         }

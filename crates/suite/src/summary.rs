@@ -61,23 +61,33 @@ pub fn summary_text(d: &ReportData) -> String {
             let _ = writeln!(out, "  node×node latency: {best:.1} … {worst:.1} ns");
         }
     }
-    if let Some(s) = &d.bandwidth_scaling {
-        if let Some(top) =
-            s.steps.iter().max_by(|a, b| a.aggregate_gbs.median.total_cmp(&b.aggregate_gbs.median))
-        {
-            let saturation = match s.saturated_at {
-                Some(n) => format!("stops growing at {n} thread(s)"),
+    if let Some((top, what)) = report::html::headline::peak_bandwidth(d) {
+        let saturation = match &d.bandwidth_scaling {
+            Some(s) => match s.saturated_at {
+                Some(n) => format!(", stops growing at {n} thread(s)"),
                 // A partial run says nothing about threads it never added.
-                None if s.interrupted => "saturation unknown (interrupted)".to_string(),
-                None => "still growing at the last thread".to_string(),
-            };
-            let _ = writeln!(
-                out,
-                "  read bandwidth:   {:.1} GB/s with {} thread(s), {saturation}",
-                top.aggregate_gbs.median,
-                top.threads.len()
-            );
-        }
+                None if s.interrupted => ", saturation unknown (interrupted)".to_string(),
+                None => ", still growing at the last thread".to_string(),
+            },
+            None => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "  read bandwidth:   {:.1} GB/s ({}), {what}{saturation}",
+            top.aggregate_gbs.median, top.isa
+        );
+    }
+    if let Some((best, other)) = report::html::headline::best_copy(d) {
+        let other = other.map_or(String::new(), |o| {
+            format!(" ({} {:.1} GB/s)", o.kernel, o.aggregate_gbs.median)
+        });
+        let _ = writeln!(
+            out,
+            "  copy bandwidth:   {:.1} GB/s with {}, {} thread(s){other}",
+            best.aggregate_gbs.median,
+            best.kernel,
+            best.threads.len()
+        );
     }
     if let Some(c) = &d.loaded_latency {
         // An interrupted curve may not have reached its idle point.

@@ -2,6 +2,7 @@
 //! (`suite::summary`) both read them from here, so they cannot disagree about the same run.
 
 use measure::summary::{differs_beyond_noise, Summary};
+use membench::bandwidth::BandwidthResult;
 use membench::loaded::{LoadedCurve, LoadedPoint};
 
 use super::page::cache_levels;
@@ -84,4 +85,36 @@ pub fn loaded_and_idle(c: &LoadedCurve) -> (Option<&LoadedPoint>, Option<&Loaded
         .max_by(|a, b| a.load_gbs.total_cmp(&b.load_gbs));
     let idle = c.points.iter().find(|p| p.delay_cycles.is_none());
     (loaded, idle)
+}
+
+/// Peak read bandwidth: the highest median among the thread-count steps and the node×node
+/// cells, with what ran it (`"2 thread(s)"`, `"2 thread(s) on node 0, memory on node 1"`).
+pub fn peak_bandwidth(d: &ReportData) -> Option<(&BandwidthResult, String)> {
+    let mut candidates: Vec<(&BandwidthResult, String)> = Vec::new();
+    if let Some(s) = &d.bandwidth_scaling {
+        for step in &s.steps {
+            candidates.push((step, format!("{} thread(s)", step.threads.len())));
+        }
+    }
+    if let Some(m) = &d.bandwidth_matrix {
+        for (from, row) in m.cpu_nodes.iter().zip(&m.cells) {
+            for (to, cell) in m.memory_nodes.iter().zip(row) {
+                let what =
+                    format!("{} thread(s) on node {from}, memory on node {to}", cell.threads.len());
+                candidates.push((cell, what));
+            }
+        }
+    }
+    candidates
+        .into_iter()
+        .max_by(|a, b| a.0.aggregate_gbs.median.total_cmp(&b.0.aggregate_gbs.median))
+}
+
+/// Copy bandwidth as MLC and STREAM users expect it: the better of ordinary-store `copy` and
+/// non-temporal `copy-nt` (what glibc's memcpy does for large copies), with the other beside it.
+pub fn best_copy(d: &ReportData) -> Option<(&BandwidthResult, Option<&BandwidthResult>)> {
+    let mut runs: Vec<&BandwidthResult> = d.copy_bandwidth.iter().collect();
+    runs.sort_by(|a, b| b.aggregate_gbs.median.total_cmp(&a.aggregate_gbs.median));
+    let best = *runs.first()?;
+    Some((best, runs.get(1).copied()))
 }

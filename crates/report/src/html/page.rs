@@ -3,7 +3,6 @@
 
 use std::fmt::Write as _;
 
-use membench::bandwidth::BandwidthResult;
 use topo::Topology;
 
 use super::charts::mix_name;
@@ -230,25 +229,7 @@ pub(super) fn summary(d: &ReportData) -> String {
             ),
         );
     }
-    let mut candidates: Vec<(&BandwidthResult, String)> = Vec::new();
-    if let Some(s) = &d.bandwidth_scaling {
-        for step in &s.steps {
-            candidates.push((step, format!("{} thread(s)", step.threads.len())));
-        }
-    }
-    if let Some(m) = &d.bandwidth_matrix {
-        for (from, row) in m.cpu_nodes.iter().zip(&m.cells) {
-            for (to, cell) in m.memory_nodes.iter().zip(row) {
-                let what =
-                    format!("{} thread(s) on node {from}, memory on node {to}", cell.threads.len());
-                candidates.push((cell, what));
-            }
-        }
-    }
-    let peak = candidates
-        .into_iter()
-        .max_by(|a, b| a.0.aggregate_gbs.median.total_cmp(&b.0.aggregate_gbs.median));
-    if let Some((r, what)) = peak {
+    if let Some((r, what)) = super::headline::peak_bandwidth(d) {
         card(
             &mut out,
             "Peak bandwidth",
@@ -260,6 +241,25 @@ pub(super) fn summary(d: &ReportData) -> String {
                 r.aggregate_gbs.samples,
                 fmt3(r.aggregate_gbs.max)
             ),
+        );
+    }
+    if let Some((best, other)) = super::headline::best_copy(d) {
+        let mut how = format!(
+            "{} ({}), {} thread(s): {}",
+            best.kernel,
+            best.isa,
+            best.threads.len(),
+            best.accounting
+        );
+        if let Some(other) = other {
+            let _ =
+                write!(how, "; {} gave {} GB/s", other.kernel, fmt3(other.aggregate_gbs.median));
+        }
+        card(
+            &mut out,
+            "Copy bandwidth",
+            &format!("{} GB/s", fmt3(best.aggregate_gbs.median)),
+            &how,
         );
     }
     if let Some(s) = &d.bandwidth_scaling {

@@ -289,6 +289,10 @@ pub fn sample() -> ReportData {
         latency_matrix: Some(latency_matrix),
         bandwidth_matrix: Some(bandwidth_matrix),
         bandwidth_scaling: Some(scaling),
+        copy_bandwidth: [(Kernel::Copy, 14.5), (Kernel::CopyNt, 19.5)]
+            .into_iter()
+            .map(|(kernel, gbs)| BandwidthResult { kernel, ..bandwidth(gbs, &cpus, 0) })
+            .collect(),
         loaded_latency: Some(loaded),
         slb_scaling: SLB_SCALING.iter().map(|ns| slb(ns, MemPolicy::Inherit)).collect(),
         slb_policies: vec![
