@@ -6,6 +6,12 @@
 //! A group as large as the buffer gives a fully random order (every load may miss the TLB);
 //! [`Access::Sequential`] links slots in address order, which prefetchers follow easily — the
 //! reference for the prefetch self-check.
+//!
+//! A slot wider than a cache line holds its pointer in one of its lines chosen at random (the
+//! same line every time for a given seed and slot). At offset 0 of every slot, a 256-byte stride
+//! would put all pointers in lines whose set-index bits 6–7 are zero: a quarter of every cache's
+//! sets, so caches would look a quarter of their size (found against multichase, which spreads
+//! its slots the same way).
 
 use serde::{Deserialize, Serialize};
 
@@ -93,21 +99,35 @@ pub fn build_chase(buf: &mut [u8], layout: &ChaseLayout) -> Result<*const usize,
     assert!(slots >= 1 && slots <= u32::MAX as usize, "buffer must hold 1..2^32 slots");
     let order = visit_order(slots, layout)?;
     let base = buf.as_mut_ptr();
+    let at = |slot: u32| slot as usize * layout.stride + line_in_slot(slot, layout);
     for (i, &slot) in order.iter().enumerate() {
         if i % (1 << 20) == 0 {
             measure::stop::check("building the pointer chase")?;
         }
         let next = order[(i + 1) % order.len()];
-        // SAFETY: slot and next are < slots, so both addresses are inside buf, 8-aligned
-        // (stride is a multiple of 8 and the buffer is page-aligned or at least 8-aligned
-        // from its allocator).
+        // SAFETY: slot and next are < slots and a line offset is < stride - 8, so both
+        // addresses are inside buf, 8-aligned (stride is a multiple of 8 and the buffer is
+        // page-aligned or at least 8-aligned from its allocator).
         unsafe {
-            let here = base.add(slot as usize * layout.stride).cast::<usize>();
-            here.write_unaligned(base.add(next as usize * layout.stride) as usize);
+            let here = base.add(at(slot)).cast::<usize>();
+            here.write_unaligned(base.add(at(next)) as usize);
         }
     }
     // SAFETY: order[0] < slots.
-    Ok(unsafe { base.add(order[0] as usize * layout.stride).cast::<usize>() })
+    Ok(unsafe { base.add(at(order[0])).cast::<usize>() })
+}
+
+/// Bytes from a slot's start to the cache line holding its pointer: 0 for slots of one line or
+/// less (or not whole lines), else a line picked from the seed and the slot's index.
+fn line_in_slot(slot: u32, layout: &ChaseLayout) -> usize {
+    const LINE: usize = 64;
+    let lines = layout.stride / LINE;
+    if lines <= 1 || !layout.stride.is_multiple_of(LINE) {
+        return 0;
+    }
+    let mut rng =
+        SplitMix64::new(layout.seed ^ u64::from(slot).wrapping_mul(0xD6E8_FEB8_6659_FD93));
+    rng.below(lines as u64) as usize * LINE
 }
 
 #[cfg(test)]
@@ -149,6 +169,28 @@ mod tests {
         }
         let ascending = order.windows(2).filter(|w| w[1] == w[0] + 1).count();
         assert!(ascending < 40, "{ascending} of 159 steps go to the next slot");
+    }
+
+    #[test]
+    fn wide_slots_spread_their_pointers_over_every_line_of_the_slot() {
+        let layout = ChaseLayout { stride: 256, group_bytes: 256 * 64, ..Default::default() };
+        let mut buf = vec![0u8; 256 * 1024];
+        let start = build_chase(&mut buf, &layout).unwrap();
+        let base = buf.as_ptr() as usize;
+        let visited = follow(start, 1024);
+        let mut per_line = [0usize; 4];
+        for address in &visited {
+            let offset = address - base;
+            assert_eq!(offset % 64, 0, "pointers start their cache line");
+            per_line[(offset % 256) / 64] += 1;
+        }
+        // 1024 slots over 4 lines: each line gets about 256; a layout stuck at offset 0 gets 1024.
+        assert!(per_line.iter().all(|&n| n > 160), "lines used: {per_line:?}");
+        let mut slots: Vec<usize> = visited.iter().map(|a| (a - base) / 256).collect();
+        slots.sort_unstable();
+        slots.dedup();
+        assert_eq!(slots.len(), 1024, "still one pointer per slot");
+        assert_eq!(follow(start, 1025)[1024], start as usize, "and one cycle");
     }
 
     #[test]

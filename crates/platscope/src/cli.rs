@@ -168,7 +168,8 @@ pub struct LatencyArgs {
     /// Page size: 4k (THP kept out), thp, 2m or 1g; larger pages remove page-walk cost.
     #[arg(long, default_value = "4k", value_parser = parse_page)]
     pub page: PageSize,
-    /// Bytes between chased slots (a multiple of 8; 64 = one per cache line).
+    /// Bytes between chased slots (a multiple of 8; 64 = one per cache line; wider slots keep
+    /// their pointer in a cache line picked at random within the slot, so every cache set is used).
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(8..=1 << 20))]
     pub stride: u64,
     /// TLB-locality window in pages: the chase stays within a random group of this many pages
