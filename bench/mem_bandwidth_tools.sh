@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# platscope mem bandwidth (read, copy, write-nt; one thread and all threads) against the
+# platscope mem bandwidth (read, copy, copy-nt, write-nt; one thread and all threads) against the
 # established tools Debian packages: likwid-bench, mbw, sysbench memory and stress-ng (memrate,
 # stream). One run on one machine; every tool runs once per round, the rounds interleave the
 # tools (their order rotated each round) so all see the same machine noise, and each figure is
@@ -86,7 +86,7 @@ case $isa in
   sse2) lk_sfx=_sse mr_width=128 ;;
   *) lk_sfx= mr_width=64 ;;
 esac
-lk_read=load$lk_sfx lk_copy=copy$lk_sfx lk_nt=store_mem$lk_sfx
+lk_read=load$lk_sfx lk_copy=copy$lk_sfx lk_copy_nt=copy_mem$lk_sfx lk_nt=store_mem$lk_sfx
 mr_read=read$mr_width
 
 # glibc memcpy (mbw's MEMCPY) switches to non-temporal stores above this many bytes.
@@ -237,8 +237,8 @@ job_stream() { # T
   cmds["$fig|$T"]=$last_cmd
 }
 
-jobs=("platscope read" "platscope copy" "platscope write-nt" "likwid $lk_read 1" "likwid $lk_copy 2"
-  "likwid $lk_nt 1" mbw sysbench memrate stream)
+jobs=("platscope read" "platscope copy" "platscope copy-nt" "platscope write-nt" "likwid $lk_read 1"
+  "likwid $lk_copy 2" "likwid $lk_copy_nt 2" "likwid $lk_nt 1" mbw sysbench memrate stream)
 for ((r = 1; r <= rounds; r++)); do
   for T in "${threadsets[@]}"; do
     for ((j = 0; j < ${#jobs[@]}; j++)); do
@@ -275,13 +275,21 @@ fi
 # beside it that is not the same kernel; "-" no such kernel, and why.
 declare -A map
 map[read]="=likwid-bench $lk_read;-copies only;=sysbench memory read;=stress-ng memrate $mr_read"
-map[copy]="=likwid-bench $lk_copy;=mbw MEMCPY,=mbw DUMB,~mbw MCBLOCK;-no copy operation;~stress-ng stream"
+# glibc's memcpy is the matching kernel of copy-nt when it streams (above its non-temporal
+# threshold), of copy otherwise.
+if [[ $memcpy_stores == non-temporal* ]]; then
+  map[copy]="=likwid-bench $lk_copy;=mbw DUMB,~mbw MEMCPY,~mbw MCBLOCK;-no copy operation;~stress-ng stream"
+  map[copy-nt]="=likwid-bench $lk_copy_nt;=mbw MEMCPY;-no copy operation;-no non-temporal copy"
+else
+  map[copy]="=likwid-bench $lk_copy;=mbw MEMCPY,=mbw DUMB,~mbw MCBLOCK;-no copy operation;~stress-ng stream"
+  map[copy-nt]="=likwid-bench $lk_copy_nt;-its memcpy does not stream at this size;-no copy operation;-no non-temporal copy"
+fi
 map[write-nt]="=likwid-bench $lk_nt;-copies only;-ordinary stores only (its write is platscope's write);=stress-ng memrate write128nt"
 
 below=()
 table="| kernel | threads (CPUs) | platscope | likwid-bench | mbw | sysbench | stress-ng | best other | platscope / best |"
 table+=$'\n'"|---|---|---:|---:|---:|---:|---:|---|---:|"
-for k in read copy write-nt; do
+for k in read copy copy-nt write-nt; do
   for T in "${threadsets[@]}"; do
     p=$(med "platscope $k" "$T")
     row="| $k | $T ($(cpus_of "$T")) | $([[ -n $p ]] && f2 "$p" || echo failed) |"
@@ -326,6 +334,8 @@ done
 declare -A counts
 counts["platscope read"]="bytes loaded ($isa loads); reported in GB/s; the median of its 10 rounds per run"
 counts["platscope copy"]="bytes loaded + stored, ordinary stores, RFO not counted (STREAM); GB/s as reported"
+counts["platscope copy-nt"]="bytes loaded + stored with non-temporal stores (no RFO); GB/s as reported"
+counts["likwid-bench $lk_copy_nt"]="bytes loaded + stored with non-temporal stores; MByte/s ÷ 1000"
 counts["platscope write-nt"]="bytes stored with non-temporal stores; GB/s as reported"
 counts["likwid-bench $lk_read"]="bytes loaded; MByte/s (10^6) ÷ 1000"
 counts["likwid-bench $lk_copy"]="bytes loaded + stored, ordinary stores, RFO not counted (STREAM); MByte/s ÷ 1000"
@@ -339,6 +349,7 @@ counts["stress-ng memrate write128nt"]="bytes stored with 128-bit non-temporal s
 counts["stress-ng stream"]="read + written bytes of copy, scale, add and triad in turn (6 array reads : 4 writes), RFO not counted; MiB/s summed over instances × 1.048576 ÷ 1000"
 figs_order=("platscope read" "likwid-bench $lk_read" "sysbench memory read" "stress-ng memrate $mr_read"
   "platscope copy" "likwid-bench $lk_copy" "mbw MEMCPY" "mbw DUMB" "mbw MCBLOCK" "stress-ng stream"
+  "platscope copy-nt" "likwid-bench $lk_copy_nt"
   "platscope write-nt" "likwid-bench $lk_nt" "stress-ng memrate write128nt")
 detail=$(
   echo "| figure | threads | counts, and the conversion to GB/s | median GB/s | range over rounds | rounds |"
@@ -412,6 +423,9 @@ How the tools map to platscope's kernels:
   stream reports a read and a write rate over copy, scale, add and triad run in turn; their sum is
   in STREAM's accounting but it is not a copy-only figure, so it is shown in brackets and does not
   count towards the best. sysbench has no copy.
+- **copy-nt**: likwid-bench \`$lk_copy_nt\` (non-temporal stores, as platscope's copy-nt); glibc's
+  memcpy (mbw MEMCPY) when it streams at this size ($memcpy_stores) — then it counts here, not
+  under copy, where it is shown in brackets.
 - **write-nt**: likwid-bench \`$lk_nt\` (non-temporal vector stores); stress-ng memrate \`write128nt\`
   when it reports it. sysbench's \`--memory-oper=write\` uses ordinary stores (platscope's \`write\`,
   not \`write-nt\`); mbw only copies. (likwid's \`stream_mem*\` kernels are triads with non-temporal
