@@ -97,6 +97,12 @@ impl MountTable {
         Some(of_dev.find(|m| m.root == "/").unwrap_or(first))
     }
 
+    /// Every mounted filesystem's device, once each, in mount order.
+    pub fn devices(&self) -> Vec<KernelDev> {
+        let mut seen = std::collections::HashSet::new();
+        self.mounts.iter().map(|m| m.dev).filter(|dev| seen.insert(*dev)).collect()
+    }
+
     /// Where the cgroup v2 hierarchy is mounted, if it is.
     pub fn cgroup2_root(&self) -> Option<std::path::PathBuf> {
         self.mounts.iter().find(|m| m.fstype == "cgroup2").map(|m| m.mount_point.clone().into())

@@ -19,6 +19,8 @@ use bpfkit::{as_bytes, c_string, from_bytes, missing_tracepoints, preflight};
 /// Must match iopattern.h.
 const MAX_MOUNTS: usize = 64;
 const MOUNT_PREFIX_LEN: usize = 128;
+/// Slots of the per-CPU per-filesystem counts (MAX_FS in iopattern.h).
+const MAX_FS: usize = 1024;
 const TASK_COMM_LEN: usize = 16;
 const PAGE_IN_TRACEPOINTS: [&str; 2] = ["mm_filemap_fault", "mm_filemap_map_pages"];
 const PAGE_OUT_TRACEPOINT: &str = "writeback_single_inode";
@@ -174,6 +176,15 @@ pub fn trace<T>(options: &Options, f: impl FnOnce(&mut Tracer<'_>) -> T) -> Resu
             .update(&(i as u32).to_ne_bytes(), as_bytes(&entry), MapFlags::ANY)
             .map_err(|e| Error::bpf("filling the mount table", e))?;
     }
+    // Every filesystem mounted now gets its own slot of the per-CPU counts array.
+    let mut devs: Vec<u32> = mounts.devices();
+    devs.truncate(MAX_FS);
+    for (slot, dev) in devs.iter().enumerate() {
+        skel.maps
+            .fs_slots
+            .update(&dev.to_ne_bytes(), &(slot as u32).to_ne_bytes(), MapFlags::ANY)
+            .map_err(|e| Error::bpf("filling the filesystem slots", e))?;
+    }
     if let Some(dir) = &cgroup {
         skel.maps
             .cgroup_filter
@@ -234,13 +245,18 @@ impl Tracer<'_> {
     pub fn snapshot(&self, with_files: bool) -> Result<Snapshot> {
         let maps = &self.skel.maps;
         let mut snap = Snapshot::default();
-        for key in maps.fs_stats.keys() {
-            let Some(dev) = key.get(..4).and_then(|k| k.try_into().ok()).map(u32::from_ne_bytes)
-            else {
-                continue;
-            };
-            let Some(per_cpu) = maps
-                .fs_stats
+        // Filesystems mounted at the start, by their slot; those mounted later, by dev.
+        let slots = maps.fs_slots.keys().filter_map(|key| {
+            let dev = u32::from_ne_bytes(key.get(..4)?.try_into().ok()?);
+            let slot = maps.fs_slots.lookup(&key, MapFlags::ANY).ok()??;
+            Some((dev, &maps.fs_stats, slot))
+        });
+        let late = maps.fs_stats_late.keys().filter_map(|key| {
+            let dev = u32::from_ne_bytes(key.get(..4)?.try_into().ok()?);
+            Some((dev, &maps.fs_stats_late, key))
+        });
+        for (dev, map, key) in slots.chain(late) {
+            let Some(per_cpu) = map
                 .lookup_percpu(&key, MapFlags::ANY)
                 .map_err(|e| Error::bpf("reading per-filesystem counts", e))?
             else {
@@ -252,7 +268,9 @@ impl Tracer<'_> {
                     sum.add(&Counts { ops: c.ops, bytes: c.bytes, meta: c.meta });
                 }
             }
-            snap.per_fs.insert(dev, sum);
+            if sum != Counts::default() {
+                snap.per_fs.entry(dev).or_default().add(&sum);
+            }
         }
         if with_files {
             for key in maps.files.keys() {

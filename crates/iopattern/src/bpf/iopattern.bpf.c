@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* The VFS-level random/sequential tally (platscope io pattern).
  *
- * Only tp_btf programs: sys_enter/sys_exit (one attachment for every system call; the
- * per-architecture table in `sys_ops` says which ones matter), the filemap fault
+ * Only tp_btf programs: sys_exit (one attachment for every system call; the per-architecture
+ * table in `sys_ops` says which ones matter; the arguments are still in the saved registers at
+ * exit, so nothing runs at entry), the filemap fault
  * tracepoints for page-ins and writeback_single_inode for page-outs. Everything is
  * aggregated here, in per-CPU and per-file maps that user space reads each interval:
  * no per-event traffic, so nothing is lost at any event rate. */
@@ -52,12 +53,30 @@ struct {
 	__type(value, __u32);
 } cgroup_filter SEC(".maps");
 
+/* Per-filesystem counts. User space gives every filesystem mounted at the start a slot of a
+ * per-CPU array (`fs_slots`: s_dev -> slot) and each file's state remembers its slot, so a read
+ * or write costs an array lookup (inlined) rather than a hash lookup. Filesystems mounted
+ * later are counted by s_dev in `fs_stats_late`. */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, 1024);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_FS);
+	__type(key, __u32);
+	__type(value, __u32);
+} fs_slots SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, MAX_FS);
 	__type(key, __u32);
 	__type(value, struct iot_fs_counts);
 } fs_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, MAX_FS);
+	__type(key, __u32);
+	__type(value, struct iot_fs_counts);
+} fs_stats_late SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -99,20 +118,50 @@ static __always_inline bool traced_task(void)
 	return true;
 }
 
-static __always_inline struct iot_fs_counts *fs_counts_for(__u32 dev)
+/* The filesystem's slot in fs_stats; MAX_FS for one mounted after the start. */
+static __always_inline __u32 fs_slot_for(__u32 dev)
 {
-	struct iot_fs_counts *counts = bpf_map_lookup_elem(&fs_stats, &dev);
+	__u32 *slot = bpf_map_lookup_elem(&fs_slots, &dev);
+
+	return slot ? *slot : MAX_FS;
+}
+
+/* The counts of filesystem `dev`, whose slot is `slot` (MAX_FS: counted by dev). */
+static __always_inline struct iot_fs_counts *fs_counts_at(__u32 slot, __u32 dev)
+{
+	if (slot < MAX_FS)
+		return bpf_map_lookup_elem(&fs_stats, &slot);
+	struct iot_fs_counts *counts = bpf_map_lookup_elem(&fs_stats_late, &dev);
 
 	if (counts)
 		return counts;
 	struct iot_fs_counts zero = {};
 
-	bpf_map_update_elem(&fs_stats, &dev, &zero, BPF_NOEXIST);
-	return bpf_map_lookup_elem(&fs_stats, &dev);
+	bpf_map_update_elem(&fs_stats_late, &dev, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&fs_stats_late, &dev);
 }
 
+static __always_inline struct iot_fs_counts *fs_counts_for(__u32 dev)
+{
+	return fs_counts_at(fs_slot_for(dev), dev);
+}
+
+/* A system call's argument from the saved registers. On x86-64 the tracepoint's pt_regs is a
+ * BTF pointer the program may load from directly: no helper call per argument (the CO-RE
+ * macros below are bpf_probe_read_kernel calls, which cost tens of nanoseconds each on a path
+ * that runs for every read and write). */
 static __always_inline unsigned long syscall_arg(struct pt_regs *regs, int n)
 {
+#if defined(__TARGET_ARCH_x86)
+	switch (n) {
+	case 0: return regs->di;
+	case 1: return regs->si;
+	case 2: return regs->dx;
+	case 3: return regs->r10;
+	case 4: return regs->r8;
+	default: return 0;
+	}
+#endif
 	switch (n) {
 	case 0: return PT_REGS_PARM1_CORE_SYSCALL(regs);
 	case 1: return PT_REGS_PARM2_CORE_SYSCALL(regs);
@@ -238,18 +287,6 @@ static __always_inline int count_meta(const struct iot_sys_op *op, struct pt_reg
 	return 0;
 }
 
-SEC("tp_btf/sys_enter")
-int BPF_PROG(iop_sys_enter, struct pt_regs *regs, long id)
-{
-	__u32 nr = id;
-	struct iot_sys_op *op = bpf_map_lookup_elem(&sys_ops, &nr);
-
-	/* Reads and writes are all done at exit. */
-	if (!op || op->kind != OP_META || !traced_task())
-		return 0;
-	return count_meta(op, regs);
-}
-
 /* The system call number at exit. */
 static __always_inline long syscall_nr(struct pt_regs *regs)
 {
@@ -269,9 +306,12 @@ int BPF_PROG(iop_sys_exit, struct pt_regs *regs, long ret)
 	__u32 nr = syscall_nr(regs);
 	struct iot_sys_op *op = bpf_map_lookup_elem(&sys_ops, &nr);
 
-	if (!op || (op->kind != OP_READ && op->kind != OP_WRITE))
+	if (!op || op->kind == OP_NONE)
 		return 0;
-	/* Failed calls move nothing and are not counted. */
+	/* Metadata calls count whether or not they succeed (a failed lookup still looked). */
+	if (op->kind == OP_META)
+		return traced_task() ? count_meta(op, regs) : 0;
+	/* Failed reads and writes move nothing and are not counted. */
 	if (ret < 0 || !traced_task())
 		return 0;
 	/* The arguments are still in the saved registers at exit (arm64 keeps the first one
@@ -317,6 +357,7 @@ int BPF_PROG(iop_sys_exit, struct pt_regs *regs, long ret)
 
 		bpf_probe_read_kernel_str(fresh.name, sizeof(fresh.name),
 					  file->f_path.dentry->d_name.name);
+		fresh.fs_slot = fs_slot_for(id.dev);
 		bpf_map_update_elem(&files, &id, &fresh, BPF_NOEXIST);
 		state = bpf_map_lookup_elem(&files, &id);
 	}
@@ -327,7 +368,8 @@ int BPF_PROG(iop_sys_exit, struct pt_regs *regs, long ret)
 		__sync_fetch_and_add(&state->bytes[class][dir], ret);
 	}
 
-	struct iot_fs_counts *c = fs_counts_for(id.dev);
+	struct iot_fs_counts *c =
+		state ? fs_counts_at(state->fs_slot, id.dev) : fs_counts_for(id.dev);
 
 	if (c) {
 		c->ops[class][dir]++;

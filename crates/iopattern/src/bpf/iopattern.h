@@ -45,7 +45,10 @@ struct iot_sys_op {
 #define DIR_READ 0
 #define DIR_WRITE 1
 
-/* Per filesystem (keyed by the kernel's s_dev), per CPU, cumulative since attach. */
+/* Filesystems with counts of their own; more are not counted (user space says so). */
+#define MAX_FS 1024
+
+/* Per filesystem (a slot per s_dev), per CPU, cumulative since attach. */
 struct iot_fs_counts {
 	__u64 ops[CLASSES][2];
 	__u64 bytes[CLASSES][2];
@@ -68,6 +71,8 @@ struct iot_file_state {
 	__u64 ops[2][2];     /* [sequential, random][read, write] */
 	__u64 bytes[2][2];
 	char name[FILE_NAME_LEN]; /* the file's name (last path component) when first seen */
+	__u32 fs_slot;            /* its filesystem's slot in fs_stats */
+	__u32 _pad;
 };
 
 #define MAX_MOUNTS 64
