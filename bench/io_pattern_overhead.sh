@@ -4,6 +4,8 @@
 # sequential/random tally of pread64 on the syscall tracepoints), in the same run.
 #
 #   bench/io_pattern_overhead.sh [ROUNDS] [SECONDS]   (root; default 5 rounds of 5 s)
+#   PLATSCOPE_BEFORE=/path/to/older/platscope bench/io_pattern_overhead.sh …
+#     also measures an older build in the same rounds (a before/after of a change)
 #
 # Workloads (fio, psync engine = pread64, one job, a 1 GiB file kept in the page cache so the
 # calls are what is measured, not the disk):
@@ -50,6 +52,7 @@ start_tracer() {
   case $1 in
     none) tracer_pid= ;;
     platscope) "$platscope" io pattern 1 > /dev/null 2>&1 & tracer_pid=$! ;;
+    before) "$PLATSCOPE_BEFORE" io pattern 1 > /dev/null 2>&1 & tracer_pid=$! ;;
     bpftrace) bpftrace -e "$bpftrace_script" > /dev/null 2>&1 & tracer_pid=$! ;;
   esac
   [ -n "$tracer_pid" ] && sleep 3   # attached (bpftrace compiles first)
@@ -74,6 +77,7 @@ run_fio() {
 
 declare -A results
 tracers=(none platscope bpftrace)
+[ -n "${PLATSCOPE_BEFORE:-}" ] && tracers+=(before)
 for ((r = 0; r < rounds; r++)); do
   for w in "randread 4k" "read 128k"; do
     for ((t = 0; t < ${#tracers[@]}; t++)); do
@@ -93,23 +97,33 @@ sysctl -qw kernel.bpf_stats_enabled=1
 start_tracer platscope
 run_fio randread 4k > /dev/null
 bpf_ns=$(bpftool -j prog show | python3 -c 'import json, sys
-ps = [p for p in json.load(sys.stdin) if p.get("name") in ("iop_sys_enter", "iop_sys_exit")]
+ps = [p for p in json.load(sys.stdin) if p.get("name") in ("iop_sys_enter", "iop_sys_exit")
+      and p.get("run_cnt")]
 print(" + ".join("%s %.0f ns" % (p["name"], p["run_time_ns"] / max(1, p["run_cnt"])) for p in ps))')
 stop_tracer platscope
 sysctl -qw kernel.bpf_stats_enabled=0
 
 row() {
-  local w=$1 label=$2 target=$3 base plat bpft
+  local w=$1 label=$2 target=$3 base plat bpft before=
   base=$(printf '%s' "${results["$w/none"]}" | median)
   plat=$(printf '%s' "${results["$w/platscope"]}" | median)
   bpft=$(printf '%s' "${results["$w/bpftrace"]}" | median)
-  awk -v l="$label" -v b="$base" -v p="$plat" -v t="$bpft" -v g="$target" 'BEGIN {
-    printf "| %s | %.0f | %.0f (%.1f%%) | %.0f (%.1f%%) | %s |\n", l, b/1024, p/1024, (1-p/b)*100, t/1024, (1-t/b)*100, g }'
+  [ -n "${PLATSCOPE_BEFORE:-}" ] && before=$(printf '%s' "${results["$w/before"]}" | median)
+  awk -v l="$label" -v b="$base" -v p="$plat" -v t="$bpft" -v g="$target" -v o="$before" 'BEGIN {
+    printf "| %s | %.0f | %.0f (%.1f%%) | %.0f (%.1f%%) | %s |", l, b/1024, p/1024, (1-p/b)*100, t/1024, (1-t/b)*100, g
+    if (o != "") printf " %.0f (%.1f%%) |", o/1024, (1-o/b)*100
+    printf "\n" }'
 }
 
 cpu=$(grep -m1 "model name" /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
-table="| workload | untraced MiB/s | platscope io pattern MiB/s (overhead) | bpftrace pread64 tally MiB/s (overhead) | target |
-|---|---|---|---|---|
+before_head= before_rule= before_text=
+if [ -n "${PLATSCOPE_BEFORE:-}" ]; then
+  before_head=" platscope before the change MiB/s (overhead) |" before_rule="---|"
+  before_text="The last column is an older build ($("$PLATSCOPE_BEFORE" --version | head -1)) measured in the
+same rounds: the before and after of a change to the BPF programs."
+fi
+table="| workload | untraced MiB/s | platscope io pattern MiB/s (overhead) | bpftrace pread64 tally MiB/s (overhead) | target |$before_head
+|---|---|---|---|---|$before_rule
 $(row "randread 4k" "4 KiB random pread, cached" "<= 15%")
 $(row "read 128k" "128 KiB sequential pread, cached" "<= 3%")"
 echo "$table"
@@ -122,9 +136,11 @@ kernel $(uname -r). fio $(fio --version), $(bpftrace --version | head -1); fio p
 one job, a 1 GiB file in the page cache, ${seconds} s per run, median of $rounds rounds in
 rotating order. The bpftrace script tallies pread64 only, per (pid, fd), on the classic syscall
 tracepoints; platscope follows all ten read/write calls per (device, inode) plus metadata calls
-and page faults, via tp_btf on sys_enter/sys_exit.
+and page faults, via tp_btf on sys_exit (arguments read from the saved registers).
 
 $table
+
+$before_text
 
 Per 4 KiB pread, the programs themselves ran $bpf_ns (kernel.bpf_stats_enabled, one extra
 traced run), against an untraced call of $(awk -v b="$(printf '%s' "${results["randread 4k/none"]}" | median)" 'BEGIN {printf "%.2f", 4 * 1e6 / b}') µs (from the untraced median). Where a target
