@@ -47,9 +47,7 @@ impl ServeError {
     /// True when the user can fix it by changing the command line or the config file.
     pub fn is_usage(&self) -> bool {
         match self {
-            ServeError::Bind { error, .. } => {
-                error.kind() == std::io::ErrorKind::AddrNotAvailable
-            }
+            ServeError::Bind { error, .. } => error.kind() == std::io::ErrorKind::AddrNotAvailable,
             ServeError::WebConfig(_) => true,
             ServeError::Http(_) => false,
         }

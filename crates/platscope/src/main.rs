@@ -122,7 +122,9 @@ fn exit_code(err: &anyhow::Error) -> u8 {
             || cause.downcast_ref::<querystat::Error>().is_some_and(querystat::Error::is_usage)
             || cause.downcast_ref::<allocbench::Error>().is_some_and(allocbench::Error::is_usage)
             || cause.downcast_ref::<loadgen::Error>().is_some_and(loadgen::Error::is_usage)
-            || cause.downcast_ref::<exporter::ServeError>().is_some_and(exporter::ServeError::is_usage)
+            || cause
+                .downcast_ref::<exporter::ServeError>()
+                .is_some_and(exporter::ServeError::is_usage)
     });
     if usage {
         2
