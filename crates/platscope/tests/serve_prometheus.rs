@@ -598,3 +598,40 @@ fn prometheus_scrapes_over_tls_with_basic_auth_and_strangers_get_nothing() {
     drop(prom);
     assert!(serve.stop().success());
 }
+
+/// `deploy/` at the workspace root.
+fn deploy_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy")
+}
+
+fn run_ok(program: &str, args: &[&str]) -> String {
+    let out =
+        Command::new(program).args(args).output().unwrap_or_else(|e| panic!("{program}: {e}"));
+    let text =
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{program} {args:?}:\n{text}");
+    text
+}
+
+#[test]
+#[ignore = "live tier: needs promtool and systemd-analyze; scripts/test.sh runs it"]
+fn deploy_files_pass_promtool_and_systemd_analyze() {
+    need_tool("promtool", "prometheus");
+    need_tool("systemd-analyze", "systemd");
+    let deploy = deploy_dir();
+    let rules = deploy.join("prometheus/rules.yml");
+    let text = run_ok("promtool", &["check", "rules", rules.to_str().expect("utf-8")]);
+    assert!(text.contains("SUCCESS"), "{text}");
+    let scrape = deploy.join("prometheus/scrape.yml");
+    run_ok("promtool", &["check", "config", "--syntax-only", scrape.to_str().expect("utf-8")]);
+    // The unit names /usr/local/bin/platscope; verify a copy naming the binary just built
+    // (systemd-analyze checks that ExecStart= is executable).
+    let unit =
+        std::fs::read_to_string(deploy.join("systemd/platscope-serve.service")).expect("unit");
+    assert!(unit.contains("ExecStart=/usr/local/bin/platscope serve"), "{unit}");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let copy = dir.path().join("platscope-serve.service");
+    std::fs::write(&copy, unit.replace("/usr/local/bin/platscope", BIN)).expect("write unit");
+    let text = run_ok("systemd-analyze", &["verify", copy.to_str().expect("utf-8")]);
+    assert!(!text.contains("Unknown key") && !text.contains("Failed"), "{text}");
+}
