@@ -635,3 +635,60 @@ fn deploy_files_pass_promtool_and_systemd_analyze() {
     let text = run_ok("systemd-analyze", &["verify", copy.to_str().expect("utf-8")]);
     assert!(!text.contains("Unknown key") && !text.contains("Failed"), "{text}");
 }
+
+// Plain tier: loopback only, no root, no outside tools.
+
+fn run_serve(args: &[&str]) -> (i32, String) {
+    let out = Command::new(BIN)
+        .arg("serve")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("running platscope serve");
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn serve_usage_and_runtime_errors_are_one_line_with_the_right_exit_code() {
+    let (code, err) = run_serve(&["--collect", "nic,warp"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("unknown collector \"warp\"") && err.lines().count() == 1, "{err}");
+    let (code, err) = run_serve(&["--listen", "localhost"]);
+    assert_eq!(code, 2, "{err}");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let web = dir.path().join("web.yml");
+    std::fs::write(&web, "basic_auth_users:\n  alice: not-a-hash\n").expect("write");
+    let (code, err) = run_serve(&["--web-config", web.to_str().expect("utf-8")]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("basic_auth_users.alice") && err.lines().count() == 1, "{err}");
+    let (code, err) = run_serve(&["--web-config", "/nonexistent/web.yml"]);
+    assert_eq!(code, 2, "{err}");
+    // A port in use: runtime error, exit 1.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = taken.local_addr().expect("addr").to_string();
+    let (code, err) = run_serve(&["--listen", &addr]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("Address already in use") && err.lines().count() == 1, "{err}");
+}
+
+#[test]
+fn basic_auth_without_tls_answers_401_and_sigterm_ends_serve_cleanly() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let web = dir.path().join("web.yml");
+    let hash = bcrypt::hash("pw", 4).expect("bcrypt");
+    std::fs::write(&web, format!("basic_auth_users:\n  alice: '{hash}'\n")).expect("write");
+    let mut serve = Serve::start(&["--web-config", web.to_str().expect("utf-8")]);
+    let (status, headers, body) = get(serve.addr, "/metrics", &[]);
+    assert_eq!(status, 401);
+    assert_eq!(header(&headers, "www-authenticate"), Some("Basic realm=\"platscope\""));
+    assert!(!body.contains("platscope_"), "{body}");
+    use base64::Engine as _;
+    let wrong = format!("Basic {}", base64::engine::general_purpose::STANDARD.encode("alice:nope"));
+    assert_eq!(get(serve.addr, "/metrics", &[("Authorization", &wrong)]).0, 401);
+    let right = format!("Basic {}", base64::engine::general_purpose::STANDARD.encode("alice:pw"));
+    let (status, _, body) = get(serve.addr, "/metrics", &[("Authorization", &right)]);
+    assert_eq!(status, 200);
+    assert!(body.contains("platscope_build_info{") && body.ends_with("# EOF\n"), "{body}");
+    let status = serve.stop();
+    assert!(status.success(), "{status:?}");
+}
