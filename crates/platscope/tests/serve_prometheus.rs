@@ -128,8 +128,9 @@ fn header<'h>(headers: &'h [(String, String)], name: &str) -> Option<&'h str> {
 
 fn need_root(test: &str) {
     // SAFETY: geteuid has no preconditions.
+    let euid = unsafe { libc::geteuid() };
     assert!(
-        unsafe { libc::geteuid() } == 0,
+        euid == 0,
         "{test} needs root (ip netns, veth); run the live tier as root (scripts/test.sh)"
     );
 }
