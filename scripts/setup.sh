@@ -31,6 +31,8 @@ packages=(
   # the fleet: serve is scraped by a real Prometheus (promtool checks the metrics and the
   # deploy/ rules), textfiles are read by a real node_exporter
   prometheus prometheus-node-exporter
+  # serve's TLS test: a test CA and certificates (openssl) and a TLS client (curl)
+  openssl curl
 )
 
 missing=()

@@ -1,4 +1,4 @@
-//! Throwaway database servers for tests and benches: a PostgreSQL 15 or MariaDB instance in
+//! Throwaway servers for tests and benches: a PostgreSQL 15, MariaDB or Prometheus instance in
 //! its own temp dir, on a private socket (and port), started in a few seconds and gone again
 //! when the handle is dropped.
 //!
@@ -25,11 +25,13 @@
 mod mariadb;
 mod postgres;
 mod process;
+mod prometheus;
 
 use std::path::PathBuf;
 
 pub use mariadb::{MariaDb, MariaDbOptions};
 pub use postgres::{PgOptions, Postgres};
+pub use prometheus::{url_encode, PromOptions, Prometheus};
 
 /// What can go wrong starting, using or stopping a throwaway server.
 #[derive(Debug, thiserror::Error)]
