@@ -18,6 +18,10 @@ pub enum StoreError {
     NoSuchRun(i64),
     #[error("results database {path}: {cause}")]
     Sql { path: PathBuf, cause: String },
+    #[error("results database {location}: {cause}; nothing local was changed — check that the server is up and reachable, then push again (`platscope results push --to …`)")]
+    Remote { location: String, cause: String },
+    #[error("{location:?} is not a PostgreSQL connection string ({reason}); use postgresql://USER@HOST:PORT/DB or host=… dbname=…")]
+    BadLocation { location: String, reason: String },
     #[error(
         "results database {path} holds invalid JSON ({reason}); it may have been edited by hand"
     )]
@@ -27,7 +31,7 @@ pub enum StoreError {
 impl StoreError {
     /// Whether the user asked for something that does not exist (exit code 2).
     pub fn is_usage(&self) -> bool {
-        matches!(self, StoreError::NoSuchRun(_))
+        matches!(self, StoreError::NoSuchRun(_) | StoreError::BadLocation { .. })
     }
 
     /// A SQLite failure on `path`, in words with the fix.

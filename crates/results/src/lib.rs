@@ -33,9 +33,12 @@ mod compare;
 mod error;
 mod export;
 pub mod legacy;
+mod postgres;
 mod recorder;
 pub mod render;
+mod row;
 mod schema;
+pub mod sql;
 mod sqlite;
 
 use std::collections::BTreeMap;
@@ -48,6 +51,7 @@ pub use compare::{compare, Comparison, MetricDelta};
 pub use error::StoreError;
 pub use export::samples_csv;
 pub use measure::{Metric, WorkerPlacement};
+pub use postgres::{PgStore, PushOutcome};
 pub use recorder::{RecordError, Recorder, RunContext, StoreOptions};
 pub use schema::SCHEMA_VERSION;
 pub use sqlite::SqliteStore;
@@ -96,6 +100,12 @@ impl StoredMetric {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunSummary {
     pub id: i64,
+    /// Made by the host that recorded the run; the same in every database it is pushed to.
+    #[serde(default)]
+    pub uuid: String,
+    /// The host that recorded it.
+    #[serde(default)]
+    pub host: String,
     pub recorded_at: String,
     pub command: String,
     pub version: String,
@@ -108,6 +118,10 @@ pub struct RunSummary {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StoredRun {
     pub id: i64,
+    #[serde(default)]
+    pub uuid: String,
+    #[serde(default)]
+    pub host: String,
     pub recorded_at: String,
     pub command: String,
     pub parameters: Value,
@@ -131,6 +145,57 @@ pub trait ResultStore: std::fmt::Debug {
     fn run(&self, id: i64) -> Result<StoredRun, StoreError>;
     /// Where the store is, for messages (a path or a URL without its password).
     fn location(&self) -> String;
+    /// The id of host `host`'s newest run of `command`, if it has one.
+    fn latest_of_host(&self, host: &str, command: &str) -> Result<Option<i64>, StoreError>;
+}
+
+/// The name runs are recorded under: `PLATSCOPE_HOST` when set (containers whose host name
+/// means nothing, tests that play two hosts), else the kernel's host name.
+pub fn host_name() -> String {
+    std::env::var("PLATSCOPE_HOST")
+        .ok()
+        .filter(|h| !h.trim().is_empty())
+        .or_else(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "unknown".to_string())
+}
+
+/// A random (version 4) UUID from the kernel, which makes a new one at every read of this file.
+pub(crate) fn new_uuid() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/uuid")
+        .map(|u| u.trim().to_string())
+        .unwrap_or_else(|_| {
+            // No procfs: time and process id are unique enough for one host's runs.
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos());
+            format!("{:032x}-{}", nanos, std::process::id())
+        })
+}
+
+/// Where results are: a local SQLite file, or a PostgreSQL database named by a URL
+/// (`postgresql://…`, `postgres://…`) or a libpq key=value string (`host=… dbname=…`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    File(PathBuf),
+    Postgres(String),
+}
+
+impl Location {
+    /// What a `--db` or `--to` value names.
+    pub fn parse(value: &std::path::Path) -> Self {
+        let text = value.to_string_lossy();
+        let is_url = text.starts_with("postgresql://") || text.starts_with("postgres://");
+        let is_conninfo = text.split_whitespace().any(|w| {
+            ["host=", "hostaddr=", "dbname=", "port=", "user="].iter().any(|k| w.starts_with(k))
+        });
+        if is_url || is_conninfo {
+            Location::Postgres(text.into_owned())
+        } else {
+            Location::File(value.to_path_buf())
+        }
+    }
 }
 
 /// `$XDG_DATA_HOME/platscope/results.db`, else `~/.local/share/platscope/results.db`.

@@ -9,9 +9,11 @@ use measure::ToMetrics;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::{default_path, NewRun, ResultStore, SqliteStore, StoreError};
+use crate::{default_path, Location, NewRun, PgStore, ResultStore, SqliteStore, StoreError};
 
-/// Where results go: `--db PATH`, the default XDG path, or nowhere (`--no-store`).
+/// Where results go: `--db PATH`, the default XDG path, or nowhere (`--no-store`). A
+/// PostgreSQL `--db` (`postgresql://…`) records in the default local file as always and pushes
+/// each run there too: the local file stays the source of truth.
 #[derive(Debug, Clone, Default)]
 pub struct StoreOptions {
     pub db: Option<PathBuf>,
@@ -42,7 +44,9 @@ pub struct RecordError {
 /// An open results store (or none), with the facts every run carries.
 #[derive(Debug)]
 pub struct Recorder {
-    store: Option<Box<dyn ResultStore>>,
+    store: Option<SqliteStore>,
+    /// A shared PostgreSQL database each run is pushed to after it is stored locally.
+    push_to: Option<String>,
     context: RunContext,
 }
 
@@ -54,13 +58,19 @@ impl Recorder {
     /// Opens the store before anything is measured, so a bad `--db` fails fast. Without `--db`,
     /// a default location that cannot be used is a warning, not a failure.
     pub fn open(options: &StoreOptions, context: RunContext) -> Result<Self, StoreError> {
-        let store: Option<Box<dyn ResultStore>> = if options.no_store {
+        let location = options.db.as_deref().map(Location::parse);
+        let (local, push_to) = match location {
+            Some(Location::File(path)) => (Some(path), None),
+            Some(Location::Postgres(url)) => (None, Some(url)),
+            None => (None, None),
+        };
+        let store = if options.no_store {
             None
-        } else if let Some(path) = &options.db {
-            Some(Box::new(SqliteStore::open(path)?))
+        } else if let Some(path) = &local {
+            Some(SqliteStore::open(path)?)
         } else {
             match default_path().map(|p| SqliteStore::open(&p)) {
-                Some(Ok(store)) => Some(Box::new(store)),
+                Some(Ok(store)) => Some(store),
                 Some(Err(e)) => {
                     warn(&format!("results not stored: {e}"));
                     None
@@ -71,12 +81,15 @@ impl Recorder {
                 }
             }
         };
-        Ok(Self { store, context })
+        if push_to.is_some() && store.is_none() {
+            warn("runs are pushed only after they are stored locally; nothing will be pushed");
+        }
+        Ok(Self { store, push_to, context })
     }
 
     /// A recorder that stores nothing (tests, `--no-store`).
     pub fn none() -> Self {
-        Self { store: None, context: RunContext::default() }
+        Self { store: None, push_to: None, context: RunContext::default() }
     }
 
     pub fn database(&self) -> Option<String> {
@@ -115,6 +128,13 @@ impl Recorder {
             Ok(id) => {
                 if std::io::stderr().is_terminal() {
                     measure::say!("platscope: stored as run {id} (platscope results show {id})");
+                }
+                if let Some(url) = &self.push_to {
+                    // The run is safe locally; a failed push is a warning with the way to redo it.
+                    if let Err(e) = PgStore::connect(url).and_then(|pg| pg.push(store, Some(&[id])))
+                    {
+                        warn(&format!("run {id} not pushed: {e}"));
+                    }
                 }
                 Ok(Some(id))
             }

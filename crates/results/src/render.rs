@@ -6,17 +6,30 @@ use crate::{Comparison, RunSummary, StoredRun};
 
 /// The runs as `results list` prints them.
 pub fn list_text(runs: &[RunSummary]) -> String {
+    // A host column only when the runs come from more than one host (a shared database).
+    let mut hosts: Vec<&str> = runs.iter().map(|r| r.host.as_str()).collect();
+    hosts.sort_unstable();
+    hosts.dedup();
+    let by_host = hosts.len() > 1;
+    let width = runs.iter().map(|r| r.host.len()).max().unwrap_or(0).max(4);
+    let host = |name: &str| if by_host { format!("{name:<width$} ") } else { String::new() };
     let mut out = format!(
-        "{:>5}  {:<24} {:<22} {:<28} {}\n",
-        "id", "recorded (UTC)", "command", "headline", "version"
+        "{:>5}  {}{:<24} {:<22} {:<28} {}\n",
+        "id",
+        host("host"),
+        "recorded (UTC)",
+        "command",
+        "headline",
+        "version"
     );
     for r in runs {
         let headline =
             r.headline.as_ref().map_or("-".to_string(), |(n, v, u)| format!("{n}: {v:.3} {u}"));
         let _ = writeln!(
             out,
-            "{:>5}  {:<24} {:<22} {:<28} {}{}",
+            "{:>5}  {}{:<24} {:<22} {:<28} {}{}",
             r.id,
+            host(&r.host),
             r.recorded_at,
             r.command,
             headline,
@@ -33,6 +46,9 @@ pub fn show_text(run: &StoredRun) -> String {
         "run {} — {} — {} — platscope {}\n",
         run.id, run.recorded_at, run.command, run.version
     );
+    if !run.host.is_empty() {
+        let _ = writeln!(out, "host {} — run {}", run.host, run.uuid);
+    }
     if let Some(argv) = run.parameters.get("argv").and_then(|a| a.as_array()) {
         let words: Vec<&str> = argv.iter().filter_map(|w| w.as_str()).collect();
         let _ = writeln!(out, "command line: {}", words.join(" "));

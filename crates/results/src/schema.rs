@@ -13,8 +13,9 @@ use crate::{legacy, StoreError};
 /// `PRAGMA application_id` of platscope databases ("PSCP").
 const APPLICATION_ID: i64 = 0x5053_4350;
 
-/// The schema this platscope writes: 2 added metric labels.
-pub const SCHEMA_VERSION: i64 = 2;
+/// The schema this platscope writes: 2 added metric labels, 3 run UUIDs and hosts (so runs
+/// can be pushed to a shared PostgreSQL database exactly once).
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// Version 1, as the first release created it.
 const CREATE_V1: &str = "
@@ -65,6 +66,30 @@ fn migrate_v2(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
         update.execute(params![name, labels, run, position])?;
     }
     Ok(())
+}
+
+/// Version 3: every run gets a UUID and the host that recorded it; existing runs were recorded
+/// here, so they get this host's name.
+fn migrate_v3(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(
+        "ALTER TABLE runs ADD COLUMN uuid TEXT;
+         ALTER TABLE runs ADD COLUMN host TEXT;
+         CREATE TABLE hosts (name TEXT PRIMARY KEY, first_seen TEXT NOT NULL);",
+    )?;
+    let host = crate::host_name();
+    let ids: Vec<i64> = tx
+        .prepare("SELECT id FROM runs")?
+        .query_map([], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    let mut update = tx.prepare("UPDATE runs SET uuid = ?1, host = ?2 WHERE id = ?3")?;
+    for id in ids {
+        update.execute(params![crate::new_uuid(), host, id])?;
+    }
+    tx.execute(crate::sql::INSERT_HOST, params![host, measure::time::utc_now_rfc3339()])?;
+    tx.execute_batch(
+        "CREATE UNIQUE INDEX runs_uuid ON runs (uuid);
+         CREATE INDEX runs_by_host ON runs (host, command, recorded_at);",
+    )
 }
 
 fn is_not_a_database(e: &rusqlite::Error) -> bool {
@@ -156,13 +181,16 @@ fn try_prepare(conn: &mut Connection, path: &Path) -> Result<(), Retry> {
     if version < 2 {
         migrate_v2(&tx).map_err(sql)?;
     }
+    if version < 3 {
+        migrate_v3(&tx).map_err(sql)?;
+    }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION).map_err(sql)?;
     tx.pragma_update(None, "application_id", APPLICATION_ID).map_err(sql)?;
     tx.commit().map_err(sql)?;
     Ok(())
 }
 
-/// Whether the metrics table has labels (schema 2 and later).
-pub(crate) fn has_labels(conn: &Connection, path: &Path) -> Result<bool, StoreError> {
-    Ok(identify(conn, path)? >= 2)
+/// The schema version of a store opened as it is (read-only).
+pub(crate) fn version(conn: &Connection, path: &Path) -> Result<i64, StoreError> {
+    identify(conn, path)
 }

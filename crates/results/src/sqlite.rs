@@ -1,24 +1,23 @@
 //! The local results database: one SQLite file (WAL), the source of truth on each machine.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 
 use crate::error::At;
-use crate::{
-    legacy, schema, without_samples, NewRun, ResultStore, RunSummary, StoreError, StoredMetric,
-    StoredRun, WorkerPlacement,
-};
+use crate::row::{ListedRow, RunHead, RunRow};
+use crate::{schema, sql, NewRun, ResultStore, RunSummary, StoreError, StoredMetric, StoredRun};
 
 /// A results database in a local SQLite file.
 #[derive(Debug)]
 pub struct SqliteStore {
     conn: Connection,
     path: PathBuf,
-    /// Schema 2 and later keep labels; an older file opened read-only is relabelled on reading.
-    labels: bool,
+    /// The schema version: 3 (current) for a store opened for recording; a file opened
+    /// read-only keeps its own (before 2: no labels, relabelled on reading; before 3: no UUIDs
+    /// or hosts).
+    version: i64,
 }
 
 /// A path as the path of a `file:` URI: bytes outside the unreserved set percent-encoded.
@@ -33,10 +32,6 @@ fn uri_path(path: &Path) -> String {
         }
     }
     out
-}
-
-fn sorted_quantile(sorted: &[f64], q: f64) -> f64 {
-    measure::summary::quantile(sorted, q)
 }
 
 impl SqliteStore {
@@ -60,7 +55,7 @@ impl SqliteStore {
         conn.busy_timeout(Duration::from_secs(10)).at(path)?;
         schema::prepare(&mut conn, path)?;
         conn.pragma_update(None, "foreign_keys", true).at(path)?;
-        Ok(Self { conn, path: path.to_path_buf(), labels: true })
+        Ok(Self { conn, path: path.to_path_buf(), version: schema::SCHEMA_VERSION })
     }
 
     /// Opens an existing store for reading only: nothing is written to it or created beside it,
@@ -86,23 +81,59 @@ impl SqliteStore {
             Connection::open_with_flags(uri, flags | OpenFlags::SQLITE_OPEN_URI).at(path)?
         };
         conn.busy_timeout(Duration::from_secs(10)).at(path)?;
-        let labels = schema::has_labels(&conn, path)?;
-        Ok(Self { conn, path: path.to_path_buf(), labels })
+        let version = schema::version(&conn, path)?;
+        Ok(Self { conn, path: path.to_path_buf(), version })
     }
 
     pub fn path(&self) -> &Path {
         &self.path
     }
 
+    /// Labels exist from schema 2 on; UUIDs and hosts from 3.
+    fn labels(&self) -> bool {
+        self.version >= 2
+    }
+
+    /// A shared statement, or for a file from before schema 3 (read as it is) the same query
+    /// with the columns it lacks given as constants.
+    fn statement(&self, shared: &str) -> String {
+        let mut sql = shared.to_string();
+        if self.version < 3 {
+            sql = sql.replace("r.uuid, r.host,", "'' AS uuid, '' AS host,");
+            sql = sql.replace("SELECT uuid, host,", "SELECT '' AS uuid, '' AS host,");
+            sql = sql.replace("ORDER BY r.recorded_at DESC, r.id DESC", "ORDER BY r.id DESC");
+        }
+        if !self.labels() {
+            sql = sql.replace("m.labels", "'{}'").replace("samples, labels", "samples, '{}'");
+        }
+        sql
+    }
+
+    /// Every run's id, UUID and host, oldest first (what a push walks).
+    pub fn run_keys(&self) -> Result<Vec<(i64, String, String)>, StoreError> {
+        if self.version < 3 {
+            return Err(StoreError::Open {
+                path: self.path.clone(),
+                reason: format!(
+                    "its runs have no UUIDs yet (schema {}); open it for recording once (any \
+                     platscope command with --db {}) to bring it to schema 3",
+                    self.version,
+                    self.path.display()
+                ),
+            });
+        }
+        let mut stmt =
+            self.conn.prepare("SELECT id, uuid, host FROM runs ORDER BY id").at(&self.path)?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .at(&self.path)?
+            .collect::<Result<Vec<_>, _>>()
+            .at(&self.path);
+        rows
+    }
+
     fn metrics(&self, id: i64) -> Result<Vec<StoredMetric>, StoreError> {
-        let labels_column = if self.labels { "labels" } else { "'{}'" };
-        let mut stmt = self
-            .conn
-            .prepare(&format!(
-                "SELECT name, unit, median, p25, p75, min, max, samples, {labels_column}
-                 FROM metrics WHERE run_id = ?1 ORDER BY position"
-            ))
-            .at(&self.path)?;
+        let mut stmt = self.conn.prepare(&self.statement(sql::METRICS)).at(&self.path)?;
         let rows = stmt
             .query_map(params![id], |row| {
                 Ok((
@@ -117,25 +148,9 @@ impl SqliteStore {
             .collect::<Result<Vec<_>, _>>()
             .at(&self.path)?;
         rows.into_iter()
-            .map(|(name, unit, [median, p25, p75, min, max], samples, labels)| {
-                let (name, labels) = if self.labels {
-                    let labels: BTreeMap<String, String> =
-                        serde_json::from_str(&labels).at(&self.path)?;
-                    (name, labels)
-                } else {
-                    legacy::relabel(&name)
-                };
-                Ok(StoredMetric {
-                    name,
-                    unit,
-                    labels,
-                    samples: serde_json::from_str(&samples).at(&self.path)?,
-                    median,
-                    p25,
-                    p75,
-                    min,
-                    max,
-                })
+            .map(|(name, unit, quantiles, samples, labels)| {
+                crate::row::metric(name, unit, quantiles, &samples, &labels, !self.labels())
+                    .at(&self.path)
             })
             .collect()
     }
@@ -143,50 +158,52 @@ impl SqliteStore {
 
 impl ResultStore for SqliteStore {
     fn record(&mut self, run: &NewRun) -> Result<i64, StoreError> {
+        let row = RunRow::new(run).at(&self.path)?;
         let path = self.path.clone();
         let tx = self.conn.transaction().at(&path)?;
-        tx.execute(
-            "INSERT INTO runs (recorded_at, command, parameters, version, environment, topology, result, interrupted)
-             VALUES (strftime('%Y-%m-%dT%H:%M:%fZ','now'), ?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![
-                run.command,
-                run.parameters.to_string(),
-                run.version,
-                run.environment.to_string(),
-                run.topology.to_string(),
-                without_samples(run.result.clone()).to_string(),
-                run.interrupted
-            ],
-        )
-        .at(&path)?;
-        let id = tx.last_insert_rowid();
-        for (position, m) in run.metrics.iter().enumerate() {
-            let mut sorted: Vec<f64> =
-                m.samples.iter().copied().filter(|v| v.is_finite()).collect();
-            sorted.sort_by(f64::total_cmp);
+        tx.execute(sql::INSERT_HOST, params![row.host, row.recorded_at]).at(&path)?;
+        let id: i64 = tx
+            .query_row(
+                sql::INSERT_RUN,
+                params![
+                    row.uuid,
+                    row.host,
+                    row.recorded_at,
+                    row.command,
+                    row.parameters,
+                    row.version,
+                    row.environment,
+                    row.topology,
+                    row.result,
+                    row.interrupted
+                ],
+                |r| r.get(0),
+            )
+            .at(&path)?;
+        for (position, m) in row.metrics.iter().enumerate() {
+            let [median, p25, p75, min, max] = m.quantiles;
             tx.execute(
-                "INSERT INTO metrics (run_id, position, name, unit, labels, median, p25, p75, min, max, samples)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                sql::INSERT_METRIC,
                 params![
                     id,
                     position as i64,
                     m.name,
-                    m.unit.symbol(),
-                    serde_json::to_string(&m.labels).at(&path)?,
-                    sorted_quantile(&sorted, 0.5),
-                    sorted_quantile(&sorted, 0.25),
-                    sorted_quantile(&sorted, 0.75),
-                    sorted.first().copied().unwrap_or(f64::NAN),
-                    sorted.last().copied().unwrap_or(f64::NAN),
-                    serde_json::to_string(&m.samples).at(&path)?
+                    m.unit,
+                    m.labels,
+                    median,
+                    p25,
+                    p75,
+                    min,
+                    max,
+                    m.samples
                 ],
             )
             .at(&path)?;
         }
-        for (position, p) in run.placements.iter().enumerate() {
+        for (position, (worker, requested, verified)) in row.placements.iter().enumerate() {
             tx.execute(
-                "INSERT INTO placements (run_id, position, worker, requested, verified) VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![id, position as i64, p.worker, p.requested.to_string(), p.verified.to_string()],
+                sql::INSERT_PLACEMENT,
+                params![id, position as i64, worker, requested, verified],
             )
             .at(&path)?;
         }
@@ -195,115 +212,69 @@ impl ResultStore for SqliteStore {
     }
 
     fn list(&self, limit: usize) -> Result<Vec<RunSummary>, StoreError> {
-        let labels_column = if self.labels { "m.labels" } else { "'{}'" };
-        let mut stmt = self
-            .conn
-            .prepare(&format!(
-                "SELECT r.id, r.recorded_at, r.command, r.version, r.interrupted, m.name, m.median, m.unit, {labels_column}
-                 FROM runs r LEFT JOIN metrics m ON m.run_id = r.id AND m.position = 0
-                 ORDER BY r.id DESC LIMIT ?1"
-            ))
-            .at(&self.path)?;
+        let mut stmt = self.conn.prepare(&self.statement(sql::LIST)).at(&self.path)?;
         let rows = stmt
-            .query_map(params![limit as i64], |row| {
-                Ok((
-                    RunSummary {
-                        id: row.get(0)?,
-                        recorded_at: row.get(1)?,
-                        command: row.get(2)?,
-                        version: row.get(3)?,
-                        interrupted: row.get(4)?,
-                        headline: None,
+            .query_map(params![limit as i64], |r| {
+                Ok(ListedRow {
+                    id: r.get(0)?,
+                    uuid: r.get(1)?,
+                    host: r.get(2)?,
+                    recorded_at: r.get(3)?,
+                    command: r.get(4)?,
+                    version: r.get(5)?,
+                    interrupted: r.get(6)?,
+                    metric: match (r.get(7)?, r.get(8)?, r.get(9)?) {
+                        (Some(name), Some(median), Some(unit)) => {
+                            Some((name, median, unit, r.get::<_, Option<String>>(10)?))
+                        }
+                        _ => None,
                     },
-                    row.get::<_, Option<String>>(5)?,
-                    row.get::<_, Option<f64>>(6)?,
-                    row.get::<_, Option<String>>(7)?,
-                    row.get::<_, Option<String>>(8)?,
-                ))
+                })
             })
             .at(&self.path)?
             .collect::<Result<Vec<_>, _>>()
             .at(&self.path)?;
-        Ok(rows
-            .into_iter()
-            .map(|(mut summary, name, median, unit, labels)| {
-                if let (Some(name), Some(median), Some(unit)) = (name, median, unit) {
-                    let (name, labels) = if self.labels {
-                        let labels = labels.and_then(|l| serde_json::from_str(&l).ok());
-                        (name, labels.unwrap_or_default())
-                    } else {
-                        legacy::relabel(&name)
-                    };
-                    let key = measure::metric::metric_key(&name, &labels);
-                    summary.headline = Some((key, median, unit));
-                }
-                summary
-            })
-            .collect())
+        Ok(rows.into_iter().map(|row| row.summary(!self.labels())).collect())
     }
 
     fn run(&self, id: i64) -> Result<StoredRun, StoreError> {
         let head = self
             .conn
-            .query_row(
-                "SELECT recorded_at, command, parameters, version, environment, topology, result, interrupted
-                 FROM runs WHERE id = ?1",
-                params![id],
-                |row| {
-                    Ok((
-                        row.get::<_, String>(0)?,
-                        row.get::<_, String>(1)?,
-                        row.get::<_, String>(2)?,
-                        row.get::<_, String>(3)?,
-                        row.get::<_, String>(4)?,
-                        row.get::<_, String>(5)?,
-                        row.get::<_, String>(6)?,
-                        row.get::<_, bool>(7)?,
-                    ))
-                },
-            )
+            .query_row(&self.statement(sql::RUN), params![id], |r| {
+                Ok(RunHead {
+                    uuid: r.get(0)?,
+                    host: r.get(1)?,
+                    recorded_at: r.get(2)?,
+                    command: r.get(3)?,
+                    parameters: r.get(4)?,
+                    version: r.get(5)?,
+                    environment: r.get(6)?,
+                    topology: r.get(7)?,
+                    result: r.get(8)?,
+                    interrupted: r.get(9)?,
+                })
+            })
             .optional()
             .at(&self.path)?
             .ok_or(StoreError::NoSuchRun(id))?;
         let metrics = self.metrics(id)?;
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT worker, requested, verified FROM placements WHERE run_id = ?1 ORDER BY position",
-            )
-            .at(&self.path)?;
+        let mut stmt = self.conn.prepare(sql::PLACEMENTS).at(&self.path)?;
         let placements = stmt
-            .query_map(params![id], |row| {
-                Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?, row.get::<_, String>(2)?))
-            })
+            .query_map(params![id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
             .at(&self.path)?
-            .collect::<Result<Vec<_>, _>>()
-            .at(&self.path)?
-            .into_iter()
-            .map(|(worker, requested, verified)| {
-                Ok(WorkerPlacement {
-                    worker,
-                    requested: serde_json::from_str(&requested).at(&self.path)?,
-                    verified: serde_json::from_str(&verified).at(&self.path)?,
-                })
-            })
-            .collect::<Result<Vec<_>, StoreError>>()?;
-        let (recorded_at, command, parameters, version, environment, topology, result, interrupted) =
-            head;
-        let json = |text: &str| serde_json::from_str(text).at(&self.path);
-        Ok(StoredRun {
-            id,
-            recorded_at,
-            command,
-            parameters: json(&parameters)?,
-            version,
-            environment: json(&environment)?,
-            topology: json(&topology)?,
-            metrics,
-            placements,
-            result: json(&result)?,
-            interrupted,
-        })
+            .collect::<Result<Vec<(String, String, String)>, _>>()
+            .at(&self.path)?;
+        head.into_run(id, metrics, placements).at(&self.path)
+    }
+
+    fn latest_of_host(&self, host: &str, command: &str) -> Result<Option<i64>, StoreError> {
+        if self.version < 3 {
+            return Ok(None);
+        }
+        self.conn
+            .query_row(sql::LATEST_OF_HOST, params![host, command], |r| r.get(0))
+            .optional()
+            .at(&self.path)
     }
 
     fn location(&self) -> String {

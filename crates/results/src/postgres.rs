@@ -1,0 +1,275 @@
+//! A shared PostgreSQL database of runs from many hosts: the same tables and statements as the
+//! local file (`sql`), runs keyed by the UUID their host gave them. The local SQLite file stays
+//! the source of truth: a push copies what is missing, and a push that fails changes nothing
+//! there and can simply be repeated.
+
+use std::cell::RefCell;
+use std::collections::HashSet;
+use std::time::Duration;
+
+use postgres::{Client, Config, NoTls, Transaction};
+
+use crate::row::{ListedRow, RunHead, RunRow};
+use crate::{sql, NewRun, ResultStore, RunSummary, SqliteStore, StoreError, StoredRun};
+
+/// A results database on a PostgreSQL server.
+pub struct PgStore {
+    client: RefCell<Client>,
+    /// The connection string without its password, for messages.
+    location: String,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore").field("location", &self.location).finish_non_exhaustive()
+    }
+}
+
+/// What a push did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+pub struct PushOutcome {
+    /// Runs copied now.
+    pub pushed: usize,
+    /// Runs the database already had (pushed before).
+    pub already_there: usize,
+}
+
+/// `postgresql://user@host:port/db`, or the libpq string, as it may be shown: no password.
+fn redact(config: &Config) -> String {
+    let user = config.get_user().map_or(String::new(), |u| format!("{u}@"));
+    let host = config
+        .get_hosts()
+        .iter()
+        .map(|h| match h {
+            postgres::config::Host::Tcp(name) => name.clone(),
+            postgres::config::Host::Unix(path) => path.display().to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(",");
+    let port = config.get_ports().first().map_or(String::new(), |p| format!(":{p}"));
+    let db = config.get_dbname().unwrap_or("");
+    format!("postgresql://{user}{host}{port}/{db}")
+}
+
+fn remote(location: &str, e: &postgres::Error) -> StoreError {
+    // The server's own words when it sent any (a refused password, a missing database), else
+    // the client's (no route, refused connection, timeout).
+    let cause = match e.as_db_error() {
+        Some(db) => db.message().to_string(),
+        None => {
+            let mut text = e.to_string();
+            let mut source = std::error::Error::source(e);
+            while let Some(s) = source {
+                text = format!("{text}: {s}");
+                source = s.source();
+            }
+            text
+        }
+    };
+    StoreError::Remote { location: location.to_string(), cause }
+}
+
+impl PgStore {
+    /// Connects (giving up after 10 s) and makes the schema if it is not there yet.
+    pub fn connect(conninfo: &str) -> Result<Self, StoreError> {
+        let mut config: Config = conninfo.parse().map_err(|e: postgres::Error| {
+            StoreError::BadLocation { location: conninfo.to_string(), reason: e.to_string() }
+        })?;
+        config.connect_timeout(Duration::from_secs(10));
+        if config.get_application_name().is_none() {
+            config.application_name("platscope");
+        }
+        let location = redact(&config);
+        let mut client = config.connect(NoTls).map_err(|e| remote(&location, &e))?;
+        client
+            .batch_execute(&sql::create(sql::Dialect::Postgres))
+            .map_err(|e| remote(&location, &e))?;
+        Ok(Self { client: RefCell::new(client), location })
+    }
+
+    fn err(&self, e: postgres::Error) -> StoreError {
+        remote(&self.location, &e)
+    }
+
+    /// Inserts one run (and its host) unless a run with its UUID is there; whether it was new.
+    fn insert(&self, tx: &mut Transaction<'_>, row: &RunRow) -> Result<bool, StoreError> {
+        tx.execute(sql::INSERT_HOST, &[&row.host, &row.recorded_at]).map_err(|e| self.err(e))?;
+        let inserted = tx
+            .query_opt(
+                sql::INSERT_RUN,
+                &[
+                    &row.uuid,
+                    &row.host,
+                    &row.recorded_at,
+                    &row.command,
+                    &row.parameters,
+                    &row.version,
+                    &row.environment,
+                    &row.topology,
+                    &row.result,
+                    &row.interrupted,
+                ],
+            )
+            .map_err(|e| self.err(e))?;
+        let Some(inserted) = inserted else { return Ok(false) };
+        let id: i64 = inserted.get(0);
+        for (position, m) in row.metrics.iter().enumerate() {
+            let [median, p25, p75, min, max] = m.quantiles;
+            let position = position as i32;
+            tx.execute(
+                sql::INSERT_METRIC,
+                &[
+                    &id, &position, &m.name, &m.unit, &m.labels, &median, &p25, &p75, &min, &max,
+                    &m.samples,
+                ],
+            )
+            .map_err(|e| self.err(e))?;
+        }
+        for (position, (worker, requested, verified)) in row.placements.iter().enumerate() {
+            let position = position as i32;
+            tx.execute(sql::INSERT_PLACEMENT, &[&id, &position, worker, requested, verified])
+                .map_err(|e| self.err(e))?;
+        }
+        Ok(true)
+    }
+
+    /// Copies the local store's runs that this database does not have yet (all of them, or
+    /// those in `only`), in one transaction: all arrive or none. Pushing again copies nothing.
+    pub fn push(
+        &self,
+        local: &SqliteStore,
+        only: Option<&[i64]>,
+    ) -> Result<PushOutcome, StoreError> {
+        let keys = local.run_keys()?;
+        let wanted: Vec<&(i64, String, String)> =
+            keys.iter().filter(|(id, _, _)| only.is_none_or(|ids| ids.contains(id))).collect();
+        if let Some(ids) = only {
+            if let Some(missing) = ids.iter().find(|id| !keys.iter().any(|k| k.0 == **id)) {
+                return Err(StoreError::NoSuchRun(*missing));
+            }
+        }
+        let mut client = self.client.borrow_mut();
+        let hosts: HashSet<&str> = wanted.iter().map(|k| k.2.as_str()).collect();
+        let mut known = HashSet::new();
+        for host in hosts {
+            for row in client.query(sql::UUIDS_OF_HOST, &[&host]).map_err(|e| self.err(e))? {
+                known.insert(row.get::<_, String>(0));
+            }
+        }
+        let mut outcome = PushOutcome::default();
+        let mut tx = client.transaction().map_err(|e| self.err(e))?;
+        for (id, uuid, _) in wanted {
+            if known.contains(uuid) {
+                outcome.already_there += 1;
+                continue;
+            }
+            let row = RunRow::copy_of(&local.run(*id)?)
+                .map_err(|reason| StoreError::Json { path: local.path().to_path_buf(), reason })?;
+            // Another host's push may have sent the same run meanwhile: then it is not new.
+            if self.insert(&mut tx, &row)? {
+                outcome.pushed += 1;
+            } else {
+                outcome.already_there += 1;
+            }
+        }
+        tx.commit().map_err(|e| self.err(e))?;
+        Ok(outcome)
+    }
+
+    fn json(&self, reason: serde_json::Error) -> StoreError {
+        StoreError::Remote {
+            location: self.location.clone(),
+            cause: format!("invalid JSON in a run: {reason}"),
+        }
+    }
+}
+
+impl ResultStore for PgStore {
+    fn record(&mut self, run: &NewRun) -> Result<i64, StoreError> {
+        let row = RunRow::new(run).map_err(|e| self.json(e))?;
+        let mut client = self.client.borrow_mut();
+        let mut tx = client.transaction().map_err(|e| self.err(e))?;
+        self.insert(&mut tx, &row)?;
+        let id: i64 = tx
+            .query_one("SELECT id FROM runs WHERE uuid = $1", &[&row.uuid])
+            .map_err(|e| self.err(e))?
+            .get(0);
+        tx.commit().map_err(|e| self.err(e))?;
+        Ok(id)
+    }
+
+    fn list(&self, limit: usize) -> Result<Vec<RunSummary>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = self.client.borrow_mut().query(sql::LIST, &[&limit]).map_err(|e| self.err(e))?;
+        Ok(rows
+            .into_iter()
+            .map(|r| {
+                let metric = match (r.get(7), r.get(8), r.get(9)) {
+                    (Some(name), Some(median), Some(unit)) => Some((name, median, unit, r.get(10))),
+                    _ => None,
+                };
+                ListedRow {
+                    id: r.get(0),
+                    uuid: r.get(1),
+                    host: r.get(2),
+                    recorded_at: r.get(3),
+                    command: r.get(4),
+                    version: r.get(5),
+                    interrupted: r.get(6),
+                    metric,
+                }
+                .summary(false)
+            })
+            .collect())
+    }
+
+    fn run(&self, id: i64) -> Result<StoredRun, StoreError> {
+        let mut client = self.client.borrow_mut();
+        let head = client
+            .query_opt(sql::RUN, &[&id])
+            .map_err(|e| self.err(e))?
+            .ok_or(StoreError::NoSuchRun(id))?;
+        let head = RunHead {
+            uuid: head.get(0),
+            host: head.get(1),
+            recorded_at: head.get(2),
+            command: head.get(3),
+            parameters: head.get(4),
+            version: head.get(5),
+            environment: head.get(6),
+            topology: head.get(7),
+            result: head.get(8),
+            interrupted: head.get(9),
+        };
+        let mut metrics = Vec::new();
+        for r in client.query(sql::METRICS, &[&id]).map_err(|e| self.err(e))? {
+            let quantiles = [r.get(2), r.get(3), r.get(4), r.get(5), r.get(6)];
+            let samples: String = r.get(7);
+            let labels: String = r.get(8);
+            metrics.push(
+                crate::row::metric(r.get(0), r.get(1), quantiles, &samples, &labels, false)
+                    .map_err(|e| self.json(e))?,
+            );
+        }
+        let placements = client
+            .query(sql::PLACEMENTS, &[&id])
+            .map_err(|e| self.err(e))?
+            .into_iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2)))
+            .collect();
+        head.into_run(id, metrics, placements).map_err(|e| self.json(e))
+    }
+
+    fn location(&self) -> String {
+        self.location.clone()
+    }
+
+    fn latest_of_host(&self, host: &str, command: &str) -> Result<Option<i64>, StoreError> {
+        let row = self
+            .client
+            .borrow_mut()
+            .query_opt(sql::LATEST_OF_HOST, &[&host, &command])
+            .map_err(|e| self.err(e))?;
+        Ok(row.map(|r| r.get(0)))
+    }
+}
