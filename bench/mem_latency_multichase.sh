@@ -113,17 +113,16 @@ load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) (other builds share th
 $table
 
 What each figure is: multichase prints the best of its 0.5 s samples (its default); platscope
-the median of its ~2 ms batches. Both resist a thread being descheduled now and then; the mean
-of multichase's samples (\`-a\`) does not: in a run of this script with \`-a\` while other builds
-kept both CPUs busy, multichase read 20–60% above platscope at every size, L1 included, and the
-same sizes agreed within 5% in a quieter run. At a 256-byte stride each slot holds its pointer in one of the
+the median of its ~2 ms batches. On a machine doing other work a 0.5 s sample seldom runs
+undisturbed while most 2 ms batches do, so multichase's figures grow with the load (the load
+average above) faster than platscope's: compare the ratios of quiet runs only. At a 256-byte stride each slot holds its pointer in one of the
 slot's four cache lines at random, in both tools: the chase touches a quarter of the working
 set lines, spread over every cache set. Before platscope did this, all its pointers sat at
 offset 0 of their slots, in a quarter of the sets of every cache, and its L2-sized chases read
 1.3 to 2.5 times the multichase figures.
 
-Where a ratio is outside 1.00 ± 0.05 it is at a cache's capacity (the L1 at 32 KiB of lines, the
-L2 at 1 MiB), and platscope is the lower: how the two layouts spread the pointers over the cache
+On a quiet machine, where a ratio is outside 1.00 ± 0.05 it is at a cache's capacity (the L1 at
+32 KiB of lines, the L2 at 1 MiB), and platscope is the lower: how the two layouts spread the pointers over the cache
 sets decides how many lines a set must hold beyond its ways. multichase picks a slot's line from
 a 64-entry table indexed by the slot number, so slots 64 apart always share a set; platscope
 picks it per slot. A model of both layouts (computed by this script, averaged over 5 seeds; the
