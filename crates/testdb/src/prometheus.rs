@@ -64,6 +64,7 @@ pub struct Prometheus {
     process: ServerProcess,
     dir: TempDir,
     port: u16,
+    options: PromOptions,
 }
 
 impl Prometheus {
@@ -84,25 +85,11 @@ impl Prometheus {
         // A port picked by the kernel a moment ago can be taken meanwhile: a few tries.
         for _ in 0..3 {
             let port = free_port()?;
-            let file = std::fs::File::create(&log)
-                .map_err(io_err(format!("creating {}", log.display())))?;
-            let err = file.try_clone().map_err(io_err("duplicating a log file handle"))?;
-            let child = Command::new(&binary)
-                .arg(format!("--config.file={}", config.display()))
-                .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
-                .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-                .current_dir(dir.path())
-                .stdin(Stdio::null())
-                .stdout(file)
-                .stderr(err)
-                .spawn()
-                .map_err(io_err(format!("starting {}", binary.display())))?;
-            let mut process = ServerProcess::new(child, libc::SIGTERM, options.stop_timeout);
-            let ready = || http_get(port, "/-/ready").is_ok_and(|(status, _)| status == 200);
-            match wait_ready("Prometheus", &mut process, &log, options.ready_timeout, ready) {
-                Ok(()) => return Ok(Prometheus { process, dir, port }),
+            match launch(&binary, dir.path(), port, options) {
+                Ok(process) => {
+                    return Ok(Prometheus { process, dir, port, options: options.clone() })
+                }
                 Err(e) => {
-                    process.stop();
                     let port_taken = matches!(&e, Error::NotReady { tail, .. }
                         if tail.contains("address already in use"));
                     last_error = Some(e);
@@ -118,6 +105,15 @@ impl Prometheus {
             log: log.clone(),
             tail: crate::process::tail(&log, 20),
         }))
+    }
+
+    /// Stops the server (SIGTERM, as an operator would) and starts it again on the same
+    /// directory, configuration and port: what it had scraped is read back from its TSDB.
+    pub fn restart(&mut self) -> Result<()> {
+        self.process.stop();
+        let binary = require(&self.options.binary, "prometheus")?;
+        self.process = launch(&binary, self.dir.path(), self.port, &self.options)?;
+        Ok(())
     }
 
     /// The server's PID.
@@ -158,6 +154,37 @@ impl Prometheus {
             Err(io_err(format!("query {promql:?}: HTTP {status}: {body}"))(std::io::Error::other(
                 "Prometheus refused the query",
             )))
+        }
+    }
+}
+
+/// Starts the server in `dir` on `port` (log appended to `prometheus.log`) and waits for
+/// `/-/ready`; a server that does not get ready is stopped.
+fn launch(binary: &Path, dir: &Path, port: u16, options: &PromOptions) -> Result<ServerProcess> {
+    let log = dir.join("prometheus.log");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log)
+        .map_err(io_err(format!("opening {}", log.display())))?;
+    let err = file.try_clone().map_err(io_err("duplicating a log file handle"))?;
+    let child = Command::new(binary)
+        .arg(format!("--config.file={}", dir.join("prometheus.yml").display()))
+        .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(file)
+        .stderr(err)
+        .spawn()
+        .map_err(io_err(format!("starting {}", binary.display())))?;
+    let mut process = ServerProcess::new(child, libc::SIGTERM, options.stop_timeout);
+    let ready = || http_get(port, "/-/ready").is_ok_and(|(status, _)| status == 200);
+    match wait_ready("Prometheus", &mut process, &log, options.ready_timeout, ready) {
+        Ok(()) => Ok(process),
+        Err(e) => {
+            process.stop();
+            Err(e)
         }
     }
 }
