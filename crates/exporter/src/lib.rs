@@ -9,6 +9,7 @@
 pub mod collect;
 pub mod family;
 pub mod render;
+pub mod textfile;
 
 pub use family::{Family, Kind, Sample, Unit, Value};
 pub use render::{negotiate, render, Format};

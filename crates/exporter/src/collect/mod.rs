@@ -1,5 +1,7 @@
 //! Collectors: each computes its families at scrape time.
 
+pub mod bench;
+
 use crate::Family;
 
 /// What went wrong collecting one source. A failing collector does not fail the scrape: its
