@@ -9,7 +9,11 @@
 pub mod collect;
 pub mod family;
 pub mod render;
+pub mod server;
 pub mod textfile;
+pub mod web;
 
 pub use family::{Family, Kind, Sample, Unit, Value};
 pub use render::{negotiate, render, Format};
+pub use server::{Exporter, ServeError, Server};
+pub use web::WebConfig;

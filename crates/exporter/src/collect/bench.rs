@@ -13,13 +13,20 @@ use membench::metrics::{BANDWIDTH, LATENCY, LOADED_LATENCY, LOAD_BANDWIDTH, SLB_
 use place::pagecache::PAGECACHE_READ;
 use results::{LatestMetrics, SqliteStore, StoredMetric};
 
-use super::{CollectError, Collector};
+use measure::UsageError;
+
+use super::{CollectError, Collector, Config};
 use crate::{Family, Kind, Unit};
 
 /// Reads the latest benchmark figures from a results database.
 #[derive(Debug, Clone)]
 pub struct BenchCollector {
     db: Option<PathBuf>,
+}
+
+/// Registry entry: reads `--db`, else the default store.
+pub(super) fn factory(config: &Config) -> Result<Box<dyn Collector>, UsageError> {
+    Ok(Box::new(BenchCollector::new(config.db.clone())))
 }
 
 impl BenchCollector {

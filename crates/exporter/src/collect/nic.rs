@@ -1,0 +1,169 @@
+//! `nic`: per-interface counters from `/proc/net/dev` and link speed and duplex, read with
+//! nicstat's own readers (sysfs, else the ethtool ioctl), so the speed is nicstat's correct one
+//! and an unknown speed is left out rather than invented.
+
+use measure::{FsRoot, UsageError};
+use nicstat::ioctl::Socket;
+use nicstat::link::read_link_facts;
+use nicstat::netdev::{parse_net_dev, NetDevCounters};
+use nicstat::{Duplex, LinkFacts};
+
+use super::{CollectError, Collector, Config};
+use crate::{Family, Kind, Unit};
+
+/// The `nic` collector.
+#[derive(Debug)]
+pub struct Nic {
+    root: FsRoot,
+}
+
+/// Registry entry.
+pub(super) fn factory(config: &Config) -> Result<Box<dyn Collector>, UsageError> {
+    Ok(Box::new(Nic { root: config.root.clone() }))
+}
+
+impl Nic {
+    /// A collector reading through `root`.
+    pub fn new(root: FsRoot) -> Self {
+        Nic { root }
+    }
+}
+
+impl Collector for Nic {
+    fn name(&self) -> &'static str {
+        "nic"
+    }
+
+    fn collect(&self, out: &mut Vec<Family>) -> Result<(), CollectError> {
+        let fail = |message: String| CollectError { collector: "nic", message };
+        let mut buf = String::new();
+        let devices = self
+            .root
+            .parse(&self.root.net_path("dev"), &mut buf, parse_net_dev)
+            .map_err(|e| fail(e.to_string()))?;
+        // A socket only for the ethtool fallback (no sysfs speed); without one, sysfs answers.
+        let socket = if self.root.is_live() { Socket::open().ok() } else { None };
+        let links: Vec<LinkFacts> = devices
+            .iter()
+            .map(|d| read_link_facts(&self.root, socket.as_ref(), &d.name, false))
+            .collect();
+        families(&devices, &links, out);
+        Ok(())
+    }
+}
+
+/// The families for a set of devices and their link facts (same order).
+pub fn families(devices: &[NetDevCounters], links: &[LinkFacts], out: &mut Vec<Family>) {
+    type Pick = fn(&NetDevCounters) -> (u64, u64);
+    let counters: [(&str, Option<Unit>, &str, Pick); 4] = [
+        ("platscope_nic_bytes", Some(Unit::Bytes), "Bytes through the interface.", |d| {
+            (d.rx_bytes, d.tx_bytes)
+        }),
+        ("platscope_nic_packets", None, "Packets through the interface.", |d| {
+            (d.rx_packets, d.tx_packets)
+        }),
+        (
+            "platscope_nic_errors",
+            None,
+            "Packets with errors (the kernel's errs column of /proc/net/dev).",
+            |d| (d.rx_errs, d.tx_errs),
+        ),
+        (
+            "platscope_nic_drops",
+            None,
+            "Packets dropped (the drop column of /proc/net/dev; receive includes missed packets).",
+            |d| (d.rx_drop, d.tx_drop),
+        ),
+    ];
+    for (name, unit, help, pick) in counters {
+        let mut family = Family::new(name, Kind::Counter, unit, help);
+        for device in devices {
+            let (rx, tx) = pick(device);
+            family.push(&[("device", &device.name), ("direction", "receive")], rx as f64);
+            family.push(&[("device", &device.name), ("direction", "transmit")], tx as f64);
+        }
+        out.push(family);
+    }
+    let mut speed = Family::new(
+        "platscope_nic_speed_bytes_per_second",
+        Kind::Gauge,
+        Some(Unit::BytesPerSecond),
+        "Link speed in bytes per second, per direction; absent when the kernel does not know it.",
+    );
+    let mut duplex = Family::new(
+        "platscope_nic_duplex_full",
+        Kind::Gauge,
+        None,
+        "1 for a full-duplex link, 0 for half duplex; absent when the kernel does not know.",
+    );
+    for link in links {
+        if let Some(mbps) = link.speed_mbps {
+            // Mbit/s as the kernel reports it (10^6 bits), in bytes.
+            speed.push(&[("device", &link.name)], f64::from(mbps) * 1e6 / 8.0);
+        }
+        match link.duplex {
+            Duplex::Full => duplex.push(&[("device", &link.name)], 1.0),
+            Duplex::Half => duplex.push(&[("device", &link.name)], 0.0),
+            Duplex::Unknown => continue,
+        };
+    }
+    out.push(speed);
+    out.push(duplex);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{render, Format};
+
+    #[test]
+    fn counters_per_direction_and_unknown_speed_left_out() {
+        let devices = vec![
+            NetDevCounters {
+                name: "eth0".into(),
+                rx_bytes: 1000,
+                tx_bytes: 2000,
+                rx_packets: 10,
+                tx_packets: 20,
+                rx_drop: 3,
+                ..Default::default()
+            },
+            NetDevCounters { name: "veth1".into(), ..Default::default() },
+        ];
+        let mut eth0 = LinkFacts::unknown("eth0");
+        eth0.speed_mbps = Some(10_000);
+        eth0.duplex = Duplex::Full;
+        let veth = LinkFacts::unknown("veth1");
+        let mut out = Vec::new();
+        families(&devices, &[eth0, veth], &mut out);
+        let text = render(&out, Format::OpenMetrics);
+        assert!(
+            text.contains("# TYPE platscope_nic_bytes counter\n# UNIT platscope_nic_bytes bytes\n")
+        );
+        assert!(text
+            .contains("platscope_nic_bytes_total{device=\"eth0\",direction=\"transmit\"} 2000\n"));
+        assert!(
+            text.contains("platscope_nic_drops_total{device=\"eth0\",direction=\"receive\"} 3\n")
+        );
+        assert!(
+            text.contains("platscope_nic_speed_bytes_per_second{device=\"eth0\"} 1.25e9\n")
+                || text
+                    .contains("platscope_nic_speed_bytes_per_second{device=\"eth0\"} 1250000000\n"),
+            "{text}"
+        );
+        assert!(text.contains("platscope_nic_duplex_full{device=\"eth0\"} 1\n"));
+        assert!(!text.contains("speed_bytes_per_second{device=\"veth1\"}"), "{text}");
+        assert!(!text.contains("duplex_full{device=\"veth1\"}"), "{text}");
+    }
+
+    #[test]
+    fn reads_the_live_system() {
+        let mut out = Vec::new();
+        Nic::new(FsRoot::live()).collect(&mut out).unwrap();
+        let text = render(&out, Format::Text004);
+        assert!(
+            text.contains("platscope_nic_bytes_total{device=\"lo\",direction=\"receive\"}"),
+            "{text}"
+        );
+    }
+}
