@@ -1,6 +1,7 @@
-//! Throwaway database servers for tests and benches: a PostgreSQL 15 or MariaDB instance in
+//! Throwaway servers for tests and benches: a PostgreSQL 15 or MariaDB instance in
 //! its own temp dir, on a private socket (and port), started in a few seconds and gone again
-//! when the handle is dropped.
+//! when the handle is dropped — and a Prometheus node_exporter ([`NodeExporter`]) reading a
+//! textfile directory, for tests of what platscope writes for it.
 //!
 //! Each server is started as a direct child of this process, so its PID is known exactly;
 //! [`Drop`] stops it **by that PID** (SIGINT or SIGTERM, a bounded wait, then SIGKILL), never by
@@ -23,12 +24,14 @@
 //! ```
 
 mod mariadb;
+mod node_exporter;
 mod postgres;
 mod process;
 
 use std::path::PathBuf;
 
 pub use mariadb::{MariaDb, MariaDbOptions};
+pub use node_exporter::{NodeExporter, NodeExporterOptions};
 pub use postgres::{PgOptions, Postgres};
 
 /// What can go wrong starting, using or stopping a throwaway server.

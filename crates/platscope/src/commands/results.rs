@@ -25,6 +25,13 @@ pub enum ResultsCommand {
         #[arg(long, value_enum, default_value = "json")]
         format: ExportFormat,
     },
+    /// The latest benchmark figures as a node_exporter textfile (text format 0.0.4), written
+    /// to DIR/platscope.prom through a temp file and a rename.
+    Textfile {
+        /// node_exporter's textfile directory (its --collector.textfile.directory).
+        #[arg(long, value_name = "DIR")]
+        dir: std::path::PathBuf,
+    },
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -52,6 +59,9 @@ pub fn open_read_only(options: &StoreOptions) -> anyhow::Result<SqliteStore> {
 }
 
 pub fn run(command: &ResultsCommand, options: &StoreOptions, json: bool) -> anyhow::Result<()> {
+    if let ResultsCommand::Textfile { dir } = command {
+        return textfile(dir, options);
+    }
     let store = open_read_only(options)?;
     match command {
         ResultsCommand::List { limit } => {
@@ -75,6 +85,7 @@ pub fn run(command: &ResultsCommand, options: &StoreOptions, json: bool) -> anyh
             }
             Ok(emit(&results::render::compare_text(&c))?)
         }
+        ResultsCommand::Textfile { dir } => textfile(dir, options),
         ResultsCommand::Export { ids, format } => {
             let runs = ids.iter().map(|id| store.run(*id)).collect::<Result<Vec<_>, _>>()?;
             match format {
@@ -83,4 +94,19 @@ pub fn run(command: &ResultsCommand, options: &StoreOptions, json: bool) -> anyh
             }
         }
     }
+}
+
+/// `results textfile --dir DIR`: the `bench` collector's families, as `serve` would answer
+/// them, in node_exporter's textfile directory.
+fn textfile(dir: &std::path::Path, options: &StoreOptions) -> anyhow::Result<()> {
+    use exporter::collect::Collector as _;
+    let store = open_read_only(options)?;
+    let collector = exporter::collect::bench::BenchCollector::new(Some(store.path().to_path_buf()));
+    drop(store);
+    let mut families = Vec::new();
+    collector.collect(&mut families)?;
+    let path = exporter::textfile::write(dir, &families)?;
+    let series: usize = families.iter().map(|f| f.samples.len()).sum();
+    measure::say!("wrote {} ({series} series)", path.display());
+    Ok(())
 }
