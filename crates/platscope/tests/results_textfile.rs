@@ -31,10 +31,7 @@ fn missing_store_or_dir_is_one_line_and_exit_1() {
         assert!(stderr.contains(says), "{stderr}");
     };
     let dir = tmp.path().to_str().unwrap();
-    one_line_exit_1(
-        platscope(&db, &["results", "textfile", "--dir", dir]),
-        "no results database",
-    );
+    one_line_exit_1(platscope(&db, &["results", "textfile", "--dir", dir]), "no results database");
     // An empty store: the directory is checked next.
     drop(results::SqliteStore::open(&db).unwrap());
     one_line_exit_1(
