@@ -8,6 +8,7 @@
 pub mod bench;
 pub mod cpu;
 pub mod info;
+pub mod io;
 pub mod nic;
 pub mod process;
 
@@ -62,11 +63,12 @@ pub const REGISTRY: &[(&str, Factory)] = &[
     ("nic", nic::factory),
     ("cpu", cpu::factory),
     ("process", process::factory),
+    ("io", io::factory),
     ("bench", bench::factory),
 ];
 
 /// Collector names the issue promises that this build does not have yet.
-pub const PLANNED: &[&str] = &["io", "pagecache"];
+pub const PLANNED: &[&str] = &["pagecache"];
 
 /// The names `--collect` accepts in this build.
 pub fn available() -> Vec<&'static str> {
