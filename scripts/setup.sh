@@ -28,6 +28,8 @@ packages=(
   # alloc: the preloadable allocators Debian ships, and jq and GNU time for
   # bench/alloc_bakeoff.sh
   libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 libtbbmalloc2 jq time
+  # serve's TLS test: a test CA and certificates (openssl) and a TLS client (curl)
+  openssl curl
 )
 
 missing=()

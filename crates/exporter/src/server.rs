@@ -26,12 +26,12 @@ const POLL: Duration = Duration::from_millis(100);
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     /// The listening address is in use, not on this host, or not permitted.
-    #[error("cannot listen on {addr}: {source}{hint}")]
+    #[error("cannot listen on {addr}: {error}{hint}")]
     Bind {
         /// The address asked for.
         addr: SocketAddr,
-        /// The OS error.
-        source: std::io::Error,
+        /// The OS error (not a `source`: the message already says it once).
+        error: std::io::Error,
         /// A hint naming the fix.
         hint: &'static str,
     },
@@ -47,9 +47,7 @@ impl ServeError {
     /// True when the user can fix it by changing the command line or the config file.
     pub fn is_usage(&self) -> bool {
         match self {
-            ServeError::Bind { source, .. } => {
-                source.kind() == std::io::ErrorKind::AddrNotAvailable
-            }
+            ServeError::Bind { error, .. } => error.kind() == std::io::ErrorKind::AddrNotAvailable,
             ServeError::WebConfig(_) => true,
             ServeError::Http(_) => false,
         }
@@ -140,8 +138,8 @@ impl Server {
         exporter: Exporter,
         web: Option<crate::web::WebConfig>,
     ) -> Result<Self, ServeError> {
-        let listener = TcpListener::bind(addr).map_err(|source| {
-            let hint = match source.kind() {
+        let listener = TcpListener::bind(addr).map_err(|error| {
+            let hint = match error.kind() {
                 std::io::ErrorKind::AddrInUse => {
                     " (another process listens there; pick another port with --listen)"
                 }
@@ -151,7 +149,7 @@ impl Server {
                 std::io::ErrorKind::PermissionDenied => " (ports below 1024 need root)",
                 _ => "",
             };
-            ServeError::Bind { addr, source, hint }
+            ServeError::Bind { addr, error, hint }
         })?;
         let local = listener.local_addr().map_err(|e| ServeError::Http(e.to_string()))?;
         let (auth, tls) = match web {

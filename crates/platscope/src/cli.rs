@@ -97,6 +97,9 @@ pub enum Command {
     /// What reading the clock costs (ns and cycles per call), whether each call enters the
     /// kernel, clocksource and TSC facts, and the cheapest trustworthy clock.
     Timer(crate::commands::timer::TimerArgs),
+    /// Serve the figures as an OpenMetrics endpoint for Prometheus (/metrics, computed at
+    /// scrape time), on localhost unless --listen says otherwise.
+    Serve(crate::commands::serve::ServeArgs),
     /// Run a compatibility tool by name (as if invoked through a link of that name):
     /// memhammer, create_sem, trigger, cpu_bind, thread_read, nicstat, pstime.
     Compat {

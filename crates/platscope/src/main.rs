@@ -41,6 +41,7 @@ fn main() -> ExitCode {
         Command::Io { command: cli::IoCommand::Pattern(args) } => commands::io::run(args, cli.json),
         Command::Pagecache(args) => commands::pagecache::run(args, cli.json, &cli.store_options()),
         Command::Timer(args) => commands::timer::run(args, cli.json, &cli.store_options()),
+        Command::Serve(args) => commands::serve::run(args, cli.db.as_deref()),
         Command::Compat { name, args } => {
             // clap takes `--json` anywhere as the global flag; hand it back to the tool.
             let mut args = args.clone();
@@ -121,6 +122,9 @@ fn exit_code(err: &anyhow::Error) -> u8 {
             || cause.downcast_ref::<querystat::Error>().is_some_and(querystat::Error::is_usage)
             || cause.downcast_ref::<allocbench::Error>().is_some_and(allocbench::Error::is_usage)
             || cause.downcast_ref::<loadgen::Error>().is_some_and(loadgen::Error::is_usage)
+            || cause
+                .downcast_ref::<exporter::ServeError>()
+                .is_some_and(exporter::ServeError::is_usage)
     });
     if usage {
         2

@@ -1,4 +1,4 @@
-//! Throwaway servers for tests and benches: a PostgreSQL 15 or MariaDB instance in
+//! Throwaway servers for tests and benches: a PostgreSQL 15, MariaDB or Prometheus instance in
 //! its own temp dir, on a private socket (and port), started in a few seconds and gone again
 //! when the handle is dropped — and a Prometheus node_exporter ([`NodeExporter`]) reading a
 //! textfile directory, for tests of what platscope writes for it.
@@ -27,12 +27,14 @@ mod mariadb;
 mod node_exporter;
 mod postgres;
 mod process;
+mod prometheus;
 
 use std::path::PathBuf;
 
 pub use mariadb::{MariaDb, MariaDbOptions};
 pub use node_exporter::{NodeExporter, NodeExporterOptions};
 pub use postgres::{PgOptions, Postgres};
+pub use prometheus::{url_encode, PromOptions, Prometheus};
 
 /// What can go wrong starting, using or stopping a throwaway server.
 #[derive(Debug, thiserror::Error)]

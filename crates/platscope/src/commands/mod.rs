@@ -16,6 +16,7 @@ pub mod place;
 pub mod record;
 pub mod report;
 pub mod results;
+pub mod serve;
 pub mod timer;
 pub mod topo;
 
