@@ -57,6 +57,7 @@ pub fn write(dir: &Path, families: &[Family]) -> Result<PathBuf, TextfileError> 
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
     use crate::{Kind, Unit};

@@ -233,6 +233,7 @@ fn push_nonempty(out: &mut Vec<Family>, fam: Family) {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use std::collections::BTreeMap;
 

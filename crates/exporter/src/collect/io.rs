@@ -188,6 +188,7 @@ pub fn families(per_fs: &[FsCounts]) -> Vec<Family> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
     use crate::Value;

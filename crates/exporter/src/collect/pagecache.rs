@@ -73,6 +73,7 @@ impl Collector for Pagecache {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
     use crate::Value;
