@@ -2,7 +2,7 @@
 //! endpoint (`platscope serve`) or as a node_exporter textfile (`platscope results textfile`).
 //!
 //! Collectors compute [`Family`] values at scrape time from the same code as the monitors;
-//! [`render`] turns them into OpenMetrics 1.0 or the Prometheus text format 0.0.4.
+//! [`render`](mod@render) turns them into OpenMetrics 1.0 or the Prometheus text format 0.0.4.
 //! Conventions: prefix `platscope_`, base units (bytes, seconds, ratios), `_total` on counters,
 //! no `pid` or `host` labels (Prometheus adds `instance`).
 

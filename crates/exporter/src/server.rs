@@ -91,11 +91,20 @@ impl Exporter {
             let name = collector.name();
             let start = Instant::now();
             let before = out.len();
-            let ok = match collector.collect(&mut out) {
-                Ok(()) => true,
-                Err(e) => {
+            // A panicking collector must not take a worker thread (and the pool) with it.
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                collector.collect(&mut out)
+            }));
+            let ok = match result {
+                Ok(Ok(())) => true,
+                Ok(Err(e)) => {
                     out.truncate(before);
                     measure::say!("platscope serve: scrape: {e}");
+                    false
+                }
+                Err(_) => {
+                    out.truncate(before);
+                    measure::say!("platscope serve: scrape: the {name} collector panicked");
                     false
                 }
             };
@@ -276,6 +285,7 @@ const INDEX: &str = "<!DOCTYPE html>\n<html><head><title>platscope</title></head
 <h1>platscope</h1>\n<p><a href=\"/metrics\">/metrics</a></p>\n</body></html>\n";
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
     use crate::collect::CollectError;
@@ -292,16 +302,30 @@ mod tests {
         }
     }
 
+    #[derive(Debug)]
+    struct Panicking;
+    impl Collector for Panicking {
+        fn name(&self) -> &'static str {
+            "panicking"
+        }
+        #[allow(clippy::panic)]
+        fn collect(&self, _: &mut Vec<Family>) -> Result<(), CollectError> {
+            panic!("collector bug")
+        }
+    }
+
     #[test]
     fn a_failing_collector_does_not_fail_the_scrape() {
         let exporter = Exporter::new(vec![
             Box::new(Failing),
+            Box::new(Panicking),
             Box::new(crate::collect::info::Info::new(&crate::collect::Config::default())),
         ]);
         let (format, body) = exporter.scrape(None);
         assert_eq!(format, Format::OpenMetrics);
         assert!(body.contains("platscope_scrape_collector_success{collector=\"failing\"} 0\n"));
         assert!(body.contains("platscope_scrape_collector_success{collector=\"info\"} 1\n"));
+        assert!(body.contains("platscope_scrape_collector_success{collector=\"panicking\"} 0\n"));
         assert!(body.contains("platscope_scrape_duration_seconds{collector=\"info\"} "));
         assert!(body.contains("platscope_build_info{"));
         assert!(!body.contains("platscope_half"));

@@ -128,8 +128,9 @@ fn header<'h>(headers: &'h [(String, String)], name: &str) -> Option<&'h str> {
 
 fn need_root(test: &str) {
     // SAFETY: geteuid has no preconditions.
+    let euid = unsafe { libc::geteuid() };
     assert!(
-        unsafe { libc::geteuid() } == 0,
+        euid == 0,
         "{test} needs root (ip netns, veth); run the live tier as root (scripts/test.sh)"
     );
 }
@@ -399,11 +400,16 @@ fn promtool_accepts_the_text_004_rendering_of_a_real_scrape() {
     assert!(serve.stop().success());
 }
 
-/// RSS of a process in KiB, from /proc/PID/status.
-fn rss_kib(pid: u32) -> u64 {
+/// A numeric field of /proc/PID/status (the first number after `field`).
+fn proc_status_field(pid: u32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
-    let line = status.lines().find(|l| l.starts_with("VmRSS:")).expect("VmRSS");
+    let line = status.lines().find(|l| l.starts_with(field)).expect("the field");
     line.split_whitespace().nth(1).and_then(|v| v.parse().ok()).expect("a number")
+}
+
+/// RSS of a process in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    proc_status_field(pid, "VmRSS:")
 }
 
 #[test]
@@ -437,6 +443,11 @@ fn a_thousand_concurrent_scrapes_all_answered_in_bounded_memory() {
         failures.len(),
         &failures[..failures.len().min(5)]
     );
+    // Threads follow open connections (tiny_http reads each on a pooled thread; 4 workers
+    // collect), never requests: after 1,000 requests from 50 clients, far fewer than 1,000.
+    let threads = proc_status_field(serve.pid(), "Threads:");
+    println!("serve threads after 1,000 scrapes: {threads}");
+    assert!(threads <= 50 + 4 + 16, "serve has {threads} threads after 50 concurrent clients");
     let rss = rss_kib(serve.pid());
     println!("serve RSS after 1,000 scrapes: {rss} KiB");
     assert!(rss < 64 * 1024, "serve's RSS grew to {rss} KiB (bound 64 MiB)");

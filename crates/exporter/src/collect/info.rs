@@ -77,6 +77,7 @@ impl Collector for Info {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
     use crate::{render, Format};

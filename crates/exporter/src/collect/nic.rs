@@ -112,6 +112,7 @@ pub fn families(devices: &[NetDevCounters], links: &[LinkFacts], out: &mut Vec<F
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
     use crate::{render, Format};
