@@ -8,15 +8,18 @@
 //! Only the `top` groups with the most CPU time are reported by name (default 10); the rest,
 //! and processes no group matches, are summed as `other`.
 //!
-//! Every scrape reads `/proc/PID/stat` of each process with cpuacct's reader (user and system
-//! ticks, tick-sampled split). Each process's time is added to its group as it grows, so a group
+//! Every scrape reads every thread in one pass with cpuacct's BPF task iterator (as root on a
+//! live system), else `/proc/PID/stat` of each process with cpuacct's reader (user and system
+//! time, the kernel's tick-sampled split either way). Each process's time is added to its group as it grows, so a group
 //! keeps the time of processes that have exited and its counter never goes back.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{mpsc, Mutex};
+use std::time::Duration;
 
 use cpuacct::task::parse_stat;
+use cpuacct::tasks::{TaskIter, TaskRecord};
 use measure::time::ClockTicks;
 use measure::{FsRoot, UsageError};
 use regex::Regex;
@@ -104,18 +107,21 @@ impl ProcessGroup {
     }
 }
 
-/// One process seen at a scrape.
+/// One process seen at a scrape. Times are in the reader's unit: clock ticks from
+/// `/proc/PID/stat`, nanoseconds from the BPF task iterator.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProcessReading {
     pub pid: u32,
-    /// Start time in ticks after boot: with the PID, names the process across PID reuse.
-    pub start_ticks: u64,
+    /// Start time after boot: with the PID, names the process across PID reuse.
+    pub start: u64,
     pub comm: String,
-    pub utime_ticks: u64,
-    pub stime_ticks: u64,
+    /// User time of all its threads, exited ones included.
+    pub user: u64,
+    /// System time, likewise.
+    pub system: u64,
 }
 
-/// Cumulative ticks of one group.
+/// Cumulative time of one group, in the reader's unit.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Ticks {
     user: u64,
@@ -138,18 +144,96 @@ pub struct Process {
     ticks: ClockTicks,
     options: CollectorOptions,
     state: Mutex<State>,
+    /// The BPF task iterator (one pass over every thread), when it could be loaded; else
+    /// one `/proc/PID/stat` per process.
+    tasks: Option<mpsc::Sender<TaskReply>>,
 }
 
 /// Registry entry: default options (groups by process name, top 10) until `serve` passes
 /// [`CollectorOptions`] through its configuration.
 pub(super) fn factory(config: &Config) -> Result<Box<dyn Collector>, UsageError> {
-    Ok(Box::new(Process::new(config.root.clone(), CollectorOptions::default())))
+    let options = CollectorOptions::default();
+    Ok(Box::new(if config.root.is_live() {
+        Process::with_task_iterator(config.root.clone(), options)
+    } else {
+        Process::new(config.root.clone(), options)
+    }))
+}
+
+type TaskReply = mpsc::SyncSender<Result<Vec<ProcessReading>, String>>;
+
+/// The thread that owns the task iterator (libbpf's handles cannot move between threads).
+fn start_task_reader() -> Result<mpsc::Sender<TaskReply>, String> {
+    let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<(), String>>(1);
+    let (tx, rx) = mpsc::channel::<TaskReply>();
+    std::thread::Builder::new()
+        .name("process-task-iter".into())
+        .spawn(move || {
+            let iter = match TaskIter::load() {
+                Ok(iter) => {
+                    let _ = ready_tx.send(Ok(()));
+                    iter
+                }
+                Err(e) => {
+                    let _ = ready_tx.send(Err(e.to_string()));
+                    return;
+                }
+            };
+            for reply in rx {
+                let _ = reply.send(iter.read().map(|t| per_process(&t)).map_err(|e| e.to_string()));
+            }
+        })
+        .map_err(|e| format!("starting its thread: {e}"))?;
+    match ready_rx.recv_timeout(Duration::from_secs(30)) {
+        Ok(Ok(())) => Ok(tx),
+        Ok(Err(why)) => Err(why),
+        Err(_) => Err("the task iterator did not load within 30 s".into()),
+    }
+}
+
+/// Threads summed into processes (ns): every live thread's user and system time plus the
+/// process's exited threads'; the name is the leader's.
+pub fn per_process(threads: &[TaskRecord]) -> Vec<ProcessReading> {
+    let mut by_tgid: HashMap<u32, ProcessReading> = HashMap::new();
+    for t in threads {
+        let p = by_tgid.entry(t.tgid).or_insert_with(|| ProcessReading {
+            pid: t.tgid,
+            start: t.start_boottime_ns,
+            comm: t.comm.clone(),
+            user: t.dead_utime_ns,
+            system: t.dead_stime_ns,
+        });
+        p.user += t.utime_ns;
+        p.system += t.stime_ns;
+        if t.tid == t.tgid {
+            p.comm.clone_from(&t.comm);
+        }
+    }
+    by_tgid.into_values().collect()
 }
 
 impl Process {
     /// Reads `/proc` under `root`.
     pub fn new(root: FsRoot, options: CollectorOptions) -> Self {
-        Process { root, ticks: ClockTicks::system(), options, state: Mutex::default() }
+        Process { root, ticks: ClockTicks::system(), options, state: Mutex::default(), tasks: None }
+    }
+
+    /// Like [`Process::new`], but reads every thread in one pass with cpuacct's BPF task
+    /// iterator (what `platscope cpu pstime` uses as root) instead of one `/proc/PID/stat` per
+    /// process, when it can be loaded (live system, root); else says why on stderr and reads
+    /// `/proc`.
+    pub fn with_task_iterator(root: FsRoot, options: CollectorOptions) -> Self {
+        let mut process = Process::new(root, options);
+        match start_task_reader() {
+            Ok(tasks) => process.tasks = Some(tasks),
+            Err(why) => measure::say!("process collector: reading /proc instead of BPF ({why})"),
+        }
+        process
+    }
+
+    /// Whether the BPF task iterator is used.
+    pub fn uses_task_iterator(&self) -> bool {
+        self.tasks.is_some()
     }
 
     /// The group a process belongs to (before the top-N cut).
@@ -191,10 +275,10 @@ impl Process {
             let Ok(stat) = parse_stat(&buf) else { continue };
             out.push(ProcessReading {
                 pid,
-                start_ticks: stat.start_ticks,
+                start: stat.start_ticks,
                 comm: String::from_utf8_lossy(stat.comm).into_owned(),
-                utime_ticks: stat.utime_ticks,
-                stime_ticks: stat.stime_ticks,
+                user: stat.utime_ticks,
+                system: stat.stime_ticks,
             });
         }
         Ok(out)
@@ -207,12 +291,27 @@ impl Collector for Process {
     }
 
     fn collect(&self, out: &mut Vec<Family>) -> Result<(), CollectError> {
-        let readings = self
-            .read_all()
-            .map_err(|e| CollectError { collector: "process", message: format!("/proc: {e}") })?;
+        let fail = |message: String| CollectError { collector: "process", message };
+        let (readings, seconds_per_unit) = match &self.tasks {
+            Some(tasks) => {
+                let (reply, answer) = mpsc::sync_channel(1);
+                tasks
+                    .send(reply)
+                    .map_err(|_| fail("the task iterator thread has stopped".into()))?;
+                let readings = answer
+                    .recv_timeout(Duration::from_secs(5))
+                    .map_err(|_| fail("the task iterator did not answer within 5 s".into()))?
+                    .map_err(fail)?;
+                (readings, 1e-9)
+            }
+            None => (
+                self.read_all().map_err(|e| fail(format!("/proc: {e}")))?,
+                1.0 / self.ticks.per_second() as f64,
+            ),
+        };
         let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let counts = update(&mut state, &readings, |r| self.group_of(r.pid, &r.comm));
-        out.extend(families(&state.totals, &counts, self.options.top, self.ticks));
+        out.extend(families(&state.totals, &counts, self.options.top, seconds_per_unit));
         Ok(())
     }
 }
@@ -227,12 +326,12 @@ fn update(
     let mut counts = BTreeMap::new();
     let mut alive = HashMap::with_capacity(readings.len());
     for r in readings {
-        let key = (r.pid, r.start_ticks);
+        let key = (r.pid, r.start);
         let (group, before) = match state.seen.remove(&key) {
             Some(seen) => seen,
             None => (group_of(r), Ticks::default()),
         };
-        let now = Ticks { user: r.utime_ticks, system: r.stime_ticks };
+        let now = Ticks { user: r.user, system: r.system };
         let total = state.totals.entry(group.clone()).or_default();
         total.user += now.user.saturating_sub(before.user);
         total.system += now.system.saturating_sub(before.system);
@@ -249,7 +348,7 @@ fn families(
     totals: &BTreeMap<String, Ticks>,
     counts: &BTreeMap<String, u64>,
     top: usize,
-    ticks: ClockTicks,
+    seconds_per_unit: f64,
 ) -> Vec<Family> {
     let mut ranked: Vec<(&String, &Ticks)> =
         totals.iter().filter(|(name, _)| name.as_str() != OTHER).collect();
@@ -281,8 +380,8 @@ fn families(
         "CPU time of the processes of each group (tick-sampled user/system split), exited ones included.",
     );
     for (group, t) in &cpu {
-        cpu_fam.push(&[("group", group), ("mode", "user")], ticks.to_secs(t.user));
-        cpu_fam.push(&[("group", group), ("mode", "system")], ticks.to_secs(t.system));
+        cpu_fam.push(&[("group", group), ("mode", "user")], t.user as f64 * seconds_per_unit);
+        cpu_fam.push(&[("group", group), ("mode", "system")], t.system as f64 * seconds_per_unit);
     }
     let mut count_fam = Family::new(
         "platscope_process_group_processes",
@@ -303,13 +402,7 @@ mod tests {
     use crate::Value;
 
     fn reading(pid: u32, comm: &str, user: u64, system: u64) -> ProcessReading {
-        ProcessReading {
-            pid,
-            start_ticks: u64::from(pid) * 10,
-            comm: comm.into(),
-            utime_ticks: user,
-            stime_ticks: system,
-        }
+        ProcessReading { pid, start: u64::from(pid) * 10, comm: comm.into(), user, system }
     }
 
     fn value(fams: &[Family], name: &str, labels: &[(&str, &str)]) -> Option<f64> {
@@ -351,7 +444,7 @@ mod tests {
         assert_eq!(counts["a"], 1);
         // PID 1 reused by a new process (other start time): counted from zero.
         let mut new = reading(1, "a", 7, 0);
-        new.start_ticks = 999;
+        new.start = 999;
         update(&mut state, &[new], by_comm);
         assert_eq!(state.totals["a"], Ticks { user: 177, system: 15 });
     }
@@ -366,7 +459,7 @@ mod tests {
             reading(4, "tiny", 1, 0),
         ];
         let counts = update(&mut state, &readings, |r| r.comm.clone());
-        let fams = families(&state.totals, &counts, 2, ClockTicks::new(100));
+        let fams = families(&state.totals, &counts, 2, 0.01);
         let cpu = "platscope_process_group_cpu_seconds";
         assert_eq!(value(&fams, cpu, &[("group", "big"), ("mode", "user")]), Some(10.0));
         assert_eq!(value(&fams, cpu, &[("group", "mid"), ("mode", "user")]), Some(5.0));
@@ -390,5 +483,32 @@ mod tests {
         assert!(procs.is_some_and(|n| n >= 1.0), "this test binary is an exporter-… process");
         assert!(value(&out, "platscope_process_group_processes", &[("group", "other")])
             .is_some_and(|n| n >= 1.0));
+    }
+
+    #[test]
+    #[ignore = "live tier: loads cpuacct's BPF task iterator (root); scripts/test.sh runs it"]
+    fn the_task_iterator_sees_this_process() {
+        let options = CollectorOptions {
+            groups: vec![ProcessGroup::parse("me=regex:^exporter").unwrap()],
+            top: 10,
+        };
+        let c = Process::with_task_iterator(FsRoot::live(), options);
+        assert!(c.uses_task_iterator(), "BPF did not load (see the note above; run as root)");
+        // Some user time to see (tick-sampled: many ticks' worth).
+        let start = std::time::Instant::now();
+        let mut x = 0u64;
+        while start.elapsed() < Duration::from_millis(200) {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        let mut out = Vec::new();
+        c.collect(&mut out).unwrap();
+        let procs = value(&out, "platscope_process_group_processes", &[("group", "me")]);
+        assert_eq!(procs, Some(1.0), "exactly this test process, however many threads");
+        let user = value(
+            &out,
+            "platscope_process_group_cpu_seconds",
+            &[("group", "me"), ("mode", "user")],
+        );
+        assert!(user.is_some_and(|s| s > 0.0), "{user:?}");
     }
 }
