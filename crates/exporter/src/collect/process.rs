@@ -332,11 +332,27 @@ fn update(
             None => (group_of(r), Ticks::default()),
         };
         let now = Ticks { user: r.user, system: r.system };
-        let total = state.totals.entry(group.clone()).or_default();
-        total.user += now.user.saturating_sub(before.user);
-        total.system += now.system.saturating_sub(before.system);
+        let grown = Ticks {
+            user: now.user.saturating_sub(before.user),
+            system: now.system.saturating_sub(before.system),
+        };
+        // Looked up before inserting: no new String per process at every scrape.
+        match state.totals.get_mut(&group) {
+            Some(total) => {
+                total.user += grown.user;
+                total.system += grown.system;
+            }
+            None => {
+                state.totals.insert(group.clone(), grown);
+            }
+        }
+        match counts.get_mut(&group) {
+            Some(n) => *n += 1,
+            None => {
+                counts.insert(group.clone(), 1);
+            }
+        }
         let kept = Ticks { user: now.user.max(before.user), system: now.system.max(before.system) };
-        *counts.entry(group.clone()).or_insert(0) += 1;
         alive.insert(key, (group, kept));
     }
     state.seen = alive;
