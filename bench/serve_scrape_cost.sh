@@ -163,8 +163,9 @@ $table
 
 platscope with every collector over node_exporter: **$ratio** per scrape; $verdict.
 
-The rows per collector show where a scrape's time goes. The BPF programs behind \`cpu\`, \`io\`
-and \`process\` (the task iterator runs at the scrape, so it is counted) — the first two run in
-the kernel at every context switch and VFS call, charged to the tasks that switch or do I/O, not
-to the server; their cost is in the cpu accounting and io pattern sections, not here.
+The rows per collector show where a scrape's time goes. \`process\` reads every thread with a
+BPF task iterator at the scrape, so its kernel time is counted here (about 1 µs per process, a
+little more in the kernel than in user space). The BPF programs behind \`cpu\` and \`io\` run
+in the kernel at every context switch and VFS call, charged to the tasks that switch or do I/O,
+not to the server: their cost is not a scrape cost, and not here.
 <!-- serve-scrape-cost:end -->"
