@@ -3,8 +3,9 @@
 //! one `platscope io pattern` uses), loaded once when the collector is built and read at each
 //! scrape. Counts are cumulative since the exporter started.
 //!
-//! Not yet here: the I/O size log2 histogram. iopattern's program does not record sizes; it
-//! needs a per-filesystem log2 map in `iopattern.bpf.c` first.
+//! Read and write sizes are a log2 histogram per filesystem and op
+//! (`platscope_io_size_bytes`, buckets `le` = 2^(s+1) − 1, from the program's per-slot counts).
+//! The sum is the bytes read or written (sequential plus random; page I/O has no call size).
 //!
 //! Without root or BPF the collector reports nothing, with a one-line note on stderr when it is
 //! built.
@@ -14,7 +15,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use iopattern::mounts::KernelDev;
-use iopattern::pattern::Counts;
+use iopattern::pattern::{Counts, SIZE_SLOTS};
 use iopattern::syscalls::meta;
 use iopattern::tracer::{trace, Options};
 use measure::UsageError;
@@ -162,7 +163,7 @@ pub fn families(per_fs: &[FsCounts]) -> Vec<Family> {
     const OPS: [&str; 2] = ["read", "write"];
     const META: [&str; 5] = ["lookup", "readdir", "attr", "create_remove", "other"];
     debug_assert_eq!(META.len(), meta::LABELS.len());
-    for key in keys {
+    for &key in &keys {
         let (mount_point, fstype) = key;
         let c = &merged[&key];
         for (p, pattern) in PATTERNS.iter().enumerate() {
@@ -184,7 +185,29 @@ pub fn families(per_fs: &[FsCounts]) -> Vec<Family> {
             );
         }
     }
-    vec![ops, bytes, metadata]
+    let mut sizes = Family::new(
+        "platscope_io_size_bytes",
+        Kind::Histogram,
+        Some(Unit::Bytes),
+        "Sizes of VFS read and write calls (log2 buckets).",
+    );
+    for &(mount_point, fstype) in &keys {
+        let c = &merged[&(mount_point, fstype)];
+        for (o, op) in OPS.iter().enumerate() {
+            sizes.push_histogram(
+                &[("mountpoint", mount_point), ("fstype", fstype), ("op", *op)],
+                size_buckets(&c.size_log2[o]),
+                (c.bytes[0][o] + c.bytes[1][o]) as f64,
+            );
+        }
+    }
+    vec![ops, bytes, metadata, sizes]
+}
+
+/// Per-slot counts as histogram buckets: slot s has upper bound 2^(s+1) − 1. The last slot
+/// (2^31 bytes and more) cannot fill: Linux moves at most 2^31 − 4096 bytes per call.
+fn size_buckets(slots: &[u64; SIZE_SLOTS]) -> Vec<(f64, u64)> {
+    slots.iter().enumerate().map(|(s, &n)| (((1u64 << (s + 1)) - 1) as f64, n)).collect()
 }
 
 #[cfg(test)]
@@ -220,6 +243,29 @@ mod tests {
     }
 
     #[test]
+    fn sizes_are_log2_buckets() {
+        let mut counts = Counts::default();
+        counts.size_log2[0][12] = 3; // three 4 KiB reads
+        counts.size_log2[1][0] = 1; // one 1-byte write
+        counts.bytes[1][0] = 12288;
+        let fs = FsCounts { mount_point: "/".into(), fstype: "ext4".into(), counts };
+        let fams = families(&[fs]);
+        let sizes = fams.iter().find(|f| f.name == "platscope_io_size_bytes").unwrap();
+        assert_eq!(sizes.kind, Kind::Histogram);
+        let Value::Histogram { buckets, sum } = &sizes.samples[0].value else { panic!() };
+        assert_eq!(buckets.len(), 32);
+        assert_eq!(buckets[12], (8191.0, 3));
+        assert_eq!(*sum, 12288.0);
+        let text = crate::render(&fams, crate::Format::Text004);
+        assert!(
+            text.contains(
+                "platscope_io_size_bytes_bucket{mountpoint=\"/\",fstype=\"ext4\",op=\"read\",le=\"8191.0\"} 3"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
     #[ignore = "live tier: loads iopattern's BPF program (root); scripts/test.sh runs it"]
     fn counts_a_file_written_and_read() {
         let io = Io::new(true);
@@ -247,5 +293,19 @@ mod tests {
             })
             .sum();
         assert!(written >= f64::from(1u32 << 20), "{written} bytes written counted");
+        // dd wrote 16 calls of 64 KiB: the 64 KiB – 128 KiB slot of some filesystem has them.
+        let sizes = out.iter().find(|f| f.name == "platscope_io_size_bytes").unwrap();
+        let in_slot: u64 = sizes
+            .samples
+            .iter()
+            .filter(|s| s.labels.iter().any(|(k, v)| k == "op" && v == "write"))
+            .filter_map(|s| match &s.value {
+                Value::Histogram { buckets, .. } => {
+                    buckets.iter().find(|(upper, _)| *upper == 131_071.0).map(|(_, n)| *n)
+                }
+                Value::Number(_) => None,
+            })
+            .sum();
+        assert!(in_slot >= 16, "{in_slot} writes of 64 KiB to 128 KiB counted");
     }
 }

@@ -46,11 +46,16 @@ struct iot_sys_op {
 #define DIR_WRITE 1
 
 /* Per filesystem (keyed by the kernel's s_dev), per CPU, cumulative since attach. */
+/* Read and write sizes as a log2 histogram: slot s counts calls of 2^s to 2^(s+1)-1 bytes
+ * (slot 0 also 0 bytes); the last slot takes everything larger. */
+#define SIZE_SLOTS 32
+
 struct iot_fs_counts {
 	__u64 ops[CLASSES][2];
 	__u64 bytes[CLASSES][2];
 	__u64 meta[META_CLASSES];
 	__u64 _reserved;
+	__u64 size_log2[2][SIZE_SLOTS];
 };
 
 struct iot_file_id {
