@@ -10,6 +10,7 @@ pub mod collect;
 pub mod family;
 pub mod render;
 pub mod server;
+pub mod textfile;
 pub mod web;
 
 pub use family::{Family, Kind, Sample, Unit, Value};

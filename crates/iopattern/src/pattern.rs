@@ -35,7 +35,14 @@ pub struct Counts {
     pub bytes: [[u64; 2]; 3],
     /// acc/look, readdir, geta/seta, cr/rm, other.
     pub meta: [u64; 5],
+    /// Read and write (not page) call sizes, log2 slots: `[read, write][s]` counts calls of
+    /// 2^s to 2^(s+1)-1 bytes (slot 0 also 0 bytes; the last slot everything larger).
+    #[serde(skip)]
+    pub size_log2: [[u64; SIZE_SLOTS]; 2],
 }
+
+/// Slots of [`Counts::size_log2`].
+pub const SIZE_SLOTS: usize = 32;
 
 impl Counts {
     pub fn add(&mut self, other: &Counts) {
@@ -47,6 +54,11 @@ impl Counts {
         }
         for (m, o) in self.meta.iter_mut().zip(other.meta) {
             *m += o;
+        }
+        for dir in 0..2 {
+            for (m, o) in self.size_log2[dir].iter_mut().zip(other.size_log2[dir]) {
+                *m += o;
+            }
         }
     }
 
@@ -63,6 +75,11 @@ impl Counts {
         }
         for i in 0..5 {
             out.meta[i] = d(self.meta[i], earlier.meta[i]);
+        }
+        for dir in 0..2 {
+            for s in 0..SIZE_SLOTS {
+                out.size_log2[dir][s] = d(self.size_log2[dir][s], earlier.size_log2[dir][s]);
+            }
         }
         out
     }

@@ -265,7 +265,12 @@ impl Tracer<'_> {
             let mut sum = Counts::default();
             for bytes in per_cpu {
                 if let Some(c) = from_bytes::<iot_fs_counts>(&bytes) {
-                    sum.add(&Counts { ops: c.ops, bytes: c.bytes, meta: c.meta });
+                    sum.add(&Counts {
+                        ops: c.ops,
+                        bytes: c.bytes,
+                        meta: c.meta,
+                        size_log2: c.size_log2,
+                    });
                 }
             }
             if sum != Counts::default() {

@@ -96,6 +96,18 @@ impl StoredMetric {
     }
 }
 
+/// The newest stored run's metrics of one name ([`SqliteStore::latest_metrics`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatestMetrics {
+    pub run_id: i64,
+    pub command: String,
+    /// As stored: `2026-11-23T21:57:23.123Z` (UTC).
+    pub recorded_at: String,
+    /// The same instant in seconds since the Unix epoch.
+    pub recorded_at_unix: f64,
+    pub metrics: Vec<StoredMetric>,
+}
+
 /// One line of `results list`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunSummary {

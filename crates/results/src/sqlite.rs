@@ -7,7 +7,10 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 
 use crate::error::At;
 use crate::row::{ListedRow, RunHead, RunRow};
-use crate::{schema, sql, NewRun, ResultStore, RunSummary, StoreError, StoredMetric, StoredRun};
+use crate::{
+    schema, sql, LatestMetrics, NewRun, ResultStore, RunSummary, StoreError, StoredMetric,
+    StoredRun,
+};
 
 /// A results database in a local SQLite file.
 #[derive(Debug)]
@@ -130,6 +133,62 @@ impl SqliteStore {
             .collect::<Result<Vec<_>, _>>()
             .at(&self.path);
         rows
+    }
+
+    /// The newest run that holds metric `name` — with label `with_label` on it, when given
+    /// (a latency matrix's `cpu_node`, not a single-size `mem latency`) — and that run's
+    /// metrics of that name. `None` when no run has one. Exporters read the latest stored
+    /// figures through this without loading whole runs.
+    pub fn latest_metrics(
+        &self,
+        name: &str,
+        with_label: Option<&str>,
+    ) -> Result<Option<LatestMetrics>, StoreError> {
+        let wanted = |m: &StoredMetric| {
+            m.name == name && with_label.is_none_or(|l| m.labels.contains_key(l))
+        };
+        let run_id: Option<i64> = if self.labels() {
+            // The label test here only narrows; `wanted` below decides.
+            let pattern = with_label.map_or("%".to_string(), |l| format!("%\"{l}\"%"));
+            self.conn
+                .query_row(
+                    "SELECT MAX(run_id) FROM metrics WHERE name = ?1 AND labels LIKE ?2",
+                    params![name, pattern],
+                    |row| row.get(0),
+                )
+                .at(&self.path)?
+        } else {
+            // Schema 1 kept formatted names: relabel the newest runs until one matches.
+            let mut stmt = self
+                .conn
+                .prepare("SELECT id FROM runs ORDER BY id DESC LIMIT 200")
+                .at(&self.path)?;
+            let ids = stmt
+                .query_map([], |row| row.get::<_, i64>(0))
+                .at(&self.path)?
+                .collect::<Result<Vec<_>, _>>()
+                .at(&self.path)?;
+            let mut found = None;
+            for id in ids {
+                if self.metrics(id)?.iter().any(wanted) {
+                    found = Some(id);
+                    break;
+                }
+            }
+            found
+        };
+        let Some(run_id) = run_id else { return Ok(None) };
+        let (command, recorded_at, unix): (String, String, f64) = self
+            .conn
+            .query_row(
+                "SELECT command, recorded_at, (julianday(recorded_at) - 2440587.5) * 86400.0
+                 FROM runs WHERE id = ?1",
+                params![run_id],
+                |row| Ok((row.get(0)?, row.get(1)?, row.get::<_, Option<f64>>(2)?.unwrap_or(0.0))),
+            )
+            .at(&self.path)?;
+        let metrics: Vec<StoredMetric> = self.metrics(run_id)?.into_iter().filter(wanted).collect();
+        Ok(Some(LatestMetrics { run_id, command, recorded_at, recorded_at_unix: unix, metrics }))
     }
 
     fn metrics(&self, id: i64) -> Result<Vec<StoredMetric>, StoreError> {

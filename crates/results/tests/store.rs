@@ -282,3 +282,31 @@ fn a_schema_1_database_migrates_and_compares_with_labelled_runs() {
     assert_eq!(s.list(20).expect("lists").len(), 9);
     assert!(samples_csv(&[s.run(3).expect("run")]).contains("kernel=triad"));
 }
+
+#[test]
+fn latest_metrics_finds_the_newest_run_with_that_metric_and_label() {
+    let dir = temp_dir("latest");
+    let path = dir.path().join("results.db");
+    let mut store = Store::open(&path).expect("store");
+    let lat = |v: f64| Metric::new("mem_latency", Unit::Nanoseconds, vec![v]);
+    let matrix = |v: f64| NewRun {
+        metrics: vec![lat(v).label("cpu_node", 0).label("mem_node", 0)],
+        ..NewRun::default()
+    };
+    let single = NewRun { metrics: vec![lat(50.0).label("size", "1MiB")], ..NewRun::default() };
+    store.record(&matrix(80.0)).expect("store");
+    let newest_matrix = store.record(&matrix(90.0)).expect("store");
+    let newest = store.record(&single).expect("store");
+    drop(store);
+    let store = Store::open_read_only(&path).expect("store");
+    let any = store.latest_metrics("mem_latency", None).expect("read").expect("a run");
+    assert_eq!(any.run_id, newest);
+    let m = store.latest_metrics("mem_latency", Some("cpu_node")).expect("read").expect("a run");
+    assert_eq!(m.run_id, newest_matrix);
+    assert_eq!(m.metrics.len(), 1);
+    assert_eq!(m.metrics[0].median, 90.0);
+    // Recorded just now: within a day of the clock.
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("store");
+    assert!((m.recorded_at_unix - now.as_secs_f64()).abs() < 86_400.0, "{}", m.recorded_at_unix);
+    assert!(store.latest_metrics("mem_bandwidth", None).expect("store").is_none());
+}

@@ -1,6 +1,7 @@
 //! Throwaway servers for tests and benches: a PostgreSQL 15, MariaDB or Prometheus instance in
 //! its own temp dir, on a private socket (and port), started in a few seconds and gone again
-//! when the handle is dropped.
+//! when the handle is dropped — and a Prometheus node_exporter ([`NodeExporter`]) reading a
+//! textfile directory, for tests of what platscope writes for it.
 //!
 //! Each server is started as a direct child of this process, so its PID is known exactly;
 //! [`Drop`] stops it **by that PID** (SIGINT or SIGTERM, a bounded wait, then SIGKILL), never by
@@ -23,6 +24,7 @@
 //! ```
 
 mod mariadb;
+mod node_exporter;
 mod postgres;
 mod process;
 mod prometheus;
@@ -30,6 +32,7 @@ mod prometheus;
 use std::path::PathBuf;
 
 pub use mariadb::{MariaDb, MariaDbOptions};
+pub use node_exporter::{NodeExporter, NodeExporterOptions};
 pub use postgres::{PgOptions, Postgres};
 pub use prometheus::{url_encode, PromOptions, Prometheus};
 

@@ -78,6 +78,14 @@ struct {
 	__type(value, struct iot_fs_counts);
 } fs_stats_late SEC(".maps");
 
+/* One all-zero iot_fs_counts (never written): what a late filesystem's entry starts from. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct iot_fs_counts);
+} fs_zero SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
@@ -118,6 +126,20 @@ static __always_inline bool traced_task(void)
 	return true;
 }
 
+/* floor(log2(bytes)), at most SIZE_SLOTS - 1; 0 for 0 and 1. Branches, no loop. */
+static __always_inline __u32 size_slot(__u64 bytes)
+{
+	__u32 slot = 0;
+
+	if (bytes >> 32) { bytes >>= 32; slot += 32; }
+	if (bytes >> 16) { bytes >>= 16; slot += 16; }
+	if (bytes >> 8) { bytes >>= 8; slot += 8; }
+	if (bytes >> 4) { bytes >>= 4; slot += 4; }
+	if (bytes >> 2) { bytes >>= 2; slot += 2; }
+	if (bytes >> 1) { slot += 1; }
+	return slot < SIZE_SLOTS ? slot : SIZE_SLOTS - 1;
+}
+
 /* The filesystem's slot in fs_stats; MAX_FS for one mounted after the start. */
 static __always_inline __u32 fs_slot_for(__u32 dev)
 {
@@ -135,9 +157,13 @@ static __always_inline struct iot_fs_counts *fs_counts_at(__u32 slot, __u32 dev)
 
 	if (counts)
 		return counts;
-	struct iot_fs_counts zero = {};
+	/* The zero value comes from a map: it is too big for the 512-byte BPF stack. */
+	__u32 first = 0;
+	struct iot_fs_counts *zero = bpf_map_lookup_elem(&fs_zero, &first);
 
-	bpf_map_update_elem(&fs_stats_late, &dev, &zero, BPF_NOEXIST);
+	if (!zero)
+		return NULL;
+	bpf_map_update_elem(&fs_stats_late, &dev, zero, BPF_NOEXIST);
 	return bpf_map_lookup_elem(&fs_stats_late, &dev);
 }
 
@@ -374,6 +400,7 @@ int BPF_PROG(iop_sys_exit, struct pt_regs *regs, long ret)
 	if (c) {
 		c->ops[class][dir]++;
 		c->bytes[class][dir] += ret;
+		c->size_log2[dir & 1][size_slot(ret)]++;
 	}
 	return 0;
 }

@@ -48,12 +48,17 @@ struct iot_sys_op {
 /* Filesystems with counts of their own; more are not counted (user space says so). */
 #define MAX_FS 1024
 
+/* Read and write sizes as a log2 histogram: slot s counts calls of 2^s to 2^(s+1)-1 bytes
+ * (slot 0 also 0 bytes); the last slot takes everything larger. */
+#define SIZE_SLOTS 32
+
 /* Per filesystem (a slot per s_dev), per CPU, cumulative since attach. */
 struct iot_fs_counts {
 	__u64 ops[CLASSES][2];
 	__u64 bytes[CLASSES][2];
 	__u64 meta[META_CLASSES];
 	__u64 _reserved;
+	__u64 size_log2[2][SIZE_SLOTS];
 };
 
 struct iot_file_id {

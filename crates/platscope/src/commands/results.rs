@@ -50,6 +50,13 @@ pub enum ResultsCommand {
         #[arg(long = "run", value_name = "ID")]
         runs: Vec<i64>,
     },
+    /// The latest benchmark figures as a node_exporter textfile (text format 0.0.4), written
+    /// to DIR/platscope.prom through a temp file and a rename.
+    Textfile {
+        /// node_exporter's textfile directory (its --collector.textfile.directory).
+        #[arg(long, value_name = "DIR")]
+        dir: std::path::PathBuf,
+    },
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -87,6 +94,9 @@ pub fn open_read_only(options: &StoreOptions) -> anyhow::Result<SqliteStore> {
 pub fn run(command: &ResultsCommand, options: &StoreOptions, json: bool) -> anyhow::Result<()> {
     if let ResultsCommand::Push { to, runs } = command {
         return push(to, runs, options, json);
+    }
+    if let ResultsCommand::Textfile { dir } = command {
+        return textfile(dir, options);
     }
     let store = open_store(options)?;
     match command {
@@ -128,7 +138,7 @@ pub fn run(command: &ResultsCommand, options: &StoreOptions, json: bool) -> anyh
                 ExportFormat::Csv => Ok(emit(&results::samples_csv(&runs))?),
             }
         }
-        ResultsCommand::Push { .. } => Ok(()),
+        ResultsCommand::Push { .. } | ResultsCommand::Textfile { .. } => Ok(()),
     }
 }
 
@@ -208,4 +218,19 @@ fn push(to: &str, runs: &[i64], options: &StoreOptions, json: bool) -> anyhow::R
         remote.location(),
         outcome.already_there
     ))?)
+}
+
+/// `results textfile --dir DIR`: the `bench` collector's families, as `serve` would answer
+/// them, in node_exporter's textfile directory.
+fn textfile(dir: &std::path::Path, options: &StoreOptions) -> anyhow::Result<()> {
+    use exporter::collect::Collector as _;
+    let store = open_read_only(options)?;
+    let collector = exporter::collect::bench::BenchCollector::new(Some(store.path().to_path_buf()));
+    drop(store);
+    let mut families = Vec::new();
+    collector.collect(&mut families)?;
+    let path = exporter::textfile::write(dir, &families)?;
+    let series: usize = families.iter().map(|f| f.samples.len()).sum();
+    measure::say!("wrote {} ({series} series)", path.display());
+    Ok(())
 }

@@ -25,6 +25,17 @@ pub struct ServeArgs {
     /// reads (tls_server_config, basic_auth_users with bcrypt hashes).
     #[arg(long, value_name = "FILE")]
     pub web_config: Option<PathBuf>,
+
+    /// A process group for the `process` collector: NAME=comm:COMM, NAME=regex:RE or
+    /// NAME=cgroup:PATH (repeat for more; first match wins). Without any, every process name
+    /// is a group.
+    #[arg(long = "group", value_name = "SPEC")]
+    pub groups: Vec<String>,
+
+    /// How many process groups are reported by name (the busiest); the rest are summed as
+    /// `other`, so the number of series stays bounded.
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub process_top: u64,
 }
 
 /// Serves until Ctrl-C or SIGTERM.
@@ -45,10 +56,16 @@ pub fn run(args: &ServeArgs, db: Option<&Path>) -> anyhow::Result<()> {
             Some(_) => {}
         }
     }
+    let groups = args
+        .groups
+        .iter()
+        .map(|spec| collect::process::ProcessGroup::parse(spec))
+        .collect::<Result<Vec<_>, _>>()?;
     let config = Config {
         root: FsRoot::live(),
         db: db.map(Path::to_path_buf),
         revision: env!("PLATSCOPE_GIT_HASH").to_string(),
+        process: collect::process::CollectorOptions { groups, top: args.process_top as usize },
     };
     let collectors = collect::build(names.as_deref(), &config)?;
     let exporter = Exporter::new(collectors);

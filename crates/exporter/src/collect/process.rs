@@ -1,0 +1,530 @@
+//! `process`: CPU seconds of process *groups*, never of single PIDs (per-PID series are the
+//! cardinality explosion process exporters are known for).
+//!
+//! Groups are configured as `NAME=comm:COMM` (the process name exactly), `NAME=regex:RE` (a
+//! regular expression searched in the process name) or `NAME=cgroup:PATH` (the process's
+//! cgroup v2 path is PATH or below it), tried in the order given: a process belongs to the
+//! first group it matches. With no groups configured, processes are grouped by their name.
+//! Only the `top` groups with the most CPU time are reported by name (default 10); the rest,
+//! and processes no group matches, are summed as `other`.
+//!
+//! Every scrape reads every thread in one pass with cpuacct's BPF task iterator (as root on a
+//! live system), else `/proc/PID/stat` of each process with cpuacct's reader (user and system
+//! time, the kernel's tick-sampled split either way). Each process's time is added to its group as it grows, so a group
+//! keeps the time of processes that have exited and its counter never goes back.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::{mpsc, Mutex};
+use std::time::Duration;
+
+use cpuacct::task::parse_stat;
+use cpuacct::tasks::{TaskIter, TaskRecord};
+use measure::time::ClockTicks;
+use measure::{FsRoot, UsageError};
+use regex::Regex;
+
+use super::{CollectError, Collector, Config};
+use crate::{Family, Kind, Unit};
+
+/// The group every unmatched process, and every group beyond the top N, is summed into.
+pub const OTHER: &str = "other";
+
+/// Options for collectors that need more than a root and a database: what `serve`'s flags
+/// (`--group NAME=KIND:PATTERN`, repeatable, and `--process-top N`) fill in.
+#[derive(Debug, Clone)]
+pub struct CollectorOptions {
+    /// Process groups, in matching order; empty = one group per process name.
+    pub groups: Vec<ProcessGroup>,
+    /// How many groups are reported by name; the rest are summed as `other`.
+    pub top: usize,
+}
+
+impl Default for CollectorOptions {
+    fn default() -> Self {
+        CollectorOptions { groups: Vec::new(), top: 10 }
+    }
+}
+
+/// How a group picks its processes.
+#[derive(Debug, Clone)]
+pub enum Matcher {
+    /// The process name (`comm`, at most 15 bytes) exactly.
+    Comm(String),
+    /// A regular expression searched in the process name.
+    Regex(Regex),
+    /// The process's cgroup v2 path is this one or below it.
+    Cgroup(String),
+}
+
+/// A named process group.
+#[derive(Debug, Clone)]
+pub struct ProcessGroup {
+    /// The `group` label value.
+    pub name: String,
+    /// Which processes.
+    pub matcher: Matcher,
+}
+
+impl ProcessGroup {
+    /// Parses `NAME=comm:COMM`, `NAME=regex:RE` or `NAME=cgroup:PATH`.
+    pub fn parse(spec: &str) -> Result<Self, UsageError> {
+        let usage = |why: &str| {
+            UsageError::Message(format!(
+                "--group {spec:?}: {why} (write NAME=comm:COMM, NAME=regex:RE or NAME=cgroup:PATH)"
+            ))
+        };
+        let (name, rule) = spec.split_once('=').ok_or_else(|| usage("no '='"))?;
+        let name = name.trim();
+        if name.is_empty() || name == OTHER {
+            return Err(usage("the group needs a name other than \"other\""));
+        }
+        let (kind, pattern) = rule.split_once(':').ok_or_else(|| usage("no KIND: after '='"))?;
+        if pattern.is_empty() {
+            return Err(usage("the pattern is empty"));
+        }
+        let matcher = match kind {
+            "comm" => Matcher::Comm(pattern.to_string()),
+            "regex" => Matcher::Regex(
+                Regex::new(pattern).map_err(|e| usage(&format!("bad regular expression: {e}")))?,
+            ),
+            "cgroup" => Matcher::Cgroup(pattern.trim_end_matches('/').to_string()),
+            other => return Err(usage(&format!("unknown kind {other:?}"))),
+        };
+        Ok(ProcessGroup { name: name.to_string(), matcher })
+    }
+
+    fn matches(&self, comm: &str, cgroup: Option<&str>) -> bool {
+        match &self.matcher {
+            Matcher::Comm(c) => c == comm,
+            Matcher::Regex(re) => re.is_match(comm),
+            Matcher::Cgroup(path) => cgroup.is_some_and(|cg| {
+                path.is_empty()
+                    || cg == path
+                    || cg.strip_prefix(path.as_str()).is_some_and(|rest| rest.starts_with('/'))
+            }),
+        }
+    }
+}
+
+/// One process seen at a scrape. Times are in the reader's unit: clock ticks from
+/// `/proc/PID/stat`, nanoseconds from the BPF task iterator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessReading {
+    pub pid: u32,
+    /// Start time after boot: with the PID, names the process across PID reuse.
+    pub start: u64,
+    pub comm: String,
+    /// User time of all its threads, exited ones included.
+    pub user: u64,
+    /// System time, likewise.
+    pub system: u64,
+}
+
+/// Cumulative time of one group, in the reader's unit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Ticks {
+    user: u64,
+    system: u64,
+}
+
+/// What is kept between scrapes.
+#[derive(Debug, Default)]
+struct State {
+    /// (pid, start) → (group, ticks already added to it).
+    seen: HashMap<(u32, u64), (String, Ticks)>,
+    /// Every group's cumulative ticks, exited processes included.
+    totals: BTreeMap<String, Ticks>,
+}
+
+/// The `process` collector.
+#[derive(Debug)]
+pub struct Process {
+    root: FsRoot,
+    ticks: ClockTicks,
+    options: CollectorOptions,
+    state: Mutex<State>,
+    /// The BPF task iterator (one pass over every thread), when it could be loaded; else
+    /// one `/proc/PID/stat` per process.
+    tasks: Option<mpsc::Sender<TaskReply>>,
+}
+
+/// Registry entry: the groups and top N from the configuration (`serve --group`,
+/// `--process-top`).
+pub(super) fn factory(config: &Config) -> Result<Box<dyn Collector>, UsageError> {
+    let options = config.process.clone();
+    Ok(Box::new(if config.root.is_live() {
+        Process::with_task_iterator(config.root.clone(), options)
+    } else {
+        Process::new(config.root.clone(), options)
+    }))
+}
+
+type TaskReply = mpsc::SyncSender<Result<Vec<ProcessReading>, String>>;
+
+/// The thread that owns the task iterator (libbpf's handles cannot move between threads).
+fn start_task_reader() -> Result<mpsc::Sender<TaskReply>, String> {
+    let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<(), String>>(1);
+    let (tx, rx) = mpsc::channel::<TaskReply>();
+    std::thread::Builder::new()
+        .name("process-task-iter".into())
+        .spawn(move || {
+            let iter = match TaskIter::load() {
+                Ok(iter) => {
+                    let _ = ready_tx.send(Ok(()));
+                    iter
+                }
+                Err(e) => {
+                    let _ = ready_tx.send(Err(e.to_string()));
+                    return;
+                }
+            };
+            for reply in rx {
+                let _ = reply.send(iter.read().map(|t| per_process(&t)).map_err(|e| e.to_string()));
+            }
+        })
+        .map_err(|e| format!("starting its thread: {e}"))?;
+    match ready_rx.recv_timeout(Duration::from_secs(30)) {
+        Ok(Ok(())) => Ok(tx),
+        Ok(Err(why)) => Err(why),
+        Err(_) => Err("the task iterator did not load within 30 s".into()),
+    }
+}
+
+/// Threads summed into processes (ns): every live thread's user and system time plus the
+/// process's exited threads'; the name is the leader's.
+pub fn per_process(threads: &[TaskRecord]) -> Vec<ProcessReading> {
+    let mut by_tgid: HashMap<u32, ProcessReading> = HashMap::new();
+    for t in threads {
+        let p = by_tgid.entry(t.tgid).or_insert_with(|| ProcessReading {
+            pid: t.tgid,
+            start: t.start_boottime_ns,
+            comm: t.comm.clone(),
+            user: t.dead_utime_ns,
+            system: t.dead_stime_ns,
+        });
+        p.user += t.utime_ns;
+        p.system += t.stime_ns;
+        if t.tid == t.tgid {
+            p.comm.clone_from(&t.comm);
+        }
+    }
+    by_tgid.into_values().collect()
+}
+
+impl Process {
+    /// Reads `/proc` under `root`.
+    pub fn new(root: FsRoot, options: CollectorOptions) -> Self {
+        Process { root, ticks: ClockTicks::system(), options, state: Mutex::default(), tasks: None }
+    }
+
+    /// Like [`Process::new`], but reads every thread in one pass with cpuacct's BPF task
+    /// iterator (what `platscope cpu pstime` uses as root) instead of one `/proc/PID/stat` per
+    /// process, when it can be loaded (live system, root); else says why on stderr and reads
+    /// `/proc`.
+    pub fn with_task_iterator(root: FsRoot, options: CollectorOptions) -> Self {
+        let mut process = Process::new(root, options);
+        match start_task_reader() {
+            Ok(tasks) => process.tasks = Some(tasks),
+            Err(why) => measure::say!("process collector: reading /proc instead of BPF ({why})"),
+        }
+        process
+    }
+
+    /// Whether the BPF task iterator is used.
+    pub fn uses_task_iterator(&self) -> bool {
+        self.tasks.is_some()
+    }
+
+    /// The group a process belongs to (before the top-N cut).
+    fn group_of(&self, pid: u32, comm: &str) -> String {
+        if self.options.groups.is_empty() {
+            return comm.to_string();
+        }
+        let needs_cgroup =
+            self.options.groups.iter().any(|g| matches!(g.matcher, Matcher::Cgroup(_)));
+        let cgroup = needs_cgroup.then(|| self.cgroup_of(pid)).flatten();
+        self.options
+            .groups
+            .iter()
+            .find(|g| g.matches(comm, cgroup.as_deref()))
+            .map_or_else(|| OTHER.to_string(), |g| g.name.clone())
+    }
+
+    /// The cgroup v2 path (`0::/system.slice/x.service`) of a process.
+    fn cgroup_of(&self, pid: u32) -> Option<String> {
+        let text = std::fs::read_to_string(self.root.path(&format!("proc/{pid}/cgroup"))).ok()?;
+        text.lines().find_map(|l| l.strip_prefix("0::")).map(str::to_string)
+    }
+
+    /// Every process's reading now (processes that vanish while being read are skipped).
+    fn read_all(&self) -> Result<Vec<ProcessReading>, std::io::Error> {
+        let proc_dir: PathBuf = self.root.path("proc");
+        let mut out = Vec::new();
+        let mut buf = Vec::with_capacity(512);
+        for entry in std::fs::read_dir(&proc_dir)? {
+            let Ok(entry) = entry else { continue };
+            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                continue;
+            };
+            buf.clear();
+            let Ok(mut file) = std::fs::File::open(entry.path().join("stat")) else { continue };
+            if std::io::Read::read_to_end(&mut file, &mut buf).is_err() {
+                continue;
+            }
+            let Ok(stat) = parse_stat(&buf) else { continue };
+            out.push(ProcessReading {
+                pid,
+                start: stat.start_ticks,
+                comm: String::from_utf8_lossy(stat.comm).into_owned(),
+                user: stat.utime_ticks,
+                system: stat.stime_ticks,
+            });
+        }
+        Ok(out)
+    }
+}
+
+impl Collector for Process {
+    fn name(&self) -> &'static str {
+        "process"
+    }
+
+    fn collect(&self, out: &mut Vec<Family>) -> Result<(), CollectError> {
+        let fail = |message: String| CollectError { collector: "process", message };
+        let (readings, seconds_per_unit) = match &self.tasks {
+            Some(tasks) => {
+                let (reply, answer) = mpsc::sync_channel(1);
+                tasks
+                    .send(reply)
+                    .map_err(|_| fail("the task iterator thread has stopped".into()))?;
+                let readings = answer
+                    .recv_timeout(Duration::from_secs(5))
+                    .map_err(|_| fail("the task iterator did not answer within 5 s".into()))?
+                    .map_err(fail)?;
+                (readings, 1e-9)
+            }
+            None => (
+                self.read_all().map_err(|e| fail(format!("/proc: {e}")))?,
+                1.0 / self.ticks.per_second() as f64,
+            ),
+        };
+        let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let counts = update(&mut state, &readings, |r| self.group_of(r.pid, &r.comm));
+        out.extend(families(&state.totals, &counts, self.options.top, seconds_per_unit));
+        Ok(())
+    }
+}
+
+/// Adds each process's growth since the last scrape to its group and forgets processes that
+/// are gone; returns the number of live processes per group.
+fn update(
+    state: &mut State,
+    readings: &[ProcessReading],
+    mut group_of: impl FnMut(&ProcessReading) -> String,
+) -> BTreeMap<String, u64> {
+    let mut counts = BTreeMap::new();
+    let mut alive = HashMap::with_capacity(readings.len());
+    for r in readings {
+        let key = (r.pid, r.start);
+        let (group, before) = match state.seen.remove(&key) {
+            Some(seen) => seen,
+            None => (group_of(r), Ticks::default()),
+        };
+        let now = Ticks { user: r.user, system: r.system };
+        let grown = Ticks {
+            user: now.user.saturating_sub(before.user),
+            system: now.system.saturating_sub(before.system),
+        };
+        // Looked up before inserting: no new String per process at every scrape.
+        match state.totals.get_mut(&group) {
+            Some(total) => {
+                total.user += grown.user;
+                total.system += grown.system;
+            }
+            None => {
+                state.totals.insert(group.clone(), grown);
+            }
+        }
+        match counts.get_mut(&group) {
+            Some(n) => *n += 1,
+            None => {
+                counts.insert(group.clone(), 1);
+            }
+        }
+        let kept = Ticks { user: now.user.max(before.user), system: now.system.max(before.system) };
+        alive.insert(key, (group, kept));
+    }
+    state.seen = alive;
+    counts
+}
+
+/// The two families: the `top` groups by CPU time by name, the rest as `other`.
+fn families(
+    totals: &BTreeMap<String, Ticks>,
+    counts: &BTreeMap<String, u64>,
+    top: usize,
+    seconds_per_unit: f64,
+) -> Vec<Family> {
+    let mut ranked: Vec<(&String, &Ticks)> =
+        totals.iter().filter(|(name, _)| name.as_str() != OTHER).collect();
+    ranked.sort_by(|a, b| (b.1.user + b.1.system).cmp(&(a.1.user + a.1.system)).then(a.0.cmp(b.0)));
+    let named: Vec<&String> = ranked.iter().take(top).map(|(name, _)| *name).collect();
+    fn label<'a>(named: &[&String], name: &'a String) -> &'a str {
+        if named.contains(&name) {
+            name.as_str()
+        } else {
+            OTHER
+        }
+    }
+
+    let mut cpu: BTreeMap<&str, Ticks> = BTreeMap::new();
+    for (name, t) in totals {
+        let sum = cpu.entry(label(&named, name)).or_default();
+        sum.user += t.user;
+        sum.system += t.system;
+    }
+    let mut procs: BTreeMap<&str, u64> = cpu.keys().map(|&k| (k, 0)).collect();
+    for (name, n) in counts {
+        *procs.entry(label(&named, name)).or_insert(0) += n;
+    }
+
+    let mut cpu_fam = Family::new(
+        "platscope_process_group_cpu_seconds",
+        Kind::Counter,
+        Some(Unit::Seconds),
+        "CPU time of the processes of each group (tick-sampled user/system split), exited ones included.",
+    );
+    for (group, t) in &cpu {
+        cpu_fam.push(&[("group", group), ("mode", "user")], t.user as f64 * seconds_per_unit);
+        cpu_fam.push(&[("group", group), ("mode", "system")], t.system as f64 * seconds_per_unit);
+    }
+    let mut count_fam = Family::new(
+        "platscope_process_group_processes",
+        Kind::Gauge,
+        None,
+        "Processes of each group alive at the scrape.",
+    );
+    for (group, n) in &procs {
+        count_fam.push(&[("group", group)], *n as f64);
+    }
+    vec![cpu_fam, count_fam]
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may unwrap
+mod tests {
+    use super::*;
+    use crate::Value;
+
+    fn reading(pid: u32, comm: &str, user: u64, system: u64) -> ProcessReading {
+        ProcessReading { pid, start: u64::from(pid) * 10, comm: comm.into(), user, system }
+    }
+
+    fn value(fams: &[Family], name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+        let want: Vec<(String, String)> =
+            labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let fam = fams.iter().find(|f| f.name == name)?;
+        fam.samples.iter().find(|s| s.labels == want).and_then(|s| match s.value {
+            Value::Number(v) => Some(v),
+            Value::Histogram { .. } => None,
+        })
+    }
+
+    #[test]
+    fn group_specs_parse_or_say_how_to_write_them() {
+        let g = ProcessGroup::parse("db=comm:postgres").unwrap();
+        assert!(g.matches("postgres", None) && !g.matches("postgres2", None));
+        let g = ProcessGroup::parse("web=regex:^nginx").unwrap();
+        assert!(g.matches("nginx: worker", None) && !g.matches("xnginx", None));
+        let g = ProcessGroup::parse("x=cgroup:/system.slice/x.service/").unwrap();
+        assert!(g.matches("any", Some("/system.slice/x.service")));
+        assert!(g.matches("any", Some("/system.slice/x.service/sub")));
+        assert!(!g.matches("any", Some("/system.slice/x.service2")));
+        assert!(!g.matches("any", None));
+        for bad in ["db", "=comm:x", "other=comm:x", "db=comm:", "db=pid:1", "db=regex:("] {
+            let err = ProcessGroup::parse(bad).unwrap_err().to_string();
+            assert!(err.contains("NAME=comm:COMM"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn exited_processes_keep_their_time_and_counters_never_go_back() {
+        let mut state = State::default();
+        let by_comm = |r: &ProcessReading| r.comm.clone();
+        update(&mut state, &[reading(1, "a", 100, 10), reading(2, "a", 50, 5)], by_comm);
+        assert_eq!(state.totals["a"], Ticks { user: 150, system: 15 });
+        // pid 2 exited; pid 1 grew.
+        let counts = update(&mut state, &[reading(1, "a", 120, 10)], by_comm);
+        assert_eq!(state.totals["a"], Ticks { user: 170, system: 15 });
+        assert_eq!(counts["a"], 1);
+        // PID 1 reused by a new process (other start time): counted from zero.
+        let mut new = reading(1, "a", 7, 0);
+        new.start = 999;
+        update(&mut state, &[new], by_comm);
+        assert_eq!(state.totals["a"], Ticks { user: 177, system: 15 });
+    }
+
+    #[test]
+    fn only_the_top_groups_by_name_the_rest_is_other() {
+        let mut state = State::default();
+        let readings = [
+            reading(1, "big", 1000, 0),
+            reading(2, "mid", 500, 0),
+            reading(3, "small", 10, 0),
+            reading(4, "tiny", 1, 0),
+        ];
+        let counts = update(&mut state, &readings, |r| r.comm.clone());
+        let fams = families(&state.totals, &counts, 2, 0.01);
+        let cpu = "platscope_process_group_cpu_seconds";
+        assert_eq!(value(&fams, cpu, &[("group", "big"), ("mode", "user")]), Some(10.0));
+        assert_eq!(value(&fams, cpu, &[("group", "mid"), ("mode", "user")]), Some(5.0));
+        assert_eq!(value(&fams, cpu, &[("group", "other"), ("mode", "user")]), Some(0.11));
+        assert!(value(&fams, cpu, &[("group", "small"), ("mode", "user")]).is_none());
+        let procs = "platscope_process_group_processes";
+        assert_eq!(value(&fams, procs, &[("group", "other")]), Some(2.0));
+        assert_eq!(fams[0].samples.len(), 6, "3 groups × 2 modes");
+    }
+
+    #[test]
+    fn reads_the_live_system() {
+        let options = CollectorOptions {
+            groups: vec![ProcessGroup::parse("me=regex:^exporter").unwrap()],
+            top: 10,
+        };
+        let c = Process::new(FsRoot::live(), options);
+        let mut out = Vec::new();
+        c.collect(&mut out).unwrap();
+        let procs = value(&out, "platscope_process_group_processes", &[("group", "me")]);
+        assert!(procs.is_some_and(|n| n >= 1.0), "this test binary is an exporter-… process");
+        assert!(value(&out, "platscope_process_group_processes", &[("group", "other")])
+            .is_some_and(|n| n >= 1.0));
+    }
+
+    #[test]
+    #[ignore = "live tier: loads cpuacct's BPF task iterator (root); scripts/test.sh runs it"]
+    fn the_task_iterator_sees_this_process() {
+        let options = CollectorOptions {
+            groups: vec![ProcessGroup::parse("me=regex:^exporter").unwrap()],
+            top: 10,
+        };
+        let c = Process::with_task_iterator(FsRoot::live(), options);
+        assert!(c.uses_task_iterator(), "BPF did not load (see the note above; run as root)");
+        // Some user time to see (tick-sampled: many ticks' worth).
+        let start = std::time::Instant::now();
+        let mut x = 0u64;
+        while start.elapsed() < Duration::from_millis(200) {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        let mut out = Vec::new();
+        c.collect(&mut out).unwrap();
+        let procs = value(&out, "platscope_process_group_processes", &[("group", "me")]);
+        assert_eq!(procs, Some(1.0), "exactly this test process, however many threads");
+        let user = value(
+            &out,
+            "platscope_process_group_cpu_seconds",
+            &[("group", "me"), ("mode", "user")],
+        );
+        assert!(user.is_some_and(|s| s > 0.0), "{user:?}");
+    }
+}
