@@ -1,6 +1,14 @@
 //! `nic`: per-interface counters from `/proc/net/dev` and link speed and duplex, read with
 //! nicstat's own readers (sysfs, else the ethtool ioctl), so the speed is nicstat's correct one
 //! and an unknown speed is left out rather than invented.
+//!
+//! Counters are read at every scrape. Link facts (speed, duplex, loopback) cost four sysfs
+//! reads per interface — most of a scrape with a thousand interfaces — and change seldom, so
+//! each interface's are kept for [`LINK_FACTS_MAX_AGE`] and read again after.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use measure::{FsRoot, UsageError};
 use nicstat::ioctl::Socket;
@@ -11,21 +19,33 @@ use nicstat::{Duplex, LinkFacts};
 use super::{CollectError, Collector, Config};
 use crate::{Family, Kind, Unit};
 
+/// How long an interface's link facts are reused before they are read again: a speed or
+/// duplex change shows within this time.
+pub const LINK_FACTS_MAX_AGE: Duration = Duration::from_secs(30);
+
 /// The `nic` collector.
 #[derive(Debug)]
 pub struct Nic {
     root: FsRoot,
+    /// Link facts by interface name, with when they were read.
+    links: Mutex<HashMap<String, (Instant, LinkFacts)>>,
+    max_age: Duration,
 }
 
 /// Registry entry.
 pub(super) fn factory(config: &Config) -> Result<Box<dyn Collector>, UsageError> {
-    Ok(Box::new(Nic { root: config.root.clone() }))
+    Ok(Box::new(Nic::new(config.root.clone())))
 }
 
 impl Nic {
     /// A collector reading through `root`.
     pub fn new(root: FsRoot) -> Self {
-        Nic { root }
+        Self::with_max_age(root, LINK_FACTS_MAX_AGE)
+    }
+
+    /// A collector that reuses link facts for `max_age` (zero: reads them at every scrape).
+    pub fn with_max_age(root: FsRoot, max_age: Duration) -> Self {
+        Nic { root, links: Mutex::new(HashMap::new()), max_age }
     }
 }
 
@@ -41,12 +61,35 @@ impl Collector for Nic {
             .root
             .parse(&self.root.net_path("dev"), &mut buf, parse_net_dev)
             .map_err(|e| fail(e.to_string()))?;
-        // A socket only for the ethtool fallback (no sysfs speed); without one, sysfs answers.
-        let socket = if self.root.is_live() { Socket::open().ok() } else { None };
-        let links: Vec<LinkFacts> = devices
-            .iter()
-            .map(|d| read_link_facts(&self.root, socket.as_ref(), &d.name, false))
-            .collect();
+        let now = Instant::now();
+        let mut cache = self.links.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        // Interfaces that are gone are forgotten.
+        cache.retain(|name, _| devices.iter().any(|d| &d.name == name));
+        // A socket only for the ethtool fallback (no sysfs speed), opened when a read is due.
+        let mut socket: Option<Option<Socket>> = None;
+        let mut links = Vec::with_capacity(devices.len());
+        for device in &devices {
+            let fresh = cache
+                .get(&device.name)
+                .filter(|(read_at, _)| now.duration_since(*read_at) < self.max_age);
+            let facts = match fresh {
+                Some((_, facts)) => facts.clone(),
+                None => {
+                    let socket = socket.get_or_insert_with(|| {
+                        if self.root.is_live() {
+                            Socket::open().ok()
+                        } else {
+                            None
+                        }
+                    });
+                    let facts = read_link_facts(&self.root, socket.as_ref(), &device.name, false);
+                    cache.insert(device.name.clone(), (now, facts.clone()));
+                    facts
+                }
+            };
+            links.push(facts);
+        }
+        drop(cache);
         families(&devices, &links, out);
         Ok(())
     }
@@ -155,6 +198,45 @@ mod tests {
         assert!(text.contains("platscope_nic_duplex_full{device=\"eth0\"} 1\n"));
         assert!(!text.contains("speed_bytes_per_second{device=\"veth1\"}"), "{text}");
         assert!(!text.contains("duplex_full{device=\"veth1\"}"), "{text}");
+    }
+
+    /// A fixture tree with one interface whose sysfs speed is `mbps`.
+    fn tree(dir: &std::path::Path, mbps: u32) {
+        std::fs::create_dir_all(dir.join("proc/net")).unwrap();
+        std::fs::write(
+            dir.join("proc/net/dev"),
+            "Inter-|   Receive                                                |  Transmit\n \
+             face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed\n  \
+             eth0: 100 1 0 0 0 0 0 0 200 2 0 0 0 0 0 0\n",
+        )
+        .unwrap();
+        let sys = dir.join("sys/class/net/eth0");
+        std::fs::create_dir_all(&sys).unwrap();
+        for (name, value) in [("ifindex", "2"), ("flags", "0x1003"), ("duplex", "full")] {
+            std::fs::write(sys.join(name), value).unwrap();
+        }
+        std::fs::write(sys.join("speed"), mbps.to_string()).unwrap();
+    }
+
+    fn speed(nic: &Nic) -> String {
+        let mut out = Vec::new();
+        nic.collect(&mut out).unwrap();
+        let text = render(&out, Format::Text004);
+        let line = text.lines().find(|l| l.starts_with("platscope_nic_speed_bytes_per_second{"));
+        line.unwrap_or_else(|| panic!("no speed in {text}")).to_string()
+    }
+
+    #[test]
+    fn link_facts_are_reused_until_they_are_old_enough() {
+        let dir = tempfile::tempdir().unwrap();
+        tree(dir.path(), 1000);
+        let cached = Nic::new(FsRoot::at(dir.path()));
+        let uncached = Nic::with_max_age(FsRoot::at(dir.path()), Duration::ZERO);
+        assert!(speed(&cached).ends_with(" 125000000"), "{}", speed(&cached));
+        assert!(speed(&uncached).ends_with(" 125000000"));
+        tree(dir.path(), 10_000);
+        assert!(speed(&cached).ends_with(" 125000000"), "reused within the age limit");
+        assert!(speed(&uncached).ends_with(" 1250000000"), "{}", speed(&uncached));
     }
 
     #[test]
