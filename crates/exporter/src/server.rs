@@ -260,7 +260,9 @@ fn handle(request: Request, exporter: &Exporter, auth: Option<&Auth>) {
     let response = match (get, path) {
         (true, "/metrics") => {
             let (format, body) = exporter.scrape(request_header(&request, "Accept"));
-            let mut response = Response::from_string(body);
+            // The whole body is at hand: always a Content-Length, never chunked (tiny_http
+            // chunks bodies over 32 KiB by default), which every scraper and script reads.
+            let mut response = Response::from_string(body).with_chunked_threshold(usize::MAX);
             if let Some(h) = header("Content-Type", format.content_type()) {
                 response.add_header(h);
             }

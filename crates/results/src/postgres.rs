@@ -93,21 +93,22 @@ impl PgStore {
 
     /// Inserts one run (and its host) unless a run with its UUID is there; whether it was new.
     fn insert(&self, tx: &mut Transaction<'_>, row: &RunRow) -> Result<bool, StoreError> {
-        tx.execute(sql::INSERT_HOST, &[&row.host, &row.recorded_at]).map_err(|e| self.err(e))?;
+        tx.execute(sql::INSERT_HOST, &[&row.head.host, &row.head.recorded_at])
+            .map_err(|e| self.err(e))?;
         let inserted = tx
             .query_opt(
                 sql::INSERT_RUN,
                 &[
-                    &row.uuid,
-                    &row.host,
-                    &row.recorded_at,
-                    &row.command,
-                    &row.parameters,
-                    &row.version,
-                    &row.environment,
-                    &row.topology,
-                    &row.result,
-                    &row.interrupted,
+                    &row.head.uuid,
+                    &row.head.host,
+                    &row.head.recorded_at,
+                    &row.head.command,
+                    &row.head.parameters,
+                    &row.head.version,
+                    &row.head.environment,
+                    &row.head.topology,
+                    &row.head.result,
+                    &row.head.interrupted,
                 ],
             )
             .map_err(|e| self.err(e))?;
@@ -191,7 +192,7 @@ impl ResultStore for PgStore {
         let mut tx = client.transaction().map_err(|e| self.err(e))?;
         self.insert(&mut tx, &row)?;
         let id: i64 = tx
-            .query_one("SELECT id FROM runs WHERE uuid = $1", &[&row.uuid])
+            .query_one("SELECT id FROM runs WHERE uuid = $1", &[&row.head.uuid])
             .map_err(|e| self.err(e))?
             .get(0);
         tx.commit().map_err(|e| self.err(e))?;

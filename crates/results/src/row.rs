@@ -18,16 +18,7 @@ pub(crate) struct MetricRow {
 /// One `runs` row with its metrics and placements.
 #[derive(Debug, Clone)]
 pub(crate) struct RunRow {
-    pub uuid: String,
-    pub host: String,
-    pub recorded_at: String,
-    pub command: String,
-    pub parameters: String,
-    pub version: String,
-    pub environment: String,
-    pub topology: String,
-    pub result: String,
-    pub interrupted: bool,
+    pub head: RunHead,
     pub metrics: Vec<MetricRow>,
     /// (worker, requested, verified)
     pub placements: Vec<(String, String, String)>,
@@ -39,6 +30,14 @@ pub(crate) fn recorded_now() -> String {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     let seconds = measure::time::utc_rfc3339(now.as_secs());
     format!("{}.{:03}Z", seconds.trim_end_matches('Z'), now.subsec_millis())
+}
+
+/// `placements` rows: worker, requested (JSON), verified (JSON).
+fn placement_rows(placements: &[WorkerPlacement]) -> Vec<(String, String, String)> {
+    placements
+        .iter()
+        .map(|p| (p.worker.clone(), p.requested.to_string(), p.verified.to_string()))
+        .collect()
 }
 
 impl RunRow {
@@ -65,22 +64,20 @@ impl RunRow {
             });
         }
         Ok(Self {
-            uuid: crate::new_uuid(),
-            host: crate::host_name(),
-            recorded_at: recorded_now(),
-            command: run.command.clone(),
-            parameters: run.parameters.to_string(),
-            version: run.version.clone(),
-            environment: run.environment.to_string(),
-            topology: run.topology.to_string(),
-            result: without_samples(run.result.clone()).to_string(),
-            interrupted: run.interrupted,
+            head: RunHead {
+                uuid: crate::new_uuid(),
+                host: crate::host_name(),
+                recorded_at: recorded_now(),
+                command: run.command.clone(),
+                parameters: run.parameters.to_string(),
+                version: run.version.clone(),
+                environment: run.environment.to_string(),
+                topology: run.topology.to_string(),
+                result: without_samples(run.result.clone()).to_string(),
+                interrupted: run.interrupted,
+            },
             metrics,
-            placements: run
-                .placements
-                .iter()
-                .map(|p| (p.worker.clone(), p.requested.to_string(), p.verified.to_string()))
-                .collect(),
+            placements: placement_rows(&run.placements),
         })
     }
 
@@ -97,22 +94,20 @@ impl RunRow {
             });
         }
         Ok(Self {
-            uuid: run.uuid.clone(),
-            host: run.host.clone(),
-            recorded_at: run.recorded_at.clone(),
-            command: run.command.clone(),
-            parameters: run.parameters.to_string(),
-            version: run.version.clone(),
-            environment: run.environment.to_string(),
-            topology: run.topology.to_string(),
-            result: run.result.to_string(),
-            interrupted: run.interrupted,
+            head: RunHead {
+                uuid: run.uuid.clone(),
+                host: run.host.clone(),
+                recorded_at: run.recorded_at.clone(),
+                command: run.command.clone(),
+                parameters: run.parameters.to_string(),
+                version: run.version.clone(),
+                environment: run.environment.to_string(),
+                topology: run.topology.to_string(),
+                result: run.result.to_string(),
+                interrupted: run.interrupted,
+            },
             metrics,
-            placements: run
-                .placements
-                .iter()
-                .map(|p| (p.worker.clone(), p.requested.to_string(), p.verified.to_string()))
-                .collect(),
+            placements: placement_rows(&run.placements),
         })
     }
 }
@@ -156,8 +151,8 @@ impl ListedRow {
     }
 }
 
-/// A `RUN` row as either driver reads it.
-#[derive(Debug)]
+/// A `runs` row (without its id), as written and as either driver reads it back.
+#[derive(Debug, Clone)]
 pub(crate) struct RunHead {
     pub uuid: String,
     pub host: String,

@@ -220,21 +220,21 @@ impl ResultStore for SqliteStore {
         let row = RunRow::new(run).at(&self.path)?;
         let path = self.path.clone();
         let tx = self.conn.transaction().at(&path)?;
-        tx.execute(sql::INSERT_HOST, params![row.host, row.recorded_at]).at(&path)?;
+        tx.execute(sql::INSERT_HOST, params![row.head.host, row.head.recorded_at]).at(&path)?;
         let id: i64 = tx
             .query_row(
                 sql::INSERT_RUN,
                 params![
-                    row.uuid,
-                    row.host,
-                    row.recorded_at,
-                    row.command,
-                    row.parameters,
-                    row.version,
-                    row.environment,
-                    row.topology,
-                    row.result,
-                    row.interrupted
+                    row.head.uuid,
+                    row.head.host,
+                    row.head.recorded_at,
+                    row.head.command,
+                    row.head.parameters,
+                    row.head.version,
+                    row.head.environment,
+                    row.head.topology,
+                    row.head.result,
+                    row.head.interrupted
                 ],
                 |r| r.get(0),
             )

@@ -5,11 +5,11 @@
 use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
-use crate::process::{free_port, require, wait_ready, ServerProcess, TempDir};
-use crate::{io_err, Error, Result};
+use crate::process::{on_free_port, require, spawn_logged, wait_ready, ServerProcess, TempDir};
+use crate::{io_err, Result};
 
 /// Where Debian's `prometheus-node-exporter` puts its binary.
 pub const DEFAULT_BINARY: &str = "/usr/bin/prometheus-node-exporter";
@@ -72,10 +72,7 @@ impl NodeExporter {
         let binary = require(&options.binary, "prometheus-node-exporter")?;
         let dir = TempDir::new("node-exporter")?;
         let log = dir.path().join("node_exporter.log");
-        let mut last_error = None;
-        // A port picked by the kernel a moment ago can be taken meanwhile: a few tries.
-        for _ in 0..3 {
-            let port = free_port()?;
+        let (process, port) = on_free_port("node_exporter", &log, |port| {
             let mut cmd = Command::new(&binary);
             cmd.arg(format!("--web.listen-address=127.0.0.1:{port}"))
                 .arg("--collector.disable-defaults");
@@ -86,38 +83,18 @@ impl NodeExporter {
             for name in &options.collectors {
                 cmd.arg(format!("--collector.{name}"));
             }
-            let file = std::fs::File::create(&log)
-                .map_err(io_err(format!("creating {}", log.display())))?;
-            let err = file.try_clone().map_err(io_err("duplicating a log file handle"))?;
-            let child = cmd
-                .current_dir(dir.path())
-                .stdin(Stdio::null())
-                .stdout(file)
-                .stderr(err)
-                .spawn()
-                .map_err(io_err(format!("starting {}", binary.display())))?;
+            let child = spawn_logged(&mut cmd, dir.path(), &log, false)?;
             let mut process = ServerProcess::new(child, libc::SIGTERM, options.stop_timeout);
-            match wait_ready("node_exporter", &mut process, &log, options.ready_timeout, || {
-                get(port, "/metrics").is_ok()
-            }) {
-                Ok(()) => return Ok(NodeExporter { process, dir, port }),
+            let ready = || get(port, "/metrics").is_ok();
+            match wait_ready("node_exporter", &mut process, &log, options.ready_timeout, ready) {
+                Ok(()) => Ok((process, port)),
                 Err(e) => {
                     process.stop();
-                    let port_taken = matches!(&e, Error::NotReady { tail, .. }
-                        if tail.contains("address already in use"));
-                    last_error = Some(e);
-                    if !port_taken {
-                        break;
-                    }
+                    Err(e)
                 }
             }
-        }
-        Err(last_error.unwrap_or_else(|| Error::NotReady {
-            server: "node_exporter",
-            what: "could not be started".to_string(),
-            log: log.clone(),
-            tail: crate::process::tail(&log, 20),
-        }))
+        })?;
+        Ok(NodeExporter { process, dir, port })
     }
 
     /// Its PID.

@@ -2,11 +2,12 @@
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use crate::process::{
-    free_port, require, run_client, run_setup, user_ids, wait_ready, ServerProcess, TempDir,
+    on_free_port, require, run_client, run_setup, spawn_logged, user_ids, wait_ready,
+    ServerProcess, TempDir,
 };
 use crate::{io_err, is_root, Error, Result};
 
@@ -93,11 +94,8 @@ impl Postgres {
             .gid(gid);
         run_setup(init, &dir.path().join("initdb.log"))?;
 
-        // A port picked by the kernel a moment ago can be taken meanwhile: a few tries.
         let log = dir.path().join("server.log");
-        let mut last_error = None;
-        for _ in 0..3 {
-            let port = free_port()?;
+        let (process, port) = on_free_port("PostgreSQL", &log, |port| {
             let mut cmd = Command::new(&postgres);
             cmd.arg("-D")
                 .arg(&data_dir)
@@ -109,44 +107,25 @@ impl Postgres {
             for (name, value) in &options.settings {
                 cmd.arg("-c").arg(format!("{name}={value}"));
             }
-            cmd.envs(options.env.iter().map(|(k, v)| (k, v)));
-            let file = std::fs::File::create(&log)
-                .map_err(io_err(format!("creating {}", log.display())))?;
+            cmd.envs(options.env.iter().map(|(k, v)| (k, v))).uid(uid).gid(gid);
+            let child = spawn_logged(&mut cmd, dir.path(), &log, false)?;
+            // The server writes through the descriptor it was given; the file is the postgres
+            // user's too, like the rest of the cluster.
             std::os::unix::fs::chown(&log, Some(uid), Some(gid))
                 .map_err(io_err(format!("chown {}", log.display())))?;
-            let err = file.try_clone().map_err(io_err("duplicating a log file handle"))?;
-            let child = cmd
-                .current_dir(dir.path())
-                .uid(uid)
-                .gid(gid)
-                .stdin(Stdio::null())
-                .stdout(file)
-                .stderr(err)
-                .spawn()
-                .map_err(io_err(format!("starting {}", postgres.display())))?;
             let mut process = ServerProcess::new(child, libc::SIGINT, options.stop_timeout);
             let pid_file = data_dir.join("postmaster.pid");
             match wait_ready("PostgreSQL", &mut process, &log, options.ready_timeout, || {
                 postmaster_ready(&pid_file)
             }) {
-                Ok(()) => return Ok(Postgres { process, dir, data_dir, bin_dir, port }),
+                Ok(()) => Ok((process, port)),
                 Err(e) => {
                     process.stop();
-                    let port_taken = matches!(&e, Error::NotReady { tail, .. }
-                        if tail.contains("Address already in use"));
-                    last_error = Some(e);
-                    if !port_taken {
-                        break;
-                    }
+                    Err(e)
                 }
             }
-        }
-        Err(last_error.unwrap_or_else(|| Error::NotReady {
-            server: "PostgreSQL",
-            what: "could not be started".to_string(),
-            log: log.clone(),
-            tail: crate::process::tail(&log, 20),
-        }))
+        })?;
+        Ok(Postgres { process, dir, data_dir, bin_dir, port })
     }
 
     /// The postmaster's PID.

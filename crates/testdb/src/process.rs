@@ -3,7 +3,7 @@
 
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
@@ -227,4 +227,60 @@ pub(crate) fn require(path: &Path, package: &'static str) -> Result<PathBuf> {
 /// True if a Unix socket at `path` accepts a connection.
 pub(crate) fn socket_accepts(path: &Path) -> bool {
     std::os::unix::net::UnixStream::connect(path).is_ok()
+}
+
+/// Runs `start` on a free port of 127.0.0.1, and on another when the server reports the port
+/// taken (one the kernel picked a moment ago can be bound by someone else meanwhile): three
+/// tries in all. `start` stops its own server when it does not get ready.
+pub(crate) fn on_free_port<T>(
+    server: &'static str,
+    log: &Path,
+    mut start: impl FnMut(u16) -> Result<T>,
+) -> Result<T> {
+    let mut last_error = None;
+    for _ in 0..3 {
+        match start(free_port()?) {
+            Ok(started) => return Ok(started),
+            Err(e) => {
+                let port_taken = matches!(&e, Error::NotReady { tail, .. }
+                    if tail.to_ascii_lowercase().contains("address already in use"));
+                last_error = Some(e);
+                if !port_taken {
+                    break;
+                }
+            }
+        }
+    }
+    Err(last_error.unwrap_or_else(|| Error::NotReady {
+        server,
+        what: "could not be started".to_string(),
+        log: log.to_path_buf(),
+        tail: tail(log, 20),
+    }))
+}
+
+/// Spawns `command` in `dir` with no stdin and its stdout and stderr going to `log` (appended
+/// to when `append`, else made anew).
+pub(crate) fn spawn_logged(
+    command: &mut Command,
+    dir: &Path,
+    log: &Path,
+    append: bool,
+) -> Result<Child> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .append(append)
+        .truncate(!append)
+        .open(log)
+        .map_err(io_err(format!("opening {}", log.display())))?;
+    let err = file.try_clone().map_err(io_err("duplicating a log file handle"))?;
+    let program = command.get_program().to_string_lossy().into_owned();
+    command
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(file)
+        .stderr(err)
+        .spawn()
+        .map_err(io_err(format!("starting {program}")))
 }

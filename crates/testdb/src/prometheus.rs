@@ -4,11 +4,11 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
-use crate::process::{free_port, require, wait_ready, ServerProcess, TempDir};
-use crate::{io_err, Error, Result};
+use crate::process::{on_free_port, require, spawn_logged, wait_ready, ServerProcess, TempDir};
+use crate::{io_err, Result};
 
 /// Where Debian's `prometheus` package puts the server.
 pub const DEFAULT_BINARY: &str = "/usr/bin/prometheus";
@@ -81,30 +81,10 @@ impl Prometheus {
                 .map_err(io_err(format!("writing {}", path.display())))?;
         }
         let log = dir.path().join("prometheus.log");
-        let mut last_error = None;
-        // A port picked by the kernel a moment ago can be taken meanwhile: a few tries.
-        for _ in 0..3 {
-            let port = free_port()?;
-            match launch(&binary, dir.path(), port, options) {
-                Ok(process) => {
-                    return Ok(Prometheus { process, dir, port, options: options.clone() })
-                }
-                Err(e) => {
-                    let port_taken = matches!(&e, Error::NotReady { tail, .. }
-                        if tail.contains("address already in use"));
-                    last_error = Some(e);
-                    if !port_taken {
-                        break;
-                    }
-                }
-            }
-        }
-        Err(last_error.unwrap_or_else(|| Error::NotReady {
-            server: "Prometheus",
-            what: "could not be started".to_string(),
-            log: log.clone(),
-            tail: crate::process::tail(&log, 20),
-        }))
+        let (process, port) = on_free_port("Prometheus", &log, |port| {
+            Ok((launch(&binary, dir.path(), port, options)?, port))
+        })?;
+        Ok(Prometheus { process, dir, port, options: options.clone() })
     }
 
     /// Stops the server (SIGTERM, as an operator would) and starts it again on the same
@@ -162,22 +142,15 @@ impl Prometheus {
 /// `/-/ready`; a server that does not get ready is stopped.
 fn launch(binary: &Path, dir: &Path, port: u16, options: &PromOptions) -> Result<ServerProcess> {
     let log = dir.join("prometheus.log");
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&log)
-        .map_err(io_err(format!("opening {}", log.display())))?;
-    let err = file.try_clone().map_err(io_err("duplicating a log file handle"))?;
-    let child = Command::new(binary)
-        .arg(format!("--config.file={}", dir.join("prometheus.yml").display()))
-        .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
-        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(file)
-        .stderr(err)
-        .spawn()
-        .map_err(io_err(format!("starting {}", binary.display())))?;
+    let child = spawn_logged(
+        Command::new(binary)
+            .arg(format!("--config.file={}", dir.join("prometheus.yml").display()))
+            .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}")),
+        dir,
+        &log,
+        true,
+    )?;
     let mut process = ServerProcess::new(child, libc::SIGTERM, options.stop_timeout);
     let ready = || http_get(port, "/-/ready").is_ok_and(|(status, _)| status == 200);
     match wait_ready("Prometheus", &mut process, &log, options.ready_timeout, ready) {
