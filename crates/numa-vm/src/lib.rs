@@ -407,8 +407,15 @@ fn load_binary(binary: &Path, busybox: &Path) -> Result<GuestBinary, GuestError>
         .and_then(|n| n.to_str())
         .filter(|n| !n.is_empty())
         .ok_or_else(|| bin_err("it has no usable file name".into()))?;
-    let data = fs::read(binary).map_err(|e| bin_err(e.to_string()))?;
     let is_busybox = fs::canonicalize(binary).ok() == fs::canonicalize(busybox).ok();
+    let data = match is_busybox {
+        true => None,
+        false => without_debug_info(binary, name),
+    };
+    let data = match data {
+        Some(data) => data,
+        None => fs::read(binary).map_err(|e| bin_err(e.to_string()))?,
+    };
     if name == "busybox" && !is_busybox {
         return Err(bin_err(
             "it is named busybox, which the guest needs for itself; rename it".into(),
@@ -416,6 +423,27 @@ fn load_binary(binary: &Path, busybox: &Path) -> Result<GuestBinary, GuestError>
     }
     let libs = shared_libraries(binary).map_err(bin_err)?;
     Ok(GuestBinary { archive_path: format!("bin/{name}"), data, is_busybox, libs })
+}
+
+/// The binary without its debug sections, or `None` when objcopy is missing or fails (then it
+/// goes in whole). A debug build's debug info is most of its size, and the guest unpacks the
+/// initramfs into RAM: a 200 MiB binary fills a small guest node and leaves a bound node nothing.
+fn without_debug_info(binary: &Path, name: &str) -> Option<Vec<u8>> {
+    static COUNTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let stripped = std::env::temp_dir().join(format!(".numa-vm-{}-{n}-{name}", std::process::id()));
+    let ok = std::process::Command::new("objcopy")
+        .arg("--strip-debug")
+        .arg(binary)
+        .arg(&stripped)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    let data = if ok { fs::read(&stripped).ok() } else { None };
+    let _ = fs::remove_file(&stripped);
+    data
 }
 
 fn build_initramfs(
