@@ -429,16 +429,16 @@ fn load_binary(binary: &Path, busybox: &Path) -> Result<GuestBinary, GuestError>
 /// goes in whole). A debug build's debug info is most of its size, and the guest unpacks the
 /// initramfs into RAM: a 200 MiB binary fills a small guest node and leaves a bound node nothing.
 fn without_debug_info(binary: &Path, name: &str) -> Option<Vec<u8>> {
-    static COUNTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let stripped = std::env::temp_dir().join(format!(".numa-vm-{}-{n}-{name}", std::process::id()));
-    let ok = std::process::Command::new("objcopy")
+    let ok = Command::new("objcopy")
         .arg("--strip-debug")
         .arg(binary)
         .arg(&stripped)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
     let data = if ok { fs::read(&stripped).ok() } else { None };

@@ -47,6 +47,8 @@ pub struct Recorder {
     store: Option<SqliteStore>,
     /// A shared PostgreSQL database each run is pushed to after it is stored locally.
     push_to: Option<String>,
+    /// Its connection, made at the first push and kept for the runs after (a report's steps).
+    remote: Option<PgStore>,
     context: RunContext,
 }
 
@@ -84,12 +86,12 @@ impl Recorder {
         if push_to.is_some() && store.is_none() {
             warn("runs are pushed only after they are stored locally; nothing will be pushed");
         }
-        Ok(Self { store, push_to, context })
+        Ok(Self { store, push_to, remote: None, context })
     }
 
     /// A recorder that stores nothing (tests, `--no-store`).
     pub fn none() -> Self {
-        Self { store: None, push_to: None, context: RunContext::default() }
+        Self { store: None, push_to: None, remote: None, context: RunContext::default() }
     }
 
     pub fn database(&self) -> Option<String> {
@@ -130,10 +132,21 @@ impl Recorder {
                     measure::say!("platscope: stored as run {id} (platscope results show {id})");
                 }
                 if let Some(url) = &self.push_to {
-                    // The run is safe locally; a failed push is a warning with the way to redo it.
-                    if let Err(e) = PgStore::connect(url).and_then(|pg| pg.push(store, Some(&[id])))
-                    {
-                        warn(&format!("run {id} not pushed: {e}"));
+                    if self.remote.is_none() {
+                        match PgStore::connect(url) {
+                            Ok(pg) => self.remote = Some(pg),
+                            Err(e) => {
+                                // The runs are safe locally; one warning, and no more tries in
+                                // this command (each could wait out a connect timeout).
+                                warn(&format!("run {id} not pushed: {e}"));
+                                self.push_to = None;
+                            }
+                        }
+                    }
+                    if let Some(pg) = &self.remote {
+                        if let Err(e) = pg.push(store, Some(&[id])) {
+                            warn(&format!("run {id} not pushed: {e}"));
+                        }
                     }
                 }
                 Ok(Some(id))
