@@ -81,3 +81,9 @@ impl Error {
         matches!(self, Error::Usage(_))
     }
 }
+
+impl measure::Usage for Error {
+    fn is_usage(&self) -> bool {
+        Error::is_usage(self)
+    }
+}

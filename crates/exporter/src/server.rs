@@ -54,6 +54,12 @@ impl ServeError {
     }
 }
 
+impl measure::Usage for ServeError {
+    fn is_usage(&self) -> bool {
+        ServeError::is_usage(self)
+    }
+}
+
 /// The collectors of one `serve`, asked at every scrape.
 #[derive(Debug)]
 pub struct Exporter {

@@ -41,4 +41,10 @@ impl Error {
     }
 }
 
+impl measure::Usage for Error {
+    fn is_usage(&self) -> bool {
+        Error::is_usage(self)
+    }
+}
+
 pub type Result<T> = std::result::Result<T, Error>;

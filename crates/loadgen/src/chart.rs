@@ -1,7 +1,7 @@
 //! The `--sweep-rate` page: throughput achieved, latency percentiles and CPU per transaction
 //! against offered rate, as inline SVG in one self-contained HTML file written atomically.
 //!
-//! The page borrows the report's stylesheet (`crates/report/src/html/style.css`) so it looks
+//! The page uses the one stylesheet (`chart::CSS`) so it looks
 //! like `report.html`; it is drawn here rather than in `report` because the report's SVG
 //! helpers are private to it and `report` knows nothing of how a figure was made, while this
 //! page only ever shows load steps.
@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use crate::run::LoadReport;
 use crate::Error;
 
-const STYLE: &str = include_str!("../../report/src/html/style.css");
+const STYLE: &str = chart::CSS;
 
 fn esc(text: &str) -> String {
     text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")

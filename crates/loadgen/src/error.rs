@@ -39,3 +39,9 @@ impl Error {
         matches!(self, Error::Usage(_) | Error::SqlFile { .. })
     }
 }
+
+impl measure::Usage for Error {
+    fn is_usage(&self) -> bool {
+        Error::is_usage(self)
+    }
+}

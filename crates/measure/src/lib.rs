@@ -12,6 +12,7 @@
 //! - [`say`](mod@say): the one stderr writer ([`say!`]): a closed stderr never panics.
 //! - [`metric`]: typed, labelled metrics ([`Metric`], [`ToMetrics`]) that stores, exporters and
 //!   comparisons key on — never formatted text.
+//! - [`usage`]: the one exit-code rule ([`Usage`], [`Classified`]).
 //! - [`UsageError`]: the one marker for "the command line was wrong" (exit code 2).
 //!
 //! ```
@@ -34,6 +35,7 @@ pub mod say;
 pub mod stop;
 pub mod summary;
 pub mod time;
+pub mod usage;
 
 use std::path::PathBuf;
 
@@ -42,6 +44,7 @@ pub use fsroot::FsRoot;
 pub use gate::StartGate;
 pub use metric::{Metric, ToMetrics, Unit, WorkerPlacement};
 pub use summary::{summarize, Summary};
+pub use usage::{Classified, Usage};
 
 /// A parse failure in one of the kernel's text formats: which line and what was wrong.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

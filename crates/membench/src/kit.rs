@@ -96,6 +96,12 @@ impl KitError {
     }
 }
 
+impl measure::Usage for KitError {
+    fn is_usage(&self) -> bool {
+        KitError::is_usage(self)
+    }
+}
+
 /// Parses an IPC key: decimal (negative allowed, as `key_t` is signed) or `0x` hex up to 32
 /// bits. 0 is `IPC_PRIVATE`, which cannot be shared, so it is refused.
 pub fn parse_key(text: &str) -> Result<libc::key_t, KitError> {

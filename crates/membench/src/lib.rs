@@ -19,6 +19,7 @@
 
 pub mod bandwidth;
 pub mod c2c;
+pub mod experiments;
 pub mod kernels;
 pub mod kit;
 pub mod latency;
@@ -91,5 +92,11 @@ impl BenchError {
                 false
             }
         }
+    }
+}
+
+impl measure::Usage for BenchError {
+    fn is_usage(&self) -> bool {
+        BenchError::is_usage(self)
     }
 }

@@ -96,3 +96,9 @@ impl PlaceError {
         )
     }
 }
+
+impl measure::Usage for PlaceError {
+    fn is_usage(&self) -> bool {
+        PlaceError::is_usage(self)
+    }
+}

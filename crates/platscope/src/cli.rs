@@ -9,11 +9,19 @@ pub const VERSION: &str =
 /// The truth about a Linux server: memory latency and bandwidth per NUMA node, placement,
 /// page cache, I/O patterns, NICs and CPU time.
 #[derive(Debug, Parser)]
-#[command(name = "platscope", version = VERSION, propagate_version = true, arg_required_else_help = true)]
+#[command(name = "platscope", version = VERSION, propagate_version = true, arg_required_else_help = true, subcommand_required = true)]
 pub struct Cli {
     /// Print machine-readable JSON instead of text (schemas in docs/).
-    #[arg(long, global = true)]
+    #[arg(long, global = true, conflicts_with = "csv")]
     pub json: bool,
+
+    /// Print CSV instead of text, for commands whose results are a table.
+    #[arg(long, global = true)]
+    pub csv: bool,
+
+    /// Also write the run's report sections as a self-contained HTML page.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub html_out: Option<std::path::PathBuf>,
 
     /// Results database (default: $XDG_DATA_HOME/platscope/results.db).
     #[arg(long, global = true, value_name = "PATH", conflicts_with = "no_store")]
@@ -23,8 +31,10 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub no_store: bool,
 
+    /// A command not (yet) in the registry; registry commands are dispatched before this is
+    /// read (see `registry.rs`).
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -94,9 +104,6 @@ pub enum Command {
     /// Where a file's page cache is, per NUMA node; load it under a policy, evict it, and read
     /// it from each node's CPUs.
     Pagecache(crate::commands::pagecache::PagecacheArgs),
-    /// What reading the clock costs (ns and cycles per call), whether each call enters the
-    /// kernel, clocksource and TSC facts, and the cheapest trustworthy clock.
-    Timer(crate::commands::timer::TimerArgs),
     /// Serve the figures as an OpenMetrics endpoint for Prometheus (/metrics, computed at
     /// scrape time), on localhost unless --listen says otherwise.
     Serve(crate::commands::serve::ServeArgs),
@@ -368,5 +375,24 @@ impl Cli {
     /// Where this invocation's results go.
     pub fn store_options(&self) -> results::StoreOptions {
         results::StoreOptions { db: self.db.clone(), no_store: self.no_store }
+    }
+
+    /// What every registry command gets from the global flags.
+    pub fn globals(&self) -> experiment::Globals {
+        let format = match (self.json, self.csv) {
+            (true, _) => experiment::Format::Json,
+            (_, true) => experiment::Format::Csv,
+            _ => experiment::Format::Text,
+        };
+        experiment::Globals {
+            format,
+            store: self.store_options(),
+            html_out: self.html_out.clone(),
+            version: VERSION,
+            // The clock every batch in this run was timed with, and why it was trusted.
+            late_parameters: Some(
+                || serde_json::json!({ "clock": membench::timers::clock_in_use() }),
+            ),
+        }
     }
 }

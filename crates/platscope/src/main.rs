@@ -4,12 +4,14 @@
 mod cli;
 mod commands;
 mod output;
+mod registry;
 
 use std::io::Write as _;
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use cli::{Cli, Command};
+use registry::REGISTRY;
 
 fn main() -> ExitCode {
     // Busybox-style: invoked through a link named like an original tool, behave as that tool.
@@ -19,11 +21,24 @@ fn main() -> ExitCode {
         let args: Vec<std::ffi::OsString> = argv.collect();
         return finish_as(name, commands::compat::run(name, &args));
     }
-    let cli = match Cli::try_parse() {
+    let matches = match REGISTRY.augment(Cli::command()).try_get_matches() {
+        Ok(matches) => matches,
+        Err(err) => return usage_error(&err),
+    };
+    let cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
         Err(err) => return usage_error(&err),
     };
-    let result = match &cli.command {
+    if let Some((entry, leaf)) = REGISTRY.find(&matches) {
+        return finish(entry.run(leaf, &cli.globals()).map_err(anyhow::Error::from));
+    }
+    let Some(command) = &cli.command else {
+        return usage_error(&REGISTRY.augment(Cli::command()).error(
+            clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand,
+            "a command is required",
+        ));
+    };
+    let result = match command {
         Command::Topo(args) => commands::topo::run(args, cli.json),
         Command::Place(args) => commands::place::run(args, cli.json),
         Command::Mem { command } => commands::mem::run(command, cli.json, &cli.store_options()),
@@ -40,7 +55,6 @@ fn main() -> ExitCode {
         Command::AllocWorker(args) => commands::alloc::worker(args),
         Command::Io { command: cli::IoCommand::Pattern(args) } => commands::io::run(args, cli.json),
         Command::Pagecache(args) => commands::pagecache::run(args, cli.json, &cli.store_options()),
-        Command::Timer(args) => commands::timer::run(args, cli.json, &cli.store_options()),
         Command::Serve(args) => commands::serve::run(args, cli.db.as_deref()),
         Command::Compat { name, args } => {
             // clap takes `--json` anywhere as the global flag; hand it back to the tool.
@@ -105,6 +119,9 @@ fn usage_error(err: &clap::Error) -> ExitCode {
 /// Libraries mark usage errors with `measure::UsageError` or answer `is_usage()` on their own
 /// error type; nothing else decides the exit code.
 fn exit_code(err: &anyhow::Error) -> u8 {
+    if measure::usage::exit_code(err.chain()) == 2 {
+        return 2;
+    }
     let usage = err.chain().any(|cause| {
         cause.is::<measure::UsageError>()
             || cause.is::<topo::units::SizeError>()

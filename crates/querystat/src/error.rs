@@ -111,5 +111,11 @@ impl Error {
     }
 }
 
+impl measure::Usage for Error {
+    fn is_usage(&self) -> bool {
+        Error::is_usage(self)
+    }
+}
+
 /// This crate's result type.
 pub type Result<T> = std::result::Result<T, Error>;

@@ -10,9 +10,9 @@ use std::path::Path;
 
 use allocbench::bakeoff::{BakeOff, Figure, Group};
 
-use crate::html::svg::{self, esc, exact, fmt3, px, Plot, ScaleKind, Tick};
+use chart::svg::{self, esc, exact, fmt3, px, Plot, ScaleKind, Tick};
 
-const CSS: &str = include_str!("html/style.css");
+use chart::CSS;
 
 /// Shades for up to four thread counts (then they repeat).
 const FILLS: [&str; 4] = ["#2b6cb0", "#5b8fc7", "#93b6de", "#c6d8ee"];

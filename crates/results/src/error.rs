@@ -64,6 +64,12 @@ impl StoreError {
     }
 }
 
+impl measure::Usage for StoreError {
+    fn is_usage(&self) -> bool {
+        StoreError::is_usage(self)
+    }
+}
+
 /// Names the database file on SQLite and JSON errors.
 pub(crate) trait At<T> {
     fn at(self, path: &Path) -> Result<T, StoreError>;

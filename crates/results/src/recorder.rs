@@ -41,6 +41,13 @@ pub struct RecordError {
     kept: String,
 }
 
+impl measure::Usage for RecordError {
+    /// Storing failed after measuring: the system's fault.
+    fn is_usage(&self) -> bool {
+        false
+    }
+}
+
 /// An open results store (or none), with the facts every run carries.
 #[derive(Debug)]
 pub struct Recorder {

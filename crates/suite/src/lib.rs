@@ -42,3 +42,9 @@ impl SuiteError {
         }
     }
 }
+
+impl measure::Usage for SuiteError {
+    fn is_usage(&self) -> bool {
+        SuiteError::is_usage(self)
+    }
+}

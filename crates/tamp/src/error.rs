@@ -93,3 +93,9 @@ impl TampError {
         }
     }
 }
+
+impl measure::Usage for TampError {
+    fn is_usage(&self) -> bool {
+        TampError::is_usage(self)
+    }
+}

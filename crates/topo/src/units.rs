@@ -23,6 +23,13 @@ pub enum SizeError {
 
 /// Parses a byte size: a number (decimals allowed) and an optional binary unit.
 /// `4096`, `4k`, `64MiB`, `1.5G`, `2 GiB`. Zero is rejected: no command wants an empty buffer.
+impl measure::Usage for SizeError {
+    /// A size is always the user's input.
+    fn is_usage(&self) -> bool {
+        true
+    }
+}
+
 pub fn parse_bytes(text: &str) -> Result<u64, SizeError> {
     let input = text.trim();
     if input.is_empty() {

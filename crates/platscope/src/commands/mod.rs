@@ -17,7 +17,6 @@ pub mod record;
 pub mod report;
 pub mod results;
 pub mod serve;
-pub mod timer;
 pub mod topo;
 
 /// A command that finished and passes on another program's exit status (`cpu util -- CMD`

@@ -36,21 +36,17 @@ mod charts;
 pub mod headline;
 mod notes;
 mod page;
-pub(crate) mod svg;
 
 pub use notes::{Note, Section};
 
+use chart::svg::esc;
+use chart::CSS;
 use charts::{
     chart_bandwidth_matrix, chart_bandwidth_threads, chart_c2c, chart_contention, chart_cpu_scale,
     chart_latency_matrix, chart_latency_size, chart_loaded_latency, chart_slb, Figure,
 };
 use notes::not_measured_reason;
 use page::{footer, header, summary};
-use svg::esc;
-
-/// The page's style sheet: `style.css` holds one rule per line, and the page inlines it with
-/// the lines joined (no line breaks inside `<style>`).
-const CSS: &str = include_str!("style.css");
 
 /// Everything one `platscope report` run measured. Sections that were skipped are `None` (or
 /// empty) and explained in `notes`.

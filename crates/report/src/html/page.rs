@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 use topo::Topology;
 
 use super::charts::mix_name;
-use super::svg::{bytes_label, esc, fmt3};
 use super::ReportData;
+use chart::svg::{bytes_label, esc, fmt3};
 
 fn fact(out: &mut String, name: &str, value: &str) {
     let _ = write!(out, "<dt>{}</dt><dd>{}</dd>", esc(name), esc(value));

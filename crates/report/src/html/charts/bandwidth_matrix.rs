@@ -6,7 +6,7 @@ use place::Placement;
 
 use super::heatmap::{heatmap, Cell, Heatmap};
 use super::{placement_text, samples_text, Figure};
-use crate::html::svg::{self, bytes_label, esc, fmt3};
+use chart::svg::{self, bytes_label, esc, fmt3};
 
 pub(in crate::html) fn chart_bandwidth_matrix(m: &BandwidthMatrix) -> Option<Figure> {
     if m.cells.iter().all(Vec::is_empty) {

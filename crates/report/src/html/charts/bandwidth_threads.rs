@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use membench::bandwidth::{BandwidthResult, Scaling};
 
 use super::{samples_text, whisker_capped, Figure};
-use crate::html::svg::{self, bytes_label, esc, exact, fmt3, px, Plot, ScaleKind};
+use chart::svg::{self, bytes_label, esc, exact, fmt3, px, Plot, ScaleKind};
 
 pub(in crate::html) fn chart_bandwidth_threads(s: &Scaling) -> Option<Figure> {
     let steps: Vec<&BandwidthResult> =

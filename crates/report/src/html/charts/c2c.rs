@@ -9,7 +9,7 @@ use membench::slb_shared::{LockKind, SharedSlbResult};
 
 use super::heatmap::{heatmap, Cell, Heatmap};
 use super::{placement_text, samples_text, Figure};
-use crate::html::svg::{self, esc, exact, fmt3, px, Plot, ScaleKind};
+use chart::svg::{self, esc, exact, fmt3, px, Plot, ScaleKind};
 
 pub(in crate::html) fn chart_c2c(r: &C2cResult) -> Option<Figure> {
     if r.pairs.is_empty() {

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use tamp::scale::{ScaleReport, ScaleStep};
 
 use super::Figure;
-use crate::html::svg::{self, esc, exact, fmt3, px, Plot, ScaleKind};
+use chart::svg::{self, esc, exact, fmt3, px, Plot, ScaleKind};
 
 /// Line styles for up to four unit counts (then they repeat).
 const DASHES: [&str; 4] = ["", "6 3", "2 3", "10 3 2 3"];

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::html::svg::{self, esc, exact, fmt3, px, Rgb};
+use chart::svg::{self, esc, exact, fmt3, px, Rgb};
 
 /// One heatmap cell: value, a short second line, and its tooltip.
 pub(super) struct Cell {

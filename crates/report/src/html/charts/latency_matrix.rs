@@ -8,7 +8,7 @@ use topo::Topology;
 
 use super::heatmap::{heatmap, Cell, Heatmap};
 use super::{placement_text, samples_text, Figure};
-use crate::html::svg::{self, bytes_label, esc, fmt3};
+use chart::svg::{self, bytes_label, esc, fmt3};
 
 pub(in crate::html) fn chart_latency_matrix(
     m: &LatencyMatrix,

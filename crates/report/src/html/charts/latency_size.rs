@@ -7,8 +7,8 @@ use membench::latency::{LatencyPoint, PrefetchCheck};
 
 use super::{noisy_text, placement_text, samples_text, whisker, Figure, CLIPPED};
 use crate::html::page::cache_levels;
-use crate::html::svg::{self, bytes_label, esc, exact, fmt3, px, Plot, ScaleKind};
 use crate::html::ReportData;
+use chart::svg::{self, bytes_label, esc, exact, fmt3, px, Plot, ScaleKind};
 
 pub(in crate::html) fn chart_latency_size(d: &ReportData) -> Option<Figure> {
     let points: Vec<&LatencyPoint> =

@@ -8,7 +8,7 @@ use measure::summary::Summary;
 use membench::loaded::LoadMix;
 use place::Placement;
 
-use super::svg::px;
+use chart::svg::px;
 
 mod bandwidth_matrix;
 mod bandwidth_threads;

@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 use membench::slb::{SlbResult, SlbWorkerResult};
 
 use super::{placement_text, whisker_capped, Figure, CLIPPED};
-use crate::html::svg::{self, esc, exact, fmt3, px, Plot, ScaleKind};
 use crate::html::ReportData;
+use chart::svg::{self, esc, exact, fmt3, px, Plot, ScaleKind};
 
 /// One group of bars: its label and the run (or why there is none).
 struct Group<'a> {

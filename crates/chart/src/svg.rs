@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 /// Escapes text for HTML and SVG, in element content and in quoted attribute values alike.
-pub(crate) fn esc(text: &str) -> String {
+pub fn esc(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -21,7 +21,7 @@ pub(crate) fn esc(text: &str) -> String {
 
 /// A figure for people: three significant digits (`0.912`, `4.12`, `92.1`, `812`), whole
 /// numbers from 1000 up (`1234`), `–` when not a number.
-pub(crate) fn fmt3(v: f64) -> String {
+pub fn fmt3(v: f64) -> String {
     if !v.is_finite() {
         return "–".to_string();
     }
@@ -46,12 +46,12 @@ pub(crate) fn fmt3(v: f64) -> String {
 
 /// A number for a `data-value` attribute: full precision, so tests and tools read back
 /// exactly what was measured.
-pub(crate) fn exact(v: f64) -> String {
+pub fn exact(v: f64) -> String {
     format!("{v}")
 }
 
 /// A coordinate in SVG user units.
-pub(crate) fn px(v: f64) -> String {
+pub fn px(v: f64) -> String {
     let r = (v * 10.0).round() / 10.0;
     if r == r.trunc() {
         format!("{r:.0}")
@@ -61,7 +61,7 @@ pub(crate) fn px(v: f64) -> String {
 }
 
 /// Bytes as people write cache and buffer sizes: `48 KiB`, `1.25 MiB`, `1 GiB`.
-pub(crate) fn bytes_label(bytes: f64) -> String {
+pub fn bytes_label(bytes: f64) -> String {
     const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
     let mut value = bytes;
     let mut unit = 0;
@@ -73,7 +73,7 @@ pub(crate) fn bytes_label(bytes: f64) -> String {
 }
 
 /// `1.50` → `1.5`, `48.0` → `48`; whole numbers stay as they are.
-pub(crate) fn trim_zeros(text: &str) -> String {
+pub fn trim_zeros(text: &str) -> String {
     if text.contains('.') {
         text.trim_end_matches('0').trim_end_matches('.').to_string()
     } else {
@@ -83,7 +83,7 @@ pub(crate) fn trim_zeros(text: &str) -> String {
 
 /// How an axis maps values to positions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ScaleKind {
+pub enum ScaleKind {
     Linear,
     /// Powers of two (sizes in bytes).
     Log2,
@@ -93,7 +93,7 @@ pub(crate) enum ScaleKind {
 
 /// A value axis: domain `lo..hi` onto pixels `from..to` (`to < from` for a y axis).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Scale {
+pub struct Scale {
     pub kind: ScaleKind,
     pub lo: f64,
     pub hi: f64,
@@ -103,7 +103,7 @@ pub(crate) struct Scale {
 
 /// One tick: where, and its label (minor ticks have none).
 #[derive(Debug, Clone)]
-pub(crate) struct Tick {
+pub struct Tick {
     pub value: f64,
     pub label: Option<String>,
 }
@@ -125,12 +125,12 @@ impl Scale {
     }
 
     /// The pixel position of `v`.
-    pub(crate) fn map(&self, v: f64) -> f64 {
+    pub fn map(&self, v: f64) -> f64 {
         self.from + (self.to - self.from) * self.t(v)
     }
 
     /// Ticks across the domain, about `target` of them labelled (log2 ticks read as sizes).
-    pub(crate) fn ticks(&self, target: usize) -> Vec<Tick> {
+    pub fn ticks(&self, target: usize) -> Vec<Tick> {
         match self.kind {
             ScaleKind::Linear => linear_ticks(self.lo, self.hi, target),
             ScaleKind::Log2 => log2_ticks(self.lo, self.hi, target),
@@ -140,7 +140,7 @@ impl Scale {
 }
 
 /// A step of 1, 2 or 5 × 10^k that cuts `span` into about `target` pieces.
-pub(crate) fn nice_step(span: f64, target: usize) -> f64 {
+pub fn nice_step(span: f64, target: usize) -> f64 {
     if span <= 0.0 || !span.is_finite() {
         return 1.0;
     }
@@ -160,7 +160,7 @@ pub(crate) fn nice_step(span: f64, target: usize) -> f64 {
 }
 
 /// The upper end of a linear axis from zero: `max` plus headroom, rounded up to a whole step.
-pub(crate) fn nice_max(max: f64, target: usize) -> f64 {
+pub fn nice_max(max: f64, target: usize) -> f64 {
     if max <= 0.0 || !max.is_finite() {
         return 1.0;
     }
@@ -188,7 +188,7 @@ fn decimals_for(step: f64) -> usize {
 
 /// Ticks at whole numbers in 1..=`max` (thread counts): every one when there are at most
 /// `target`, else the multiples of a round step (5, 10, 20 …).
-pub(crate) fn integer_ticks(max: usize, target: usize) -> Vec<Tick> {
+pub fn integer_ticks(max: usize, target: usize) -> Vec<Tick> {
     let step =
         if max <= target { 1 } else { (nice_step(max as f64, target).round() as usize).max(1) };
     (1..=max)
@@ -254,7 +254,7 @@ fn trim_number(v: f64) -> String {
 
 /// A plot area inside an SVG of `width` × `height`, with margins for the axes.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Plot {
+pub struct Plot {
     pub width: f64,
     pub height: f64,
     pub left: f64,
@@ -264,32 +264,32 @@ pub(crate) struct Plot {
 }
 
 impl Plot {
-    pub(crate) fn x_scale(&self, kind: ScaleKind, lo: f64, hi: f64) -> Scale {
+    pub fn x_scale(&self, kind: ScaleKind, lo: f64, hi: f64) -> Scale {
         Scale { kind, lo, hi, from: self.left, to: self.width - self.right }
     }
 
-    pub(crate) fn y_scale(&self, kind: ScaleKind, lo: f64, hi: f64) -> Scale {
+    pub fn y_scale(&self, kind: ScaleKind, lo: f64, hi: f64) -> Scale {
         Scale { kind, lo, hi, from: self.height - self.bottom, to: self.top }
     }
 
-    pub(crate) fn x0(&self) -> f64 {
+    pub fn x0(&self) -> f64 {
         self.left
     }
 
-    pub(crate) fn x1(&self) -> f64 {
+    pub fn x1(&self) -> f64 {
         self.width - self.right
     }
 
-    pub(crate) fn y0(&self) -> f64 {
+    pub fn y0(&self) -> f64 {
         self.height - self.bottom
     }
 
-    pub(crate) fn y1(&self) -> f64 {
+    pub fn y1(&self) -> f64 {
         self.top
     }
 
     /// Grid lines, tick marks, tick labels and the two axis titles (with their units).
-    pub(crate) fn axes(&self, x: &Scale, x_ticks: &[Tick], y: &Scale, y_ticks: &[Tick]) -> String {
+    pub fn axes(&self, x: &Scale, x_ticks: &[Tick], y: &Scale, y_ticks: &[Tick]) -> String {
         let mut out = String::from("<g class=\"axes\">");
         for t in y_ticks {
             let py = px(y.map(t.value));
@@ -347,7 +347,7 @@ impl Plot {
     }
 
     /// The x axis title under the tick labels, centred on the plot.
-    pub(crate) fn x_title(&self, title: &str) -> String {
+    pub fn x_title(&self, title: &str) -> String {
         format!(
             "<text class=\"axis-title\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
             px((self.x0() + self.x1()) / 2.0),
@@ -357,7 +357,7 @@ impl Plot {
     }
 
     /// The y axis title, turned to read bottom-up along the axis.
-    pub(crate) fn y_title(&self, title: &str) -> String {
+    pub fn y_title(&self, title: &str) -> String {
         let (x, y) = (px(16.0), px((self.y0() + self.y1()) / 2.0));
         format!(
             "<text class=\"axis-title\" x=\"{x}\" y=\"{y}\" text-anchor=\"middle\" \
@@ -369,7 +369,7 @@ impl Plot {
 
 /// Opens a chart: `<svg>` with its id, a `viewBox` that scales to the page width, and the
 /// `<title>` that names it for screen readers and tooltips.
-pub(crate) fn open(id: &str, width: f64, height: f64, title: &str) -> String {
+pub fn open(id: &str, width: f64, height: f64, title: &str) -> String {
     format!(
         "<svg id=\"{id}\" class=\"chart\" viewBox=\"0 0 {} {}\" role=\"img\" \
          aria-labelledby=\"{id}-title\"><title id=\"{id}-title\">{}</title>",
@@ -382,15 +382,15 @@ pub(crate) fn open(id: &str, width: f64, height: f64, title: &str) -> String {
 
 /// A colour as `#rrggbb`.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Rgb(pub u8, pub u8, pub u8);
+pub struct Rgb(pub u8, pub u8, pub u8);
 
 impl Rgb {
-    pub(crate) fn hex(self) -> String {
+    pub fn hex(self) -> String {
         format!("#{:02x}{:02x}{:02x}", self.0, self.1, self.2)
     }
 
     /// Whether dark text reads better than white on this colour.
-    pub(crate) fn is_light(self) -> bool {
+    pub fn is_light(self) -> bool {
         let l =
             0.2126 * f64::from(self.0) + 0.7152 * f64::from(self.1) + 0.0722 * f64::from(self.2);
         l > 150.0
@@ -398,7 +398,7 @@ impl Rgb {
 }
 
 /// The colour at `t` (0..=1) along a ramp of stops.
-pub(crate) fn ramp(stops: &[Rgb], t: f64) -> Rgb {
+pub fn ramp(stops: &[Rgb], t: f64) -> Rgb {
     let t = if t.is_finite() { t.clamp(0.0, 1.0) } else { 0.5 };
     match stops {
         [] => Rgb(128, 128, 128),
@@ -416,15 +416,15 @@ pub(crate) fn ramp(stops: &[Rgb], t: f64) -> Rgb {
 }
 
 /// Light to dark red: slower is darker.
-pub(crate) const RAMP_LATENCY: &[Rgb] =
+pub const RAMP_LATENCY: &[Rgb] =
     &[Rgb(0xff, 0xf5, 0xd6), Rgb(0xfd, 0xc0, 0x7a), Rgb(0xe8, 0x6a, 0x3a), Rgb(0x9e, 0x1f, 0x2a)];
 
 /// Light to dark blue: more is darker.
-pub(crate) const RAMP_BANDWIDTH: &[Rgb] =
+pub const RAMP_BANDWIDTH: &[Rgb] =
     &[Rgb(0xee, 0xf5, 0xfb), Rgb(0x9c, 0xc6, 0xe4), Rgb(0x3d, 0x85, 0xc0), Rgb(0x0c, 0x3c, 0x78)];
 
 /// Colours for workers, told apart in grouped bars.
-pub(crate) const SERIES: &[Rgb] = &[
+pub const SERIES: &[Rgb] = &[
     Rgb(0x2b, 0x6c, 0xb0),
     Rgb(0xdd, 0x84, 0x1c),
     Rgb(0x3a, 0x9a, 0x5b),
@@ -436,7 +436,7 @@ pub(crate) const SERIES: &[Rgb] = &[
 ];
 
 /// A horizontal colour legend from `lo` to `hi` at (`x`, `y`), `w` wide.
-pub(crate) fn legend_ramp(
+pub fn legend_ramp(
     id: &str,
     stops: &[Rgb],
     (x, y, w): (f64, f64, f64),

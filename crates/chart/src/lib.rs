@@ -1,0 +1,162 @@
+//! chart: how platscope draws a figure, shared by every crate that renders its own report
+//! section — the SVG primitives ([`svg`]), the page's one style sheet ([`CSS`]) and the
+//! section model ([`Part`]) an outcome fills and [`render_part`] turns into HTML.
+//!
+//! Nothing here knows what was measured: a domain crate builds its `Part` from its own outcome
+//! (so a stored outcome draws the same section again, byte for byte), and the report page only
+//! arranges parts.
+//!
+//! ```
+//! use chart::{render_part, Area, Part};
+//!
+//! let part = Part::new(Area::Memory, "chart-demo", "A demo", false);
+//! let html = render_part(&part, "no data for this section in this run");
+//! assert!(html.starts_with("<section id=\"sec-demo\" class=\"half empty\">"));
+//! ```
+
+pub mod svg;
+
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+use svg::esc;
+
+/// The style sheet of every platscope page: one rule per line; pages inline it with the lines
+/// joined ([`inline_css`]).
+pub const CSS: &str = include_str!("style.css");
+
+/// The style sheet as pages inline it: no line breaks inside `<style>`.
+pub fn inline_css() -> String {
+    CSS.lines().collect()
+}
+
+/// The part of the page (and of the terminal summary) a section belongs to, in page order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Area {
+    Machine,
+    Memory,
+    Contention,
+    Cpu,
+    Compression,
+    Allocators,
+    Database,
+    Network,
+    Storage,
+}
+
+impl Area {
+    pub fn title(self) -> &'static str {
+        match self {
+            Area::Machine => "Machine",
+            Area::Memory => "Memory",
+            Area::Contention => "Contention",
+            Area::Cpu => "CPU",
+            Area::Compression => "Compression",
+            Area::Allocators => "Allocators",
+            Area::Database => "Database",
+            Area::Network => "Network",
+            Area::Storage => "Storage",
+        }
+    }
+}
+
+/// A rendered chart: the `<svg>`, its caption (HTML) and anything shown under it (HTML).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Figure {
+    pub svg: String,
+    pub caption: String,
+    pub after: String,
+}
+
+/// A headline figure: what a reader looks at first, and what two runs are compared on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Headline {
+    /// The figure's name as the page shows it ("idle DRAM latency").
+    pub name: String,
+    /// The value as shown, with its unit ("96.4 ns").
+    pub value: String,
+    /// What it was measured on, in a few words.
+    pub detail: String,
+    /// The stored metric whose samples back it (`Metric::key`), for comparisons.
+    pub metric: Option<String>,
+}
+
+/// One section of a page, as an outcome draws it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Part {
+    pub area: Area,
+    /// The chart's id (`chart-…`); the section's id is the same with `sec-`.
+    pub id: String,
+    pub title: String,
+    /// Drawn across the page rather than in a half-width column.
+    pub wide: bool,
+    pub figure: Option<Figure>,
+    pub headlines: Vec<Headline>,
+    /// Sentences for the reader under the chart (caveats, what was skipped).
+    pub notes: Vec<String>,
+}
+
+impl Part {
+    pub fn new(area: Area, id: &str, title: &str, wide: bool) -> Self {
+        Self {
+            area,
+            id: id.to_string(),
+            title: title.to_string(),
+            wide,
+            figure: None,
+            headlines: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    pub fn with_figure(mut self, figure: Option<Figure>) -> Self {
+        self.figure = figure;
+        self
+    }
+}
+
+/// The section's HTML: its chart with caption, or "not measured" with `reason_if_empty`.
+pub fn render_part(part: &Part, reason_if_empty: &str) -> String {
+    let mut out = String::new();
+    let class = match (part.wide, part.figure.is_some()) {
+        (true, _) => "wide",
+        (false, true) => "half",
+        (false, false) => "half empty",
+    };
+    let _ = write!(
+        out,
+        "<section id=\"{}\" class=\"{class}\"><h2>{}</h2>",
+        esc(&part.id.replacen("chart-", "sec-", 1)),
+        esc(&part.title)
+    );
+    match &part.figure {
+        Some(f) => {
+            let _ = write!(out, "<figure>{}<figcaption>{}</figcaption></figure>", f.svg, f.caption);
+            out.push_str(&f.after);
+        }
+        None => {
+            let _ =
+                write!(out, "<p class=\"not-measured\">not measured: {}</p>", esc(reason_if_empty));
+        }
+    }
+    out.push_str("</section>\n");
+    out
+}
+
+/// A self-contained HTML page around `body` (sections from [`render_part`]): the style sheet
+/// inlined, no script and no external URL, so it opens from a file anywhere.
+pub fn page(title: &str, version: &str, body: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <meta name=\"generator\" content=\"platscope {v}\">\
+         <title>{t}</title><style>{css}</style></head><body><div class=\"page\">\n\
+         <header><h1>{t}</h1><p class=\"sub\">platscope {v}</p></header>\n\
+         <main class=\"charts\">\n{body}</main>\n</div></body></html>\n",
+        t = esc(title),
+        v = esc(version),
+        css = inline_css(),
+    )
+}

@@ -1,0 +1,253 @@
+//! experiment: the seam between the crates that measure and the product.
+//!
+//! Every measuring command is one [`Experiment`]: typed arguments (clap-derived, in the crate
+//! that measures), a [`run`](Experiment::run) that gets a [`Context`] (topology, the recorder,
+//! the output format, progress and the stop flag), and a typed, serde-able [`Outcome`] that
+//! knows its kind, its metrics, its terminal text and its report section ([`chart::Part`]).
+//! Commands that measure nothing to keep (monitors such as `net stat`, views such as `topo`)
+//! are [`Tool`]s. One registry line per command ([`Entry`], made by [`experiment`] or
+//! [`tool`]) drives the command line, dispatch, storing, the output format, and reading a
+//! stored run back ([`Registry::read_back`]) for `report --from-db` and `results`.
+//!
+//! ```
+//! use experiment::{Context, Experiment, Outcome};
+//! use measure::{Classified, Metric, ToMetrics, Unit};
+//! use serde::{Deserialize, Serialize};
+//!
+//! /// Counts to N.
+//! #[derive(Debug, clap::Args)]
+//! struct CountArgs {
+//!     #[arg(long, default_value_t = 3)]
+//!     to: u32,
+//! }
+//!
+//! #[derive(Debug, Serialize, Deserialize)]
+//! struct Counted(Vec<f64>);
+//!
+//! impl ToMetrics for Counted {
+//!     fn to_metrics(&self) -> Vec<Metric> {
+//!         vec![Metric::new("counted", Unit::Count, self.0.clone())]
+//!     }
+//! }
+//!
+//! impl Outcome for Counted {
+//!     const KINDS: &'static [&'static str] = &["demo count"];
+//!     fn text(&self) -> String {
+//!         format!("{} numbers\n", self.0.len())
+//!     }
+//!     fn parts(&self, _: &topo::Topology) -> Vec<chart::Part> {
+//!         Vec::new()
+//!     }
+//! }
+//!
+//! struct Count;
+//! impl Experiment for Count {
+//!     const PATH: &'static [&'static str] = &["demo", "count"];
+//!     const ABOUT: &'static str = "Counts to N.";
+//!     const TINY: &'static [&'static str] = &["--to", "1"];
+//!     type Args = CountArgs;
+//!     type Outcome = Counted;
+//!     fn run(args: &CountArgs, _ctx: &mut Context<'_>) -> Result<Counted, Classified> {
+//!         Ok(Counted((1..=args.to).map(f64::from).collect()))
+//!     }
+//! }
+//!
+//! static REGISTRY: experiment::Registry =
+//!     experiment::Registry { entries: &[experiment::experiment::<Count>()], groups: &[] };
+//! assert_eq!(REGISTRY.entry_for_kind("demo count").map(|e| e.path()), Some(&["demo", "count"][..]));
+//! ```
+
+pub mod output;
+mod registry;
+
+use std::io;
+
+use chart::Part;
+use measure::{Classified, ToMetrics, WorkerPlacement};
+use results::{RecordError, Recorder, RunContext, StoreOptions};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+use topo::Topology;
+
+pub use output::Format;
+pub use registry::{experiment, tool, Entry, Registry, Shown};
+
+/// What an experiment measured, typed: stored as it is, printed, and drawn again from the store.
+pub trait Outcome: Serialize + DeserializeOwned + ToMetrics + 'static {
+    /// The kinds this type is stored under (the run's `command` in the store), never a display
+    /// string that may be reworded; [`kind`](Outcome::kind) says which one a value is.
+    const KINDS: &'static [&'static str];
+
+    /// This value's kind (one of [`KINDS`](Outcome::KINDS)).
+    fn kind(&self) -> &'static str {
+        Self::KINDS[0]
+    }
+
+    /// Whether Ctrl-C or SIGTERM cut the run short (what was measured is kept).
+    fn interrupted(&self) -> bool {
+        false
+    }
+
+    /// Whether there is anything to store (a run stopped before its first figure has not).
+    fn worth_storing(&self) -> bool {
+        true
+    }
+
+    /// The terminal text.
+    fn text(&self) -> String;
+
+    /// What `--json` prints: the outcome as stored, unless the type says otherwise.
+    fn json(&self) -> Result<Value, serde_json::Error> {
+        serde_json::to_value(self)
+    }
+
+    /// What `--csv` prints, for tabular outcomes.
+    fn csv(&self) -> Option<String> {
+        None
+    }
+
+    /// The report sections this outcome draws, on the machine it was measured on.
+    fn parts(&self, topology: &Topology) -> Vec<Part>;
+
+    /// The outcome from its stored form (`kind` is one of [`KINDS`](Outcome::KINDS)).
+    fn from_stored(kind: &str, result: Value) -> Result<Self, serde_json::Error> {
+        let _ = kind;
+        serde_json::from_value(result)
+    }
+}
+
+/// A measuring command.
+pub trait Experiment: 'static {
+    /// Where it sits on the command line (`["mem", "latency"]`).
+    const PATH: &'static [&'static str];
+    /// One line for `--help`.
+    const ABOUT: &'static str;
+    /// Arguments after [`PATH`](Experiment::PATH) that make it run in a second or two: the
+    /// registry's round-trip test runs every experiment with them.
+    const TINY: &'static [&'static str];
+    type Args: clap::Args + clap::FromArgMatches;
+    type Outcome: Outcome;
+
+    fn run(args: &Self::Args, ctx: &mut Context<'_>) -> Result<Self::Outcome, Classified>;
+}
+
+/// A command that keeps nothing in the store: a view (`topo`) or a monitor (`net stat`).
+pub trait Tool: 'static {
+    const PATH: &'static [&'static str];
+    const ABOUT: &'static str;
+    type Args: clap::Args + clap::FromArgMatches;
+
+    fn run(args: &Self::Args, globals: &Globals) -> Result<(), Classified>;
+}
+
+/// What every command gets from the global flags.
+#[derive(Debug, Clone)]
+pub struct Globals {
+    pub format: Format,
+    pub store: StoreOptions,
+    /// `--html-out FILE`: also write the run's report sections as a page.
+    pub html_out: Option<std::path::PathBuf>,
+    /// platscope's version line (version and git commit).
+    pub version: &'static str,
+    /// Parameters only known once a run ends (the clock a benchmark trusted).
+    pub late_parameters: Option<fn() -> Value>,
+}
+
+impl Globals {
+    /// The recorder for a run on `topology`: `--db`, the default store, or none.
+    pub fn recorder(&self, topology: &Topology) -> Result<Recorder, Classified> {
+        let context = RunContext {
+            // Arguments need not be UTF-8 (file names); the record keeps them lossily.
+            argv: std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect(),
+            version: self.version.to_string(),
+            topology: serde_json::to_value(topology).unwrap_or_default(),
+            environment: serde_json::to_value(&topology.environment).unwrap_or_default(),
+            late_parameters: self.late_parameters,
+        };
+        Ok(Recorder::open(&self.store, context)?)
+    }
+}
+
+/// What an experiment runs with.
+#[derive(Debug)]
+pub struct Context<'a> {
+    pub topology: &'a Topology,
+    pub globals: &'a Globals,
+    recorder: &'a mut Recorder,
+    streamed: bool,
+}
+
+impl<'a> Context<'a> {
+    pub fn new(topology: &'a Topology, globals: &'a Globals, recorder: &'a mut Recorder) -> Self {
+        Self { topology, globals, recorder, streamed: false }
+    }
+
+    pub fn format(&self) -> Format {
+        self.globals.format
+    }
+
+    /// Stores one outcome now (a step of a multi-step experiment); its run id when stored.
+    pub fn record<O: Outcome>(&mut self, outcome: &O) -> Result<Option<i64>, RecordError> {
+        self.recorder.record(outcome.kind(), outcome, outcome, outcome.interrupted())
+    }
+
+    /// Where runs are stored, for the page's footer.
+    pub fn database(&self) -> Option<String> {
+        self.recorder.database()
+    }
+
+    /// Prints text as it is measured (rows of a sweep, a monitor's intervals) when the output
+    /// is text; an experiment that streams prints all of its text this way, and the seam does
+    /// not print the outcome's text again. `Ok(false)`: the reader has gone away.
+    pub fn live(&mut self, text: &str) -> io::Result<bool> {
+        if self.globals.format != Format::Text {
+            return Ok(true);
+        }
+        self.streamed = true;
+        output::write_out(text)
+    }
+
+    /// Whether the run was asked to stop (Ctrl-C, SIGTERM).
+    pub fn stopped(&self) -> bool {
+        measure::stop::requested()
+    }
+
+    /// A progress bar over `len` items, drawn only on a terminal.
+    pub fn progress(&self, len: u64, what: &str) -> measure::progress::ProgressBar {
+        measure::progress::counter(len, what)
+    }
+}
+
+/// Prints an outcome in the chosen format (and the `--html-out` page): the one output seam.
+pub fn present<O: Outcome>(
+    outcome: &O,
+    topology: &Topology,
+    globals: &Globals,
+    streamed: bool,
+) -> Result<(), Classified> {
+    match globals.format {
+        Format::Json => output::emit_json(&outcome.json()?)?,
+        Format::Csv => match outcome.csv() {
+            Some(text) => output::emit(&text)?,
+            None => {
+                return Err(Classified::usage(format!(
+                    "{} has no CSV form; use --json or the text output",
+                    outcome.kind()
+                )))
+            }
+        },
+        Format::Text if streamed => {}
+        Format::Text => output::emit(&outcome.text())?,
+    }
+    if let Some(path) = &globals.html_out {
+        let parts = outcome.parts(topology);
+        output::write_page(path, outcome.kind(), globals.version, &parts)?;
+    }
+    Ok(())
+}
+
+/// Workers and what they ran on, for outcomes without placements of their own.
+pub fn no_placements() -> Vec<WorkerPlacement> {
+    Vec::new()
+}

@@ -1,0 +1,60 @@
+//! The one output seam: the format is chosen once from the global flags, and a command writes
+//! text, JSON or CSV through here. A closed pipe (`platscope … | head`) is not an error; files
+//! are written whole or not at all.
+
+use std::io::{self, Write};
+use std::path::Path;
+
+use chart::Part;
+use serde::Serialize;
+
+/// How results are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Format {
+    #[default]
+    Text,
+    Json,
+    Csv,
+}
+
+/// Writes text to stdout. Returns `Ok` when the reader has gone away.
+pub fn emit(text: &str) -> io::Result<()> {
+    write_out(text).map(drop)
+}
+
+/// Writes a whole sample to stdout at once, for monitors that loop: `Ok(false)` when the
+/// reader has gone away (`| head`), so the loop ends quietly.
+pub fn write_out(text: &str) -> io::Result<bool> {
+    let mut out = io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Writes a value as pretty JSON and a newline.
+pub fn emit_json<T: Serialize + ?Sized>(value: &T) -> io::Result<()> {
+    let mut text = serde_json::to_string_pretty(value).map_err(io::Error::other)?;
+    text.push('\n');
+    emit(&text)
+}
+
+/// Writes `bytes` to `path` through a temporary file beside it and a rename, so the file is
+/// whole or absent.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let partial = path.with_file_name(format!(".{name}.partial-{}", std::process::id()));
+    let result = std::fs::write(&partial, bytes).and_then(|()| std::fs::rename(&partial, path));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&partial);
+    }
+    result.map_err(|e| io::Error::new(e.kind(), format!("writing {}: {e}", path.display())))
+}
+
+/// One run's report sections as a self-contained page (`--html-out FILE`).
+pub fn write_page(path: &Path, kind: &str, version: &str, parts: &[Part]) -> io::Result<()> {
+    let body: String = parts.iter().map(|p| chart::render_part(p, "no data in this run")).collect();
+    let page = chart::page(&format!("platscope {kind}"), version, &body);
+    write_atomically(path, page.as_bytes())
+}

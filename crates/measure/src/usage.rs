@@ -1,0 +1,141 @@
+//! The one exit-code rule: every error type of the workspace says whether the user can fix it
+//! ([`Usage`]); at a command's boundary its error becomes a [`Classified`], and the binary maps
+//! that to exit status 2 (usage) or 1 (runtime) without knowing any crate's error type.
+
+use std::error::Error as StdError;
+use std::fmt;
+
+use crate::UsageError;
+
+/// Whether an error is the command line's fault (exit status 2) or the system's (1).
+pub trait Usage: StdError + Send + Sync + 'static {
+    fn is_usage(&self) -> bool;
+}
+
+/// An error whose class is decided: what a command returns and `main` maps to an exit code.
+/// It displays as the error it carries.
+#[derive(Debug)]
+pub struct Classified {
+    usage: bool,
+    error: Box<dyn StdError + Send + Sync + 'static>,
+}
+
+impl Classified {
+    /// A usage error from a message that names the fix.
+    pub fn usage(message: impl Into<String>) -> Self {
+        Self { usage: true, error: Box::new(UsageError::Message(message.into())) }
+    }
+
+    /// A runtime failure (the system refused, a server went away).
+    pub fn runtime(error: impl Into<Box<dyn StdError + Send + Sync + 'static>>) -> Self {
+        Self { usage: false, error: error.into() }
+    }
+
+    pub fn is_usage(&self) -> bool {
+        self.usage
+    }
+
+    /// The same error with context in front of its message ("reading X: …").
+    pub fn context(self, what: impl fmt::Display) -> Self {
+        Self { usage: self.usage, error: format!("{what}: {}", self.error).into() }
+    }
+}
+
+impl fmt::Display for Classified {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.error, f)
+    }
+}
+
+impl StdError for Classified {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        self.error.source()
+    }
+}
+
+impl<E: Usage> From<E> for Classified {
+    fn from(error: E) -> Self {
+        Self { usage: error.is_usage(), error: Box::new(error) }
+    }
+}
+
+impl Usage for UsageError {
+    fn is_usage(&self) -> bool {
+        true
+    }
+}
+
+impl Usage for crate::Error {
+    fn is_usage(&self) -> bool {
+        crate::Error::is_usage(self)
+    }
+}
+
+impl Usage for crate::ParseError {
+    fn is_usage(&self) -> bool {
+        false
+    }
+}
+
+impl Usage for std::io::Error {
+    fn is_usage(&self) -> bool {
+        false
+    }
+}
+
+impl Usage for serde_json::Error {
+    fn is_usage(&self) -> bool {
+        false
+    }
+}
+
+impl Usage for std::fmt::Error {
+    fn is_usage(&self) -> bool {
+        false
+    }
+}
+
+/// Exit status for any error chain: 2 when a cause is a usage error, else 1.
+pub fn exit_code<'a>(mut chain: impl Iterator<Item = &'a (dyn StdError + 'static)>) -> u8 {
+    let usage = chain.any(|cause| {
+        cause.downcast_ref::<Classified>().is_some_and(Classified::is_usage)
+            || cause.is::<UsageError>()
+    });
+    if usage {
+        2
+    } else {
+        1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("bad {0}")]
+    struct Demo(bool);
+
+    impl Usage for Demo {
+        fn is_usage(&self) -> bool {
+            self.0
+        }
+    }
+
+    fn code(e: &Classified) -> u8 {
+        exit_code(std::iter::successors(Some(e as &(dyn StdError + 'static)), |c| (*c).source()))
+    }
+
+    #[test]
+    fn classes_follow_the_error_and_survive_context() {
+        let usage: Classified = Demo(true).into();
+        let runtime: Classified = Demo(false).into();
+        assert_eq!(code(&usage), 2);
+        assert_eq!(code(&runtime), 1);
+        assert_eq!(code(&usage.context("reading X")), 2);
+        let with_context = runtime.context("reading X");
+        assert_eq!(with_context.to_string(), "reading X: bad false");
+        assert_eq!(code(&with_context), 1);
+        assert_eq!(code(&Classified::usage("give a size")), 2);
+    }
+}
