@@ -71,7 +71,7 @@ use serde_json::Value;
 use topo::Topology;
 
 pub use output::Format;
-pub use registry::{experiment, tool, Entry, Registry, Shown};
+pub use registry::{experiment, tool, Entry, ReadBackError, Registry, Shown};
 
 /// What an experiment measured, typed: stored as it is, printed, and drawn again from the store.
 pub trait Outcome: Serialize + DeserializeOwned + ToMetrics + 'static {

@@ -4,14 +4,13 @@
 mod cli;
 mod commands;
 mod output;
-mod registry;
 
 use std::io::Write as _;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches};
 use cli::{Cli, Command};
-use registry::REGISTRY;
+use platscope::registry::REGISTRY;
 
 fn main() -> ExitCode {
     // Busybox-style: invoked through a link named like an original tool, behave as that tool.

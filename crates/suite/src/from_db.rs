@@ -3,6 +3,7 @@
 //! Stored results keep summaries, not raw samples (the metrics hold those), which is all the page
 //! draws.
 
+use experiment::Registry;
 use membench::bandwidth::{BandwidthMatrix, Scaling};
 use membench::latency::{LatencyMatrix, LatencyPoint, PrefetchCheck};
 use membench::loaded::LoadedCurve;
@@ -18,7 +19,11 @@ use crate::SuiteError;
 
 /// The page's data from the runs `ids` of `store`, in the order given (a later run of the same
 /// kind replaces an earlier one's section).
-pub fn rebuild(store: &dyn ResultStore, ids: &[i64]) -> Result<ReportData, SuiteError> {
+pub fn rebuild(
+    store: &dyn ResultStore,
+    ids: &[i64],
+    registry: &Registry,
+) -> Result<ReportData, SuiteError> {
     let runs: Vec<StoredRun> = ids.iter().map(|&id| store.run(id)).collect::<Result<_, _>>()?;
     let Some(first) = runs.first() else {
         return Err(SuiteError::NotReportable {
@@ -33,14 +38,14 @@ pub fn rebuild(store: &dyn ResultStore, ids: &[i64]) -> Result<ReportData, Suite
         let topology: Topology = parse_value(first, first.topology.clone())?;
         let mut data =
             ReportData::new("from stored runs", &first.version, topology, Some(store.location()));
-        place(&mut data, first)?;
+        place(&mut data, first, registry)?;
         data
     };
     for run in &runs[1..] {
         if run.command == REPORT_COMMAND {
             return Err(not_reportable(run, "a whole report can only be rebuilt on its own"));
         }
-        place(&mut data, run)?;
+        place(&mut data, run, registry)?;
     }
     for run in &runs {
         if run.interrupted {
@@ -57,8 +62,9 @@ pub fn rebuild(store: &dyn ResultStore, ids: &[i64]) -> Result<ReportData, Suite
     Ok(data)
 }
 
-/// Puts one `mem …` or `report: …` step run into its section.
-fn place(data: &mut ReportData, run: &StoredRun) -> Result<(), SuiteError> {
+/// Puts one run into its section: a `mem …` or `report: …` step into the memory page's own
+/// sections, any other kind as the sections its outcome draws.
+fn place(data: &mut ReportData, run: &StoredRun, registry: &Registry) -> Result<(), SuiteError> {
     #[derive(Deserialize)]
     struct LatencyOut {
         point: LatencyPoint,
@@ -109,10 +115,10 @@ fn place(data: &mut ReportData, run: &StoredRun) -> Result<(), SuiteError> {
                 })
                 .collect();
         }
-        _ => return Err(not_reportable(
-            run,
-            "the report shows memory latency, bandwidth, loaded latency, SLB and cpu scale runs",
-        )),
+        _ => {
+            let (outcome, topology) = registry.read_back(run)?;
+            data.parts.extend(outcome.parts(&topology));
+        }
     }
     data.stored_runs.push((run.command.clone(), run.id));
     Ok(())

@@ -27,6 +27,8 @@ pub enum SuiteError {
     Record(#[from] results::RecordError),
     #[error(transparent)]
     Store(#[from] results::StoreError),
+    #[error(transparent)]
+    ReadBack(#[from] experiment::ReadBackError),
     #[error("run {id} ({command}) cannot be shown in a report: {why}")]
     NotReportable { id: i64, command: String, why: String },
 }
@@ -38,6 +40,7 @@ impl SuiteError {
             SuiteError::Place(e) => e.is_usage(),
             SuiteError::Store(e) => e.is_usage(),
             SuiteError::Record(_) => false,
+            SuiteError::ReadBack(_) => true,
             SuiteError::NotReportable { .. } => true,
         }
     }

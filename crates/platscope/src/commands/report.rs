@@ -38,7 +38,11 @@ pub fn run(args: &ReportArgs, store: &StoreOptions) -> anyhow::Result<()> {
         characterise::run(mode, &topology, &mut rec, crate::cli::VERSION)?
     } else {
         let db = super::results::open_read_only(store)?;
-        suite::from_db::rebuild(&db as &dyn ResultStore, &args.from_db)?
+        suite::from_db::rebuild(
+            &db as &dyn ResultStore,
+            &args.from_db,
+            &platscope::registry::REGISTRY,
+        )?
     };
     let path = report::file::write_report(&out_dir, &data)?;
     let mut summary = suite::summary::summary_text(&data);

@@ -95,6 +95,10 @@ pub struct ReportData {
     /// Throughput by threads and units (`report --full`; absent from older stored reports).
     #[serde(default)]
     pub cpu_scale: Option<tamp::scale::ScaleReport>,
+    /// Sections drawn by the outcomes of other stored runs shown on this page
+    /// (`report --from-db` with runs of any kind); each outcome draws its own.
+    #[serde(skip)]
+    pub parts: Vec<chart::Part>,
 }
 
 impl ReportData {
@@ -122,6 +126,7 @@ impl ReportData {
             c2c: None,
             contention: Vec::new(),
             lock_placement: Vec::new(),
+            parts: Vec::new(),
         }
     }
 }
@@ -198,35 +203,12 @@ pub fn render_html(data: &ReportData) -> String {
         ));
     }
     for (id, heading, wide, figure) in sections {
-        let class = match (wide, figure.is_some()) {
-            (true, _) => "wide",
-            (false, true) => "half",
-            (false, false) => "half empty",
-        };
-        let _ = write!(
-            page,
-            "<section id=\"{}\" class=\"{class}\"><h2>{}</h2>",
-            esc(&id.replacen("chart-", "sec-", 1)),
-            esc(heading)
-        );
-        match figure {
-            Some(f) => {
-                let _ = write!(
-                    page,
-                    "<figure>{}<figcaption>{}</figcaption></figure>",
-                    f.svg, f.caption
-                );
-                page.push_str(&f.after);
-            }
-            None => {
-                let _ = write!(
-                    page,
-                    "<p class=\"not-measured\">not measured: {}</p>",
-                    esc(&not_measured_reason(id, &data.notes))
-                );
-            }
-        }
-        page.push_str("</section>\n");
+        let part = chart::Part::new(chart::Area::Memory, id, heading, wide).with_figure(figure);
+        page.push_str(&chart::render_part(&part, &not_measured_reason(id, &data.notes)));
+    }
+    // Sections of the other stored runs shown with this page, each drawn by its own outcome.
+    for part in &data.parts {
+        page.push_str(&chart::render_part(part, &not_measured_reason(&part.id, &data.notes)));
     }
     page.push_str("</main>\n");
     page.push_str(&footer(data));

@@ -29,13 +29,7 @@ pub(super) use latency_size::chart_latency_size;
 pub(super) use loaded_latency::chart_loaded_latency;
 pub(super) use slb::chart_slb;
 
-/// A rendered chart: the `<svg>`, its caption (HTML) and anything shown under it.
-#[derive(Debug)]
-pub(super) struct Figure {
-    pub(super) svg: String,
-    pub(super) caption: String,
-    pub(super) after: String,
-}
+pub(super) use chart::Figure;
 
 /// A load mix as captions and cards name it.
 pub(super) fn mix_name(mix: LoadMix) -> &'static str {
