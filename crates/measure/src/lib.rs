@@ -12,6 +12,7 @@
 //! - [`say`](mod@say): the one stderr writer ([`say!`]): a closed stderr never panics.
 //! - [`metric`]: typed, labelled metrics ([`Metric`], [`ToMetrics`]) that stores, exporters and
 //!   comparisons key on — never formatted text.
+//! - [`verdict`]: `faster` / `slower` / `same` between two runs' samples, tested.
 //! - [`usage`]: the one exit-code rule ([`Usage`], [`Classified`]).
 //! - [`UsageError`]: the one marker for "the command line was wrong" (exit code 2).
 //!
@@ -36,6 +37,7 @@ pub mod stop;
 pub mod summary;
 pub mod time;
 pub mod usage;
+pub mod verdict;
 
 use std::path::PathBuf;
 
