@@ -86,7 +86,9 @@ fn quick_report_writes_html_records_runs_and_results_reads_them() {
 
     let cmp = platscope(&["results", "compare", &id, &id, "--db", &db]);
     assert!(cmp.status.success(), "{}", text(&cmp.stderr));
-    assert!(text(&cmp.stdout).contains("within noise"), "a run against itself has no real change");
+    let cmp = text(&cmp.stdout);
+    assert!(cmp.lines().skip(1).all(|l| l.ends_with(" same")), "a run against itself: {cmp}");
+    assert!(!cmp.contains("faster") && !cmp.contains("slower"), "no change against itself: {cmp}");
 
     let csv = platscope(&["results", "export", &id, "--format", "csv", "--db", &db]);
     assert!(text(&csv.stdout).starts_with("run_id,metric,labels,unit,index,value\n"));

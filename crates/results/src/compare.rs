@@ -1,7 +1,11 @@
-//! Comparing two runs metric by metric, matched on name and labels: a change is called real only
-//! when it is larger than both runs' own sample spread (their interquartile ranges).
+//! Comparing two runs metric by metric, matched on name and labels. Each change gets the verdict
+//! of [`measure::verdict`] (`faster`, `slower` or `same`: a minimum effect and a Mann–Whitney U
+//! test on the stored samples), the same verdicts the report's `--baseline` gives; `real` keeps
+//! the older, looser rule (larger than both runs' interquartile ranges).
 
 use serde::{Deserialize, Serialize};
+
+use measure::verdict::{judge, Verdict, MIN_EFFECT};
 
 use crate::StoredRun;
 
@@ -20,6 +24,19 @@ pub struct MetricDelta {
     pub real: bool,
     /// For a real change: whether B is better than A (lower latency, higher bandwidth).
     pub better: Option<bool>,
+    /// B's median over A's.
+    #[serde(default)]
+    pub ratio: f64,
+    /// B against A: `faster`, `slower` or `same` (for units without a better direction: `same`).
+    #[serde(default = "same")]
+    pub verdict: Verdict,
+    /// The Mann–Whitney U test's two-sided p-value on the two runs' samples.
+    #[serde(default)]
+    pub p_value: f64,
+}
+
+fn same() -> Verdict {
+    Verdict::Same
 }
 
 /// A against B.
@@ -30,6 +47,14 @@ pub struct Comparison {
     pub deltas: Vec<MetricDelta>,
     /// Metrics present in only one of the runs.
     pub unmatched: Vec<String>,
+}
+
+/// Whether a larger or smaller value is better for this unit (counts and ratios: neither).
+fn better_has_a_direction(unit: &str) -> bool {
+    !matches!(
+        measure::Unit::from_symbol(unit),
+        None | Some(measure::Unit::Count | measure::Unit::Ratio | measure::Unit::Bytes)
+    )
 }
 
 /// Compares metrics with the same name and labels.
@@ -46,7 +71,14 @@ pub fn compare(a: &StoredRun, b: &StoredRun) -> Comparison {
                 let real = delta.abs() > spread_a && delta.abs() > spread_b;
                 let lower_is_better =
                     measure::Unit::from_symbol(&ma.unit).map(measure::Unit::lower_is_better);
+                let judged =
+                    judge(&mb.samples, &ma.samples, lower_is_better.unwrap_or(false), MIN_EFFECT);
+                let verdict =
+                    if better_has_a_direction(&ma.unit) { judged.verdict } else { Verdict::Same };
                 deltas.push(MetricDelta {
+                    ratio: judged.ratio,
+                    verdict,
+                    p_value: judged.p_value,
                     name: key,
                     unit: ma.unit.clone(),
                     a_median: ma.median,

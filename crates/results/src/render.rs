@@ -97,21 +97,23 @@ pub fn show_text(run: &StoredRun) -> String {
 pub fn compare_text(c: &Comparison) -> String {
     let (a, b) = (c.a, c.b);
     let mut out = format!(
-        "{:<44} {:>12} {:>12} {:>10}  verdict\n",
+        "{:<44} {:>12} {:>12} {:>10} {:>7}  verdict (run {b} against run {a})\n",
         "metric",
         format!("run {a}"),
         format!("run {b}"),
-        "change"
+        "change",
+        "ratio"
     );
     for d in &c.deltas {
         let _ = writeln!(
             out,
-            "{:<44} {:>12.3} {:>12.3} {:>+9.1}%  {}",
+            "{:<44} {:>12.3} {:>12.3} {:>+9.1}% {:>7.3}  {}",
             d.name,
             d.a_median,
             d.b_median,
             d.delta_pct,
-            if d.real { "real (beyond both runs' spread)" } else { "within noise" }
+            d.ratio,
+            d.verdict.name()
         );
     }
     if !c.unmatched.is_empty() {

@@ -80,6 +80,10 @@ fn compare_calls_real_only_changes_beyond_both_spreads() {
     let c = compare(&s.run(a).expect("a"), &s.run(slower).expect("c"));
     assert!(c.deltas[0].real, "{:?}", c.deltas[0]);
     assert!((c.deltas[0].delta - 20.0).abs() < 1e-9);
+    // The verdict on the samples: 22% higher latency beyond the minimum effect: slower.
+    assert_eq!(c.deltas[0].verdict, measure::verdict::Verdict::Slower, "{:?}", c.deltas[0]);
+    let c = compare(&s.run(a).expect("a"), &s.run(same).expect("b"));
+    assert_eq!(c.deltas[0].verdict, measure::verdict::Verdict::Same, "{:?}", c.deltas[0]);
     assert!(c.unmatched.is_empty());
 }
 
