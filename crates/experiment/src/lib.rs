@@ -150,8 +150,13 @@ pub struct Globals {
     pub html_out: Option<std::path::PathBuf>,
     /// platscope's version line (version and git commit).
     pub version: &'static str,
+    /// The git commit alone.
+    pub revision: &'static str,
     /// Parameters only known once a run ends (the clock a benchmark trusted).
     pub late_parameters: Option<fn() -> Value>,
+    /// Every command of the binary: multi-step experiments and `results` read stored runs of
+    /// any kind back through it.
+    pub registry: Registry,
 }
 
 impl Globals {

@@ -7,6 +7,7 @@
 //! no `pid` or `host` labels (Prometheus adds `instance`).
 
 pub mod collect;
+pub mod commands;
 pub mod family;
 pub mod render;
 pub mod server;

@@ -56,6 +56,13 @@ pub fn write(dir: &Path, families: &[Family]) -> Result<PathBuf, TextfileError> 
     result.map(|()| target)
 }
 
+impl measure::Usage for TextfileError {
+    /// Exit status 1, as before: the directory is the system's state.
+    fn is_usage(&self) -> bool {
+        false
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {

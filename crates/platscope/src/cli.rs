@@ -45,15 +45,6 @@ pub enum Command {
     /// Allocate memory under a placement, first-touch it, and show on which nodes its pages
     /// really are.
     Place(PlaceArgs),
-    /// Characterise this machine: topology, latency by size and node, bandwidth, loaded
-    /// latency, SLB scaling and placement; writes report.html and records every run.
-    Report(crate::commands::report::ReportArgs),
-    /// Stored runs: list, show, compare, export.
-    #[command(arg_required_else_help = true)]
-    Results {
-        #[command(subcommand)]
-        command: crate::commands::results::ResultsCommand,
-    },
     /// Memory benchmarks: latency, the Silly Little Benchmark, scaling, placement comparison.
     #[command(arg_required_else_help = true)]
     Mem {
@@ -104,9 +95,6 @@ pub enum Command {
     /// Where a file's page cache is, per NUMA node; load it under a policy, evict it, and read
     /// it from each node's CPUs.
     Pagecache(crate::commands::pagecache::PagecacheArgs),
-    /// Serve the figures as an OpenMetrics endpoint for Prometheus (/metrics, computed at
-    /// scrape time), on localhost unless --listen says otherwise.
-    Serve(crate::commands::serve::ServeArgs),
     /// Run a compatibility tool by name (as if invoked through a link of that name):
     /// memhammer, create_sem, trigger, cpu_bind, thread_read, nicstat, pstime.
     Compat {
@@ -376,23 +364,29 @@ impl Cli {
     pub fn store_options(&self) -> results::StoreOptions {
         results::StoreOptions { db: self.db.clone(), no_store: self.no_store }
     }
+}
 
-    /// What every registry command gets from the global flags.
-    pub fn globals(&self) -> experiment::Globals {
-        let format = match (self.json, self.csv) {
-            (true, _) => experiment::Format::Json,
-            (_, true) => experiment::Format::Csv,
-            _ => experiment::Format::Text,
-        };
-        experiment::Globals {
-            format,
-            store: self.store_options(),
-            html_out: self.html_out.clone(),
-            version: VERSION,
-            // The clock every batch in this run was timed with, and why it was trusted.
-            late_parameters: Some(
-                || serde_json::json!({ "clock": membench::timers::clock_in_use() }),
-            ),
-        }
+/// What every registry command gets from the global flags (read from the parsed command line,
+/// where clap propagates global flags to the top).
+pub fn globals(matches: &clap::ArgMatches) -> experiment::Globals {
+    let format = if matches.get_flag("json") {
+        experiment::Format::Json
+    } else if matches.get_flag("csv") {
+        experiment::Format::Csv
+    } else {
+        experiment::Format::Text
+    };
+    experiment::Globals {
+        format,
+        store: results::StoreOptions {
+            db: matches.get_one::<std::path::PathBuf>("db").cloned(),
+            no_store: matches.get_flag("no_store"),
+        },
+        html_out: matches.get_one::<std::path::PathBuf>("html_out").cloned(),
+        version: VERSION,
+        revision: env!("PLATSCOPE_GIT_HASH"),
+        // The clock every batch in this run was timed with, and why it was trusted.
+        late_parameters: Some(|| serde_json::json!({ "clock": membench::timers::clock_in_use() })),
+        registry: platscope::registry::REGISTRY,
     }
 }

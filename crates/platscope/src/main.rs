@@ -24,13 +24,13 @@ fn main() -> ExitCode {
         Ok(matches) => matches,
         Err(err) => return usage_error(&err),
     };
+    if let Some((entry, leaf)) = REGISTRY.find(&matches) {
+        return finish(entry.run(leaf, &cli::globals(&matches)).map_err(anyhow::Error::from));
+    }
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
         Err(err) => return usage_error(&err),
     };
-    if let Some((entry, leaf)) = REGISTRY.find(&matches) {
-        return finish(entry.run(leaf, &cli.globals()).map_err(anyhow::Error::from));
-    }
     let Some(command) = &cli.command else {
         return usage_error(&REGISTRY.augment(Cli::command()).error(
             clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand,
@@ -41,10 +41,6 @@ fn main() -> ExitCode {
         Command::Topo(args) => commands::topo::run(args, cli.json),
         Command::Place(args) => commands::place::run(args, cli.json),
         Command::Mem { command } => commands::mem::run(command, cli.json, &cli.store_options()),
-        Command::Report(args) => commands::report::run(args, &cli.store_options()),
-        Command::Results { command } => {
-            commands::results::run(command, &cli.store_options(), cli.json)
-        }
         Command::Net { command: cli::NetCommand::Stat(args) } => commands::net::run(args, cli.json),
         Command::Cpu { command } => commands::cpu::run(command, cli.json, &cli.store_options()),
         Command::Db { command } => commands::db::run(command, cli.json, &cli.store_options()),
@@ -54,7 +50,6 @@ fn main() -> ExitCode {
         Command::AllocWorker(args) => commands::alloc::worker(args),
         Command::Io { command: cli::IoCommand::Pattern(args) } => commands::io::run(args, cli.json),
         Command::Pagecache(args) => commands::pagecache::run(args, cli.json, &cli.store_options()),
-        Command::Serve(args) => commands::serve::run(args, cli.db.as_deref()),
         Command::Compat { name, args } => {
             // clap takes `--json` anywhere as the global flag; hand it back to the tool.
             let mut args = args.clone();

@@ -3,8 +3,23 @@
 //! (`report --from-db`, `results`). Adding a capability = its crate + one line here
 //! (docs/architecture.md).
 
-use experiment::{experiment, Registry};
+use experiment::{experiment, tool, Registry};
 
 /// The registry of this binary.
-pub static REGISTRY: Registry =
-    Registry { entries: &[experiment::<membench::experiments::timer::Timer>()], groups: &[] };
+#[rustfmt::skip]
+pub static REGISTRY: Registry = Registry {
+    entries: &[
+        tool::<suite::commands::report::Report>(),
+        experiment::<membench::experiments::timer::Timer>(),
+        tool::<suite::commands::results::List>(),
+        tool::<suite::commands::results::Show>(),
+        tool::<suite::commands::results::Compare>(),
+        tool::<suite::commands::results::Export>(),
+        tool::<suite::commands::results::Push>(),
+        tool::<exporter::commands::Textfile>(),
+        tool::<exporter::commands::Serve>(),
+    ],
+    groups: &[
+        ("results", "Stored runs: list, show, compare, export, push, textfile"),
+    ],
+};

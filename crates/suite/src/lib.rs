@@ -15,6 +15,7 @@
 //! ```
 
 pub mod characterise;
+pub mod commands;
 pub mod from_db;
 pub mod summary;
 

@@ -30,6 +30,12 @@ pub struct CollectError {
     pub message: String,
 }
 
+impl measure::Usage for CollectError {
+    fn is_usage(&self) -> bool {
+        false
+    }
+}
+
 /// A source of metric families, asked at every scrape.
 pub trait Collector: Send + Sync + std::fmt::Debug {
     /// Short name, as given to `--collect` (`nic`, `cpu`, `process`, `io`, `pagecache`, `bench`).

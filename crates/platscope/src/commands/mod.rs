@@ -14,9 +14,6 @@ pub mod net;
 pub mod pagecache;
 pub mod place;
 pub mod record;
-pub mod report;
-pub mod results;
-pub mod serve;
 pub mod topo;
 
 /// A command that finished and passes on another program's exit status (`cpu util -- CMD`
