@@ -181,11 +181,13 @@ pub struct Context<'a> {
     pub globals: &'a Globals,
     recorder: &'a mut Recorder,
     streamed: bool,
+    /// A step of a multi-step experiment: its text is not printed (the whole prints its own).
+    pub quiet: bool,
 }
 
 impl<'a> Context<'a> {
     pub fn new(topology: &'a Topology, globals: &'a Globals, recorder: &'a mut Recorder) -> Self {
-        Self { topology, globals, recorder, streamed: false }
+        Self { topology, globals, recorder, streamed: false, quiet: false }
     }
 
     pub fn format(&self) -> Format {
@@ -206,7 +208,7 @@ impl<'a> Context<'a> {
     /// is text; an experiment that streams prints all of its text this way, and the seam does
     /// not print the outcome's text again. `Ok(false)`: the reader has gone away.
     pub fn live(&mut self, text: &str) -> io::Result<bool> {
-        if self.globals.format != Format::Text {
+        if self.quiet || self.globals.format != Format::Text {
             return Ok(true);
         }
         self.streamed = true;
@@ -222,6 +224,29 @@ impl<'a> Context<'a> {
     pub fn progress(&self, len: u64, what: &str) -> measure::progress::ProgressBar {
         measure::progress::counter(len, what)
     }
+}
+
+/// Runs experiment `E` as a step of a multi-step experiment, with arguments as on its command
+/// line (`argv` after its path), quietly, and stores its outcome: (outcome, run id).
+pub fn run_step<E: Experiment>(
+    ctx: &mut Context<'_>,
+    argv: &[&str],
+) -> Result<(E::Outcome, Option<i64>), Classified> {
+    use clap::FromArgMatches as _;
+    let command = <E::Args as clap::Args>::augment_args(clap::Command::new(
+        E::PATH.last().copied().unwrap_or("step"),
+    ))
+    .no_binary_name(true);
+    let matches = command
+        .try_get_matches_from(argv)
+        .map_err(|e| Classified::usage(format!("{} {argv:?}: {e}", E::PATH.join(" "))))?;
+    let args = E::Args::from_arg_matches(&matches).map_err(|e| Classified::usage(e.to_string()))?;
+    let quiet = std::mem::replace(&mut ctx.quiet, true);
+    let outcome = E::run(&args, ctx);
+    ctx.quiet = quiet;
+    let outcome = outcome?;
+    let id = if outcome.worth_storing() { ctx.record(&outcome)? } else { None };
+    Ok((outcome, id))
 }
 
 /// Prints an outcome in the chosen format (and the `--html-out` page): the one output seam.

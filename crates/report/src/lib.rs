@@ -7,3 +7,4 @@
 pub mod alloc;
 pub mod file;
 pub mod html;
+pub mod redact;
