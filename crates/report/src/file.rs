@@ -21,10 +21,14 @@ pub fn prepare_out(dir: &Path) -> io::Result<PathBuf> {
 
 /// Renders `data` to `dir/report.html` atomically; returns the path.
 pub fn write_report(dir: &Path, data: &ReportData) -> io::Result<PathBuf> {
+    write_html(dir, &render_html(data))
+}
+
+/// Writes a rendered page to `dir/report.html` atomically; returns the path.
+pub fn write_html(dir: &Path, html: &str) -> io::Result<PathBuf> {
     let path = dir.join("report.html");
     let tmp = path.with_extension(format!("html.tmp-{}", std::process::id()));
-    let result =
-        std::fs::write(&tmp, render_html(data)).and_then(|()| std::fs::rename(&tmp, &path));
+    let result = std::fs::write(&tmp, html).and_then(|()| std::fs::rename(&tmp, &path));
     if let Err(e) = result {
         std::fs::remove_file(&tmp).ok();
         return Err(io::Error::new(e.kind(), format!("writing {}: {e}", path.display())));

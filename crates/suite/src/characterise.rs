@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use measure::metric::Step;
 use measure::progress::{hidden, Steps};
-use measure::{stop, Metric};
+use measure::stop;
 use membench::bandwidth::{self, BandwidthOptions, ThreadSpec};
 use membench::c2c::{self, C2cMode, C2cOptions};
 use membench::kernels::bandwidth::{Isa, Kernel};
@@ -397,8 +397,8 @@ pub fn run(
             ),
         ));
     }
-    // The page's own data, so `report --from-db` can rebuild it; its figures are the steps'.
-    rec.record(REPORT_COMMAND, &data, &Vec::<Metric>::new(), stop::requested())?;
+    // The page's own data is recorded by the caller (`commands::report`), after anything it
+    // adds (a comparison with a baseline), so `report --from-db` rebuilds all of it.
     Ok(data)
 }
 

@@ -16,6 +16,7 @@
 
 pub mod characterise;
 pub mod commands;
+pub mod compare;
 pub mod from_db;
 pub mod summary;
 

@@ -99,6 +99,9 @@ pub struct ReportData {
     /// (`report --from-db` with runs of any kind); each outcome draws its own.
     #[serde(skip)]
     pub parts: Vec<chart::Part>,
+    /// `report --baseline`: this report against another (kept with the stored page).
+    #[serde(default)]
+    pub comparison: Option<crate::compare::ReportComparison>,
 }
 
 impl ReportData {
@@ -127,6 +130,7 @@ impl ReportData {
             contention: Vec::new(),
             lock_placement: Vec::new(),
             parts: Vec::new(),
+            comparison: None,
         }
     }
 }
@@ -148,6 +152,9 @@ pub fn render_html(data: &ReportData) -> String {
     );
     page.push_str(&header(data));
     page.push_str(&summary(data));
+    if let Some(c) = &data.comparison {
+        page.push_str(&crate::compare::comparison_html(c));
+    }
     page.push_str("<main class=\"charts\">\n");
     let mut sections: Vec<(&str, &str, bool, Option<Figure>)> = vec![
         ("chart-latency-size", "Latency by working-set size", true, chart_latency_size(data)),

@@ -316,6 +316,7 @@ pub fn sample() -> ReportData {
         notes: vec![report::html::Note::new(report::html::Section::LatencySize, NASTY_NOTE)],
         cpu_scale: None,
         parts: Vec::new(),
+        comparison: None,
     }
 }
 

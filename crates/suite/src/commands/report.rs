@@ -1,15 +1,20 @@
 //! `platscope report`: the main job. The steps are [`crate::characterise`]; here the page is
-//! written and the summary printed, ending with the report's path. `--from-db` rebuilds the
-//! page from stored runs instead of measuring.
+//! compared with a baseline when asked, recorded, written (redacted when asked) and summarised,
+//! ending with the report's path. `--from-db` rebuilds the page from stored runs instead of
+//! measuring.
 
 use std::path::PathBuf;
 
-use experiment::{Globals, Tool};
-use measure::{stop, Classified};
+use experiment::{Format, Globals, Tool};
+use measure::{stop, Classified, Metric};
+use report::html::ReportData;
+use report::redact::Redactor;
 use results::ResultStore;
+use serde_json::json;
 use topo::Topology;
 
-use crate::characterise::{self, Mode};
+use crate::characterise::{self, Mode, REPORT_COMMAND};
+use crate::compare::{self, BaselineRef, StoredReport};
 
 /// Characterise this machine: topology, latency by size and node, bandwidth, loaded latency,
 /// SLB scaling and placement; writes report.html and records every run.
@@ -28,6 +33,15 @@ pub struct ReportArgs {
     /// kind, each drawing its own sections), by id as `platscope results list` shows them.
     #[arg(long, value_name = "RUN", num_args = 1.., conflicts_with_all = ["quick", "full"])]
     pub from_db: Vec<i64>,
+    /// Put another machine's (or run's) report beside this one: a run id in --db, FILE.db (its
+    /// newest report), FILE.db#ID, or postgresql://…#HOST (HOST's newest report in a shared
+    /// store). Every headline figure gets the ratio and a verdict: faster, slower or same.
+    #[arg(long, value_name = "REF")]
+    pub baseline: Option<String>,
+    /// Replace host names, IP and MAC addresses and serial numbers with stable pseudonyms on the
+    /// page, in JSON and in the summary (the key stays beside the local results database).
+    #[arg(long)]
+    pub redact: bool,
 }
 
 /// `platscope report`.
@@ -38,26 +52,117 @@ impl Tool for Report {
     const PATH: &'static [&'static str] = &["report"];
     const ABOUT: &'static str = "Characterise this machine: topology, latency by size and node, \
                                  bandwidth, loaded latency, SLB scaling and placement; writes \
-                                 report.html and records every run.";
+                                 report.html and records every run. --baseline REF puts another \
+                                 report beside it with tested verdicts.";
     type Args = ReportArgs;
 
     fn run(args: &ReportArgs, globals: &Globals) -> Result<(), Classified> {
         let out_dir = report::file::prepare_out(&args.out)?;
+        let baseline_ref = args.baseline.as_deref().map(BaselineRef::parse).transpose()?;
+        let redactor = args.redact.then(|| redactor(globals)).transpose()?;
+        let mut baseline_host = None;
         let data = if args.from_db.is_empty() {
             let topology = Topology::detect()
                 .map_err(|e| Classified::runtime(format!("reading the topology: {e}")))?;
             stop::install();
             let mut rec = globals.recorder(&topology)?;
             let mode = if args.full { Mode::Full } else { Mode::Quick };
-            characterise::run(mode, &topology, &mut rec, globals.version)?
+            let mut data = characterise::run(mode, &topology, &mut rec, globals.version)?;
+            if let Some(reference) = &baseline_ref {
+                // The steps are stored: compare through the store, as --from-db would.
+                let db = crate::commands::results::open_read_only(&globals.store).map_err(|e| {
+                    e.context("--baseline compares stored samples (drop --no-store)")
+                })?;
+                let this = StoredReport::from_steps(&db, data.clone())?;
+                let (base, name) = compare::read_baseline(reference, &db)?;
+                baseline_host = Some(base.run.host.clone());
+                data.comparison = Some(compare::compare(&this, &base, name));
+            }
+            // The page's own data, so `report --from-db` can rebuild it, comparison included;
+            // its figures are the steps'.
+            rec.record(REPORT_COMMAND, &data, &Vec::<Metric>::new(), stop::requested())?;
+            data
         } else {
             let db = super::results::open_read_only(&globals.store)?;
-            crate::from_db::rebuild(&db as &dyn ResultStore, &args.from_db, &globals.registry)?
+            let mut data =
+                crate::from_db::rebuild(&db as &dyn ResultStore, &args.from_db, &globals.registry)?;
+            if let Some(reference) = &baseline_ref {
+                let this = StoredReport::read(&db, args.from_db[0])?;
+                let (base, name) = compare::read_baseline(reference, &db)?;
+                baseline_host = Some(base.run.host.clone());
+                data.comparison = Some(compare::compare(&this, &base, name));
+            }
+            data
         };
-        let path = report::file::write_report(&out_dir, &data)?;
-        let mut summary = crate::summary::summary_text(&data);
-        summary.push_str(&format!("report: {}\n", path.display()));
-        experiment::output::emit(&summary)?;
+        let mut redactor = redactor;
+        if let (Some(r), Some(host)) = (redactor.as_mut(), &baseline_host) {
+            r.add(report::redact::Kind::Host, host);
+        }
+        let clean = |text: String| match &redactor {
+            Some(r) => r.apply(&text),
+            None => text,
+        };
+        let path = report::file::write_html(&out_dir, &clean(report::html::render_html(&data)))?;
+        match globals.format {
+            Format::Json => {
+                let c = data.comparison.as_ref();
+                let value = json!({
+                    "page": path,
+                    "comparison": c.map(|c| c.comparison.clone()).unwrap_or_default(),
+                    "config_diff": c.map(|c| c.config_diff.clone()).unwrap_or_default(),
+                    "baseline": c.map(|c| c.baseline.clone()),
+                });
+                let text = serde_json::to_string_pretty(&value)?;
+                experiment::output::emit(&clean(format!("{text}\n")))?;
+            }
+            _ => {
+                let mut summary = crate::summary::summary_text(&data);
+                if let Some(c) = &data.comparison {
+                    summary.push_str(&report::compare::comparison_text(c));
+                }
+                summary.push_str(&format!("report: {}\n", path.display()));
+                experiment::output::emit(&clean(summary))?;
+            }
+        }
         Ok(())
+    }
+}
+
+/// The redactor of this machine, its key beside the results database.
+fn redactor(globals: &Globals) -> Result<Redactor, Classified> {
+    let db = match &globals.store.db {
+        Some(p) if !p.to_string_lossy().contains("://") => Some(p.clone()),
+        _ => results::default_path(),
+    };
+    let dir =
+        db.as_deref().and_then(std::path::Path::parent).map(PathBuf::from).ok_or_else(|| {
+            Classified::usage("--redact keeps its key beside the results database: give --db PATH")
+        })?;
+    Ok(Redactor::for_this_machine(&dir)?)
+}
+
+impl StoredReport {
+    /// This report's page with its steps as stored (the report run itself is not stored yet).
+    pub fn from_steps(store: &dyn ResultStore, data: ReportData) -> Result<Self, Classified> {
+        let mut steps = Vec::new();
+        for (label, id) in &data.stored_runs {
+            steps.push((label.clone(), store.run(*id)?));
+        }
+        let run = results::StoredRun {
+            id: 0,
+            uuid: String::new(),
+            host: results::host_name(),
+            recorded_at: data.generated_at.clone(),
+            command: REPORT_COMMAND.into(),
+            parameters: serde_json::Value::Null,
+            version: data.version.clone(),
+            environment: serde_json::Value::Null,
+            topology: serde_json::Value::Null,
+            metrics: Vec::new(),
+            placements: Vec::new(),
+            result: serde_json::Value::Null,
+            interrupted: false,
+        };
+        Ok(Self { run, data, steps })
     }
 }

@@ -1,0 +1,123 @@
+//! Two reports side by side: the comparison a page shows under its headline figures
+//! (`report --baseline REF`), built by `suite::compare` and drawn here.
+
+use std::fmt::Write as _;
+
+use chart::svg::{esc, fmt3};
+use measure::verdict::Verdict;
+use serde::{Deserialize, Serialize};
+
+/// One headline figure on both machines.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FigureComparison {
+    /// The figure's name as the page shows it.
+    pub figure: String,
+    pub unit: String,
+    /// Medians.
+    pub this: f64,
+    pub baseline: f64,
+    /// `this / baseline`.
+    pub ratio: f64,
+    pub verdict: Verdict,
+    /// The Mann–Whitney U test's two-sided p-value.
+    pub p_value: f64,
+}
+
+/// A machine setting that differs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SettingDiff {
+    pub setting: String,
+    pub this: String,
+    pub baseline: String,
+}
+
+/// This report against a baseline report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReportComparison {
+    /// Which run the baseline is, in words (host, run id, when, where).
+    pub baseline: String,
+    pub comparison: Vec<FigureComparison>,
+    pub config_diff: Vec<SettingDiff>,
+}
+
+/// The verdict as the page marks it: a word and a symbol, so it reads without colour.
+fn verdict_mark(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Faster => "▲ faster",
+        Verdict::Slower => "▼ slower",
+        Verdict::Same => "= same",
+    }
+}
+
+/// The comparison section: figures with ratio and verdict, then the settings that differ.
+pub fn comparison_html(c: &ReportComparison) -> String {
+    let mut out = String::from("<section id=\"sec-comparison\" class=\"wide\">");
+    let _ = write!(out, "<h2>Compared with {}</h2>", esc(&c.baseline));
+    out.push_str(
+        "<table class=\"facts-table comparison\"><thead><tr><th>figure</th><th>this</th>\
+         <th>baseline</th><th>ratio</th><th>verdict</th></tr></thead><tbody>",
+    );
+    for f in &c.comparison {
+        let _ = write!(
+            out,
+            "<tr class=\"verdict-{v}\"><td>{}</td><td class=\"data\" data-value=\"{}\">{} {u}</td>\
+             <td class=\"data\" data-value=\"{}\">{} {u}</td><td>{}</td><td>{}</td></tr>",
+            esc(&f.figure),
+            f.this,
+            fmt3(f.this),
+            f.baseline,
+            fmt3(f.baseline),
+            fmt3(f.ratio),
+            verdict_mark(f.verdict),
+            v = f.verdict.name(),
+            u = esc(&f.unit),
+        );
+    }
+    out.push_str("</tbody></table>");
+    out.push_str(
+        "<p class=\"how\">Verdicts: the ratio of medians must differ from 1 by more than the \
+         run-to-run noise (10%) and the stored samples by a two-sided Mann–Whitney U test at \
+         p &lt; 0.01; otherwise same (docs/comparing.md).</p>",
+    );
+    if c.config_diff.is_empty() {
+        out.push_str("<p>No machine setting differs.</p>");
+    } else {
+        out.push_str(
+            "<h3>Settings that differ</h3><table class=\"facts-table\"><thead><tr><th>setting</th>\
+             <th>this</th><th>baseline</th></tr></thead><tbody>",
+        );
+        for d in &c.config_diff {
+            let _ = write!(
+                out,
+                "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&d.setting),
+                esc(&d.this),
+                esc(&d.baseline)
+            );
+        }
+        out.push_str("</tbody></table>");
+    }
+    out.push_str("</section>\n");
+    out
+}
+
+/// The comparison as the terminal summary prints it.
+pub fn comparison_text(c: &ReportComparison) -> String {
+    let mut out = format!("compared with {}:\n", c.baseline);
+    for f in &c.comparison {
+        let _ = writeln!(
+            out,
+            "  {:<40} {:>10} {:>10} {:<5} {:>6}  {}",
+            f.figure,
+            fmt3(f.this),
+            fmt3(f.baseline),
+            f.unit,
+            fmt3(f.ratio),
+            f.verdict.name()
+        );
+    }
+    for d in &c.config_diff {
+        let _ = writeln!(out, "  differs: {}: {} (baseline {})", d.setting, d.this, d.baseline);
+    }
+    out
+}
