@@ -1,95 +1,714 @@
-//! The core clock, measured: a chain of dependent one-cycle adds runs at one add per cycle on
-//! every modern x86-64 and Arm core, so its rate is the clock rate (turbo included) without
-//! performance counters, which these machines often lack.
+//! The core clock, measured without performance counters (which virtual machines usually lack),
+//! by two methods that must agree.
+//!
+//! Each method times a chain of dependent instructions whose latency is known, best of many
+//! short trials: cycles = instructions × latency, clock = cycles / time.
+//!
+//! - **add chain**: `x += y; y += x; …`, register-register adds, 1 cycle each on every x86-64 and
+//!   arm64 core. Both operands change at every step, so no renamer can know a value in advance,
+//!   and there is no move (move elimination), no immediate (Golden Cove and later Intel cores fold
+//!   dependent `add reg, imm` at rename and run such a chain at ~5.3 adds per cycle: 22.3 "GHz"
+//!   on a 4.19 GHz core) and no zero idiom (`xor r, r`, `sub r, r`).
+//! - **multiply chain**: `x *= y; y *= x; …`, on another execution unit with another latency
+//!   ([`MUL_LATENCY`]): 64-bit `imul r64, r64` on x86-64 (3 cycles on Intel since Sandy Bridge
+//!   and AMD since Zen), 32-bit `mul w, w, w` on arm64 (2 cycles on Arm's Cortex-A76 and later
+//!   and on Neoverse N1, N2, V1, V2, per Arm's software optimization guides). The operands stay
+//!   odd, so they never become zero or small.
+//!
+//! The two figures must agree within [`AGREEMENT`]; then the clock is their mean. Where they do
+//! not, one of the assumed latencies is wrong on this core and the clock is unknown
+//! ([`CoreClock::why_unknown`]) rather than a wrong figure. Frequencies the platform states —
+//! CPUID leaf 0x16 (Intel) and cpufreq's `cpuinfo_max_freq` — are a plausibility bound on the
+//! agreed figure, never the answer.
+//!
+//! ```no_run
+//! let clock = measure::core_clock::core_clock();
+//! match clock.ghz {
+//!     Some(ghz) => println!("{ghz:.2} GHz"),
+//!     None => println!("cycles unknown: {}", clock.why_unknown.as_deref().unwrap_or("")),
+//! }
+//! ```
 
 use std::sync::OnceLock;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-/// Adds per loop iteration in the calibration chain.
-const ADDS: u64 = 8;
+use serde::{Deserialize, Serialize};
 
+use crate::FsRoot;
+
+/// Largest relative difference between the two methods that still counts as agreement.
+pub const AGREEMENT: f64 = 0.03;
+
+/// How far above a stated maximum frequency an agreed figure may be before it is rejected
+/// (stated figures are rounded to whole MHz or bus-clock steps; measurements have noise).
+pub const CEILING_SLACK: f64 = 0.10;
+
+/// Cycles one multiply of the multiply chain takes, as assumed: `imul r64, r64` on x86-64.
+#[cfg(not(target_arch = "aarch64"))]
+pub const MUL_LATENCY: u32 = 3;
+/// Cycles one multiply of the multiply chain takes, as assumed: `mul w, w, w` on arm64.
+#[cfg(target_arch = "aarch64")]
+pub const MUL_LATENCY: u32 = 2;
+
+/// The ceiling the core clock is held against when cpufreq states it, by driver: these put the
+/// highest frequency the core can reach (boost included) in `cpuinfo_max_freq`. Others
+/// (`acpi-cpufreq` on AMD, device-tree tables) may state a base frequency the core boosts above.
+const CEILING_DRIVERS: &[&str] =
+    &["intel_pstate", "intel_cpufreq", "amd-pstate", "amd-pstate-epp", "cppc_cpufreq"];
+
+/// The core clock and how it was found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CoreClock {
+    /// The clock to compute cycles with: both methods agree and no stated maximum contradicts
+    /// them. `None`: cycles are unknown, and `why_unknown` says why.
+    pub ghz: Option<f64>,
+    /// From the dependent register-register add chain (1 cycle per add).
+    pub add_ghz: Option<f64>,
+    /// From the dependent multiply chain (`mul_latency_cycles` per multiply).
+    pub mul_ghz: Option<f64>,
+    /// The latency assumed for one multiply.
+    pub mul_latency_cycles: u32,
+    /// CPUID leaf 0x16 (Intel): the base frequency, MHz.
+    pub cpuid_base_mhz: Option<f64>,
+    /// CPUID leaf 0x16: the maximum frequency (turbo included), MHz.
+    pub cpuid_max_mhz: Option<f64>,
+    /// cpufreq `cpuinfo_max_freq`, the highest over the CPUs, MHz.
+    pub cpufreq_max_mhz: Option<f64>,
+    /// The cpufreq driver (`scaling_driver`) of that CPU.
+    pub cpufreq_driver: Option<String>,
+    /// Sources of a stated frequency that were absent, and why.
+    pub notes: Vec<String>,
+    /// Why `ghz` is `None`.
+    pub why_unknown: Option<String>,
+}
+
+impl CoreClock {
+    /// Two measured figures and what the platform states, not yet judged.
+    pub fn new(add_ghz: Option<f64>, mul_ghz: Option<f64>, stated: Stated) -> Self {
+        CoreClock {
+            ghz: None,
+            add_ghz,
+            mul_ghz,
+            mul_latency_cycles: MUL_LATENCY,
+            cpuid_base_mhz: stated.cpuid_base_mhz,
+            cpuid_max_mhz: stated.cpuid_max_mhz,
+            cpufreq_max_mhz: stated.cpufreq_max_mhz,
+            cpufreq_driver: stated.cpufreq_driver,
+            notes: stated.notes,
+            why_unknown: None,
+        }
+        .judged()
+    }
+
+    /// Stated maxima the clock cannot exceed: (source, MHz).
+    pub fn ceilings(&self) -> Vec<(String, f64)> {
+        let mut out = Vec::new();
+        if let Some(mhz) = self.cpuid_max_mhz {
+            out.push(("CPUID leaf 0x16".to_string(), mhz));
+        }
+        if let (Some(mhz), Some(driver)) = (self.cpufreq_max_mhz, &self.cpufreq_driver) {
+            if CEILING_DRIVERS.contains(&driver.as_str()) {
+                out.push((format!("cpufreq ({driver}) cpuinfo_max_freq"), mhz));
+            }
+        }
+        out
+    }
+
+    /// The rule, pure: sets `ghz` and `why_unknown` from the measured and stated figures.
+    fn judged(mut self) -> Self {
+        self.ghz = None;
+        self.why_unknown = None;
+        let ceilings = self.ceilings();
+        let (add, mul) = match (self.add_ghz, self.mul_ghz) {
+            (Some(a), Some(m)) if a > 0.0 && m > 0.0 => (a, m),
+            (None, None) => {
+                self.why_unknown = Some(
+                    "no calibration chain for this architecture (x86-64 and arm64 only)".into(),
+                );
+                return self;
+            }
+            _ => {
+                self.why_unknown = Some(format!(
+                    "only one method gave a figure (add chain {}, multiply chain {}); one cannot check itself",
+                    ghz_text(self.add_ghz),
+                    ghz_text(self.mul_ghz)
+                ));
+                return self;
+            }
+        };
+        let apart = add.max(mul) / add.min(mul) - 1.0;
+        if apart > AGREEMENT {
+            let mut why = format!(
+                "the add chain says {add:.2} GHz and the multiply chain {mul:.2} GHz, {:.0}% apart \
+                 (more than {:.0}%): on this core one of them does not run at its assumed latency \
+                 (1 cycle per add, {} per multiply)",
+                apart * 100.0,
+                AGREEMENT * 100.0,
+                self.mul_latency_cycles
+            );
+            for (source, mhz) in &ceilings {
+                let under = |g: f64| g * 1000.0 <= mhz * (1.0 + CEILING_SLACK);
+                let which = match (under(add), under(mul)) {
+                    (true, true) => "both are under it",
+                    (true, false) => "only the add chain is under it",
+                    (false, true) => "only the multiply chain is under it",
+                    (false, false) => "neither is under it",
+                };
+                why.push_str(&format!("; {source} states at most {mhz:.0} MHz: {which}"));
+            }
+            self.why_unknown = Some(why);
+            return self;
+        }
+        let ghz = (add + mul) / 2.0;
+        for (source, mhz) in &ceilings {
+            if ghz * 1000.0 > mhz * (1.0 + CEILING_SLACK) {
+                self.why_unknown = Some(format!(
+                    "both chains say {ghz:.2} GHz, more than {:.0}% above the {mhz:.0} MHz maximum {source} states",
+                    CEILING_SLACK * 100.0
+                ));
+                return self;
+            }
+        }
+        self.ghz = Some(ghz);
+        self
+    }
+
+    /// The clock [`busy_cycles`] converts cycles to time with when the core clock is unknown:
+    /// the highest stated maximum, else 1 GHz (a cycle taken as a nanosecond).
+    pub fn busy_ghz(&self) -> f64 {
+        if let Some(g) = self.ghz {
+            return g;
+        }
+        [self.cpuid_max_mhz, self.cpufreq_max_mhz]
+            .into_iter()
+            .flatten()
+            .fold(None, |best: Option<f64>, mhz| Some(best.map_or(mhz, |b| b.max(mhz))))
+            .map_or(1.0, |mhz| mhz / 1000.0)
+    }
+
+    /// What a figure in "busy cycles" means when the core clock is unknown; `None` when it is
+    /// known (then a busy cycle is a core cycle).
+    pub fn busy_caveat(&self) -> Option<String> {
+        if self.ghz.is_some() {
+            return None;
+        }
+        let basis = if self.cpuid_max_mhz.is_some() || self.cpufreq_max_mhz.is_some() {
+            "the highest frequency the platform states"
+        } else {
+            "a nominal 1 GHz: no frequency is stated"
+        };
+        Some(format!(
+            "core clock unknown ({}); busy cycles are timed on the monotonic clock at {:.2} GHz, {basis}",
+            self.why_unknown.as_deref().unwrap_or("not measured"),
+            self.busy_ghz()
+        ))
+    }
+
+    /// What each method measured: "add chain 4.19 GHz, multiply chain 4.18 GHz at 3 cycles per
+    /// multiply".
+    pub fn methods(&self) -> String {
+        format!(
+            "add chain {}, multiply chain {} at {} cycles per multiply",
+            ghz_text(self.add_ghz),
+            ghz_text(self.mul_ghz),
+            self.mul_latency_cycles
+        )
+    }
+
+    /// One line for reports: the figure and both methods, or why cycles are unknown.
+    pub fn summary(&self) -> String {
+        let methods = self.methods();
+        match self.ghz {
+            Some(g) => format!("{g:.2} GHz ({methods}, within {:.0}%)", AGREEMENT * 100.0),
+            None => format!("unknown: {}", self.why_unknown.as_deref().unwrap_or("not measured")),
+        }
+    }
+}
+
+fn ghz_text(g: Option<f64>) -> String {
+    g.map_or("none".into(), |g| format!("{g:.2} GHz"))
+}
+
+/// Frequencies the platform states, and which sources were absent.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Stated {
+    pub cpuid_base_mhz: Option<f64>,
+    pub cpuid_max_mhz: Option<f64>,
+    pub cpufreq_max_mhz: Option<f64>,
+    pub cpufreq_driver: Option<String>,
+    pub notes: Vec<String>,
+}
+
+impl Stated {
+    /// Reads CPUID leaf 0x16 and cpufreq under `root`.
+    pub fn read(root: &FsRoot) -> Self {
+        let mut stated = Stated::default();
+        match cpuid_leaf_16() {
+            Ok((base, max)) => {
+                stated.cpuid_base_mhz = base;
+                stated.cpuid_max_mhz = max;
+            }
+            Err(why) => stated.notes.push(why),
+        }
+        match read_cpufreq(root) {
+            Some((mhz, driver)) => {
+                stated.cpufreq_max_mhz = Some(mhz);
+                stated.cpufreq_driver = driver;
+            }
+            None => stated.notes.push(
+                "no cpufreq cpuinfo_max_freq in sysfs (usual under a hypervisor)".to_string(),
+            ),
+        }
+        stated
+    }
+}
+
+/// CPUID leaf 0x16: (base MHz, maximum MHz), each `None` when zero; `Err` says why the leaf is
+/// absent.
 #[cfg(target_arch = "x86_64")]
-fn dependent_adds(iterations: u64) {
-    // SAFETY: pure register arithmetic on the two named registers; no memory, no stack.
+fn cpuid_leaf_16() -> Result<(Option<f64>, Option<f64>), String> {
+    use std::arch::x86_64::__cpuid;
+    let highest = __cpuid(0).eax;
+    if highest < 0x16 {
+        return Err(format!(
+            "no CPUID leaf 0x16 (highest basic leaf {highest:#x}; AMD does not implement it)"
+        ));
+    }
+    let l = __cpuid(0x16);
+    let mhz = |v: u32| {
+        let v = v & 0xffff;
+        (v != 0).then_some(v as f64)
+    };
+    match (mhz(l.eax), mhz(l.ebx)) {
+        (None, None) => Err("CPUID leaf 0x16 states no frequency (zeros)".into()),
+        (base, max) => Ok((base, max)),
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn cpuid_leaf_16() -> Result<(Option<f64>, Option<f64>), String> {
+    Err("no CPUID on this architecture".into())
+}
+
+/// A cpufreq frequency file (kHz, one decimal integer) in MHz; `None` for anything else.
+pub fn parse_khz(text: &str) -> Option<f64> {
+    let khz: u64 = text.trim().parse().ok()?;
+    // 1 MHz to 100 GHz: anything else is not a core clock.
+    (1_000..=100_000_000).contains(&khz).then_some(khz as f64 / 1000.0)
+}
+
+/// The highest `cpuinfo_max_freq` over `sys/devices/system/cpu/cpu*/cpufreq`, MHz, and that
+/// CPU's driver.
+fn read_cpufreq(root: &FsRoot) -> Option<(f64, Option<String>)> {
+    let dir = root.path("sys/devices/system/cpu");
+    let mut best: Option<(f64, Option<String>)> = None;
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let is_cpu = name
+            .strip_prefix("cpu")
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        if !is_cpu {
+            continue;
+        }
+        let cpufreq = entry.path().join("cpufreq");
+        let Some(mhz) = std::fs::read_to_string(cpufreq.join("cpuinfo_max_freq"))
+            .ok()
+            .and_then(|t| parse_khz(&t))
+        else {
+            continue;
+        };
+        if best.as_ref().is_none_or(|(b, _)| mhz > *b) {
+            let driver = std::fs::read_to_string(cpufreq.join("scaling_driver"))
+                .ok()
+                .map(|d| d.trim().to_string())
+                .filter(|d| !d.is_empty());
+            best = Some((mhz, driver));
+        }
+    }
+    best
+}
+
+/// Instructions per loop iteration in both chains.
+const STEPS: u64 = 8;
+
+/// `iterations` × 8 dependent register-register adds, each operand the other's last result.
+#[cfg(target_arch = "x86_64")]
+#[inline(never)]
+fn add_chain(iterations: u64) {
+    if iterations == 0 {
+        return;
+    }
+    // SAFETY: register arithmetic on the three named registers; no memory, no stack.
     unsafe {
         std::arch::asm!(
             "2:",
-            "add {x}, 1", "add {x}, 1", "add {x}, 1", "add {x}, 1",
-            "add {x}, 1", "add {x}, 1", "add {x}, 1", "add {x}, 1",
+            "add {x}, {y}", "add {y}, {x}", "add {x}, {y}", "add {y}, {x}",
+            "add {x}, {y}", "add {y}, {x}", "add {x}, {y}", "add {y}, {x}",
             "dec {n}",
             "jnz 2b",
-            x = inout(reg) 0u64 => _,
+            x = inout(reg) std::hint::black_box(1u64) => _,
+            y = inout(reg) std::hint::black_box(1u64) => _,
             n = inout(reg) iterations => _,
             options(nomem, nostack),
         );
     }
 }
 
-#[cfg(target_arch = "aarch64")]
-fn dependent_adds(iterations: u64) {
-    // SAFETY: pure register arithmetic on the two named registers; no memory, no stack.
+/// `iterations` × 8 dependent 64-bit multiplies, each operand the other's last result.
+#[cfg(target_arch = "x86_64")]
+#[inline(never)]
+fn mul_chain(iterations: u64) {
+    if iterations == 0 {
+        return;
+    }
+    // SAFETY: register arithmetic on the three named registers; no memory, no stack.
     unsafe {
         std::arch::asm!(
             "2:",
-            "add {x}, {x}, 1", "add {x}, {x}, 1", "add {x}, {x}, 1", "add {x}, {x}, 1",
-            "add {x}, {x}, 1", "add {x}, {x}, 1", "add {x}, {x}, 1", "add {x}, {x}, 1",
-            "subs {n}, {n}, 1",
-            "b.ne 2b",
-            x = inout(reg) 0u64 => _,
+            "imul {x}, {y}", "imul {y}, {x}", "imul {x}, {y}", "imul {y}, {x}",
+            "imul {x}, {y}", "imul {y}, {x}", "imul {x}, {y}", "imul {y}, {x}",
+            "dec {n}",
+            "jnz 2b",
+            x = inout(reg) std::hint::black_box(3u64) => _,
+            y = inout(reg) std::hint::black_box(5u64) => _,
             n = inout(reg) iterations => _,
             options(nomem, nostack),
         );
     }
 }
 
-/// The core clock in GHz, measured once (best of several short runs), or `None` on
-/// architectures without a calibration loop.
-pub fn core_ghz() -> Option<f64> {
-    static GHZ: OnceLock<Option<f64>> = OnceLock::new();
-    *GHZ.get_or_init(measure)
+/// `iterations` × 8 dependent register-register adds, each operand the other's last result.
+#[cfg(target_arch = "aarch64")]
+#[inline(never)]
+fn add_chain(iterations: u64) {
+    if iterations == 0 {
+        return;
+    }
+    // SAFETY: register arithmetic on the three named registers; no memory, no stack.
+    unsafe {
+        std::arch::asm!(
+            "2:",
+            "add {x}, {x}, {y}", "add {y}, {y}, {x}", "add {x}, {x}, {y}", "add {y}, {y}, {x}",
+            "add {x}, {x}, {y}", "add {y}, {y}, {x}", "add {x}, {x}, {y}", "add {y}, {y}, {x}",
+            "subs {n}, {n}, 1",
+            "b.ne 2b",
+            x = inout(reg) std::hint::black_box(1u64) => _,
+            y = inout(reg) std::hint::black_box(1u64) => _,
+            n = inout(reg) iterations => _,
+            options(nomem, nostack),
+        );
+    }
 }
 
+/// `iterations` × 8 dependent 32-bit multiplies, each operand the other's last result.
+#[cfg(target_arch = "aarch64")]
+#[inline(never)]
+fn mul_chain(iterations: u64) {
+    if iterations == 0 {
+        return;
+    }
+    // SAFETY: register arithmetic on the three named registers; no memory, no stack.
+    unsafe {
+        std::arch::asm!(
+            "2:",
+            "mul {x:w}, {x:w}, {y:w}", "mul {y:w}, {y:w}, {x:w}",
+            "mul {x:w}, {x:w}, {y:w}", "mul {y:w}, {y:w}, {x:w}",
+            "mul {x:w}, {x:w}, {y:w}", "mul {y:w}, {y:w}, {x:w}",
+            "mul {x:w}, {x:w}, {y:w}", "mul {y:w}, {y:w}, {x:w}",
+            "subs {n}, {n}, 1",
+            "b.ne 2b",
+            x = inout(reg) std::hint::black_box(3u64) => _,
+            y = inout(reg) std::hint::black_box(5u64) => _,
+            n = inout(reg) iterations => _,
+            options(nomem, nostack),
+        );
+    }
+}
+
+/// The measured core clock (once per process, about a tenth of a second): both methods, the
+/// stated frequencies and the verdict.
+pub fn core_clock() -> &'static CoreClock {
+    static CLOCK: OnceLock<CoreClock> = OnceLock::new();
+    CLOCK.get_or_init(|| {
+        let (add, mul) = measure_chains();
+        CoreClock::new(add, mul, Stated::read(&FsRoot::live()))
+    })
+}
+
+/// The core clock in GHz when both methods agree (see [`core_clock`]); `None` when cycles are
+/// unknown.
+pub fn core_ghz() -> Option<f64> {
+    core_clock().ghz
+}
+
+/// (add chain GHz, multiply chain GHz), each the best of many short trials, the two interleaved
+/// so both see the same clock; more rounds while they disagree (noise only ever slows a trial,
+/// so more trials bring an unlucky figure up, while a real disagreement stays).
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-fn measure() -> Option<f64> {
+fn measure_chains() -> (Option<f64>, Option<f64>) {
     // Short trials, many of them: a trial shorter than a scheduler tick (4 ms at HZ=250) usually
-    // runs uninterrupted, and the best one is the clock while the thread had the core.
-    let iterations = 400_000;
-    dependent_adds(4 * iterations); // wake the core up from any idle state
-    let best = (0..31)
-        .map(|_| {
-            let t = Instant::now();
-            dependent_adds(iterations);
-            t.elapsed().as_secs_f64()
-        })
-        .fold(f64::INFINITY, f64::min);
-    let ghz = (iterations * ADDS) as f64 / best / 1e9;
-    (ghz.is_finite() && ghz > 0.1).then_some(ghz)
+    // runs uninterrupted, and the best one is the clock while the thread had the core. Both
+    // chains take about 3.2 million cycles per trial.
+    const ADD_ITERATIONS: u64 = 400_000;
+    const MUL_ITERATIONS: u64 = ADD_ITERATIONS / MUL_LATENCY as u64;
+    const TRIALS: usize = 21;
+    const ROUNDS: usize = 3;
+    let time = |f: fn(u64), n: u64| {
+        let t = Instant::now();
+        f(n);
+        t.elapsed().as_secs_f64()
+    };
+    let ghz = |cycles: u64, secs: f64| {
+        let g = cycles as f64 / secs / 1e9;
+        (g.is_finite() && g > 0.0).then_some(g)
+    };
+    add_chain(4 * ADD_ITERATIONS); // wake the core up from any idle state
+    let (mut add_best, mut mul_best) = (f64::INFINITY, f64::INFINITY);
+    let (mut add, mut mul) = (None, None);
+    for _ in 0..ROUNDS {
+        for _ in 0..TRIALS {
+            add_best = add_best.min(time(add_chain, ADD_ITERATIONS));
+            mul_best = mul_best.min(time(mul_chain, MUL_ITERATIONS));
+        }
+        add = ghz(ADD_ITERATIONS * STEPS, add_best);
+        mul = ghz(MUL_ITERATIONS * STEPS * MUL_LATENCY as u64, mul_best);
+        if let (Some(a), Some(m)) = (add, mul) {
+            if a.max(m) / a.min(m) - 1.0 <= AGREEMENT {
+                break;
+            }
+        }
+    }
+    (add, mul)
 }
 
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-fn measure() -> Option<f64> {
-    None
+fn measure_chains() -> (Option<f64>, Option<f64>) {
+    (None, None)
 }
 
-/// Busy work of about `cycles` core cycles (dependent adds), for injecting delays between
-/// memory requests without touching memory or the scheduler.
+/// Busy work of `cycles` core cycles, for injecting delays between memory requests without
+/// touching memory or the scheduler. With a trusted core clock this is `cycles` dependent adds
+/// of the add chain (whose one add per cycle the multiply chain confirmed); when the clock is
+/// unknown it spins on the monotonic clock for `cycles` at [`CoreClock::busy_ghz`] (see
+/// [`CoreClock::busy_caveat`]). The first call measures the clock: call [`core_clock`] before
+/// timing-sensitive work starts.
 pub fn busy_cycles(cycles: u64) {
-    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-    if cycles >= ADDS {
-        dependent_adds(cycles / ADDS);
+    if cycles == 0 {
+        return;
     }
-    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-    for _ in 0..cycles {
+    let clock = core_clock();
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    if clock.ghz.is_some() {
+        add_chain(cycles / STEPS);
+        return;
+    }
+    spin_for(Duration::from_secs_f64(cycles as f64 / (clock.busy_ghz() * 1e9)));
+}
+
+fn spin_for(duration: Duration) {
+    let start = Instant::now();
+    while start.elapsed() < duration {
         std::hint::spin_loop();
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    fn stated(cpuid_max: Option<f64>, cpufreq: Option<(f64, &str)>) -> Stated {
+        Stated {
+            cpuid_base_mhz: cpuid_max.map(|m| m / 2.0),
+            cpuid_max_mhz: cpuid_max,
+            cpufreq_max_mhz: cpufreq.map(|c| c.0),
+            cpufreq_driver: cpufreq.map(|c| c.1.to_string()),
+            notes: Vec::new(),
+        }
+    }
+
     #[test]
-    fn measured_clock_is_plausible() {
-        let ghz = super::core_ghz().expect("x86-64 or arm64");
-        println!("core clock {ghz:.2} GHz");
-        assert!((0.5..7.0).contains(&ghz), "{ghz} GHz");
+    fn agreeing_methods_give_their_mean() {
+        let c = CoreClock::new(Some(4.19), Some(4.15), Stated::default());
+        let g = c.ghz.expect("agreed");
+        assert!((g - 4.17).abs() < 1e-9, "{g}");
+        assert_eq!(c.why_unknown, None);
+        assert_eq!(c.busy_caveat(), None);
+        assert_eq!(c.busy_ghz(), g);
+        assert!(c.summary().starts_with("4.17 GHz (add chain 4.19 GHz, multiply chain 4.15 GHz"));
+    }
+
+    #[test]
+    fn the_agreement_edge_is_three_percent_either_way() {
+        assert!(CoreClock::new(Some(3.08), Some(3.0), Stated::default()).ghz.is_some());
+        assert!(CoreClock::new(Some(3.0), Some(3.08), Stated::default()).ghz.is_some());
+        assert!(CoreClock::new(Some(3.1), Some(3.0), Stated::default()).ghz.is_none());
+        assert!(CoreClock::new(Some(3.0), Some(3.1), Stated::default()).ghz.is_none());
+    }
+
+    // The Golden Cove trap: an add chain the renamer folds says 22.3 GHz, the multiply chain
+    // the truth. Disagreement is unknown, whatever a stated maximum would favour.
+    #[test]
+    fn a_folded_add_chain_makes_the_clock_unknown() {
+        let c = CoreClock::new(Some(22.3), Some(4.19), Stated::default());
+        assert_eq!(c.ghz, None);
+        let why = c.why_unknown.as_deref().expect("reason");
+        assert!(why.contains("22.30 GHz") && why.contains("4.19 GHz"), "{why}");
+        assert!(why.contains("432% apart"), "{why}");
+
+        let c = CoreClock::new(Some(22.3), Some(4.19), stated(Some(4200.0), None));
+        assert_eq!(c.ghz, None);
+        let why = c.why_unknown.as_deref().expect("reason");
+        assert!(
+            why.ends_with(
+                "CPUID leaf 0x16 states at most 4200 MHz: only the multiply chain is under it"
+            ),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn a_wrong_multiply_latency_makes_the_clock_unknown() {
+        // A core whose multiply takes 4 cycles where 3 were assumed reads 3/4 of the clock.
+        let c = CoreClock::new(Some(3.0), Some(2.25), stated(None, Some((3500.0, "intel_pstate"))));
+        assert_eq!(c.ghz, None);
+        let why = c.why_unknown.expect("reason");
+        assert!(why.contains("both are under it"), "{why}");
+    }
+
+    #[test]
+    fn agreeing_methods_above_a_stated_ceiling_are_rejected() {
+        let c = CoreClock::new(Some(8.0), Some(8.1), stated(Some(4200.0), None));
+        assert_eq!(c.ghz, None);
+        let why = c.why_unknown.expect("reason");
+        assert!(why.contains("above the 4200 MHz maximum CPUID leaf 0x16 states"), "{why}");
+        // Within the slack: a stated maximum is rounded, a measurement noisy.
+        assert!(CoreClock::new(Some(4.5), Some(4.5), stated(Some(4200.0), None)).ghz.is_some());
+        // cpufreq from a driver that includes boost in its maximum is a ceiling too.
+        let c = CoreClock::new(Some(5.0), Some(5.0), stated(None, Some((3000.0, "amd-pstate"))));
+        assert!(c.why_unknown.expect("reason").contains("cpufreq (amd-pstate)"));
+    }
+
+    #[test]
+    fn a_maximum_that_may_leave_out_boost_is_not_a_ceiling() {
+        // acpi-cpufreq on AMD states the base frequency; the core boosts above it.
+        let c = CoreClock::new(Some(3.5), Some(3.5), stated(None, Some((2450.0, "acpi-cpufreq"))));
+        assert_eq!(c.ghz, Some(3.5));
+        assert!(c.ceilings().is_empty());
+    }
+
+    #[test]
+    fn one_method_alone_is_not_trusted() {
+        let c = CoreClock::new(Some(3.0), None, Stated::default());
+        assert_eq!(c.ghz, None);
+        assert!(c.why_unknown.expect("reason").contains("only one method"));
+        let c = CoreClock::new(None, None, Stated::default());
+        assert!(c.why_unknown.expect("reason").contains("no calibration chain"));
+        // Nonsense figures are no figures.
+        assert_eq!(CoreClock::new(Some(0.0), Some(0.0), Stated::default()).ghz, None);
+    }
+
+    #[test]
+    fn busy_work_without_a_clock_uses_the_highest_stated_maximum_or_1_ghz() {
+        let c = CoreClock::new(Some(22.3), Some(4.19), stated(Some(4200.0), Some((4300.0, "x"))));
+        assert_eq!(c.busy_ghz(), 4.3);
+        let caveat = c.busy_caveat().expect("caveat");
+        assert!(caveat.starts_with("core clock unknown (the add chain says 22.30 GHz"), "{caveat}");
+        assert!(caveat.ends_with("at 4.30 GHz, the highest frequency the platform states"));
+        let c = CoreClock::new(Some(22.3), Some(4.19), Stated::default());
+        assert_eq!(c.busy_ghz(), 1.0);
+        assert!(c
+            .busy_caveat()
+            .expect("caveat")
+            .ends_with("a nominal 1 GHz: no frequency is stated"));
+    }
+
+    #[test]
+    fn cpufreq_khz_files() {
+        assert_eq!(parse_khz("4200000\n"), Some(4200.0));
+        assert_eq!(parse_khz(" 800000 "), Some(800.0));
+        for bad in ["", "\n", "-1", "4.2e6", "abc", "0", "999", "100000001", "42 00"] {
+            assert_eq!(parse_khz(bad), None, "{bad:?}");
+        }
+    }
+
+    // Property: any bytes give a frequency between 1 MHz and 100 GHz or nothing, never a panic.
+    #[test]
+    fn cpufreq_parser_takes_any_bytes() {
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let alphabet = b"0123456789 \n\t-+.eE\xff";
+        for _ in 0..20_000 {
+            let len = (next() % 12) as usize;
+            let bytes: Vec<u8> =
+                (0..len).map(|_| alphabet[(next() % alphabet.len() as u64) as usize]).collect();
+            let text = String::from_utf8_lossy(&bytes);
+            if let Some(mhz) = parse_khz(&text) {
+                assert!((1.0..=100_000.0).contains(&mhz), "{text:?} -> {mhz}");
+            }
+        }
+    }
+
+    #[test]
+    fn cpufreq_fixture_highest_cpu_and_its_driver() {
+        let dir = std::env::temp_dir().join(format!("core-clock-cpufreq-{}", std::process::id()));
+        let write = |rel: &str, text: &str| {
+            let p = dir.join(rel);
+            std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+            std::fs::write(p, text).expect("write");
+        };
+        // A hybrid part as intel_pstate shows it: P-cores and E-cores with different maxima.
+        write("sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq", "5400000\n");
+        write("sys/devices/system/cpu/cpu0/cpufreq/scaling_driver", "intel_pstate\n");
+        write("sys/devices/system/cpu/cpu16/cpufreq/cpuinfo_max_freq", "4300000\n");
+        write("sys/devices/system/cpu/cpu16/cpufreq/scaling_driver", "intel_pstate\n");
+        write("sys/devices/system/cpu/cpufreq/policy0/cpuinfo_max_freq", "9900000\n");
+        write("sys/devices/system/cpu/cpuidle/current_driver", "none\n");
+        let stated = Stated::read(&FsRoot::at(&dir));
+        assert_eq!(stated.cpufreq_max_mhz, Some(5400.0));
+        assert_eq!(stated.cpufreq_driver.as_deref(), Some("intel_pstate"));
+        let empty = Stated::read(&FsRoot::at(dir.join("nothing")));
+        assert_eq!(empty.cpufreq_max_mhz, None);
+        assert!(empty.notes.iter().any(|n| n.contains("no cpufreq")), "{:?}", empty.notes);
+        std::fs::remove_dir_all(&dir).expect("cleanup");
+    }
+
+    #[test]
+    #[ignore = "live: times the add and multiply chains on this core"]
+    fn live_both_methods_measure_and_agree() {
+        let c = core_clock();
+        println!("{}", c.summary());
+        println!("{c:#?}");
+        let (add, mul) = (c.add_ghz.expect("add chain"), c.mul_ghz.expect("multiply chain"));
+        assert!(
+            add.max(mul) / add.min(mul) - 1.0 <= AGREEMENT,
+            "add {add} vs multiply {mul}: {:?}",
+            c.why_unknown
+        );
+        assert!(c.ghz.is_some(), "{:?}", c.why_unknown);
+    }
+
+    #[test]
+    #[ignore = "live: busy work against the monotonic clock"]
+    fn live_busy_cycles_spends_what_it_says() {
+        let ghz = core_clock().ghz.expect("a trusted core clock");
+        // Short runs, best of many: an interrupted run is only ever longer.
+        let cycles = 4_000_000;
+        let best = (0..31)
+            .map(|_| {
+                let t = Instant::now();
+                busy_cycles(cycles);
+                t.elapsed().as_secs_f64()
+            })
+            .fold(f64::INFINITY, f64::min);
+        let spent = best * ghz * 1e9 / cycles as f64;
+        println!("busy_cycles({cycles}) took {:.3} ms: {spent:.3}× the cycles asked", best * 1e3);
+        // The folded add-immediate chain spent a fifth of what it said.
+        assert!((0.9..1.5).contains(&spent), "{spent}");
     }
 }

@@ -15,7 +15,7 @@ use crate::kernels::bandwidth::{pass, Isa, Kernel};
 use crate::latency::{Chase, LatencyOptions};
 use crate::timers::cheapest_trustworthy_clock;
 use crate::BenchError;
-use measure::core_clock::busy_cycles;
+use measure::core_clock::{busy_cycles, core_clock};
 use measure::gate::StartGate;
 use measure::progress::ProgressBar;
 use measure::stop;
@@ -102,6 +102,10 @@ pub struct LoadedCurve {
     pub load_placements: Vec<Vec<Placement>>,
     pub points: Vec<LoadedPoint>,
     pub interrupted: bool,
+    /// What a delay's busy cycles are when the core clock is unknown
+    /// ([`measure::core_clock::CoreClock::busy_caveat`]); absent when they are core cycles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_caveat: Option<String>,
 }
 
 /// Load thread state: a delay in cycles, or one of these.
@@ -179,8 +183,10 @@ pub fn run(
     topology: &Topology,
     progress: &ProgressBar,
 ) -> Result<LoadedCurve, BenchError> {
-    // Calibrate the measuring clock now, not after the workers' release.
+    // Calibrate the measuring clock and the core clock the delays are spun with now, not
+    // after the workers' release.
     cheapest_trustworthy_clock();
+    let delay_caveat = core_clock().busy_caveat();
     if load_cpus.is_empty() {
         return Err(BenchError::Usage(
             "loaded latency needs at least two CPUs: one to chase, the others to load".into(),
@@ -284,6 +290,7 @@ pub fn run(
             load_placements,
             interrupted: points.len() < opts.delays.len() + 1,
             points,
+            delay_caveat,
         })
     })
 }

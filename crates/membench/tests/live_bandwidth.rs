@@ -79,4 +79,6 @@ fn loaded_latency_rises_with_load() {
     assert!(full.load_gbs > light.load_gbs, "no delay moves more than a long delay");
     assert!(idle.load_gbs < full.load_gbs / 10.0, "paused load threads move (almost) nothing");
     assert_eq!(curve.kernel, Kernel::Read);
+    // The delays are core cycles exactly when the core clock is trusted.
+    assert_eq!(curve.delay_caveat.is_none(), measure::core_clock::core_ghz().is_some());
 }

@@ -20,10 +20,15 @@ fn every_timer_measured_and_monotonic_beats_the_raw_syscall() {
     }
     println!("skipped: {:?}\nmethod: {:?}\ncounter: {:#?}", r.skipped, r.path_method, r.counter);
     println!("choice: {:?}\nwarnings: {:#?}", r.choice, r.warnings);
+    let clock = r.core_clock.as_ref().expect("the core clock's details");
+    println!("core clock: {}", clock.summary());
+    assert_eq!(r.core_ghz, clock.ghz, "cycles use the judged clock");
+    assert!(clock.add_ghz.is_some() && clock.mul_ghz.is_some(), "{clock:?}");
     assert!(!r.interrupted);
     assert!(r.timers.len() >= 9, "{:?}", r.skipped);
     for t in &r.timers {
         assert!(t.ns.median > 0.0 && t.ns.min > 0.0, "{}: {:?}", t.name, t.ns);
+        assert_eq!(t.cycles.is_some(), r.core_ghz.is_some(), "{}", t.name);
         if let Some(c) = t.cycles {
             assert!(c > 0.0, "{}", t.name);
         }

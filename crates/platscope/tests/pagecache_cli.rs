@@ -221,6 +221,10 @@ fn timer_figures_are_positive_and_the_vdso_beats_the_syscall() {
         "kernel"
     );
     assert!(v["choice"]["name"].is_string(), "a clock was picked: {}", v["choice"]);
+    // Cycles come from the judged core clock; both of its methods gave a figure.
+    let clock = &v["core_clock"];
+    assert_eq!(v["core_ghz"], clock["ghz"], "{clock}");
+    assert!(clock["add_ghz"].is_f64() && clock["mul_ghz"].is_f64(), "{clock}");
     if let Some(hz) = v["counter"]["measured_hz"].as_f64() {
         assert!((1e7..1e10).contains(&hz), "{hz}");
     }

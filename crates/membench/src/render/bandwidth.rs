@@ -178,6 +178,9 @@ pub fn loaded_latency(c: &LoadedCurve) -> String {
         "delay: busy cycles a load thread spends after every 4 KiB it moves; counted: {}",
         c.accounting
     );
+    if let Some(caveat) = &c.delay_caveat {
+        let _ = writeln!(out, "  {caveat}");
+    }
     if c.interrupted {
         out.push_str("INTERRUPTED: the points above were measured\n");
     }
@@ -237,5 +240,48 @@ mod tests {
         let text = bandwidth_scaling(&s, None);
         assert!(!text.contains("not saturated"), "{text}");
         assert!(text.contains("INTERRUPTED before every thread count ran"), "{text}");
+    }
+
+    #[test]
+    fn loaded_latency_says_what_its_delays_are_when_the_core_clock_is_unknown() {
+        let placement = Placement {
+            requested: place::MemPolicy::Inherit,
+            page: place::PageSize::Base,
+            bytes: 4096,
+            page_bytes: 4096,
+            per_node: Vec::new(),
+            not_present: 0,
+            thp_bytes: None,
+        };
+        let mut c = LoadedCurve {
+            mix: crate::loaded::LoadMix::Reads,
+            kernel: Kernel::Read,
+            isa: Isa::Avx2,
+            accounting: "bytes read".into(),
+            chase_cpu: 0,
+            load_cpus: vec![1],
+            chase_placement: placement,
+            load_placements: Vec::new(),
+            points: vec![crate::loaded::LoadedPoint {
+                delay_cycles: Some(100),
+                load_gbs: 10.0,
+                latency_ns: measure::summarize(&[90.0]).unwrap(),
+            }],
+            interrupted: false,
+            delay_caveat: None,
+        };
+        let text = loaded_latency(&c);
+        assert!(text.trim_end().ends_with("counted: bytes read"), "{text}");
+        c.delay_caveat = Some("core clock unknown (why); busy cycles are timed at 1.00 GHz".into());
+        let text = loaded_latency(&c);
+        assert!(
+            text.ends_with("counted: bytes read\n  core clock unknown (why); busy cycles are timed at 1.00 GHz\n"),
+            "{text}"
+        );
+        // Stored curves from before the caveat existed read back without one.
+        let mut json = serde_json::to_value(&c).unwrap();
+        json.as_object_mut().unwrap().remove("delay_caveat");
+        let back: LoadedCurve = serde_json::from_value(json).unwrap();
+        assert_eq!(back.delay_caveat, None);
     }
 }

@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 
 use crate::timers::{CallPath, PathMethod, TimerKind, TimerReport, TimerResult};
+use measure::core_clock::CoreClock;
 
 fn path_word(t: &TimerResult) -> String {
     match t.path {
@@ -35,13 +36,39 @@ fn yes(b: bool) -> &'static str {
     }
 }
 
+/// Frequencies the platform states for the core, or why there are none.
+fn stated(c: &CoreClock) -> String {
+    let mut parts = Vec::new();
+    if c.cpuid_base_mhz.is_some() || c.cpuid_max_mhz.is_some() {
+        let mhz = |m: Option<f64>| m.map_or("-".to_string(), |m| format!("{m:.0} MHz"));
+        parts.push(format!(
+            "CPUID leaf 0x16 base {}, max {}",
+            mhz(c.cpuid_base_mhz),
+            mhz(c.cpuid_max_mhz)
+        ));
+    }
+    if let Some(m) = c.cpufreq_max_mhz {
+        let driver = c.cpufreq_driver.as_deref().unwrap_or("unknown driver");
+        parts.push(format!("cpufreq ({driver}) max {m:.0} MHz"));
+    }
+    if parts.is_empty() {
+        format!("none: {}", c.notes.join("; "))
+    } else {
+        parts.join("; ")
+    }
+}
+
 /// The whole `platscope timer` report.
 pub fn timer_text(r: &TimerReport) -> String {
     let mut out = String::new();
     let samples = r.timers.first().map_or(0, |t| t.ns.samples);
-    let cycles = r.core_ghz.map_or("cycles unknown: no core clock measurement".into(), |g| {
-        format!("cycles at the measured {g:.2} GHz core clock")
-    });
+    let cycles = match (r.core_ghz, &r.core_clock) {
+        (Some(g), _) => format!("cycles at the measured {g:.2} GHz core clock"),
+        (None, Some(c)) => {
+            format!("cycles unknown: {}", c.why_unknown.as_deref().unwrap_or("no core clock"))
+        }
+        (None, None) => "cycles unknown: no core clock measurement".into(),
+    };
     let _ = writeln!(out, "Clock reads: cost per call, median of {samples} batches; {cycles}");
     let _ = writeln!(
         out,
@@ -91,6 +118,12 @@ pub fn timer_text(r: &TimerReport) -> String {
         },
         if r.vdso_mapped { "mapped" } else { "not mapped" }
     );
+    if let Some(c) = &r.core_clock {
+        // When unknown, the first line already gave the reason.
+        let line = if c.ghz.is_some() { c.summary() } else { format!("unknown ({})", c.methods()) };
+        let _ = writeln!(out, "core clock: {line}");
+        let _ = writeln!(out, "  stated: {}", stated(c));
+    }
     if let Some(c) = &r.counter {
         if let Some(f) = c.flags {
             let _ = writeln!(
@@ -148,6 +181,7 @@ pub fn timer_text(r: &TimerReport) -> String {
 mod tests {
     use super::*;
     use crate::timers::{ChosenClock, Clock, ClockChoice, CounterInfo, ReportedHz, TscFlags};
+    use measure::core_clock::{Stated, MUL_LATENCY};
     use measure::summary::summarize;
 
     fn t(kind: TimerKind, ns: f64, path: CallPath, res: Option<u64>) -> TimerResult {
@@ -163,9 +197,19 @@ mod tests {
         }
     }
 
-    #[test]
-    fn renders_rows_facts_choice_and_warnings() {
-        let r = TimerReport {
+    fn clock(add: f64, mul: f64) -> CoreClock {
+        CoreClock::new(
+            Some(add),
+            Some(mul),
+            Stated {
+                notes: vec!["no CPUID leaf 0x16".into(), "no cpufreq".into()],
+                ..Stated::default()
+            },
+        )
+    }
+
+    fn report() -> TimerReport {
+        TimerReport {
             timers: vec![
                 t(TimerKind::ClockGettime(Clock::Monotonic), 29.0, CallPath::Vdso, Some(1)),
                 t(
@@ -181,6 +225,7 @@ mod tests {
             path_method: PathMethod::Seccomp,
             vdso_mapped: true,
             core_ghz: Some(2.0),
+            core_clock: Some(clock(2.0, 2.0)),
             clocksource: Some("tsc".into()),
             available_clocksources: vec!["tsc".into(), "kvm-clock".into()],
             counter: Some(CounterInfo {
@@ -204,8 +249,12 @@ mod tests {
             }),
             warnings: vec!["something".into()],
             interrupted: false,
-        };
-        let text = timer_text(&r);
+        }
+    }
+
+    #[test]
+    fn renders_rows_facts_choice_and_warnings() {
+        let text = timer_text(&report());
         println!("{text}");
         let line = |start: &str| {
             text.lines()
@@ -222,6 +271,10 @@ mod tests {
         assert!(line("rdtsc").contains("instruction"));
         assert!(text.starts_with("Clock reads: cost per call, median of 1 batches; cycles at the measured 2.00 GHz core clock\n"));
         assert!(text.contains("clocksource: tsc (available: tsc kvm-clock); vDSO mapped\n"));
+        let core = format!(
+            "core clock: 2.00 GHz (add chain 2.00 GHz, multiply chain 2.00 GHz at {MUL_LATENCY} cycles per multiply, within 3%)\n  stated: none: no CPUID leaf 0x16; no cpufreq\n"
+        );
+        assert!(text.contains(&core), "{text}");
         assert!(text.contains("TSC flags: constant_tsc yes, nonstop_tsc yes => invariant yes"));
         assert!(text.contains("TSC frequency: 2445.426 MHz measured against CLOCK_MONOTONIC_RAW"));
         assert!(text.contains("  stated by kernel log: 2445.426 MHz\n"));
@@ -230,5 +283,58 @@ mod tests {
         ));
         assert!(text.ends_with("warnings:\n  - something\n"));
         assert!(text.contains("made 1000 times"));
+    }
+
+    #[test]
+    fn disagreeing_methods_say_cycles_unknown_and_why() {
+        let mut r = report();
+        let c = clock(22.3, 4.19);
+        r.core_ghz = c.ghz;
+        r.core_clock = Some(c);
+        for t in &mut r.timers {
+            t.cycles = None;
+        }
+        let text = timer_text(&r);
+        println!("{text}");
+        let first = text.lines().next().expect("a line");
+        assert!(
+            first.starts_with("Clock reads: cost per call, median of 1 batches; cycles unknown: the add chain says 22.30 GHz and the multiply chain 4.19 GHz"),
+            "{first}"
+        );
+        let mono = text.lines().find(|l| l.contains("(CLOCK_MONOTONIC) ")).expect("row");
+        assert_eq!(mono.split_whitespace().nth(2), Some("-"), "{mono}");
+        let core = format!(
+            "\ncore clock: unknown (add chain 22.30 GHz, multiply chain 4.19 GHz at {MUL_LATENCY} cycles per multiply)\n"
+        );
+        assert!(text.contains(&core), "{text}");
+        // A report stored before the core clock's details were kept.
+        let mut json = serde_json::to_value(&r).expect("json");
+        json.as_object_mut().expect("object").remove("core_clock");
+        r = serde_json::from_value(json).expect("reads back");
+        assert_eq!(r.core_clock, None);
+        assert!(timer_text(&r)
+            .lines()
+            .next()
+            .expect("a line")
+            .ends_with("cycles unknown: no core clock measurement"));
+    }
+
+    #[test]
+    fn stated_frequencies_are_shown() {
+        let c = CoreClock::new(
+            Some(4.19),
+            Some(4.18),
+            Stated {
+                cpuid_base_mhz: Some(2100.0),
+                cpuid_max_mhz: Some(4200.0),
+                cpufreq_max_mhz: Some(4200.0),
+                cpufreq_driver: Some("intel_pstate".into()),
+                notes: vec![],
+            },
+        );
+        assert_eq!(
+            stated(&c),
+            "CPUID leaf 0x16 base 2100 MHz, max 4200 MHz; cpufreq (intel_pstate) max 4200 MHz"
+        );
     }
 }

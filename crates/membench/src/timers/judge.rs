@@ -148,12 +148,14 @@ pub fn warnings(r: &TimerReport) -> Vec<String> {
     }
     for t in &r.timers {
         if t.timer.is_instruction() {
-            if let (Some(mono), Some(cycles)) =
-                (r.timer(TimerKind::ClockGettime(Clock::Monotonic)), t.cycles)
-            {
-                if t.ns.median > mono.ns.median && cycles > 100.0 {
+            if let Some(mono) = r.timer(TimerKind::ClockGettime(Clock::Monotonic)) {
+                // A trapped instruction costs thousands of cycles; with the core clock unknown,
+                // 50 ns stands for 100 cycles (at 2 GHz).
+                let slow = t.cycles.map_or(t.ns.median > 50.0, |c| c > 100.0);
+                if t.ns.median > mono.ns.median && slow {
+                    let cycles = t.cycles.map_or(String::new(), |c| format!(" ({c:.0} cycles)"));
                     w.push(format!(
-                        "{} costs {:.0} ns ({cycles:.0} cycles), more than clock_gettime(CLOCK_MONOTONIC): the hypervisor probably traps it",
+                        "{} costs {:.0} ns{cycles}, more than clock_gettime(CLOCK_MONOTONIC): the hypervisor probably traps it",
                         t.name, t.ns.median
                     ));
                 }
@@ -207,6 +209,7 @@ mod tests {
             path_method: PathMethod::Seccomp,
             vdso_mapped: true,
             core_ghz: Some(2.5),
+            core_clock: None,
             clocksource: Some(clocksource.into()),
             available_clocksources: vec!["tsc".into(), "hpet".into(), "acpi_pm".into()],
             counter: Some(CounterInfo {
@@ -272,6 +275,35 @@ mod tests {
         // rdtsc is not trusted when the kernel does not use the TSC.
         let c = choose_clock(&r).expect("a clock");
         assert_eq!(c.clock, ChosenClock::Posix { id: Clock::Monotonic });
+    }
+
+    #[test]
+    fn a_trapped_rdtsc_warns_with_or_without_a_core_clock() {
+        let trapped = |cycles: bool| {
+            let mut timers = healthy_timers();
+            for t in &mut timers {
+                if t.timer == TimerKind::Rdtsc {
+                    t.ns = summary(1500.0);
+                    t.cycles = Some(1500.0 * 2.5);
+                }
+                if !cycles {
+                    t.cycles = None;
+                }
+            }
+            warnings(&report("tsc", invariant(), timers))
+        };
+        let w = trapped(true);
+        assert!(
+            w.iter().any(|m| m.starts_with("rdtsc costs 1500 ns (3750 cycles), more than")),
+            "{w:?}"
+        );
+        // Cycles unknown (the core clock's methods disagreed): the nanoseconds still tell.
+        let w = trapped(false);
+        assert!(w.iter().any(|m| m.starts_with("rdtsc costs 1500 ns, more than")), "{w:?}");
+        // An untrapped rdtsc does not warn either way.
+        let mut timers = healthy_timers();
+        timers.iter_mut().for_each(|t| t.cycles = None);
+        assert_eq!(warnings(&report("tsc", invariant(), timers)), Vec::<String>::new());
     }
 
     #[test]

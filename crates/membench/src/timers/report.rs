@@ -12,7 +12,7 @@ use super::{
     all_timers, choose_clock, path_from_cost, path_from_probe, warnings, CallPath, ClockChoice,
     CounterInfo, PathMethod, TimerKind,
 };
-use measure::core_clock::core_ghz;
+use measure::core_clock::{core_clock, CoreClock};
 use measure::stop;
 use measure::summary::{summarize, Summary};
 
@@ -49,7 +49,13 @@ pub struct TimerReport {
     pub path_method: PathMethod,
     /// Whether the kernel mapped a vDSO into this process (`getauxval(AT_SYSINFO_EHDR)`).
     pub vdso_mapped: bool,
+    /// The core clock cycles are computed with: `core_clock.ghz`, `None` when its two methods
+    /// disagree (see `core_clock.why_unknown`).
     pub core_ghz: Option<f64>,
+    /// How the core clock was measured: both methods, the stated frequencies, the verdict.
+    /// Absent from reports stored before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub core_clock: Option<CoreClock>,
     pub clocksource: Option<String>,
     pub available_clocksources: Vec<String>,
     pub counter: Option<CounterInfo>,
@@ -95,7 +101,8 @@ impl Default for TimerOptions {
 pub fn measure_all(opts: &TimerOptions) -> TimerReport {
     let env = topo::Environment::read(&topo::sysfs::SysRoot::live(), &[]);
     let kinds = all_timers();
-    let ghz = core_ghz();
+    let clock = core_clock();
+    let ghz = clock.ghz;
     let mut timers = Vec::new();
     let mut skipped = Vec::new();
     let mut interrupted = false;
@@ -154,6 +161,7 @@ pub fn measure_all(opts: &TimerOptions) -> TimerReport {
         path_method,
         vdso_mapped,
         core_ghz: ghz,
+        core_clock: Some(clock.clone()),
         clocksource: env.clocksource,
         available_clocksources: env.available_clocksources,
         counter,

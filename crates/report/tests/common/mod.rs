@@ -271,6 +271,7 @@ pub fn sample() -> ReportData {
             })
             .collect(),
         interrupted: false,
+        delay_caveat: None,
     };
     ReportData {
         mode: "quick".into(),

@@ -123,6 +123,9 @@ pub(in crate::html) fn chart_loaded_latency(c: &LoadedCurve) -> Option<Figure> {
         samples_text("samples", points.iter().map(|p| &p.latency_ns)),
         esc(&c.accounting)
     );
+    if let Some(caveat) = &c.delay_caveat {
+        caption.push_str(&format!(" Delays: {}.", esc(caveat)));
+    }
     caption.push_str(&esc(&noisy_text(
         points.iter().filter(|p| p.latency_ns.noisy).count(),
         points.len(),
