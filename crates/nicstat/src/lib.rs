@@ -25,6 +25,7 @@
 
 pub mod ioctl;
 pub mod link;
+pub mod links;
 pub mod netdev;
 pub mod render;
 pub mod snmp;

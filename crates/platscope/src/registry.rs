@@ -18,6 +18,7 @@ pub static REGISTRY: Registry = Registry {
         tool::<suite::commands::results::Push>(),
         tool::<exporter::commands::Textfile>(),
         tool::<exporter::commands::Serve>(),
+        experiment::<nicstat::links::Links>(),
     ],
     groups: &[
         ("results", "Stored runs: list, show, compare, export, push, textfile"),

@@ -84,7 +84,7 @@ impl Redactor {
                 | "default string"
                 | "0"
         );
-        if !trivial && value.len() >= 3 {
+        if !trivial && value.len() >= 2 {
             self.known.insert(value.to_string(), kind);
         }
     }
@@ -109,7 +109,7 @@ impl Redactor {
         let mut out = text.to_string();
         for (value, kind) in known {
             if out.contains(value.as_str()) {
-                out = out.replace(value.as_str(), &self.pseudonym(*kind, value));
+                out = replace_whole(&out, value, &self.pseudonym(*kind, value));
             }
         }
         self.replace_shaped(&out)
@@ -142,6 +142,29 @@ impl Redactor {
         }
         out
     }
+}
+
+/// `text` with every occurrence of `value` that is a whole token (not inside a longer name or
+/// number: `db1` in `db10` or `vm` in `vmovdqa` stays) replaced by `with`.
+fn replace_whole(text: &str, value: &str, with: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for (at, _) in text.match_indices(value) {
+        if at < last {
+            continue;
+        }
+        let end = at + value.len();
+        let alone_before = at == 0 || !bytes[at - 1].is_ascii_alphanumeric();
+        let alone_after = end == bytes.len() || !bytes[end].is_ascii_alphanumeric();
+        if alone_before && alone_after {
+            out.push_str(&text[last..at]);
+            out.push_str(with);
+            last = end;
+        }
+    }
+    out.push_str(&text[last..]);
+    out
 }
 
 fn is_token_byte(b: u8) -> bool {
@@ -334,11 +357,15 @@ mod tests {
         let mut r = Redactor::with_key(b"k");
         r.add(Kind::Host, "localhost");
         r.add(Kind::Serial, "To Be Filled By O.E.M.");
-        r.add(Kind::Host, "ab");
+        r.add(Kind::Host, "a");
         assert_eq!(
-            r.apply("localhost To Be Filled By O.E.M. ab"),
-            "localhost To Be Filled By O.E.M. ab"
+            r.apply("localhost To Be Filled By O.E.M. a"),
+            "localhost To Be Filled By O.E.M. a"
         );
+        // A short host name is replaced as a whole word only.
+        r.add(Kind::Host, "vm");
+        let out = r.apply("run 9 of vm; vmovdqa, kvm");
+        assert!(out.starts_with("run 9 of host-") && out.ends_with("; vmovdqa, kvm"), "{out}");
     }
 
     #[test]
@@ -353,7 +380,7 @@ mod tests {
         // This machine's own host name is among the values replaced.
         let me = std::fs::read_to_string("/proc/sys/kernel/hostname").expect("hostname");
         let me = me.trim();
-        if me.len() >= 3 && me != "localhost" {
+        if me.len() >= 2 && me != "localhost" {
             assert!(!a.apply(&format!("on {me}")).contains(me));
         }
     }
