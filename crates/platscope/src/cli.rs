@@ -281,6 +281,10 @@ pub struct TopoArgs {
     /// Print the same layout as `numactl --hardware`.
     #[arg(long, conflicts_with = "json")]
     pub hardware: bool,
+    /// Print the machine facts table (CPU, microcode, caches, TLBs, page sizes, memory devices,
+    /// kernel settings, mitigations); with --json, the facts as a list of {setting, value}.
+    #[arg(long, conflicts_with = "hardware")]
+    pub facts: bool,
 }
 
 #[derive(Debug, Args)]

@@ -118,6 +118,26 @@ fn topo_text_shows_every_section() {
 }
 
 #[test]
+fn topo_facts_prints_the_machine_table() {
+    let out = platscope(&["topo", "--facts"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    println!("{text}");
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").expect("osrelease");
+    let kernel_line = text.lines().find(|l| l.starts_with("Kernel ")).expect("a Kernel row");
+    assert_eq!(kernel_line.split_whitespace().nth(1), Some(kernel.trim()));
+    let json = platscope(&["topo", "--facts", "--json"]);
+    assert!(json.status.success(), "{}", stderr(&json));
+    let facts: Vec<topo::Fact> = serde_json::from_slice(&json.stdout).expect("a list of facts");
+    // The same rows in both forms, none empty.
+    assert_eq!(facts.len(), text.lines().count());
+    assert!(facts.iter().all(|f| !f.value.trim().is_empty()), "{facts:#?}");
+    for setting in ["CPU model", "Sockets", "L1d cache", "Page sizes", "Mitigations"] {
+        assert!(facts.iter().any(|f| f.setting == setting), "no {setting:?}");
+    }
+}
+
+#[test]
 fn place_reports_verified_pages() {
     let out =
         platscope(&["place", "--size", "32MiB", "--membind", "0", "--physcpubind", "0", "--json"]);
@@ -155,6 +175,7 @@ fn bad_input_gets_one_line_and_the_right_exit_code() {
         (&["place", "--size", "1M", "--page", "3m"], 2, "unknown page size"),
         (&["place"], 2, "--size"),
         (&["topo", "--hardware", "--json"], 2, "cannot be used with"),
+        (&["topo", "--facts", "--hardware"], 2, "cannot be used with"),
         (&["no-such-command"], 2, "unrecognized subcommand"),
     ];
     for (args, code, needle) in cases {

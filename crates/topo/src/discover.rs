@@ -15,6 +15,7 @@ impl Topology {
         let hwloc = Hwloc::new().map_err(|e| TopoError::Hwloc(e.to_string()))?;
         let mut topology = build(&hwloc, Some(&SysRoot::live()), "live");
         topology.environment = Some(Environment::detect(&topology.online_cpu_ids()));
+        topology.machine.cpuid = crate::cpuid::read_live();
         Ok(topology)
     }
 
@@ -156,12 +157,17 @@ fn build(hwloc: &Hwloc, sys: Option<&SysRoot>, source: &str) -> Topology {
                         _ => None,
                     },
                     cpus: ids(obj),
+                    sets: None,
                 })
             }
             _ => None,
         })
         .collect();
     caches.sort_by_key(|c| (c.level, c.cpus.first().copied()));
+    if let Some(sys) = sys {
+        let online: Vec<u32> = cpus.iter().filter(|c| c.online).map(|c| c.id).collect();
+        merge_sysfs_caches(&mut caches, sys.cpu_caches(&online));
+    }
 
     let node_ids: Vec<u32> = numa.iter().map(|(id, _, _)| *id).collect();
     let distances =
@@ -171,12 +177,21 @@ fn build(hwloc: &Hwloc, sys: Option<&SysRoot>, source: &str) -> Topology {
 
     let packages: Vec<&TopologyObject> = hwloc.objects_with_type(ObjectType::Package).collect();
     let package_info = |key: &str| packages.iter().find_map(|p| info(p, key));
+    let cpuinfo = sys
+        .and_then(|s| s.read("proc/cpuinfo"))
+        .map(|text| crate::sysfs::parse_cpuinfo(&text))
+        .unwrap_or_default();
     let machine = Machine {
         architecture: info(hwloc.root_object(), "Architecture"),
-        cpu_vendor: package_info("CPUVendor"),
-        cpu_model: package_info("CPUModel"),
+        cpu_vendor: package_info("CPUVendor").or(cpuinfo.vendor_id),
+        cpu_model: package_info("CPUModel").or(cpuinfo.model_name),
         packages: packages.len(),
         cores: hwloc.objects_with_type(ObjectType::Core).count(),
+        family: cpuinfo.family,
+        model_number: cpuinfo.model,
+        stepping: cpuinfo.stepping,
+        microcode: cpuinfo.microcode,
+        cpuid: None,
     };
 
     Topology {
@@ -188,6 +203,24 @@ fn build(hwloc: &Hwloc, sys: Option<&SysRoot>, source: &str) -> Topology {
         distances,
         hmat,
         environment: None,
+    }
+}
+
+/// Completes hwloc's caches with what sysfs adds (the set count, and line size or ways hwloc
+/// left out); takes the sysfs list whole when hwloc found no caches.
+fn merge_sysfs_caches(caches: &mut Vec<Cache>, sysfs: Vec<Cache>) {
+    if caches.is_empty() {
+        *caches = sysfs;
+        return;
+    }
+    for cache in caches.iter_mut() {
+        let same =
+            |s: &&Cache| s.level == cache.level && s.kind == cache.kind && s.cpus == cache.cpus;
+        if let Some(s) = sysfs.iter().find(same) {
+            cache.sets = cache.sets.or(s.sets);
+            cache.line_bytes = cache.line_bytes.or(s.line_bytes);
+            cache.associativity = cache.associativity.or(s.associativity);
+        }
     }
 }
 
@@ -232,4 +265,48 @@ fn sysfs_distances(sys: &SysRoot, node_ids: &[u32]) -> Option<Distances> {
         .iter()
         .all(|row| row.len() == node_ids.len())
         .then(|| Distances { nodes: node_ids.to_vec(), matrix })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cache(level: u8, kind: CacheKind, cpus: Vec<u32>, sets: Option<u32>) -> Cache {
+        Cache {
+            level,
+            kind,
+            size_bytes: 32 << 10,
+            line_bytes: Some(64),
+            associativity: Some(8),
+            cpus,
+            sets,
+        }
+    }
+
+    #[test]
+    fn sysfs_completes_hwloc_caches() {
+        let mut caches = vec![
+            cache(1, CacheKind::Data, vec![0], None),
+            cache(1, CacheKind::Data, vec![1], None),
+            cache(3, CacheKind::Unified, vec![0, 1], None),
+        ];
+        let mut l1_no_line = cache(1, CacheKind::Data, vec![0], None);
+        l1_no_line.line_bytes = None;
+        caches[0] = l1_no_line;
+        let sysfs = vec![
+            cache(1, CacheKind::Data, vec![0], Some(64)),
+            cache(1, CacheKind::Data, vec![1], Some(64)),
+            // Different sharing than hwloc's L3: not the same instance, not merged.
+            cache(3, CacheKind::Unified, vec![0], Some(32768)),
+        ];
+        merge_sysfs_caches(&mut caches, sysfs.clone());
+        assert_eq!(
+            caches.iter().map(|c| c.sets).collect::<Vec<_>>(),
+            vec![Some(64), Some(64), None]
+        );
+        assert_eq!(caches[0].line_bytes, Some(64));
+        let mut none = Vec::new();
+        merge_sysfs_caches(&mut none, sysfs.clone());
+        assert_eq!(none, sysfs);
+    }
 }

@@ -4,7 +4,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::model::HugePagePool;
-use crate::sysfs::{bracketed_choice, SysRoot};
+use crate::smbios::DmiMemory;
+use crate::sysfs::{bracketed_choice, MthpSize, SysRoot, Vulnerability};
 
 /// Kernel and firmware settings that move memory latency and bandwidth figures.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -36,6 +37,19 @@ pub struct Environment {
     /// `MemTotal` of `/proc/meminfo`. Some VMs hot-plug memory on demand, so the nodes' sizes
     /// can add up to less than this and grow as memory is used.
     pub machine_memory_bytes: Option<u64>,
+    /// THP's PMD-sized page (`transparent_hugepage/hpage_pmd_size`): 2 MiB on x86-64.
+    #[serde(default)]
+    pub thp_pmd_bytes: Option<u64>,
+    /// Multi-size THP sizes and their policies (since Linux 6.8; empty before).
+    #[serde(default)]
+    pub mthp: Vec<MthpSize>,
+    /// The kernel's word on each hardware vulnerability (since Linux 4.15), by name.
+    #[serde(default)]
+    pub vulnerabilities: Vec<Vulnerability>,
+    /// SMBIOS memory devices, or why none could be read; `None` in topologies stored before
+    /// platscope read them.
+    #[serde(default)]
+    pub dmi_memory: Option<DmiMemory>,
 }
 
 /// One cpufreq governor and the CPUs it drives.
@@ -83,6 +97,10 @@ impl Environment {
             system,
             hugepages: root.global_hugepages(),
             machine_memory_bytes: root.meminfo_bytes("MemTotal"),
+            thp_pmd_bytes: root.read_u64("sys/kernel/mm/transparent_hugepage/hpage_pmd_size"),
+            mthp: root.mthp_sizes(),
+            vulnerabilities: root.vulnerabilities(),
+            dmi_memory: Some(crate::smbios::read_dmi_memory(root)),
         }
     }
 
@@ -175,6 +193,20 @@ mod tests {
         write("sys/devices/system/cpu/cpu2/cpufreq/scaling_governor", "performance\n");
         write("sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages", "8\n");
         write("sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages", "6\n");
+        write("sys/kernel/mm/transparent_hugepage/hpage_pmd_size", "2097152\n");
+        write(
+            "sys/kernel/mm/transparent_hugepage/hugepages-64kB/enabled",
+            "always inherit madvise [never]\n",
+        );
+        write(
+            "sys/kernel/mm/transparent_hugepage/hugepages-2048kB/enabled",
+            "always [inherit] madvise never\n",
+        );
+        write("sys/devices/system/cpu/vulnerabilities/meltdown", "Not affected\n");
+        write(
+            "sys/devices/system/cpu/vulnerabilities/spectre_v1",
+            "Mitigation: usercopy/swapgs barriers\n",
+        );
         let env = Environment::read(&SysRoot::at(&dir), &[0, 1, 2, 3]);
         std::fs::remove_dir_all(&dir).ok();
         assert_eq!(env.kernel.as_deref(), Some("6.1.0-test"));
@@ -190,5 +222,16 @@ mod tests {
             ]
         );
         assert_eq!(env.hugepages, vec![HugePagePool { page_bytes: 2 << 20, total: 8, free: 6 }]);
+        assert_eq!(env.thp_pmd_bytes, Some(2 << 20));
+        assert_eq!(
+            env.mthp,
+            vec![
+                MthpSize { page_bytes: 64 << 10, enabled: "never".into() },
+                MthpSize { page_bytes: 2 << 20, enabled: "inherit".into() },
+            ]
+        );
+        let names: Vec<&str> = env.vulnerabilities.iter().map(|v| v.name.as_str()).collect();
+        assert_eq!(names, ["meltdown", "spectre_v1"]);
+        assert_eq!(env.dmi_memory, Some(DmiMemory::Unavailable("no DMI tables".into())));
     }
 }

@@ -5,6 +5,9 @@
 //! change memory results (THP, NUMA balancing, clocksource, governor, hypervisor).
 //! [`Topology::from_synthetic`] and [`Topology::from_xml`] build the same model from hwloc's fake
 //! topologies, so logic that depends on the layout can be tested anywhere.
+//! [`facts::machine_facts`] turns a topology into the table of machine facts a report shows
+//! (CPU, microcode, caches, TLBs from [`cpuid`], page sizes, memory devices, kernel settings,
+//! mitigations), and [`facts::config_diff`] lists what differs between two machines.
 //!
 //! ```
 //! let topo = topo::Topology::from_synthetic("pack:2 [numa(memory=1GB)] core:2 pu:2").unwrap();
@@ -13,8 +16,10 @@
 //! assert_eq!(topo::idlist::format(&topo.online_cpu_ids()), "0-7");
 //! ```
 
+pub mod cpuid;
 mod discover;
 mod environment;
+pub mod facts;
 pub mod idlist;
 mod model;
 pub mod render;
@@ -23,6 +28,7 @@ pub mod sysfs;
 pub mod units;
 
 pub use environment::{hypervisor_name, Environment, Governor};
+pub use facts::{config_diff, machine_facts, Difference, Fact};
 pub use model::{
     Cache, CacheKind, Cpu, Distances, HmatAccess, HugePagePool, Machine, Node, NodeMemory, Topology,
 };

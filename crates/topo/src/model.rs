@@ -32,6 +32,21 @@ pub struct Machine {
     pub cpu_model: Option<String>,
     pub packages: usize,
     pub cores: usize,
+    /// Family, model and stepping as `/proc/cpuinfo` gives them (x86); `None` elsewhere and in
+    /// topologies stored before platscope recorded them.
+    #[serde(default)]
+    pub family: Option<u32>,
+    #[serde(default)]
+    pub model_number: Option<u32>,
+    #[serde(default)]
+    pub stepping: Option<u32>,
+    /// The microcode revision the kernel reports (`/proc/cpuinfo` `microcode`, e.g. `0x1000065`);
+    /// hypervisors often hide or fake it.
+    #[serde(default)]
+    pub microcode: Option<String>,
+    /// What CPUID says (x86-64 only): identity, cache geometry, TLB entries.
+    #[serde(default)]
+    pub cpuid: Option<crate::cpuid::CpuidInfo>,
 }
 
 /// One NUMA node.
@@ -101,6 +116,10 @@ pub struct Cache {
     pub line_bytes: Option<u64>,
     pub associativity: Option<u32>,
     pub cpus: Vec<u32>,
+    /// Number of sets (sysfs `number_of_sets`); `None` when not read (hwloc-only input, or a
+    /// topology stored before platscope recorded it).
+    #[serde(default)]
+    pub sets: Option<u32>,
 }
 
 impl Cache {

@@ -1,7 +1,12 @@
-//! `platscope topo` as text: the full view, and the `numactl --hardware` layout.
+//! `platscope topo` as text: the full view, the `numactl --hardware` layout and the machine
+//! facts table; and the facts as the report's "Machine" section ([`facts_part`]).
 
 use std::fmt::Write as _;
 
+use chart::svg::esc;
+use chart::{Area, Figure, Part};
+
+use crate::facts::{config_diff, page_label, Fact, MISSING};
 use crate::units::format_bytes;
 use crate::{idlist, Topology};
 
@@ -251,11 +256,143 @@ pub fn topology_text(t: &Topology) -> String {
 }
 
 fn page_name(bytes: u64) -> String {
-    match bytes {
-        b if b >= 1 << 30 => format!("{}G", b >> 30),
-        b if b >= 1 << 20 => format!("{}M", b >> 20),
-        b => format!("{}K", b >> 10),
+    page_label(bytes)
+}
+
+/// Width of a value column in the three-column facts table before it wraps.
+const COLUMN: usize = 44;
+
+/// Splits `text` into lines of at most `width` characters at spaces (a longer word keeps its
+/// own line).
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
     }
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+fn pad(text: &str, width: usize) -> String {
+    let n = text.chars().count();
+    format!("{text}{}", " ".repeat(width.saturating_sub(n)))
+}
+
+/// Every setting of either table, `this`'s order first, with both values ([`MISSING`] where a
+/// side lacks it) and whether they differ.
+fn side_by_side<'a>(
+    this: &'a [Fact],
+    baseline: &'a [Fact],
+) -> Vec<(&'a str, &'a str, &'a str, bool)> {
+    let value = |facts: &'a [Fact], setting: &str| {
+        facts.iter().find(|f| f.setting == setting).map_or(MISSING, |f| f.value.as_str())
+    };
+    let mut settings: Vec<&str> = this.iter().map(|f| f.setting.as_str()).collect();
+    for f in baseline {
+        if !settings.contains(&f.setting.as_str()) {
+            settings.push(&f.setting);
+        }
+    }
+    let differing = config_diff(this, baseline);
+    settings
+        .into_iter()
+        .map(|s| {
+            let differs = differing.iter().any(|d| d.setting == s);
+            (s, value(this, s), value(baseline, s), differs)
+        })
+        .collect()
+}
+
+/// The machine facts as a terminal table: `setting  value`; with a baseline, three columns
+/// `setting | this | baseline`, long values wrapped, and rows that differ marked `≠`.
+pub fn facts_text(this: &[Fact], baseline: Option<&[Fact]>) -> String {
+    let mut out = String::new();
+    let Some(baseline) = baseline else {
+        let width = this.iter().map(|f| f.setting.chars().count()).max().unwrap_or(0);
+        for f in this {
+            let _ = writeln!(out, "{}  {}", pad(&f.setting, width), f.value);
+        }
+        return out;
+    };
+    let rows = side_by_side(this, baseline);
+    let width = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(0).max("setting".len());
+    let this_width = rows.iter().map(|r| r.1.chars().count()).max().unwrap_or(0).clamp(4, COLUMN);
+    let _ = writeln!(out, "  {} | {} | baseline", pad("setting", width), pad("this", this_width));
+    for (setting, a, b, differs) in &rows {
+        let (a, b) = (wrap(a, COLUMN), wrap(b, COLUMN));
+        for i in 0..a.len().max(b.len()) {
+            let mark = if *differs && i == 0 { "≠" } else { " " };
+            let name = if i == 0 { setting } else { "" };
+            let left = a.get(i).map_or("", String::as_str);
+            let right = b.get(i).map_or("", String::as_str);
+            let line = format!("{mark} {} | {} | {right}", pad(name, width), pad(left, this_width));
+            let _ = writeln!(out, "{}", line.trim_end());
+        }
+    }
+    let differing = rows.iter().filter(|r| r.3).count();
+    let _ = writeln!(
+        out,
+        "\n≠ marks the {differing} setting(s) that differ; {MISSING} means the machine has no such setting."
+    );
+    out
+}
+
+/// The report's "Machine" section: the facts as an HTML table (`setting`, `value`), or with a
+/// baseline three columns (`setting`, `this`, `baseline`) with the differing rows marked `≠`
+/// (and `class="differs"`), so a configuration diff is read in place.
+pub fn facts_part(this: &[Fact], baseline: Option<&[Fact]>) -> Part {
+    let mut part = Part::new(Area::Machine, "chart-machine", "Machine", true);
+    let mut table = String::from("<table class=\"facts-table machine-facts\">");
+    let caption = match baseline {
+        None => {
+            table.push_str("<thead><tr><th>setting</th><th>value</th></tr></thead><tbody>");
+            for f in this {
+                let _ = write!(
+                    table,
+                    "<tr data-setting=\"{s}\"><th scope=\"row\">{s}</th><td>{}</td></tr>",
+                    esc(&f.value),
+                    s = esc(&f.setting)
+                );
+            }
+            "Read from CPUID, sysfs, /proc and SMBIOS when the run was taken.".to_string()
+        }
+        Some(baseline) => {
+            table.push_str(
+                "<thead><tr><th class=\"mark\"><span class=\"sr\">differs</span></th>\
+                 <th>setting</th><th>this</th><th>baseline</th></tr></thead><tbody>",
+            );
+            let rows = side_by_side(this, baseline);
+            for (setting, a, b, differs) in &rows {
+                let (class, mark) = if *differs { (" class=\"differs\"", "≠") } else { ("", "") };
+                let _ = write!(
+                    table,
+                    "<tr{class} data-setting=\"{s}\"><td class=\"mark\">{mark}</td>\
+                     <th scope=\"row\">{s}</th><td>{}</td><td>{}</td></tr>",
+                    esc(a),
+                    esc(b),
+                    s = esc(setting)
+                );
+            }
+            let differing = rows.iter().filter(|r| r.3).count();
+            format!(
+                "Read from CPUID, sysfs, /proc and SMBIOS when each run was taken. {differing} of \
+                 {} settings differ (marked ≠); {MISSING} means the machine has no such setting.",
+                rows.len()
+            )
+        }
+    };
+    table.push_str("</tbody></table>");
+    part.figure = Some(Figure { svg: table, caption: esc(&caption), after: String::new() });
+    part
 }
 
 #[cfg(test)]
@@ -299,5 +436,76 @@ node   0   1   2   3
         assert!(text.contains("offline CPUs: 10-11"), "{text}");
         assert!(text.contains("memory only"), "{text}");
         assert!(text.contains("    3   30   28   26   10"), "{text}");
+    }
+
+    fn facts(pairs: &[(&str, &str)]) -> Vec<Fact> {
+        pairs.iter().map(|(s, v)| Fact { setting: (*s).into(), value: (*v).into() }).collect()
+    }
+
+    #[test]
+    fn facts_text_has_two_columns_and_marks_differences_with_a_baseline() {
+        let a = facts(&[("CPU model", "AMD EPYC"), ("Sockets", "1"), ("THP", "madvise")]);
+        let b = facts(&[("CPU model", "Xeon"), ("Sockets", "1"), ("Microcode", "0x2b")]);
+        assert_eq!(facts_text(&a, None), "CPU model  AMD EPYC\nSockets    1\nTHP        madvise\n");
+        let text = facts_text(&a, Some(&b));
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "  setting   | this     | baseline");
+        assert_eq!(lines[1], "≠ CPU model | AMD EPYC | Xeon");
+        assert_eq!(lines[2], "  Sockets   | 1        | 1");
+        assert_eq!(lines[3], "≠ THP       | madvise  | —");
+        assert_eq!(lines[4], "≠ Microcode | —        | 0x2b");
+        assert!(text.contains("marks the 3 setting(s) that differ"), "{text}");
+    }
+
+    #[test]
+    fn long_values_wrap_in_the_three_column_table() {
+        let long =
+            "Mitigation: Retpolines; IBPB: conditional; IBRS_FW; STIBP: disabled; RSB filling";
+        let a = facts(&[("Vulnerability spectre_v2", long)]);
+        let b = facts(&[("Vulnerability spectre_v2", "Not affected")]);
+        let text = facts_text(&a, Some(&b));
+        let rows: Vec<&str> = text.lines().skip(1).take_while(|l| !l.is_empty()).collect();
+        assert!(rows.len() > 1, "{text}");
+        assert!(
+            rows[0].starts_with("≠ Vulnerability spectre_v2 | Mitigation: Retpolines;"),
+            "{text}"
+        );
+        assert!(rows[0].ends_with("| Not affected"), "{text}");
+        // Every word of the value survives the wrapping, in order.
+        let joined: Vec<&str> =
+            rows.iter().map(|r| r.split('|').nth(1).unwrap_or("").trim()).collect();
+        assert_eq!(joined.join(" "), long);
+        for w in [5, 12, 44] {
+            for line in wrap(long, w) {
+                assert!(line.chars().count() <= w || !line.contains(' '), "{line:?} at {w}");
+            }
+        }
+        assert_eq!(wrap("", 10), vec![String::new()]);
+    }
+
+    #[test]
+    fn facts_part_is_the_machine_section() {
+        let a = facts(&[("CPU model", "AMD <EPYC>"), ("Sockets", "1")]);
+        let part = facts_part(&a, None);
+        assert_eq!(
+            (part.area, part.id.as_str(), part.wide),
+            (Area::Machine, "chart-machine", true)
+        );
+        let table = &part.figure.as_ref().expect("a table").svg;
+        assert!(
+            table.contains("<th scope=\"row\">CPU model</th><td>AMD &lt;EPYC&gt;</td>"),
+            "{table}"
+        );
+        assert!(!table.contains("differs"));
+        let html = chart::render_part(&part, "unused");
+        assert!(html.starts_with("<section id=\"sec-machine\" class=\"wide\">"), "{html}");
+
+        let b = facts(&[("CPU model", "Xeon"), ("Sockets", "1")]);
+        let part = facts_part(&a, Some(&b));
+        let table = &part.figure.as_ref().expect("a table").svg;
+        assert_eq!(table.matches("<tr class=\"differs\"").count(), 1, "{table}");
+        assert!(table.contains("<td class=\"mark\">≠</td><th scope=\"row\">CPU model</th><td>AMD &lt;EPYC&gt;</td><td>Xeon</td>"), "{table}");
+        assert!(table.contains("<th>this</th><th>baseline</th>"));
+        assert!(part.figure.as_ref().expect("figure").caption.contains("1 of 2 settings differ"));
     }
 }

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::model::{HmatAccess, HugePagePool, NodeMemory};
+use crate::model::{Cache, CacheKind, HmatAccess, HugePagePool, NodeMemory};
 
 /// A filesystem root under which `sys/…` and `proc/…` are read; `/` on a live system.
 #[derive(Debug, Clone)]
@@ -151,6 +151,199 @@ impl SysRoot {
         }
         crate::idlist::parse(&text).ok()
     }
+
+    /// The data and unified caches of these CPUs from `cpuN/cache/indexM/`, one entry per
+    /// cache instance (caches shared by several CPUs appear once), by level then first CPU.
+    pub fn cpu_caches(&self, cpus: &[u32]) -> Vec<Cache> {
+        let mut caches: Vec<Cache> = Vec::new();
+        for &cpu in cpus {
+            let dir = format!("sys/devices/system/cpu/cpu{cpu}/cache");
+            for index in self.list_dir(&dir).iter().filter(|n| n.starts_with("index")) {
+                let file = |name: &str| self.read(&format!("{dir}/{index}/{name}"));
+                let files = CacheIndexFiles {
+                    level: file("level"),
+                    kind: file("type"),
+                    size: file("size"),
+                    ways: file("ways_of_associativity"),
+                    line: file("coherency_line_size"),
+                    shared_cpu_list: file("shared_cpu_list"),
+                    sets: file("number_of_sets"),
+                };
+                let Some(cache) = parse_cache_index(&files) else { continue };
+                if !caches
+                    .iter()
+                    .any(|c| c.level == cache.level && c.kind == cache.kind && c.cpus == cache.cpus)
+                {
+                    caches.push(cache);
+                }
+            }
+        }
+        caches.sort_by_key(|c| (c.level, c.cpus.first().copied()));
+        caches
+    }
+
+    /// `/sys/devices/system/cpu/vulnerabilities/*` (since Linux 4.15), by name.
+    pub fn vulnerabilities(&self) -> Vec<Vulnerability> {
+        let dir = "sys/devices/system/cpu/vulnerabilities";
+        self.list_dir(dir)
+            .into_iter()
+            .filter_map(|name| {
+                let status = self.read(&format!("{dir}/{name}"))?;
+                Some(Vulnerability { name, status })
+            })
+            .collect()
+    }
+
+    /// Multi-size THP (`transparent_hugepage/hugepages-<size>kB/enabled`, since Linux 6.8): each
+    /// size and its policy (`always`, `inherit`, `madvise`, `never`), ascending by size.
+    pub fn mthp_sizes(&self) -> Vec<MthpSize> {
+        let dir = "sys/kernel/mm/transparent_hugepage";
+        let mut sizes: Vec<MthpSize> = self
+            .list_dir(dir)
+            .iter()
+            .filter_map(|name| {
+                let page_bytes = parse_hugepage_dir_name(name)?;
+                let text = self.read(&format!("{dir}/{name}/enabled"))?;
+                Some(MthpSize { page_bytes, enabled: bracketed_choice(&text)?.to_string() })
+            })
+            .collect();
+        sizes.sort_by_key(|s| s.page_bytes);
+        sizes
+    }
+}
+
+/// One file of `/sys/devices/system/cpu/vulnerabilities`: the kernel's word on one hardware
+/// vulnerability (`Not affected`, `Mitigation: …`, `Vulnerable…`, `Unknown: …`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Vulnerability {
+    pub name: String,
+    pub status: String,
+}
+
+/// How a vulnerability stands, from the first words of its status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum VulnerabilityClass {
+    Vulnerable,
+    Mitigated,
+    NotAffected,
+    Unknown,
+}
+
+impl Vulnerability {
+    /// `Vulnerable…` (also `Vulnerable: … no microcode`) is vulnerable; a status naming a
+    /// mitigation (`Mitigation: …`, `KVM: Mitigation: …`) is mitigated; `Not affected` is not
+    /// affected; anything else (`Unknown: …`) is unknown.
+    pub fn class(&self) -> VulnerabilityClass {
+        let s = self.status.trim();
+        if s.starts_with("Not affected") {
+            VulnerabilityClass::NotAffected
+        } else if s.starts_with("Vulnerable") {
+            VulnerabilityClass::Vulnerable
+        } else if s.contains("Mitigation") {
+            VulnerabilityClass::Mitigated
+        } else {
+            VulnerabilityClass::Unknown
+        }
+    }
+}
+
+/// One multi-size THP size and its policy.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct MthpSize {
+    pub page_bytes: u64,
+    pub enabled: String,
+}
+
+/// The files of one `cpuN/cache/indexM/` directory as read (trimmed); `None` when missing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CacheIndexFiles {
+    pub level: Option<String>,
+    /// `type`: `Data`, `Instruction` or `Unified`.
+    pub kind: Option<String>,
+    pub size: Option<String>,
+    pub ways: Option<String>,
+    pub line: Option<String>,
+    pub shared_cpu_list: Option<String>,
+    pub sets: Option<String>,
+}
+
+/// A sysfs cache size: `32K`, `32768K`, `1M` (binary units, as the kernel prints them) or bytes.
+pub fn parse_cache_size(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let (number, shift) = match t.chars().last()? {
+        'K' | 'k' => (&t[..t.len() - 1], 10),
+        'M' | 'm' => (&t[..t.len() - 1], 20),
+        'G' | 'g' => (&t[..t.len() - 1], 30),
+        _ => (t, 0),
+    };
+    let n: u64 = number.trim().parse().ok()?;
+    n.checked_mul(1 << shift)
+}
+
+/// A cache from its index directory's files; `None` for instruction caches (the model keeps
+/// data and unified caches) and for directories missing the level, type, size or sharing list.
+/// A zero `ways_of_associativity`, line size or set count reads as unknown.
+pub fn parse_cache_index(files: &CacheIndexFiles) -> Option<Cache> {
+    let kind = match files.kind.as_deref()? {
+        "Data" => CacheKind::Data,
+        "Unified" => CacheKind::Unified,
+        _ => return None,
+    };
+    let level: u8 = files.level.as_deref()?.trim().parse().ok().filter(|&l| l > 0)?;
+    let size_bytes = parse_cache_size(files.size.as_deref()?)?;
+    let cpus = crate::idlist::parse(files.shared_cpu_list.as_deref()?).ok()?;
+    let positive = |v: &Option<String>| -> Option<u32> {
+        v.as_deref()?.trim().parse().ok().filter(|&n: &u32| n > 0)
+    };
+    Some(Cache {
+        level,
+        kind,
+        size_bytes,
+        line_bytes: positive(&files.line).map(u64::from),
+        associativity: positive(&files.ways),
+        cpus,
+        sets: positive(&files.sets),
+    })
+}
+
+/// The first processor's block of `/proc/cpuinfo`: the fields that identify an x86 CPU.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CpuInfo {
+    pub vendor_id: Option<String>,
+    pub model_name: Option<String>,
+    pub family: Option<u32>,
+    pub model: Option<u32>,
+    pub stepping: Option<u32>,
+    pub microcode: Option<String>,
+}
+
+/// Parses `/proc/cpuinfo` (`key<TAB>: value` lines, processors separated by blank lines), the
+/// first processor only. Fields a kernel does not print (arm64 has none of these but
+/// `model name` on some kernels) stay `None`.
+pub fn parse_cpuinfo(text: &str) -> CpuInfo {
+    let mut info = CpuInfo::default();
+    for line in text.lines() {
+        if line.trim().is_empty() {
+            if info != CpuInfo::default() {
+                break; // end of the first processor's block
+            }
+            continue;
+        }
+        let Some((key, value)) = line.split_once(':') else { continue };
+        let value = value.trim();
+        let text = (!value.is_empty()).then(|| value.to_string());
+        let number = value.parse().ok();
+        match key.trim() {
+            "vendor_id" => info.vendor_id = text,
+            "model name" => info.model_name = text,
+            "cpu family" => info.family = number,
+            "model" => info.model = number,
+            "stepping" => info.stepping = number,
+            "microcode" => info.microcode = text,
+            _ => {}
+        }
+    }
+    info
 }
 
 /// Parses a node `meminfo` file (`Node 0 MemTotal:  5335252 kB` lines) into the total and
@@ -249,5 +442,170 @@ Node 0 HugePages_Free:      0
         assert_eq!(bracketed_choice("always [madvise] never"), Some("madvise"));
         assert_eq!(bracketed_choice("[always] defer defer+madvise madvise never"), Some("always"));
         assert_eq!(bracketed_choice("tsc"), None);
+    }
+
+    const CPUINFO_EPYC_KVM: &str = include_str!("../tests/fixtures/cpuinfo_amd_epyc_kvm_6_18.txt");
+    const CACHE_CPU0_EPYC_KVM: &str =
+        include_str!("../tests/fixtures/cache_cpu0_amd_epyc_kvm_6_18.txt");
+    const VULNERABILITIES_EPYC_KVM: &str =
+        include_str!("../tests/fixtures/vulnerabilities_amd_epyc_kvm_6_18.txt");
+
+    /// The fixture's `indexN/file: contents` lines as one directory's files each.
+    fn cache_indexes(text: &str) -> Vec<CacheIndexFiles> {
+        let mut dirs: Vec<(String, CacheIndexFiles)> = Vec::new();
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let Some((path, value)) = line.split_once(": ") else { continue };
+            let Some((dir, file)) = path.split_once('/') else { continue };
+            if !dirs.iter().any(|(d, _)| d == dir) {
+                dirs.push((dir.to_string(), CacheIndexFiles::default()));
+            }
+            let Some((_, files)) = dirs.iter_mut().find(|(d, _)| d == dir) else { continue };
+            let value = Some(value.to_string());
+            match file {
+                "level" => files.level = value,
+                "type" => files.kind = value,
+                "size" => files.size = value,
+                "ways_of_associativity" => files.ways = value,
+                "coherency_line_size" => files.line = value,
+                "shared_cpu_list" => files.shared_cpu_list = value,
+                "number_of_sets" => files.sets = value,
+                _ => {}
+            }
+        }
+        dirs.into_iter().map(|(_, f)| f).collect()
+    }
+
+    #[test]
+    fn parses_cache_indexes_of_the_epyc_guest() {
+        let caches: Vec<Cache> =
+            cache_indexes(CACHE_CPU0_EPYC_KVM).iter().filter_map(parse_cache_index).collect();
+        // index1 is the L1 instruction cache: left out.
+        let cache = |level, kind, size_bytes, ways, sets, cpus| Cache {
+            level,
+            kind,
+            size_bytes,
+            line_bytes: Some(64),
+            associativity: Some(ways),
+            cpus,
+            sets: Some(sets),
+        };
+        assert_eq!(
+            caches,
+            vec![
+                cache(1, CacheKind::Data, 32 << 10, 8, 64, vec![0]),
+                cache(2, CacheKind::Unified, 512 << 10, 8, 1024, vec![0]),
+                cache(3, CacheKind::Unified, 32 << 20, 16, 32768, vec![0, 1]),
+            ]
+        );
+    }
+
+    #[test]
+    fn cache_sizes_and_incomplete_indexes() {
+        assert_eq!(parse_cache_size("32K"), Some(32 << 10));
+        assert_eq!(parse_cache_size("32768K"), Some(32 << 20));
+        assert_eq!(parse_cache_size("1M"), Some(1 << 20));
+        assert_eq!(parse_cache_size("4096"), Some(4096));
+        assert_eq!(parse_cache_size("K"), None);
+        assert_eq!(parse_cache_size(""), None);
+        assert_eq!(parse_cache_size("99999999999999999999G"), None);
+        let mut files = cache_indexes(CACHE_CPU0_EPYC_KVM).remove(0);
+        files.ways = Some("0".into()); // unknown, not "0-way"
+        files.sets = None;
+        let c = parse_cache_index(&files).expect("still a cache");
+        assert_eq!((c.associativity, c.sets), (None, None));
+        files.shared_cpu_list = None;
+        assert_eq!(parse_cache_index(&files), None);
+    }
+
+    #[test]
+    fn parses_cpuinfo_of_the_epyc_guest() {
+        let info = parse_cpuinfo(CPUINFO_EPYC_KVM);
+        assert_eq!(info.vendor_id.as_deref(), Some("AuthenticAMD"));
+        assert_eq!(info.model_name.as_deref(), Some("AMD EPYC"));
+        assert_eq!((info.family, info.model, info.stepping), (Some(25), Some(1), Some(1)));
+        assert_eq!(info.microcode.as_deref(), Some("0x1000065"));
+        // Only the first processor counts.
+        let two = format!("{CPUINFO_EPYC_KVM}\nprocessor\t: 1\nmicrocode\t: 0xdead\n");
+        assert_eq!(parse_cpuinfo(&two).microcode.as_deref(), Some("0x1000065"));
+        assert_eq!(parse_cpuinfo(""), CpuInfo::default());
+    }
+
+    #[test]
+    fn classifies_the_epyc_guest_vulnerabilities() {
+        let all: Vec<Vulnerability> = VULNERABILITIES_EPYC_KVM
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| {
+                let (name, status) = l.split_once(": ")?;
+                Some(Vulnerability { name: name.into(), status: status.into() })
+            })
+            .collect();
+        assert_eq!(all.len(), 19);
+        let mitigated: Vec<&str> = all
+            .iter()
+            .filter(|v| v.class() == VulnerabilityClass::Mitigated)
+            .map(|v| v.name.as_str())
+            .collect();
+        assert_eq!(
+            mitigated,
+            ["spec_rstack_overflow", "spec_store_bypass", "spectre_v1", "spectre_v2"]
+        );
+        assert_eq!(all.iter().filter(|v| v.class() == VulnerabilityClass::NotAffected).count(), 15);
+        let class = |s: &str| Vulnerability { name: "x".into(), status: s.into() }.class();
+        assert_eq!(
+            class("Vulnerable: Clear CPU buffers attempted, no microcode"),
+            VulnerabilityClass::Vulnerable
+        );
+        assert_eq!(class("KVM: Mitigation: VMX disabled"), VulnerabilityClass::Mitigated);
+        assert_eq!(
+            class("Mitigation: Clear CPU buffers; SMT vulnerable"),
+            VulnerabilityClass::Mitigated
+        );
+        assert_eq!(class("Unknown: Dependent on hypervisor status"), VulnerabilityClass::Unknown);
+    }
+
+    /// xorshift64: a deterministic stream for the mutation tests.
+    fn next(s: &mut u64) -> u64 {
+        *s ^= *s << 13;
+        *s ^= *s >> 7;
+        *s ^= *s << 17;
+        *s
+    }
+
+    /// The fixture with bytes replaced, inserted or cut: what a parser must survive.
+    fn mutate(text: &str, s: &mut u64) -> String {
+        let mut bytes = text.as_bytes().to_vec();
+        for _ in 0..(next(s) % 8 + 1) {
+            if bytes.is_empty() {
+                break;
+            }
+            let at = (next(s) % bytes.len() as u64) as usize;
+            let junk = [b':', b'\n', b' ', b'\t', b'9', b'K', b'-', b',', 0xff, b'x'];
+            match next(s) % 3 {
+                0 => bytes[at] = junk[(next(s) % junk.len() as u64) as usize],
+                1 => bytes.insert(at, junk[(next(s) % junk.len() as u64) as usize]),
+                _ => {
+                    bytes.truncate(at);
+                }
+            }
+        }
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
+    #[test]
+    fn property_mutated_fixtures_never_panic() {
+        let mut s = 0x853c_49e6_748f_ea9b;
+        for _ in 0..5_000 {
+            let info = parse_cpuinfo(&mutate(CPUINFO_EPYC_KVM, &mut s));
+            assert!(info.microcode.as_deref().is_none_or(|m| !m.is_empty()));
+            for files in cache_indexes(&mutate(CACHE_CPU0_EPYC_KVM, &mut s)) {
+                if let Some(c) = parse_cache_index(&files) {
+                    assert!(c.level > 0 && !c.cpus.is_empty());
+                    assert!(c.associativity != Some(0) && c.sets != Some(0));
+                }
+            }
+            let _ = parse_cache_size(&mutate("32768K", &mut s));
+            let _ = bracketed_choice(&mutate("always [madvise] never", &mut s));
+        }
     }
 }

@@ -50,7 +50,15 @@ pub fn on_node(node: u32, bytes: u64) -> Placement {
 }
 
 fn cache(level: u8, kind: CacheKind, size_bytes: u64, cpus: Vec<u32>) -> Cache {
-    Cache { level, kind, size_bytes, line_bytes: Some(64), associativity: Some(12), cpus }
+    Cache {
+        level,
+        kind,
+        size_bytes,
+        line_bytes: Some(64),
+        associativity: Some(12),
+        cpus,
+        sets: None,
+    }
 }
 
 /// Two nodes of two CPUs each; L1d 48 KiB and L2 1.25 MiB per CPU, L3 24 MiB per node.
@@ -72,6 +80,7 @@ pub fn topology(model: &str) -> Topology {
             cpu_model: Some(model.into()),
             packages: 2,
             cores: 4,
+            ..Machine::default()
         },
         nodes: (0..2)
             .map(|id| Node {
@@ -111,6 +120,7 @@ pub fn topology(model: &str) -> Topology {
             system: Some("QEMU Standard PC (Q35 + ICH9, 2009)".into()),
             hugepages: Vec::new(),
             machine_memory_bytes: Some(16 * GIB),
+            ..Environment::default()
         }),
     }
 }
