@@ -3,8 +3,14 @@
 //! (`report --from-db`, `results`). Adding a capability = its crate + one line here
 //! (docs/architecture.md).
 
-use experiment::{experiment, Registry};
+use experiment::{experiment, tool, Registry};
 
 /// The registry of this binary.
-pub static REGISTRY: Registry =
-    Registry { entries: &[experiment::<membench::experiments::timer::Timer>()], groups: &[] };
+pub static REGISTRY: Registry = Registry {
+    entries: &[
+        experiment::<membench::experiments::timer::Timer>(),
+        tool::<place::tools::Topo>(),
+        tool::<place::tools::Place>(),
+    ],
+    groups: &[],
+};
