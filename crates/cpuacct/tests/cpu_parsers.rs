@@ -17,7 +17,8 @@ use cpuacct::pstime::{
 use cpuacct::task::{parse_schedstat, parse_stat, Comm};
 use measure::time::ClockTicks;
 use measure::time::Stamp;
-use measure::{Error, FsRoot, UsageError};
+use measure::{Error, UsageError};
+use test_support::Tree;
 
 fn hz() -> ClockTicks {
     ClockTicks::new(100)
@@ -189,25 +190,16 @@ fn large_disagreement_is_marked() {
 // ----------------------------------------------------------------------------------------------
 // pstime over proc/ trees
 
-/// A `proc/` tree in a temporary directory, removed afterwards.
-struct Tree {
-    dir: PathBuf,
+/// A `proc/` tree with four online CPUs, removed afterwards.
+fn proc_tree(name: &str) -> Tree {
+    let t = Tree::new(name);
+    t.mkdir("proc");
+    t.write("sys/devices/system/cpu/online", "0-3\n");
+    t
 }
 
-impl Tree {
-    fn new(name: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("procmon-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("proc")).unwrap();
-        std::fs::create_dir_all(dir.join("sys/devices/system/cpu")).unwrap();
-        std::fs::write(dir.join("sys/devices/system/cpu/online"), "0-3\n").unwrap();
-        Self { dir }
-    }
-
-    fn root(&self) -> FsRoot {
-        FsRoot::at(&self.dir)
-    }
-
+/// The files of processes in a fixture tree.
+trait ProcFiles {
     /// A process: `threads` are (TID, on-CPU ns); times in ticks.
     #[allow(clippy::too_many_arguments)]
     fn process(
@@ -219,8 +211,25 @@ impl Tree {
         utime: u64,
         stime: u64,
         threads: &[(u32, u64)],
+    );
+    /// Removes a process that must be there.
+    fn remove_process(&self, pid: u32);
+    /// Replaces the tree's `proc/` and `sys/` with a copy of `from`'s.
+    fn load(&self, from: &Path);
+}
+
+impl ProcFiles for Tree {
+    fn process(
+        &self,
+        pid: u32,
+        comm: &str,
+        state: char,
+        start: u64,
+        utime: u64,
+        stime: u64,
+        threads: &[(u32, u64)],
     ) {
-        let d = self.dir.join(format!("proc/{pid}"));
+        let d = self.join(format!("proc/{pid}"));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         let n = threads.len();
@@ -244,21 +253,14 @@ impl Tree {
         }
     }
 
-    fn remove(&self, pid: u32) {
-        std::fs::remove_dir_all(self.dir.join(format!("proc/{pid}"))).unwrap();
+    fn remove_process(&self, pid: u32) {
+        std::fs::remove_dir_all(self.join(format!("proc/{pid}"))).unwrap();
     }
 
-    /// Replaces the tree's `proc/` and `sys/` with a copy of `from`'s.
     fn load(&self, from: &Path) {
-        let _ = std::fs::remove_dir_all(self.dir.join("proc"));
-        let _ = std::fs::remove_dir_all(self.dir.join("sys"));
-        copy_dir(from, &self.dir);
-    }
-}
-
-impl Drop for Tree {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
+        self.remove("proc");
+        self.remove("sys");
+        copy_dir(from, self.path());
     }
 }
 
@@ -289,7 +291,7 @@ fn row(report: &Report, pid: u32) -> &cpuacct::pstime::ProcessCpu {
 
 #[test]
 fn pstime_linux_6_18_captured_sums_threads_exactly() {
-    let tree = Tree::new("captured");
+    let tree = proc_tree("captured");
     tree.load(&fixture_path("pstime_linux_6_18_captured/before"));
     let mut s = sampler(&tree, &[], true);
     assert_eq!(s.basis().source, CpuSource::Schedstat);
@@ -336,7 +338,7 @@ fn pstime_linux_6_18_captured_sums_threads_exactly() {
 
 #[test]
 fn processes_that_vanish_appear_or_reuse_a_pid() {
-    let tree = Tree::new("churn");
+    let tree = proc_tree("churn");
     tree.process(10, "stays", 'S', 100, 5, 5, &[(10, 1_000_000)]);
     tree.process(11, "leaves", 'R', 100, 5, 5, &[(11, 2_000_000)]);
     tree.process(12, "zombie", 'Z', 100, 5, 5, &[(12, 3_000_000)]);
@@ -344,8 +346,8 @@ fn processes_that_vanish_appear_or_reuse_a_pid() {
     let mut s = sampler(&tree, &[], false);
     let before = s.snapshot().unwrap();
     tree.process(10, "stays", 'S', 100, 8, 6, &[(10, 41_000_000)]);
-    tree.remove(11);
-    tree.remove(12);
+    tree.remove_process(11);
+    tree.remove_process(12);
     tree.process(13, "new13", 'R', 900, 1, 0, &[(13, 7_000_000)]);
     tree.process(20, "arrives", 'R', 950, 2, 1, &[(20, 30_000_000), (21, 5_000_000)]);
     let after = s.snapshot().unwrap();
@@ -414,14 +416,14 @@ fn two_snapshots(tree: &Tree, s: &mut Sampler, change: impl FnOnce(&Tree)) -> (S
 
 #[test]
 fn exit_records_complete_exited_threads_and_processes() {
-    let tree = Tree::new("exits");
+    let tree = proc_tree("exits");
     // A process whose thread 31 exits in the interval, and one that exits altogether.
     tree.process(30, "pool", 'S', 100, 10, 0, &[(30, 1_000_000), (31, 2_000_000)]);
     tree.process(40, "gone", 'R', 200, 10, 0, &[(40, 5_000_000)]);
     let mut s = sampler(&tree, &[], true);
     let (before, after) = two_snapshots(&tree, &mut s, |t| {
         t.process(30, "pool", 'S', 100, 12, 0, &[(30, 1_500_000)]);
-        t.remove(40);
+        t.remove_process(40);
     });
     let window = before.end_boottime_ns;
     let in_interval = before.end_boottime_ns; // started after the first scan began
@@ -477,7 +479,7 @@ fn exit_records_complete_exited_threads_and_processes() {
 
 #[test]
 fn listed_pids_only() {
-    let tree = Tree::new("listed");
+    let tree = proc_tree("listed");
     tree.process(10, "a", 'S', 100, 0, 0, &[(10, 1)]);
     tree.process(11, "b", 'S', 100, 0, 0, &[(11, 1)]);
     let mut s = sampler(&tree, &[11, 11], false);
@@ -490,10 +492,10 @@ fn listed_pids_only() {
 
 #[test]
 fn a_missing_pid_or_a_thread_id_is_a_usage_error() {
-    let tree = Tree::new("usage");
+    let tree = proc_tree("usage");
     tree.process(10, "a", 'S', 100, 0, 0, &[(10, 1), (11, 1)]);
     // /proc/11 exists for a thread (hidden from readdir): its status names process 10.
-    let t = tree.dir.join("proc/11");
+    let t = tree.join("proc/11");
     std::fs::create_dir_all(&t).unwrap();
     std::fs::write(t.join("stat"), "11 (a) S 1 10 10 0 -1 0 0 0 0 0 0 0 0 0 20 0 2 0 100 0 0\n")
         .unwrap();
@@ -516,10 +518,10 @@ fn a_missing_pid_or_a_thread_id_is_a_usage_error() {
 
 #[test]
 fn a_pid_that_vanishes_mid_interval_is_not_an_error() {
-    let tree = Tree::new("vanish");
+    let tree = proc_tree("vanish");
     tree.process(10, "brief", 'R', 100, 1, 0, &[(10, 1_000)]);
     let mut s = sampler(&tree, &[10], false);
-    let (before, after) = two_snapshots(&tree, &mut s, |t| t.remove(10));
+    let (before, after) = two_snapshots(&tree, &mut s, |t| t.remove_process(10));
     let r = compare(&before, &after, None, s.basis(), s.options());
     assert_eq!((r.counts.exited, r.counts.exited_unmeasured), (1, 1));
     let text = render_report(&r, &Layout::default(), &UserNames::default());

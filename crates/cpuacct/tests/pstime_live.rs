@@ -3,113 +3,23 @@
 //! through the process clock and through schedstat; a child that starts inside the interval
 //! counts from zero; one that vanishes is not an error.
 //!
-//! The child is this test binary run again with `PROCMON_TEST_BURN` set (see [`burner_child`]),
+//! The child is this test binary run again with `PLATSCOPE_TEST_BURN` set (see [`burner_child`]),
 //! so the tests need nothing installed.
 
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-
 use cpuacct::pstime::{compare, CpuSource, Lifetime, Options, Sampler};
 use measure::time::ClockTicks;
 use measure::FsRoot;
+use test_support::Burner;
 
-const BURN_ENV: &str = "PROCMON_TEST_BURN";
 const BURN_NS: u64 = 500_000_000;
 
-fn own_cpu_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: ts is a live local the kernel writes one timespec into.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0);
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-/// Not a test on its own: the burner the other tests start. Prints `ready`, waits for a line,
-/// burns `PROCMON_TEST_BURN` ns of its own CPU time, prints `done N` (N: its CPU time from
-/// `ready` to `done`), then waits for stdin to close.
+/// Not a test on its own: the burner the other tests start ([`test_support::burner::child`]).
 #[test]
 #[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn burner_child() {
-    let Some(burn) = std::env::var(BURN_ENV).ok().and_then(|v| v.parse::<u64>().ok()) else {
-        return;
-    };
-    let mut lines = std::io::stdin().lock().lines();
-    let ready = own_cpu_ns();
-    println!("ready");
-    let _go = lines.next();
-    let start = own_cpu_ns();
-    let mut x = 0u64;
-    while own_cpu_ns() < start + burn {
-        for i in 0..1000u64 {
-            x = std::hint::black_box(x.wrapping_add(i));
-        }
-    }
-    println!("done {}", own_cpu_ns() - ready);
-    for _ in lines {}
-}
-
-struct Burner {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
-}
-
-impl Burner {
-    fn start() -> Self {
-        let exe = std::env::current_exe().unwrap();
-        let mut child = Command::new(exe)
-            .args([
-                "burner_child",
-                "--exact",
-                "--include-ignored",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(BURN_ENV, BURN_NS.to_string())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut burner = Self { child, stdin, stdout };
-        burner.wait_for("ready");
-        burner
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// The rest of the first line holding `marker`, from the marker on (libtest may print
-    /// `test burner_child ... ` before it).
-    fn wait_for(&mut self, marker: &str) -> String {
-        let mut line = String::new();
-        loop {
-            line.clear();
-            assert!(self.stdout.read_line(&mut line).unwrap() > 0, "burner ended early");
-            if let Some(at) = line.find(marker) {
-                return line[at..].trim().to_string();
-            }
-        }
-    }
-
-    /// Burns and returns the child's own CPU time from `ready` to `done`.
-    fn burn(&mut self) -> u64 {
-        writeln!(self.stdin.as_mut().unwrap(), "go").unwrap();
-        let done = self.wait_for("done ");
-        done["done ".len()..].parse().unwrap()
-    }
-}
-
-impl Drop for Burner {
-    fn drop(&mut self) {
-        drop(self.stdin.take());
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+    test_support::burner::child();
 }
 
 fn within_2_percent(measured: u64, expected: u64) {
@@ -118,7 +28,7 @@ fn within_2_percent(measured: u64, expected: u64) {
 }
 
 fn exact_time_through(root: FsRoot, source: CpuSource) {
-    let mut burner = Burner::start();
+    let mut burner = Burner::start(BURN_NS);
     let opts = Options { pids: vec![burner.pid()], threads: true };
     let mut sampler = Sampler::new(root, opts, ClockTicks::system()).unwrap();
     assert_eq!(sampler.basis().source, source);
@@ -153,7 +63,7 @@ fn a_process_started_inside_the_interval_counts_from_zero() {
     let mut sampler =
         Sampler::new(FsRoot::live(), Options::default(), ClockTicks::system()).unwrap();
     let before = sampler.snapshot().unwrap();
-    let mut burner = Burner::start();
+    let mut burner = Burner::start(BURN_NS);
     let own = burner.burn();
     let after = sampler.snapshot().unwrap();
     let report = compare(&before, &after, None, sampler.basis(), sampler.options());
@@ -166,7 +76,7 @@ fn a_process_started_inside_the_interval_counts_from_zero() {
 #[test]
 #[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn a_process_vanishing_mid_interval_is_not_an_error() {
-    let burner = Burner::start();
+    let burner = Burner::start(BURN_NS);
     let pid = burner.pid();
     let opts = Options { pids: vec![pid], threads: false };
     let mut sampler = Sampler::new(FsRoot::live(), opts, ClockTicks::system()).unwrap();
@@ -181,7 +91,7 @@ fn a_process_vanishing_mid_interval_is_not_an_error() {
 #[test]
 #[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn a_process_that_did_not_run_is_carried_over_and_one_that_ran_is_read_again() {
-    let mut burner = Burner::start(); // blocked on its stdin: not running
+    let mut burner = Burner::start(BURN_NS); // blocked on its stdin: not running
     let opts = Options { pids: vec![burner.pid()], threads: false };
     let mut sampler = Sampler::new(FsRoot::live(), opts, ClockTicks::system()).unwrap();
     let first = sampler.snapshot().unwrap();

@@ -258,14 +258,9 @@ impl Target {
 
 /// `(comm, ppid)` of a process from `/proc/PID/stat`.
 pub fn proc_comm_ppid(pid: u32) -> Option<(String, u32)> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let open = text.find('(')?;
-    let close = text.rfind(')')?;
-    let comm = text.get(open + 1..close)?.to_string();
-    let mut rest = text.get(close + 2..)?.split_ascii_whitespace();
-    let _state = rest.next()?;
-    let ppid = rest.next()?.parse().ok()?;
-    Some((comm, ppid))
+    let text = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+    let stat = measure::procstat::parse_stat(&text).ok()?;
+    Some((stat.comm_lossy(), stat.ppid))
 }
 
 /// PostgreSQL's socket: a directory, or a `.s.PGSQL.PORT` file in one.

@@ -7,6 +7,7 @@
 //! - [`counter`]: the one way kernel counters are subtracted ([`CounterDelta`]).
 //! - [`time`]: clock ticks, monotonic and boot time, local time for headers.
 //! - [`args`]: intervals, counts and PIDs, rejected with the same words everywhere.
+//! - [`procstat`]: the one parser of `/proc/PID/stat`, I/O-free.
 //! - [`fsroot`]: where `/proc` and `/sys` are read from (the live system or a captured tree).
 //! - [`progress`]: the one progress-bar factory, drawn only when stderr is a terminal.
 //! - [`say`](mod@say): the one stderr writer ([`say!`]): a closed stderr never panics.
@@ -31,6 +32,7 @@ pub mod counter;
 pub mod fsroot;
 pub mod gate;
 pub mod metric;
+pub mod procstat;
 pub mod progress;
 pub mod say;
 pub mod stop;

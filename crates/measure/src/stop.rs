@@ -2,12 +2,15 @@
 //! systemd send) sets a flag that workers poll between batches and set-up loops poll between
 //! pages, so what was measured is kept and printed and what platscope created is removed; a
 //! second one ends the process as usual, after removing the System V semaphore sets registered
-//! with [`remove_on_kill`] (which nothing else would remove).
+//! with [`remove_on_kill`] (which nothing else would remove). The handler is registered through
+//! `signal-hook`, which chains to any handler installed before it.
 
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::Once;
 
 static STOP: AtomicBool = AtomicBool::new(false);
 static SIGNAL: AtomicI32 = AtomicI32::new(0);
+static INSTALL: Once = Once::new();
 
 /// The signals that ask a run to stop.
 const STOP_SIGNALS: [libc::c_int; 2] = [libc::SIGINT, libc::SIGTERM];
@@ -15,7 +18,9 @@ const STOP_SIGNALS: [libc::c_int; 2] = [libc::SIGINT, libc::SIGTERM];
 /// System V semaphore set ids to remove if a second signal kills the process (-1: free slot).
 static SEMAPHORES: [AtomicI32; 4] = [const { AtomicI32::new(-1) }; 4];
 
-extern "C" fn on_signal(signal: libc::c_int) {
+/// What a stop signal does (called by signal-hook's handler, so only atomics and
+/// async-signal-safe calls).
+fn on_signal(signal: libc::c_int) {
     if STOP.swap(true, Ordering::Relaxed) {
         // The second signal: remove what would outlive the process, then die of the signal.
         for slot in &SEMAPHORES {
@@ -25,12 +30,9 @@ extern "C" fn on_signal(signal: libc::c_int) {
                 unsafe { libc::semctl(id, 0, libc::IPC_RMID) };
             }
         }
-        // SAFETY: signal() and raise() are async-signal-safe; with the default action restored
-        // the raised signal ends the process as if no handler had been installed.
-        unsafe {
-            libc::signal(signal, libc::SIG_DFL);
-            libc::raise(signal);
-        }
+        // Restores the default action and raises the signal again, so the process ends as if
+        // no handler had been installed (async-signal-safe; falls back on abort).
+        let _ = signal_hook::low_level::emulate_default_handler(signal);
         return;
     }
     SIGNAL.store(signal, Ordering::Relaxed);
@@ -52,12 +54,19 @@ pub fn forget_on_kill(semid: libc::c_int) {
     }
 }
 
-/// Routes SIGINT and SIGTERM to the stop flag. Call once before a long run (set-up included).
+/// Routes SIGINT and SIGTERM to the stop flag (through `signal-hook`). Call before a long run
+/// (set-up included); calling it again changes nothing.
 pub fn install() {
-    for s in STOP_SIGNALS {
-        // SAFETY: on_signal only touches atomics and calls async-signal-safe functions.
-        unsafe { libc::signal(s, on_signal as *const () as libc::sighandler_t) };
-    }
+    INSTALL.call_once(|| {
+        for s in STOP_SIGNALS {
+            // SAFETY: on_signal only touches atomics and calls async-signal-safe functions
+            // (semctl, signal-hook's emulate_default_handler).
+            let registered = unsafe { signal_hook::low_level::register(s, move || on_signal(s)) };
+            // SIGINT and SIGTERM exist everywhere; a failure would leave the default action
+            // (the process ends at once), as before any handler.
+            drop(registered);
+        }
+    });
 }
 
 /// Whether Ctrl-C or SIGTERM arrived since [`install`] (or [`request`] was called).

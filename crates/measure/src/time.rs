@@ -69,15 +69,11 @@ pub fn monotonic_ns() -> u64 {
     clock_ns(libc::CLOCK_MONOTONIC).unwrap_or(0)
 }
 
-/// Local calendar time of a Unix time (`localtime_r`); `None` if it cannot be represented.
-pub fn local_time(epoch: i64) -> Option<libc::tm> {
-    let t = libc::time_t::try_from(epoch).ok()?;
-    // SAFETY: tm is plain data; all zeroes is valid and localtime_r overwrites it.
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    // SAFETY: both pointers are to live locals for the duration of the call; localtime_r is
-    // the thread-safe variant and keeps no reference to them.
-    let result = unsafe { libc::localtime_r(&t, &mut tm) };
-    (!result.is_null()).then_some(tm)
+/// `epoch` in the system's time zone (`TZ`, else `/etc/localtime`, else UTC); `None` outside
+/// the years -9999 to 9999.
+fn local(epoch: i64) -> Option<jiff::Zoned> {
+    let at = jiff::Timestamp::from_second(epoch).ok()?;
+    Some(at.to_zoned(jiff::tz::TimeZone::system()))
 }
 
 /// `CPUCLOCK_SCHED`, the scheduler's exact runtime, in the kernel's CPU-clock ID encoding.
@@ -132,25 +128,14 @@ impl Stamp {
     }
 }
 
-fn local_hms(epoch: i64) -> Option<(i32, i32, i32)> {
-    local_time(epoch).map(|tm| (tm.tm_hour, tm.tm_min, tm.tm_sec))
+fn local_hms(epoch: i64) -> Option<(i8, i8, i8)> {
+    local(epoch).map(|t| (t.hour(), t.minute(), t.second()))
 }
 
 /// `epoch` as local time in DTrace's `%Y` layout, "YYYY Mon DD HH:MM:SS" (the seeds' headers);
-/// `None` when the C library cannot convert it.
+/// `None` when it cannot be represented.
 pub fn dtrace_date(epoch: i64) -> Option<String> {
-    const MONTHS: [&str; 12] =
-        ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
-    let tm = local_time(epoch)?;
-    let month = MONTHS.get(usize::try_from(tm.tm_mon).ok()?)?;
-    Some(format!(
-        "{} {month} {:02} {:02}:{:02}:{:02}",
-        tm.tm_year + 1900,
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec
-    ))
+    Some(local(epoch)?.strftime("%Y %b %d %H:%M:%S").to_string())
 }
 
 /// The current time as RFC 3339 UTC from the system clock (no time-zone database needed).
@@ -161,25 +146,14 @@ pub fn utc_now_rfc3339() -> String {
     utc_rfc3339(secs)
 }
 
-/// `secs` since the epoch as RFC 3339 UTC.
+/// `secs` since the epoch as RFC 3339 UTC, whole seconds (`2026-11-23T01:01:01Z`); times after
+/// `9999-12-30T22:00:00Z` (jiff's latest instant) are given as that.
 pub fn utc_rfc3339(secs: u64) -> String {
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil date from days since 1970-01-01 (the proleptic Gregorian calendar in 400-year eras).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    let at = i64::try_from(secs)
+        .ok()
+        .and_then(|s| jiff::Timestamp::from_second(s).ok())
+        .unwrap_or(jiff::Timestamp::MAX);
+    at.to_zoned(jiff::tz::TimeZone::UTC).strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 #[cfg(test)]
@@ -205,6 +179,44 @@ mod tests {
         let outside = process_cpu_ns(std::process::id()).unwrap();
         let inside = clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID).unwrap();
         assert!(outside > 0 && outside <= inside, "{outside} {inside}");
+    }
+
+    /// The civil-date arithmetic `utc_rfc3339` used before jiff (days since 1970-01-01 in
+    /// 400-year eras of the proleptic Gregorian calendar), kept as the oracle.
+    fn rfc3339_by_hand(secs: u64) -> String {
+        let (days, rem) = (secs / 86_400, secs % 86_400);
+        let z = days as i64 + 719_468;
+        let era = z.div_euclid(146_097);
+        let doe = z.rem_euclid(146_097);
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let day = doy - (153 * mp + 2) / 5 + 1;
+        let month = if mp < 10 { mp + 3 } else { mp - 9 };
+        let year = yoe + era * 400 + i64::from(month <= 2);
+        format!(
+            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+            rem / 3600,
+            rem % 3600 / 60,
+            rem % 60
+        )
+    }
+
+    #[test]
+    fn rfc3339_is_byte_identical_to_the_hand_written_form() {
+        // Day and year edges, then a pseudo-random walk over the years 1970 to 9999.
+        let mut cases: Vec<u64> = vec![0, 59, 86_399, 86_400, 951_782_399, 4_107_542_400];
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            cases.push(x % 253_402_207_200);
+        }
+        for secs in cases {
+            assert_eq!(utc_rfc3339(secs), rfc3339_by_hand(secs), "{secs}");
+        }
+        assert_eq!(utc_rfc3339(u64::MAX), "9999-12-30T22:00:00Z");
     }
 
     #[test]

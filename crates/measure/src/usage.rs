@@ -35,9 +35,32 @@ impl Classified {
         self.usage
     }
 
+    /// Ends the command quietly with another program's exit status ([`ExitWith`]).
+    pub fn exit_with(status: u8) -> Self {
+        Self { usage: false, error: Box::new(ExitWith(status)) }
+    }
+
+    /// The exit status to pass on, when this is [`ExitWith`]: `main` exits with it and prints
+    /// nothing (the program spoke for itself).
+    pub fn passed_on_status(&self) -> Option<u8> {
+        self.error.downcast_ref::<ExitWith>().map(|e| e.0)
+    }
+
     /// The same error with context in front of its message ("reading X: …").
     pub fn context(self, what: impl fmt::Display) -> Self {
         Self { usage: self.usage, error: format!("{what}: {}", self.error).into() }
+    }
+}
+
+/// A command that ran another program and passes its exit status on (`cpu util -- CMD` exits
+/// as CMD did, like time(1)): not a failure to describe, a status to exit with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the command exited with status {0}")]
+pub struct ExitWith(pub u8);
+
+impl Usage for ExitWith {
+    fn is_usage(&self) -> bool {
+        false
     }
 }
 
@@ -137,5 +160,7 @@ mod tests {
         assert_eq!(with_context.to_string(), "reading X: bad false");
         assert_eq!(code(&with_context), 1);
         assert_eq!(code(&Classified::usage("give a size")), 2);
+        assert_eq!(Classified::exit_with(7).passed_on_status(), Some(7));
+        assert_eq!(Classified::usage("x").passed_on_status(), None);
     }
 }

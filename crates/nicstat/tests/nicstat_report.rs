@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use measure::time::Stamp;
@@ -16,6 +16,7 @@ use nicstat::{
     compute_report, interface_rates, tcp_rates, udp_rates, utilization_pct, Duplex, LinkFacts,
     Monitor, Options, Snapshot, SpeedSource,
 };
+use test_support::Tree;
 
 fn link(name: &str, speed: Option<u32>, duplex: Duplex) -> LinkFacts {
     let mut l = LinkFacts::unknown(name);
@@ -335,16 +336,21 @@ fn list_layout_says_unknown() {
 
 const DEV_HEADER: &str = "Inter-|   Receive                                                |  Transmit\n face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed\n";
 
-struct Tree(PathBuf);
+/// A fixture root with `proc/net/` and an uptime.
+fn net_tree(tag: &str) -> Tree {
+    let t = Tree::new(tag);
+    t.mkdir("proc/net");
+    t.write("proc/uptime", "100.00 180.00\n");
+    t
+}
 
-impl Tree {
-    fn new(tag: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("procmon-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join("proc/net")).unwrap();
-        std::fs::write(dir.join("proc/uptime"), "100.00 180.00\n").unwrap();
-        Tree(dir)
-    }
+/// The files of interfaces: `/proc/net/dev` rows and `/sys/class/net/IF/` attributes.
+trait NetFiles {
+    fn dev(&self, rows: &[(&str, u64, u64)]);
+    fn link(&self, name: &str, ifindex: u32, speed: &str);
+}
+
+impl NetFiles for Tree {
     fn dev(&self, rows: &[(&str, u64, u64)]) {
         let mut text = DEV_HEADER.to_string();
         for (name, bytes, packets) in rows {
@@ -352,11 +358,9 @@ impl Tree {
                 "{name:>6}: {bytes} {packets} 0 0 0 0 0 0 {bytes} {packets} 0 0 0 0 0 0\n"
             ));
         }
-        std::fs::write(self.0.join("proc/net/dev"), text).unwrap();
+        self.write("proc/net/dev", text);
     }
     fn link(&self, name: &str, ifindex: u32, speed: &str) {
-        let d = self.0.join("sys/class/net").join(name);
-        std::fs::create_dir_all(&d).unwrap();
         for (attr, value) in [
             ("ifindex", ifindex.to_string()),
             ("speed", speed.into()),
@@ -366,17 +370,8 @@ impl Tree {
             ("type", "1".into()),
             ("mtu", "1500".into()),
         ] {
-            std::fs::write(d.join(attr), format!("{value}\n")).unwrap();
+            self.write(format!("sys/class/net/{name}/{attr}"), format!("{value}\n"));
         }
-    }
-    fn root(&self) -> FsRoot {
-        FsRoot::at(&self.0)
-    }
-}
-
-impl Drop for Tree {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -386,7 +381,7 @@ fn names(r: &nicstat::Report) -> Vec<&str> {
 
 #[test]
 fn monitor_first_report_is_since_boot() {
-    let t = Tree::new("boot");
+    let t = net_tree("boot");
     t.dev(&[("veth0", 1_000_000, 1000)]);
     t.link("veth0", 5, "10000");
     let mut m = Monitor::new(t.root(), Options::default()).unwrap();
@@ -400,7 +395,7 @@ fn monitor_first_report_is_since_boot() {
 
 #[test]
 fn monitor_interface_removed_then_re_added() {
-    let t = Tree::new("readd");
+    let t = net_tree("readd");
     t.dev(&[("eth0", 5_000, 50), ("veth0", 9_000_000, 9000)]);
     t.link("eth0", 2, "1000");
     t.link("veth0", 5, "10000");
@@ -438,7 +433,7 @@ fn monitor_interface_removed_then_re_added() {
 
 #[test]
 fn monitor_interface_re_created_between_two_samples() {
-    let t = Tree::new("recreate");
+    let t = net_tree("recreate");
     t.dev(&[("veth0", 2_000_000, 2000)]);
     t.link("veth0", 5, "10000");
     let mut m = Monitor::new(t.root(), Options::default()).unwrap();
@@ -455,7 +450,7 @@ fn monitor_interface_re_created_between_two_samples() {
 
 #[test]
 fn monitor_rejects_unknown_interfaces_as_usage_errors() {
-    let t = Tree::new("usage");
+    let t = net_tree("usage");
     t.dev(&[("lo", 0, 0), ("eth0", 0, 0)]);
     let err =
         Monitor::new(t.root(), Options { interfaces: vec!["eth9".into()], ..Default::default() })
@@ -469,11 +464,11 @@ fn monitor_rejects_unknown_interfaces_as_usage_errors() {
 
 #[test]
 fn monitor_speed_override_and_unknown_duplex_note() {
-    let t = Tree::new("override");
+    let t = net_tree("override");
     t.dev(&[("eth0", 0, 0), ("eth1", 0, 0)]);
     t.link("eth0", 2, "-1");
     t.link("eth1", 3, "25000");
-    std::fs::write(t.0.join("sys/class/net/eth1/duplex"), "unknown\n").unwrap();
+    std::fs::write(t.join("sys/class/net/eth1/duplex"), "unknown\n").unwrap();
     let speeds = vec!["eth0:1000hd".parse().unwrap()];
     let mut m = Monitor::new(t.root(), Options { speeds, ..Default::default() }).unwrap();
     let list = m.list().unwrap();
@@ -489,11 +484,11 @@ fn monitor_speed_override_and_unknown_duplex_note() {
 
 #[test]
 fn monitor_hides_down_interfaces_unless_named() {
-    let t = Tree::new("down");
+    let t = net_tree("down");
     t.dev(&[("eth0", 0, 0), ("ifb0", 0, 0)]);
     t.link("eth0", 2, "1000");
     t.link("ifb0", 3, "-1");
-    std::fs::write(t.0.join("sys/class/net/ifb0/flags"), "0x82\n").unwrap();
+    std::fs::write(t.join("sys/class/net/ifb0/flags"), "0x82\n").unwrap();
     let mut m = Monitor::new(t.root(), Options::default()).unwrap();
     assert_eq!(names(&m.next_report().unwrap()), ["eth0"]);
     let mut m =

@@ -9,7 +9,9 @@
 //!   take more than its nodes have, and reporting its [`Placement`] as the kernel sees it;
 //! - [`pages_nodes`]: the node of the page at any mapped address (`move_pages` as a query);
 //! - [`pagecache`]: where a file's page cache is, loading it under a policy, dropping it, and
-//!   reading it from a chosen CPU.
+//!   reading it from a chosen CPU;
+//! - [`args`]: numactl's options and page sizes as command-line arguments;
+//! - [`tools`]: the `topo` and `place` views.
 //!
 //! ```no_run
 //! use place::{Arena, ArenaSpec, MemPolicy, PageSize};
@@ -22,6 +24,7 @@
 //! ```
 
 mod arena;
+pub mod args;
 pub mod limits;
 pub mod lists;
 pub mod pagecache;
@@ -32,6 +35,7 @@ mod policy;
 pub mod render;
 pub mod render_pagecache;
 mod request;
+pub mod tools;
 
 pub use arena::{anon_huge_bytes_in, Arena, ArenaSpec, NodePages, Placement};
 pub use pagenodes::{merge_node_pages, pages_nodes, tally_nodes};

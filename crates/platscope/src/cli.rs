@@ -1,7 +1,7 @@
 //! The command line: clap definitions only; each command's work lives in `commands/`.
 
 use clap::{Args, Parser, Subcommand};
-use place::{PageSize, PlacementArgs};
+use place::PageSize;
 
 pub const VERSION: &str =
     concat!(env!("CARGO_PKG_VERSION"), " (git ", env!("PLATSCOPE_GIT_HASH"), ")");
@@ -39,12 +39,6 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Show NUMA nodes, CPUs, memory per node, distances, caches and the environment facts
-    /// that change memory results.
-    Topo(TopoArgs),
-    /// Allocate memory under a placement, first-touch it, and show on which nodes its pages
-    /// really are.
-    Place(PlaceArgs),
     /// Memory benchmarks: latency, the Silly Little Benchmark, scaling, placement comparison.
     #[command(arg_required_else_help = true)]
     Mem {
@@ -276,68 +270,7 @@ pub struct ScaleArgs {
     pub placement: PlacementOptions,
 }
 
-#[derive(Debug, Args)]
-pub struct TopoArgs {
-    /// Print the same layout as `numactl --hardware`.
-    #[arg(long, conflicts_with = "json")]
-    pub hardware: bool,
-    /// Print the machine facts table (CPU, microcode, caches, TLBs, page sizes, memory devices,
-    /// kernel settings, mitigations); with --json, the facts as a list of {setting, value}.
-    #[arg(long, conflicts_with = "hardware")]
-    pub facts: bool,
-}
-
-#[derive(Debug, Args)]
-pub struct PlaceArgs {
-    /// How much to allocate: bytes or a binary unit (64MiB, 1GiB, 4k).
-    #[arg(long, value_parser = parse_size, allow_hyphen_values = true)]
-    pub size: u64,
-
-    /// Page size: 4k (THP kept out), thp, 2m or 1g (hugetlb pools).
-    #[arg(long, default_value = "4k", value_parser = parse_page)]
-    pub page: PageSize,
-
-    #[command(flatten)]
-    pub placement: PlacementOptions,
-}
-
-/// numactl's placement options, with its list syntax (`0-3,8`, `all`, `!LIST`, `+LIST`).
-/// With none given, the caller's policy and affinity apply, so platscope also runs under
-/// `numactl`.
-#[derive(Debug, Args, Default)]
-pub struct PlacementOptions {
-    /// Allocate only from these nodes.
-    #[arg(long, value_name = "NODES", group = "mempolicy")]
-    pub membind: Option<String>,
-    /// Interleave pages across these nodes.
-    #[arg(long, value_name = "NODES", group = "mempolicy")]
-    pub interleave: Option<String>,
-    /// Prefer this node, fall back to others when it is full.
-    #[arg(long, value_name = "NODE", group = "mempolicy")]
-    pub preferred: Option<String>,
-    /// Allocate on the node of the CPU that first touches each page.
-    #[arg(long, group = "mempolicy")]
-    pub localalloc: bool,
-    /// Run only on the CPUs of these nodes (numactl's older name --cpubind works too).
-    #[arg(long, value_name = "NODES", conflicts_with = "physcpubind", visible_alias = "cpubind")]
-    pub cpunodebind: Option<String>,
-    /// Run only on these CPUs.
-    #[arg(long, value_name = "CPUS")]
-    pub physcpubind: Option<String>,
-}
-
-impl PlacementOptions {
-    pub fn to_args(&self) -> PlacementArgs {
-        PlacementArgs {
-            membind: self.membind.clone(),
-            interleave: self.interleave.clone(),
-            preferred: self.preferred.clone(),
-            localalloc: self.localalloc,
-            cpunodebind: self.cpunodebind.clone(),
-            physcpubind: self.physcpubind.clone(),
-        }
-    }
-}
+pub use place::args::{parse_page, PlacementOptions};
 
 pub fn parse_size(text: &str) -> Result<u64, String> {
     topo::units::parse_bytes(text).map_err(|e| e.to_string())
@@ -357,10 +290,6 @@ pub fn parse_count(text: &str) -> Result<u64, String> {
         }
         Err(_) => Err(format!("{t:?} is not a whole number")),
     }
-}
-
-pub fn parse_page(text: &str) -> Result<PageSize, String> {
-    text.parse()
 }
 
 impl Cli {

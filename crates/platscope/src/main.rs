@@ -38,8 +38,6 @@ fn main() -> ExitCode {
         ));
     };
     let result = match command {
-        Command::Topo(args) => commands::topo::run(args, cli.json),
-        Command::Place(args) => commands::place::run(args, cli.json),
         Command::Mem { command } => commands::mem::run(command, cli.json, &cli.store_options()),
         Command::Net { command: cli::NetCommand::Stat(args) } => commands::net::run(args, cli.json),
         Command::Cpu { command } => commands::cpu::run(command, cli.json, &cli.store_options()),

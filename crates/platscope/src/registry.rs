@@ -9,6 +9,8 @@ use experiment::{experiment, tool, Registry};
 #[rustfmt::skip]
 pub static REGISTRY: Registry = Registry {
     entries: &[
+        tool::<place::tools::Topo>(),
+        tool::<place::tools::Place>(),
         tool::<suite::commands::report::Report>(),
         experiment::<membench::experiments::timer::Timer>(),
         tool::<suite::commands::results::List>(),

@@ -92,13 +92,9 @@ fn read_exe(pid: u32) -> Option<PathBuf> {
 
 /// `(ppid, state)` from /proc/PID/stat.
 fn read_stat(pid: u32) -> Option<(u32, char)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name is in parentheses and may contain anything; fields follow the last ')'.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let mut fields = rest.split_whitespace();
-    let state = fields.next()?.chars().next()?;
-    let ppid = fields.next()?.parse().ok()?;
-    Some((ppid, state))
+    let text = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+    let stat = measure::procstat::parse_stat(&text).ok()?;
+    Some((stat.ppid, char::from(stat.state)))
 }
 
 fn all_pids() -> Result<Vec<u32>> {

@@ -12,9 +12,7 @@ pub mod load;
 pub mod mem;
 pub mod net;
 pub mod pagecache;
-pub mod place;
 pub mod record;
-pub mod topo;
 
 /// A command that finished and passes on another program's exit status (`cpu util -- CMD`
 /// exits as CMD did, like time(1)): `main` exits with it and prints nothing more.

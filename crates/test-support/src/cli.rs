@@ -1,0 +1,41 @@
+//! The `platscope` binary as users run it.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// The `platscope` binary of this build: `CARGO_BIN_EXE_platscope` when the runner sets it at
+/// run time, else the one beside the test binary's `deps/` directory (where Cargo builds a
+/// package's binaries before its integration tests).
+pub fn bin() -> PathBuf {
+    if let Some(path) = std::env::var_os("CARGO_BIN_EXE_platscope") {
+        return PathBuf::from(path);
+    }
+    #[allow(clippy::expect_used)] // tests may panic with a reason
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let dir = exe.parent().and_then(|deps| deps.parent());
+    let path = dir.map(|d| d.join("platscope")).unwrap_or_default();
+    assert!(
+        path.is_file(),
+        "no platscope binary at {} (run the tests of the platscope package with cargo test)",
+        path.display()
+    );
+    path
+}
+
+/// A command for the binary, to add arguments, environment or pipes to.
+pub fn command() -> Command {
+    Command::new(bin())
+}
+
+/// Runs `platscope ARGS` to its end.
+pub fn platscope(args: &[&str]) -> Output {
+    match command().args(args).output() {
+        Ok(out) => out,
+        Err(e) => panic!("running platscope {args:?}: {e}"),
+    }
+}
+
+/// Output bytes as text, invalid UTF-8 replaced.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}

@@ -1,0 +1,19 @@
+//! test-support: what the workspace's tests share, so each test file does not grow its own
+//! copy. A dev-dependency only; nothing here is part of platscope.
+//!
+//! - [`cli`]: run the `platscope` binary as users do ([`platscope`], [`text`]).
+//! - [`burner`]: a child process that burns a known amount of its own CPU time on request.
+//! - [`tree`]: a `/proc` + `/sys` fixture tree in a temporary directory ([`Tree`]).
+//!
+//! ```no_run
+//! let out = test_support::platscope(&["topo", "--json"]);
+//! assert!(out.status.success(), "{}", test_support::text(&out.stderr));
+//! ```
+
+pub mod burner;
+pub mod cli;
+pub mod tree;
+
+pub use burner::Burner;
+pub use cli::{bin, command, platscope, text};
+pub use tree::Tree;
