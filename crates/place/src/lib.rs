@@ -35,7 +35,7 @@ mod request;
 
 pub use arena::{anon_huge_bytes_in, Arena, ArenaSpec, NodePages, Placement};
 pub use pagenodes::{merge_node_pages, pages_nodes, tally_nodes};
-pub use pages::PageSize;
+pub use pages::{parse_page, PageSize};
 pub use policy::{thread_policy, MemPolicy, ThreadPolicy};
 pub use render::placement_text;
 pub use request::{PlacementArgs, PlacementRequest};

@@ -40,7 +40,6 @@ fn main() -> ExitCode {
     let result = match command {
         Command::Topo(args) => commands::topo::run(args, cli.json),
         Command::Place(args) => commands::place::run(args, cli.json),
-        Command::Mem { command } => commands::mem::run(command, cli.json, &cli.store_options()),
         Command::Report(args) => commands::report::run(args, &cli.store_options()),
         Command::Results { command } => {
             commands::results::run(command, &cli.store_options(), cli.json)

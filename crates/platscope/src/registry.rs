@@ -3,8 +3,24 @@
 //! (`report --from-db`, `results`). Adding a capability = its crate + one line here
 //! (docs/architecture.md).
 
-use experiment::{experiment, Registry};
+use experiment::{experiment, tool, Registry};
+use membench::experiments::{bandwidth, c2c, latency, slb, timer};
 
 /// The registry of this binary.
-pub static REGISTRY: Registry =
-    Registry { entries: &[experiment::<membench::experiments::timer::Timer>()], groups: &[] };
+pub static REGISTRY: Registry = Registry {
+    entries: &[
+        experiment::<timer::Timer>(),
+        experiment::<latency::Latency>(),
+        experiment::<slb::Slb>(),
+        experiment::<slb::Scale>(),
+        experiment::<c2c::C2c>(),
+        experiment::<slb::ComparePolicies>(),
+        experiment::<bandwidth::Bandwidth>(),
+        experiment::<bandwidth::LoadedLatency>(),
+        tool::<slb::SlbWorker>(),
+    ],
+    groups: &[(
+        "mem",
+        "Memory benchmarks: latency, the Silly Little Benchmark, scaling, placement comparison",
+    )],
+};

@@ -5,6 +5,8 @@
 //! Tiny arguments may name things the test provides: `{file}` (a 4 MiB file of mixed data),
 //! `{pg}` (the libpq conninfo of a throwaway PostgreSQL 15 the test starts and stops).
 
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

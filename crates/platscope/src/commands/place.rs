@@ -15,7 +15,7 @@ struct PlaceResult<'a> {
 
 pub fn run(args: &PlaceArgs, json: bool) -> anyhow::Result<()> {
     let topology = topo::Topology::detect().context("reading the topology")?;
-    let request = PlacementRequest::resolve(&args.placement.to_args(), &topology)?;
+    let request = PlacementRequest::resolve(&args.placement, &topology)?;
     if let Some(cpus) = &request.cpus {
         pin::pin_current_thread(cpus)?;
     }
