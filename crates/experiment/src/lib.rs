@@ -136,6 +136,8 @@ pub trait Experiment: 'static {
 pub trait Tool: 'static {
     const PATH: &'static [&'static str];
     const ABOUT: &'static str;
+    /// Left out of `--help` (internal commands, such as a worker process the binary starts).
+    const HIDDEN: bool = false;
     type Args: clap::Args + clap::FromArgMatches;
 
     fn run(args: &Self::Args, globals: &Globals) -> Result<(), Classified>;

@@ -78,8 +78,14 @@ pub const fn tool<T: Tool>() -> &'static dyn Entry {
     &ToolEntry::<T>(PhantomData)
 }
 
-fn leaf(path: &'static [&'static str]) -> Command {
-    Command::new(path.last().copied().unwrap_or("?"))
+/// The leaf subcommand of `path` with the arguments `augment` adds; `about` is set last, so a
+/// doc comment on an arguments struct (or one it flattens) does not replace it.
+fn leaf(
+    path: &'static [&'static str],
+    about: &'static str,
+    augment: fn(Command) -> Command,
+) -> Command {
+    augment(Command::new(path.last().copied().unwrap_or("?"))).about(about).long_about(None)
 }
 
 fn parse<A: FromArgMatches>(matches: &ArgMatches) -> Result<A, Classified> {
@@ -91,7 +97,7 @@ impl<E: Experiment> Entry for ExperimentEntry<E> {
         E::PATH
     }
     fn command(&self) -> Command {
-        <E::Args as clap::Args>::augment_args(leaf(E::PATH)).about(E::ABOUT)
+        leaf(E::PATH, E::ABOUT, <E::Args as clap::Args>::augment_args)
     }
     fn run(&self, matches: &ArgMatches, globals: &Globals) -> Result<(), Classified> {
         let args: E::Args = parse(matches)?;
@@ -125,7 +131,7 @@ impl<T: Tool> Entry for ToolEntry<T> {
         T::PATH
     }
     fn command(&self) -> Command {
-        <T::Args as clap::Args>::augment_args(leaf(T::PATH)).about(T::ABOUT)
+        leaf(T::PATH, T::ABOUT, <T::Args as clap::Args>::augment_args).hide(T::HIDDEN)
     }
     fn run(&self, matches: &ArgMatches, globals: &Globals) -> Result<(), Classified> {
         T::run(&parse(matches)?, globals)

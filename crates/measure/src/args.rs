@@ -21,14 +21,22 @@ pub fn parse_interval(text: &str) -> Result<Duration, UsageError> {
     Duration::try_from_secs_f64(seconds).map_err(|_| bad("too long"))
 }
 
-/// Parses a sample count: a whole number from 1.
+/// Parses a count (samples, pages, loops, workers): a whole number from 1. The message says
+/// what was wrong with the text (negative, zero, too large, not a number).
 pub fn parse_count(text: &str) -> Result<u64, UsageError> {
-    let bad = |reason: &str| UsageError::BadCount { text: text.into(), reason: reason.into() };
-    let count: u64 = text.trim().parse().map_err(|_| bad("not a whole number"))?;
-    if count == 0 {
-        return Err(bad("must be at least 1"));
+    let t = text.trim();
+    let bad = |reason: String| UsageError::BadCount { text: text.into(), reason };
+    if t.starts_with('-') {
+        return Err(bad(format!("{t:?} is negative; give a whole number of at least 1")));
     }
-    Ok(count)
+    match t.parse::<u64>() {
+        Ok(0) => Err(bad("0 is not allowed; give a whole number of at least 1".into())),
+        Ok(n) => Ok(n),
+        Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => {
+            Err(bad(format!("{t:?} is too large (at most {})", u64::MAX)))
+        }
+        Err(_) => Err(bad(format!("{t:?} is not a whole number"))),
+    }
 }
 
 /// Parses a process ID: a whole number from 1 (0 is the idle task, not a process).
@@ -56,6 +64,23 @@ mod tests {
         assert_eq!(parse_interval("0.1").unwrap(), Duration::from_millis(100));
         for bad in ["0", "-1", "soon", "inf", "NaN", "0.0001", ""] {
             assert!(parse_interval(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn counts_say_what_is_wrong() {
+        assert_eq!(parse_count(" 42 ").unwrap(), 42);
+        for (bad, why) in [
+            ("0", "0 is not allowed"),
+            ("-5", "\"-5\" is negative"),
+            ("ten", "\"ten\" is not a whole number"),
+            ("1.5", "is not a whole number"),
+            ("", "is not a whole number"),
+            ("99999999999999999999", "is too large"),
+        ] {
+            let err = parse_count(bad).unwrap_err().to_string();
+            assert!(err.contains(why), "{bad}: {err}");
+            assert!(!err.contains('\n'), "{err}");
         }
     }
 

@@ -80,7 +80,8 @@ pub enum UsageError {
     BadSpeed { spec: String, reason: String },
     #[error("malformed interval '{text}': {reason}")]
     BadInterval { text: String, reason: String },
-    #[error("malformed count '{text}': {reason}")]
+    /// `reason` is a whole sentence about `text` ("\"-5\" is negative; give …").
+    #[error("{reason}")]
     BadCount { text: String, reason: String },
     #[error("malformed process ID '{text}': {reason}")]
     BadPid { text: String, reason: String },

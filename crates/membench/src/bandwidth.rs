@@ -10,8 +10,8 @@ use topo::Topology;
 
 use crate::kernels::bandwidth::{pass, Isa, Kernel, BLOCK};
 use crate::timers::cheapest_trustworthy_clock;
+use crate::together::Crew;
 use crate::BenchError;
-use measure::gate::StartGate;
 use measure::progress::ProgressBar;
 use measure::stop;
 use measure::summary::{summarize, Summary};
@@ -115,26 +115,8 @@ fn pass_bytes(opts: &BandwidthOptions) -> u64 {
     opts.bytes_per_thread.next_multiple_of(BLOCK as u64) * opts.kernel.info().counted_streams
 }
 
-/// A thread's GB/s per round and where its buffers were; `None` when the run was aborted.
-type ThreadOutcome = Result<Option<(Vec<f64>, Vec<Placement>)>, BenchError>;
-
-fn worker(
-    spec: &ThreadSpec,
-    opts: &BandwidthOptions,
-    gate: &StartGate,
-    topology: &Topology,
-) -> ThreadOutcome {
-    let Some((mut buffers, placements)) = gate.prepare(|| -> Result<_, BenchError> {
-        if let Some(cpu) = spec.cpu {
-            pin::pin_current_thread(&[cpu])?;
-        }
-        let buffers = Buffers::new(spec, opts, topology)?;
-        let placements = buffers.placements()?;
-        Ok((buffers, placements))
-    })?
-    else {
-        return Ok(None);
-    };
+/// One thread's rounds over its buffers, once released: GB/s per round.
+fn stream(opts: &BandwidthOptions, buffers: &mut Buffers) -> Vec<f64> {
     let bytes = opts.bytes_per_thread.next_multiple_of(BLOCK as u64) as usize;
     let per_pass = pass_bytes(opts);
     let ptrs = buffers.pointers();
@@ -162,7 +144,7 @@ fn worker(
         }
     }
     std::hint::black_box(checksum);
-    Ok(Some((samples, placements)))
+    samples
 }
 
 /// Runs one kernel on every thread at once.
@@ -186,24 +168,20 @@ pub fn run(
         let bytes = opts.bytes_per_thread.saturating_mul(n * opts.kernel.info().buffers as u64);
         Arena::check_fits(&ArenaSpec { bytes, policy: policy.clone(), page: opts.page }, topology)?;
     }
-    let gate = StartGate::new(threads.len());
-    let outcomes: Vec<ThreadOutcome> = std::thread::scope(|scope| {
-        let handles: Vec<_> = threads
-            .iter()
-            .map(|spec| {
-                let gate = &gate;
-                scope.spawn(move || worker(spec, opts, gate, topology))
-            })
-            .collect();
-        gate.release_when_ready();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(BenchError::Worker("bandwidth thread panicked".into())))
-            })
-            .collect()
-    });
+    let crew = Crew {
+        what: "bandwidth thread",
+        workers: threads,
+        cpu: &|spec: &ThreadSpec| spec.cpu,
+        prepare: &|_, spec| {
+            let buffers = Buffers::new(spec, opts, topology)?;
+            let placements = buffers.placements()?;
+            Ok((buffers, placements))
+        },
+        work: &|_, _, (mut buffers, placements): (Buffers, Vec<Placement>)| {
+            Ok((stream(opts, &mut buffers), placements))
+        },
+    };
+    let ((), outcomes) = crew.run(drop);
     let mut per_thread = Vec::new();
     for (spec, outcome) in threads.iter().zip(outcomes) {
         if let Some((samples, placements)) = outcome? {

@@ -19,6 +19,7 @@
 
 pub mod bandwidth;
 pub mod c2c;
+pub mod chart;
 pub mod experiments;
 pub mod kernels;
 pub mod kit;
@@ -34,6 +35,7 @@ pub mod slb;
 pub mod slb_shared;
 pub mod thread_read;
 pub mod timers;
+mod together;
 
 /// Why a benchmark could not run or finish.
 #[derive(Debug, thiserror::Error)]

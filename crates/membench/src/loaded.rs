@@ -3,10 +3,10 @@
 //! traces latency against bandwidth.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
+use std::sync::{mpsc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use place::{pin, MemPolicy, Placement};
+use place::{MemPolicy, Placement};
 use serde::{Deserialize, Serialize};
 use topo::Topology;
 
@@ -14,9 +14,9 @@ use crate::bandwidth::{BandwidthOptions, Buffers, ThreadSpec};
 use crate::kernels::bandwidth::{pass, Isa, Kernel};
 use crate::latency::{Chase, LatencyOptions};
 use crate::timers::cheapest_trustworthy_clock;
+use crate::together::Crew;
 use crate::BenchError;
 use measure::core_clock::{busy_cycles, core_clock};
-use measure::gate::StartGate;
 use measure::progress::ProgressBar;
 use measure::stop;
 use measure::summary::Summary;
@@ -117,25 +117,9 @@ const STOP: u64 = u64::MAX - 1;
 #[derive(Debug, Default)]
 struct Counter(AtomicU64);
 
-fn load_thread(
-    spec: &ThreadSpec,
-    opts: &BandwidthOptions,
-    state: &AtomicU64,
-    moved: &Counter,
-    gate: &StartGate,
-    topology: &Topology,
-) -> Result<Vec<Placement>, BenchError> {
-    let Some((mut buffers, placements)) = gate.prepare(|| -> Result<_, BenchError> {
-        if let Some(cpu) = spec.cpu {
-            pin::pin_current_thread(&[cpu])?;
-        }
-        let buffers = Buffers::new(spec, opts, topology)?;
-        let placements = buffers.placements()?;
-        Ok((buffers, placements))
-    })?
-    else {
-        return Ok(Vec::new()); // aborted: another thread failed to get ready
-    };
+/// A load thread's stream once released: chunks with the delay the run asks for, until it
+/// says stop.
+fn load(opts: &BandwidthOptions, state: &AtomicU64, moved: &Counter, buffers: &mut Buffers) {
     let [a, b, c] = buffers.pointers();
     let bytes = opts.bytes_per_thread as usize;
     let per_chunk = CHUNK as u64 * opts.kernel.info().counted_streams;
@@ -166,7 +150,24 @@ fn load_thread(
         offset = (offset + CHUNK) % bytes;
     }
     std::hint::black_box(checksum);
-    Ok(placements)
+}
+
+/// A thread of the run: the one that chases, or one that loads (with its counter).
+enum Role<'a> {
+    Chase,
+    Load(&'a ThreadSpec, &'a Counter),
+}
+
+/// What a thread prepared before the release.
+enum Ready {
+    Chase(Chase),
+    Load(Buffers, Vec<Placement>),
+}
+
+/// Where a thread's memory was.
+enum Joined {
+    Chase(Placement),
+    Load(Vec<Placement>),
 }
 
 enum ChaseRequest {
@@ -210,38 +211,47 @@ pub fn run(
         .collect();
     let state = AtomicU64::new(PAUSE);
     let counters: Vec<Counter> = load_cpus.iter().map(|_| Counter::default()).collect();
-    let gate = StartGate::new(specs.len() + 1);
     let (to_chase, chase_requests) = mpsc::channel::<ChaseRequest>();
+    let chase_requests = Mutex::new(chase_requests);
     let (chase_replies, from_chase) = mpsc::channel::<Option<Summary>>();
-
-    std::thread::scope(|scope| {
-        let gate_ref = &gate;
-        let chase_thread = scope.spawn(move || -> Result<Placement, BenchError> {
-            let gate = gate_ref;
-            let Some(mut chase) = gate.prepare(|| -> Result<_, BenchError> {
-                pin::pin_current_thread(&[chase_cpu])?;
-                Chase::new(opts.chase_bytes, &opts.chase, topology)
-            })?
-            else {
-                return Err(BenchError::Interrupted); // aborted: a load thread failed to get ready
-            };
-            while let Ok(ChaseRequest::Sample(duration)) = chase_requests.recv() {
-                if chase_replies.send(chase.sample(duration).map(|(s, _)| s)).is_err() {
-                    break;
-                }
+    let roles: Vec<Role<'_>> = std::iter::once(Role::Chase)
+        .chain(specs.iter().zip(&counters).map(|(spec, counter)| Role::Load(spec, counter)))
+        .collect();
+    let crew = Crew {
+        what: "loaded-latency thread",
+        workers: &roles,
+        cpu: &|role: &Role<'_>| match role {
+            Role::Chase => Some(chase_cpu),
+            Role::Load(spec, _) => spec.cpu,
+        },
+        prepare: &|_, role| match role {
+            Role::Chase => Chase::new(opts.chase_bytes, &opts.chase, topology).map(Ready::Chase),
+            Role::Load(spec, _) => {
+                let buffers = Buffers::new(spec, &load_opts, topology)?;
+                let placements = buffers.placements()?;
+                Ok(Ready::Load(buffers, placements))
             }
-            Ok(chase.placement().clone())
-        });
-        let loaders: Vec<_> = specs
-            .iter()
-            .zip(&counters)
-            .map(|(spec, counter)| {
-                let (state, gate, load_opts) = (&state, &gate, &load_opts);
-                scope.spawn(move || load_thread(spec, load_opts, state, counter, gate, topology))
-            })
-            .collect();
-
-        let go = gate.release_when_ready();
+        },
+        work: &|_, role, ready| match (role, ready) {
+            (Role::Load(_, counter), Ready::Load(mut buffers, placements)) => {
+                load(&load_opts, &state, counter, &mut buffers);
+                Ok(Joined::Load(placements))
+            }
+            (_, Ready::Chase(mut chase)) => {
+                let requests = chase_requests.lock().unwrap_or_else(PoisonError::into_inner);
+                while let Ok(ChaseRequest::Sample(duration)) = requests.recv() {
+                    if chase_replies.send(chase.sample(duration).map(|(s, _)| s)).is_err() {
+                        break;
+                    }
+                }
+                Ok(Joined::Chase(chase.placement().clone()))
+            }
+            (Role::Chase, Ready::Load(..)) => {
+                Err(BenchError::Worker("the chase thread prepared load buffers".into()))
+            }
+        },
+    };
+    let (points, outcomes) = crew.run(|go| {
         let mut points = Vec::new();
         if go {
             let mut levels: Vec<Option<u64>> = opts.delays.iter().map(|&d| Some(d)).collect();
@@ -267,30 +277,31 @@ pub fn run(
         }
         state.store(STOP, Ordering::Relaxed);
         let _ = to_chase.send(ChaseRequest::Done);
-        let chase_placement = chase_thread
-            .join()
-            .map_err(|_| BenchError::Worker("chase thread panicked".into()))??;
-        let mut load_placements = Vec::new();
-        for loader in loaders {
-            load_placements.push(
-                loader.join().map_err(|_| BenchError::Worker("load thread panicked".into()))??,
-            );
+        points
+    });
+    let (mut chase_placement, mut load_placements) = (None, Vec::new());
+    for outcome in outcomes {
+        match outcome? {
+            Some(Joined::Chase(p)) => chase_placement = Some(p),
+            Some(Joined::Load(p)) => load_placements.push(p),
+            None => {} // aborted: a thread failed to get ready (its error is among these)
         }
-        if points.is_empty() {
-            return Err(BenchError::Interrupted);
-        }
-        Ok(LoadedCurve {
-            mix: opts.mix,
-            kernel,
-            isa: opts.isa,
-            accounting: kernel.info().accounting.to_string(),
-            chase_cpu,
-            load_cpus: load_cpus.to_vec(),
-            chase_placement,
-            load_placements,
-            interrupted: points.len() < opts.delays.len() + 1,
-            points,
-            delay_caveat,
-        })
+    }
+    let Some(chase_placement) = chase_placement else { return Err(BenchError::Interrupted) };
+    if points.is_empty() {
+        return Err(BenchError::Interrupted);
+    }
+    Ok(LoadedCurve {
+        mix: opts.mix,
+        kernel,
+        isa: opts.isa,
+        accounting: kernel.info().accounting.to_string(),
+        chase_cpu,
+        load_cpus: load_cpus.to_vec(),
+        chase_placement,
+        load_placements,
+        interrupted: points.len() < opts.delays.len() + 1,
+        points,
+        delay_caveat,
     })
 }

@@ -1,10 +1,18 @@
-//! Experiments built from the SLB: how many workers, spread over which CPUs, with their memory
-//! where. Pure (topology in, worker specs out), so they are tested on synthetic topologies.
+//! Experiments built from the benchmarks: how many workers, spread over which CPUs, with their
+//! memory where (pure: topology in, worker specs out, tested on synthetic topologies), and the
+//! loops that run them step by step — a latency sweep, the SLB at 1, 2, 4 … workers, the SLB
+//! under each placement — written once for `mem …` and `report` alike. Each loop hands every
+//! step to the caller as it is measured (to print a row, count progress) and keeps what was
+//! measured when a step fails or Ctrl-C stops it.
 
+use measure::progress::hidden;
+use measure::stop;
 use place::{MemPolicy, PageSize, PlacementRequest};
 use topo::Topology;
 
-use crate::slb::{SlbPlan, SlbWorkerSpec};
+use crate::latency::{self, LatencyOptions, LatencyPoint};
+use crate::slb::{self, SlbPlan, SlbResult, SlbWorkerSpec};
+use crate::BenchError;
 
 /// `count` workers pinned round-robin over `cpus`, all with `policy`.
 pub fn spread_workers(count: u64, cpus: &[u32], policy: &MemPolicy) -> Vec<SlbWorkerSpec> {
@@ -16,9 +24,19 @@ pub fn spread_workers(count: u64, cpus: &[u32], policy: &MemPolicy) -> Vec<SlbWo
         .collect()
 }
 
-/// An SLB plan with the seed's generator seed.
-pub fn slb_plan(pages: u64, loops: u64, page: PageSize, workers: Vec<SlbWorkerSpec>) -> SlbPlan {
-    SlbPlan { pages, loops, page, workers, seed: 0x51B }
+/// The work every SLB worker does: PAGES × 4 KiB pages, PAGES × LOOPS stores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlbWork {
+    pub pages: u64,
+    pub loops: u64,
+    pub page: PageSize,
+}
+
+impl SlbWork {
+    /// The plan for `workers`, with the seed's generator seed.
+    pub fn plan(&self, workers: Vec<SlbWorkerSpec>) -> SlbPlan {
+        SlbPlan { pages: self.pages, loops: self.loops, page: self.page, workers, seed: 0x51B }
+    }
 }
 
 /// Worker counts for a scaling run: 1, 2, 4 … and the CPU count itself.
@@ -108,6 +126,105 @@ pub fn shared_scenarios(count: usize, topology: &Topology) -> Vec<SharedScenario
         ),
         ("workers spread", spread.map(|w| (w, local))),
     ]
+}
+
+/// What a loop measured, and the step that failed (its size or worker count) if one did; a
+/// stop (Ctrl-C) is not a failure: the loop just ends.
+#[derive(Debug)]
+pub struct Steps<T> {
+    pub done: Vec<T>,
+    pub failed: Option<(u64, BenchError)>,
+}
+
+/// Latency at each of `sizes` from `cpu`, smallest first; `each` sees every point as it is
+/// measured (an error from it ends the loop and is returned).
+pub fn latency_sweep<E>(
+    cpu: Option<u32>,
+    sizes: &[u64],
+    opts: &LatencyOptions,
+    topology: &Topology,
+    mut each: impl FnMut(&LatencyPoint) -> Result<(), E>,
+) -> Result<Steps<LatencyPoint>, E> {
+    let mut steps = Steps { done: Vec::new(), failed: None };
+    for &bytes in sizes {
+        match latency::measure_on(cpu, bytes, opts, topology) {
+            Ok(point) => {
+                each(&point)?;
+                steps.done.push(point);
+            }
+            Err(BenchError::Interrupted) => break,
+            Err(e) => {
+                steps.failed = Some((bytes, e));
+                break;
+            }
+        }
+        if stop::requested() {
+            break;
+        }
+    }
+    Ok(steps)
+}
+
+/// The SLB with each of `counts` workers spread over `cpus` under `policy`; `each` sees every
+/// run as it ends. A run cut short by Ctrl-C is kept and ends the loop.
+pub fn slb_scale<E>(
+    work: &SlbWork,
+    counts: &[u64],
+    cpus: &[u32],
+    policy: &MemPolicy,
+    topology: &Topology,
+    mut each: impl FnMut(&SlbResult) -> Result<(), E>,
+) -> Result<Steps<SlbResult>, E> {
+    let mut steps = Steps { done: Vec::new(), failed: None };
+    for &count in counts {
+        match slb::run(&work.plan(spread_workers(count, cpus, policy)), topology, &hidden()) {
+            Ok(result) => {
+                each(&result)?;
+                let stop = result.interrupted || stop::requested();
+                steps.done.push(result);
+                if stop {
+                    break;
+                }
+            }
+            Err(e) => {
+                steps.failed = Some((count, e));
+                break;
+            }
+        }
+    }
+    Ok(steps)
+}
+
+/// Why a placement scenario has no SLB result.
+#[derive(Debug)]
+pub enum NotRun {
+    /// The machine cannot do it (one node has no remote memory).
+    Skipped(&'static str),
+    Failed(BenchError),
+}
+
+/// The SLB with `count` workers under each placement of [`policy_scenarios`], in order;
+/// `each` gets every scenario's outcome as it ends and says whether to go on. Ends early
+/// when Ctrl-C stops the run.
+pub fn slb_policies<E: From<place::PlaceError>>(
+    work: &SlbWork,
+    count: u64,
+    topology: &Topology,
+    mut each: impl FnMut(&'static str, Result<SlbResult, NotRun>) -> Result<bool, E>,
+) -> Result<(), E> {
+    for (name, workers) in policy_scenarios(count, topology)? {
+        if stop::requested() {
+            break;
+        }
+        let outcome = match workers {
+            Some(w) => slb::run(&work.plan(w), topology, &hidden()).map_err(NotRun::Failed),
+            None => Err(NotRun::Skipped(NO_REMOTE)),
+        };
+        if !each(name, outcome)? {
+            break;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -13,8 +13,8 @@ use topo::Topology;
 use crate::kernels::slb::{slb_writes, SLB_PAGE};
 use crate::kit::{PrivateGate, SlbSemaphore};
 use crate::timers::cheapest_trustworthy_clock;
+use crate::together::Crew;
 use crate::BenchError;
-use measure::gate::StartGate;
 use measure::progress::ProgressBar;
 use measure::stop;
 use measure::summary::{quantile, summarize, Summary};
@@ -157,44 +157,19 @@ impl SlbResult {
     }
 }
 
-/// One worker's life: pin, allocate and initialize, verify, wait at the gate, hammer.
-fn worker(
-    index: usize,
+/// One worker's memory, allocated under its policy and initialized in full (memhammer memset
+/// its whole buffer before waiting), with where it is; on the worker's pinned thread.
+fn prepare(
     spec: &SlbWorkerSpec,
     plan: &SlbPlan,
-    planned_ops: u64,
-    gate: &StartGate,
     topology: &Topology,
-    progress: &ProgressBar,
-) -> Result<Option<SlbWorkerResult>, BenchError> {
-    let Some((mut arena, placement)) = gate.prepare(|| -> Result<_, BenchError> {
-        if let Some(cpu) = spec.cpu {
-            pin::pin_current_thread(&[cpu])?;
-        }
-        let bytes = plan.pages * SLB_PAGE as u64;
-        let mut arena = Arena::new(
-            ArenaSpec { bytes, policy: spec.policy.clone(), page: plan.page },
-            topology,
-        )?;
-        // memhammer memset its whole buffer before waiting.
-        crate::fill_words(arena.as_mut_slice(), 0)?;
-        let placement = arena.placement()?;
-        Ok((arena, placement))
-    })?
-    else {
-        return Ok(None);
-    };
-    let done =
-        hammer(&mut arena, plan.pages, planned_ops, worker_seed(plan.seed, index), progress)?;
-    Ok(Some(SlbWorkerResult {
-        worker: index,
-        cpu: spec.cpu.or_else(pin::current_cpu),
-        ops: done.ops,
-        planned_ops,
-        elapsed_ns: done.elapsed_ns,
-        batches: done.batches,
-        placement,
-    }))
+) -> Result<(Arena, Placement), BenchError> {
+    let bytes = plan.pages * SLB_PAGE as u64;
+    let mut arena =
+        Arena::new(ArenaSpec { bytes, policy: spec.policy.clone(), page: plan.page }, topology)?;
+    crate::fill_words(arena.as_mut_slice(), 0)?;
+    let placement = arena.placement()?;
+    Ok((arena, placement))
 }
 
 /// The generator's starting state for worker `index` of a run seeded with `seed`.
@@ -267,25 +242,26 @@ pub fn run(
     }
     plan.check_fits(topology)?;
     progress.set_length(planned_ops * plan.workers.len() as u64);
-    let gate = StartGate::new(plan.workers.len());
-    let outcomes: Vec<Result<Option<SlbWorkerResult>, BenchError>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = plan
-            .workers
-            .iter()
-            .enumerate()
-            .map(|(i, spec)| {
-                let gate = &gate;
-                scope.spawn(move || worker(i, spec, plan, planned_ops, gate, topology, progress))
+    let crew = Crew {
+        what: "SLB worker",
+        workers: &plan.workers,
+        cpu: &|spec: &SlbWorkerSpec| spec.cpu,
+        prepare: &|_, spec| prepare(spec, plan, topology),
+        work: &|i, spec, (mut arena, placement): (Arena, Placement)| {
+            let seed = worker_seed(plan.seed, i);
+            let done = hammer(&mut arena, plan.pages, planned_ops, seed, progress)?;
+            Ok(SlbWorkerResult {
+                worker: i,
+                cpu: spec.cpu.or_else(pin::current_cpu),
+                ops: done.ops,
+                planned_ops,
+                elapsed_ns: done.elapsed_ns,
+                batches: done.batches,
+                placement,
             })
-            .collect();
-        gate.release_when_ready();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join().unwrap_or_else(|_| Err(BenchError::Worker("SLB worker panicked".into())))
-            })
-            .collect()
-    });
+        },
+    };
+    let ((), outcomes) = crew.run(drop);
     let mut workers = Vec::new();
     for outcome in outcomes {
         if let Some(result) = outcome? {
@@ -340,11 +316,7 @@ pub fn run_child(
         pin::pin_current_thread(&[cpu])?;
     }
     spec.policy.apply_to_thread()?;
-    let bytes = plan.pages * SLB_PAGE as u64;
-    let mut arena =
-        Arena::new(ArenaSpec { bytes, policy: spec.policy.clone(), page: plan.page }, topology)?;
-    crate::fill_words(arena.as_mut_slice(), 0)?;
-    let placement = arena.placement()?;
+    let (mut arena, placement) = prepare(spec, &plan, topology)?;
     SlbSemaphore::attach(request.gate).wait_open()?;
     let seed = worker_seed(plan.seed, request.worker);
     // A worker process has no terminal of its own to draw on: the parent shows the run.

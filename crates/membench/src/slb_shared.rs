@@ -10,7 +10,6 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use measure::gate::StartGate;
 use measure::stop;
 use measure::summary::{summarize, Summary};
 use place::{pin, MemPolicy, Placement};
@@ -25,6 +24,7 @@ use crate::kernels::slb::SLB_PAGE;
 use crate::shared::SharedRegion;
 use crate::slb::worker_seed;
 use crate::timers::cheapest_trustworthy_clock;
+use crate::together::Crew;
 use crate::BenchError;
 
 /// Operations per timed batch: short, so fairness is read at a fine grain and Ctrl-C is
@@ -344,66 +344,41 @@ pub fn run(
     let progress: Vec<Progress> = (0..n).map(|_| Progress::default()).collect();
     let first_done = AtomicBool::new(false);
     let snapshot: Mutex<Option<Vec<u64>>> = Mutex::new(None);
-    let gate = StartGate::new(n);
     let clock = cheapest_trustworthy_clock();
-    let mut started = 0;
-    let outcomes: Vec<Result<Option<SharedWorkerResult>, BenchError>> = std::thread::scope(|s| {
-        let handles: Vec<_> = plan
-            .cpus
-            .iter()
-            .enumerate()
-            .map(|(i, &cpu)| {
-                let (gate, progress, first_done, snapshot, work) =
-                    (&gate, &progress, &first_done, &snapshot, &work);
-                s.spawn(move || -> Result<Option<SharedWorkerResult>, BenchError> {
-                    let go = gate.prepare(|| -> Result<(), BenchError> {
-                        if let Some(cpu) = cpu {
-                            pin::pin_current_thread(&[cpu])?;
-                        }
-                        Ok(())
-                    })?;
-                    if go.is_none() {
-                        return Ok(None);
+    let crew = Crew {
+        what: "shared SLB worker",
+        workers: &plan.cpus,
+        cpu: &|&cpu: &Option<u32>| cpu,
+        prepare: &|_, _| Ok(()),
+        work: &|i, &cpu, ()| {
+            let done = hammer_shared(
+                &work,
+                plan.lock,
+                i as u64 + 1,
+                planned_ops,
+                worker_seed(plan.seed, i),
+                &progress[i].0,
+                || {
+                    if !first_done.swap(true, Ordering::AcqRel) {
+                        let counts = progress.iter().map(|p| p.0.load(Ordering::Relaxed));
+                        let mut snap = snapshot.lock().unwrap_or_else(|e| e.into_inner());
+                        *snap = Some(counts.collect());
                     }
-                    let done = hammer_shared(
-                        work,
-                        plan.lock,
-                        i as u64 + 1,
-                        planned_ops,
-                        worker_seed(plan.seed, i),
-                        &progress[i].0,
-                        || {
-                            if !first_done.swap(true, Ordering::AcqRel) {
-                                let counts = progress.iter().map(|p| p.0.load(Ordering::Relaxed));
-                                let mut snap = snapshot.lock().unwrap_or_else(|e| e.into_inner());
-                                *snap = Some(counts.collect());
-                            }
-                        },
-                    );
-                    Ok(Some(SharedWorkerResult {
-                        worker: i,
-                        cpu: cpu.or_else(pin::current_cpu),
-                        ops: done.ops,
-                        planned_ops,
-                        elapsed_ns: done.elapsed_ns,
-                        batches: done.batches,
-                        handoffs: done.handoffs,
-                        contended_ops: 0,
-                    }))
-                })
+                },
+            );
+            Ok(SharedWorkerResult {
+                worker: i,
+                cpu: cpu.or_else(pin::current_cpu),
+                ops: done.ops,
+                planned_ops,
+                elapsed_ns: done.elapsed_ns,
+                batches: done.batches,
+                handoffs: done.handoffs,
+                contended_ops: 0,
             })
-            .collect();
-        gate.release_when_ready();
-        started = clock.read();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    Err(BenchError::Worker("shared SLB worker panicked".into()))
-                })
-            })
-            .collect()
-    });
+        },
+    };
+    let (started, outcomes) = crew.run(|_| clock.read());
     let wall_ns = clock.ticks_to_ns(clock.read().wrapping_sub(started)) as u64;
     let mut workers = Vec::with_capacity(n);
     for outcome in outcomes {

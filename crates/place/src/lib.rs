@@ -24,7 +24,6 @@
 //! ```
 
 mod arena;
-pub mod args;
 pub mod limits;
 pub mod lists;
 pub mod pagecache;
@@ -39,7 +38,7 @@ pub mod tools;
 
 pub use arena::{anon_huge_bytes_in, Arena, ArenaSpec, NodePages, Placement};
 pub use pagenodes::{merge_node_pages, pages_nodes, tally_nodes};
-pub use pages::PageSize;
+pub use pages::{parse_page, PageSize};
 pub use policy::{thread_policy, MemPolicy, ThreadPolicy};
 pub use render::placement_text;
 pub use request::{PlacementArgs, PlacementRequest};

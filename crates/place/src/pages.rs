@@ -62,6 +62,11 @@ impl fmt::Display for PageSize {
     }
 }
 
+/// Parses a page size for a command line (`--page 4k|thp|2m|1g`); the message lists the names.
+pub fn parse_page(text: &str) -> Result<PageSize, String> {
+    text.parse()
+}
+
 impl FromStr for PageSize {
     type Err = String;
 

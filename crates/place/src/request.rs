@@ -6,14 +6,28 @@ use topo::Topology;
 use crate::lists::{cpus_of_nodes, parse_cpu_nodes, parse_cpus, parse_memory_nodes};
 use crate::{MemPolicy, PlaceError};
 
-/// The options as the user typed them (numactl's long option names).
-#[derive(Debug, Clone, Default)]
+/// numactl's placement options as the user typed them, with its list syntax (`0-3,8`, `all`,
+/// `!LIST`, `+LIST`); every command that places work flattens them into its arguments. With
+/// none given, the caller's policy and affinity apply, so platscope also runs under `numactl`.
+#[derive(Debug, Clone, Default, clap::Args)]
 pub struct PlacementArgs {
+    /// Allocate only from these nodes.
+    #[arg(long, value_name = "NODES", group = "mempolicy")]
     pub membind: Option<String>,
+    /// Interleave pages across these nodes.
+    #[arg(long, value_name = "NODES", group = "mempolicy")]
     pub interleave: Option<String>,
+    /// Prefer this node, fall back to others when it is full.
+    #[arg(long, value_name = "NODE", group = "mempolicy")]
     pub preferred: Option<String>,
+    /// Allocate on the node of the CPU that first touches each page.
+    #[arg(long, group = "mempolicy")]
     pub localalloc: bool,
+    /// Run only on the CPUs of these nodes (numactl's older name --cpubind works too).
+    #[arg(long, value_name = "NODES", conflicts_with = "physcpubind", visible_alias = "cpubind")]
     pub cpunodebind: Option<String>,
+    /// Run only on these CPUs.
+    #[arg(long, value_name = "CPUS")]
     pub physcpubind: Option<String>,
 }
 

@@ -12,7 +12,7 @@ use measure::Classified;
 use serde::Serialize;
 use topo::Topology;
 
-use crate::args::{parse_page, PlacementOptions};
+use crate::{parse_page, PlacementArgs};
 use crate::{pin, Arena, ArenaSpec, PageSize, Placement, PlacementRequest};
 
 /// The topology of this machine, or a runtime error saying it could not be read.
@@ -80,7 +80,7 @@ pub struct PlaceArgs {
     pub page: PageSize,
 
     #[command(flatten)]
-    pub placement: PlacementOptions,
+    pub placement: PlacementArgs,
 }
 
 /// `platscope place --json`.
@@ -107,7 +107,7 @@ impl Tool for Place {
             return Err(no_csv("place"));
         }
         let topology = detect_topology()?;
-        let request = PlacementRequest::resolve(&args.placement.to_args(), &topology)?;
+        let request = PlacementRequest::resolve(&args.placement, &topology)?;
         if let Some(cpus) = &request.cpus {
             pin::pin_current_thread(cpus)?;
         }

@@ -38,7 +38,6 @@ fn main() -> ExitCode {
         ));
     };
     let result = match command {
-        Command::Mem { command } => commands::mem::run(command, cli.json, &cli.store_options()),
         Command::Net { command: cli::NetCommand::Stat(args) } => commands::net::run(args, cli.json),
         Command::Cpu { command } => commands::cpu::run(command, cli.json, &cli.store_options()),
         Command::Db { command } => commands::db::run(command, cli.json, &cli.store_options()),

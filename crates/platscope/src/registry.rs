@@ -4,6 +4,7 @@
 //! (docs/architecture.md).
 
 use experiment::{experiment, tool, Registry};
+use membench::experiments::{bandwidth, c2c, latency, slb, timer};
 
 /// The registry of this binary.
 #[rustfmt::skip]
@@ -12,7 +13,15 @@ pub static REGISTRY: Registry = Registry {
         tool::<place::tools::Topo>(),
         tool::<place::tools::Place>(),
         tool::<suite::commands::report::Report>(),
-        experiment::<membench::experiments::timer::Timer>(),
+        experiment::<timer::Timer>(),
+        experiment::<latency::Latency>(),
+        experiment::<slb::Slb>(),
+        experiment::<slb::Scale>(),
+        experiment::<c2c::C2c>(),
+        experiment::<slb::ComparePolicies>(),
+        experiment::<bandwidth::Bandwidth>(),
+        experiment::<bandwidth::LoadedLatency>(),
+        tool::<slb::SlbWorker>(),
         tool::<suite::commands::results::List>(),
         tool::<suite::commands::results::Show>(),
         tool::<suite::commands::results::Compare>(),
@@ -23,6 +32,7 @@ pub static REGISTRY: Registry = Registry {
         experiment::<nicstat::links::Links>(),
     ],
     groups: &[
+        ("mem", "Memory benchmarks: latency, the Silly Little Benchmark, scaling, placement comparison"),
         ("results", "Stored runs: list, show, compare, export, push, textfile"),
     ],
 };

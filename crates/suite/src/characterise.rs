@@ -12,12 +12,8 @@ use membench::c2c::{self, C2cMode, C2cOptions};
 use membench::kernels::bandwidth::{Isa, Kernel};
 use membench::latency::{self, LatencyOptions};
 use membench::loaded::{self, LoadMix, LoadedOptions};
-use membench::scenarios::{
-    policy_scenarios, scale_counts, shared_scenarios, slb_plan, spread_workers, NO_REMOTE,
-};
-use membench::slb;
+use membench::scenarios::{self, scale_counts, shared_scenarios, NotRun, SlbWork};
 use membench::slb_shared::{self, LockKind, SharedSlbPlan};
-use membench::BenchError;
 use place::{MemPolicy, PageSize, PlacementRequest};
 use report::html::{Note, ReportData, Section};
 use results::Recorder;
@@ -148,18 +144,13 @@ pub fn run(
 
     // 1. Latency by size.
     progress.begin(0);
-    for bytes in latency::sweep_sizes(16 << 10, budget.sweep_to) {
-        match latency::measure_on(first_cpu, bytes, &latency_opts, topology) {
-            Ok(p) => data.latency_sweep.push(p),
-            Err(BenchError::Interrupted) => break,
-            Err(e) => {
-                note(&mut data, Section::LatencySize, &format!("latency at {bytes} bytes"), &e);
-                break;
-            }
-        }
-        if stop::requested() {
-            break;
-        }
+    let sizes = latency::sweep_sizes(16 << 10, budget.sweep_to);
+    let swept = scenarios::latency_sweep(first_cpu, &sizes, &latency_opts, topology, |_| {
+        Ok::<(), SuiteError>(())
+    })?;
+    data.latency_sweep = swept.done;
+    if let Some((bytes, e)) = swept.failed {
+        note(&mut data, Section::LatencySize, &format!("latency at {bytes} bytes"), &e);
     }
     if !data.latency_sweep.is_empty() {
         let sweep = &data.latency_sweep;
@@ -307,24 +298,17 @@ pub fn run(
     }
 
     // 8. SLB by worker count.
-    let plan = |workers| slb_plan(budget.slb_pages, budget.slb_loops, PageSize::Base, workers);
+    let work = SlbWork { pages: budget.slb_pages, loops: budget.slb_loops, page: PageSize::Base };
     if !stop::requested() {
         progress.begin(7);
-        for count in scale_counts(cpus.len()) {
-            match slb::run(
-                &plan(spread_workers(count, &cpus, &MemPolicy::Inherit)),
-                topology,
-                &hidden(),
-            ) {
-                Ok(r) => data.slb_scaling.push(r),
-                Err(e) => {
-                    note(&mut data, Section::Slb, &format!("SLB with {count} workers"), &e);
-                    break;
-                }
-            }
-            if stop::requested() {
-                break;
-            }
+        let counts = scale_counts(cpus.len());
+        let scaled =
+            scenarios::slb_scale(&work, &counts, &cpus, &MemPolicy::Inherit, topology, |_| {
+                Ok::<(), SuiteError>(())
+            })?;
+        data.slb_scaling = scaled.done;
+        if let Some((count, e)) = scaled.failed {
+            note(&mut data, Section::Slb, &format!("SLB with {count} workers"), &e);
         }
         let steps: Vec<Step<'_, _>> =
             data.slb_scaling.iter().map(|r| Step::new("workers", r.workers.len(), r)).collect();
@@ -341,16 +325,14 @@ pub fn run(
     // 9. SLB under each placement policy, one worker per CPU.
     if !stop::requested() {
         progress.begin(8);
-        for (name, workers) in policy_scenarios(cpus.len() as u64, topology)? {
-            if stop::requested() {
-                break;
-            }
-            let outcome = match workers {
-                Some(w) => slb::run(&plan(w), topology, &hidden()).map_err(|e| e.to_string()),
-                None => Err(NO_REMOTE.to_string()),
-            };
+        scenarios::slb_policies(&work, cpus.len() as u64, topology, |name, outcome| {
+            let outcome = outcome.map_err(|why| match why {
+                NotRun::Skipped(why) => why.to_string(),
+                NotRun::Failed(e) => e.to_string(),
+            });
             data.slb_policies.push((name.to_string(), outcome));
-        }
+            Ok::<bool, SuiteError>(true)
+        })?;
         let steps: Vec<Step<'_, _>> = data
             .slb_policies
             .iter()

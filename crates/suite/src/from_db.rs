@@ -1,17 +1,17 @@
 //! A report rebuilt from stored runs (`platscope report --from-db ID…`): a whole `report` run
-//! as it was recorded, or any mix of `mem …` runs, each placed in the section it belongs to.
+//! as it was recorded, or any mix of runs — a report's steps fill the memory page's sections,
+//! every other run (`mem …`, `timer`, …) draws its own, in place of the page's empty section of
+//! the same id.
 //! Stored results keep summaries, not raw samples (the metrics hold those), which is all the page
 //! draws.
 
 use experiment::Registry;
 use membench::bandwidth::{BandwidthMatrix, Scaling};
-use membench::latency::{LatencyMatrix, LatencyPoint, PrefetchCheck};
+use membench::latency::{LatencyMatrix, LatencyPoint};
 use membench::loaded::LoadedCurve;
-use membench::slb::SlbResult;
 use report::html::{Note, ReportData, Section};
 use results::{ResultStore, StoredRun};
 use serde::de::DeserializeOwned;
-use serde::Deserialize;
 use topo::Topology;
 
 use crate::characterise::REPORT_COMMAND;
@@ -62,59 +62,26 @@ pub fn rebuild(
     Ok(data)
 }
 
-/// Puts one run into its section: a `mem …` or `report: …` step into the memory page's own
-/// sections, any other kind as the sections its outcome draws.
+/// Puts one run into its section: a `report: …` step into the memory page's own sections,
+/// any other kind (every `mem …` run among them) as the sections its outcome draws — each run
+/// its own, exactly as it drew them when it ran.
 fn place(data: &mut ReportData, run: &StoredRun, registry: &Registry) -> Result<(), SuiteError> {
-    #[derive(Deserialize)]
-    struct LatencyOut {
-        point: LatencyPoint,
-        prefetch_check: Option<PrefetchCheck>,
-    }
-    #[derive(Deserialize)]
-    struct PolicyRow {
-        policy: String,
-        result: Option<SlbResult>,
-        skipped: Option<String>,
-    }
     match run.command.as_str() {
-        "mem latency" => {
-            let out: LatencyOut = parse(run)?;
-            data.sweep_cpu = data.sweep_cpu.or(out.point.cpu);
-            data.latency_sweep.push(out.point);
-            data.latency_sweep.sort_by_key(|p| p.bytes);
-            data.prefetch_check = out.prefetch_check.or(data.prefetch_check);
-        }
-        "mem latency --sweep" | "report: latency by size" => {
+        "report: latency by size" => {
             let points: Vec<LatencyPoint> = parse(run)?;
             data.sweep_cpu = points.first().and_then(|p| p.cpu);
             data.latency_sweep = points;
         }
-        "mem latency --matrix" | "report: latency matrix" => {
-            data.latency_matrix = Some(parse::<LatencyMatrix>(run)?);
-        }
-        "mem bandwidth --matrix" | "report: bandwidth matrix" => {
+        "report: latency matrix" => data.latency_matrix = Some(parse::<LatencyMatrix>(run)?),
+        "report: bandwidth matrix" => {
             data.bandwidth_matrix = Some(parse::<BandwidthMatrix>(run)?);
         }
-        "mem bandwidth --scale" | "report: bandwidth scaling" => {
-            data.bandwidth_scaling = Some(parse::<Scaling>(run)?);
-        }
+        "report: bandwidth scaling" => data.bandwidth_scaling = Some(parse::<Scaling>(run)?),
         "report: copy bandwidth" => data.copy_bandwidth = parse(run)?,
-        "mem loaded-latency" | "report: loaded latency" => {
-            data.loaded_latency = Some(parse::<LoadedCurve>(run)?);
-        }
-        "mem scale" | "report: SLB scaling" => data.slb_scaling = parse(run)?,
+        "report: loaded latency" => data.loaded_latency = Some(parse::<LoadedCurve>(run)?),
+        "report: SLB scaling" => data.slb_scaling = parse(run)?,
         "cpu scale" | "report: cpu scale" => data.cpu_scale = Some(parse(run)?),
         "report: SLB placement" => data.slb_policies = parse(run)?,
-        "mem compare-policies" => {
-            let rows: Vec<PolicyRow> = parse(run)?;
-            data.slb_policies = rows
-                .into_iter()
-                .map(|r| {
-                    let skipped = r.skipped.unwrap_or_else(|| "not measured".into());
-                    (r.policy, r.result.ok_or(skipped))
-                })
-                .collect();
-        }
         _ => {
             let (outcome, topology) = registry.read_back(run)?;
             data.parts.extend(outcome.parts(&topology));

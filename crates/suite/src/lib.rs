@@ -6,7 +6,7 @@
 //!   the others still run; Ctrl-C keeps what was measured. The whole page's data is recorded
 //!   too, so the page can be rebuilt.
 //! - [`from_db`]: a report rebuilt from stored runs — a whole `report` run, or any mix of
-//!   `mem …` runs placed in the sections they belong to.
+//!   runs, each drawing the sections it belongs to.
 //! - [`summary`]: the terminal summary printed after a report.
 //!
 //! ```

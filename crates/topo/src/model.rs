@@ -200,6 +200,24 @@ impl Topology {
         self.nodes.iter().filter(|n| n.total_bytes > 0).map(|n| n.id).collect()
     }
 
+    /// Cache levels as (name, size of one instance, instances), smallest level first: what a
+    /// page lists and a latency chart marks.
+    pub fn cache_levels(&self) -> Vec<(String, u64, usize)> {
+        let mut levels: Vec<(u8, String, u64, usize)> = Vec::new();
+        for c in self.caches.iter().filter(|c| c.size_bytes > 0) {
+            let name = c.name();
+            match levels.iter_mut().find(|l| l.1 == name) {
+                Some(l) => {
+                    l.2 = l.2.max(c.size_bytes);
+                    l.3 += 1;
+                }
+                None => levels.push((c.level, name, c.size_bytes, 1)),
+            }
+        }
+        levels.sort_by_key(|l| l.0);
+        levels.into_iter().map(|(_, name, size, n)| (name, size, n)).collect()
+    }
+
     /// The largest data or unified cache level's total size across the machine (all instances),
     /// the figure benchmarks size their buffers against.
     pub fn last_level_cache_bytes(&self) -> u64 {

@@ -5,6 +5,7 @@ use std::ffi::{OsStr, OsString};
 use std::path::Path;
 
 use measure::UsageError;
+use membench::kit::tools as kit;
 
 /// The compatibility names this binary answers to.
 pub const NAMES: &[&str] =
@@ -19,11 +20,11 @@ pub fn invoked_as(argv0: &OsStr) -> Option<&'static str> {
 /// Runs the compat tool `name` with `args`.
 pub fn run(name: &str, args: &[OsString]) -> anyhow::Result<()> {
     match name {
-        "create_sem" => super::kit::create_sem(args),
-        "memhammer" => super::kit::memhammer(args),
-        "trigger" => super::kit::trigger(args),
-        "cpu_bind" => super::kit::cpu_bind(args),
-        "thread_read" => super::bandwidth::run_thread_read(args),
+        "create_sem" => Ok(kit::create_sem(args)?),
+        "memhammer" => Ok(kit::memhammer(args)?),
+        "trigger" => Ok(kit::trigger(args)?),
+        "cpu_bind" => Ok(kit::cpu_bind(args)?),
+        "thread_read" => Ok(membench::thread_read::tool(args)?),
         "nicstat" => super::net::run_nicstat(args),
         "pstime" => super::cpu::run_pstime_compat(args),
         _ => {

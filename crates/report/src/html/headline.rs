@@ -5,7 +5,6 @@ use measure::summary::{differs_beyond_noise, Summary};
 use membench::bandwidth::BandwidthResult;
 use membench::loaded::{LoadedCurve, LoadedPoint};
 
-use super::page::cache_levels;
 use super::ReportData;
 
 /// The idle DRAM latency of a report, and where it came from.
@@ -28,7 +27,7 @@ pub fn idle_dram_latency(d: &ReportData) -> Option<IdleLatency<'_>> {
         })
     });
     local.or_else(|| {
-        let llc = cache_levels(&d.topology).last().map_or(0, |c| c.1);
+        let llc = d.topology.cache_levels().last().map_or(0, |c| c.1);
         d.latency_sweep.last().filter(|p| llc == 0 || p.bytes > llc).map(|p| IdleLatency {
             ns: &p.ns,
             bytes: p.bytes,

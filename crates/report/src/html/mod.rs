@@ -41,10 +41,8 @@ pub use notes::{Note, Section};
 
 use chart::svg::esc;
 use chart::CSS;
-use charts::{
-    chart_bandwidth_matrix, chart_bandwidth_threads, chart_c2c, chart_contention, chart_cpu_scale,
-    chart_latency_matrix, chart_latency_size, chart_loaded_latency, chart_slb, Figure,
-};
+use charts::{chart_cpu_scale, Figure};
+use membench::chart as mem;
 use notes::not_measured_reason;
 use page::{footer, header, summary};
 
@@ -156,66 +154,64 @@ pub fn render_html(data: &ReportData) -> String {
         page.push_str(&crate::compare::comparison_html(c));
     }
     page.push_str("<main class=\"charts\">\n");
-    let mut sections: Vec<(&str, &str, bool, Option<Figure>)> = vec![
-        ("chart-latency-size", "Latency by working-set size", true, chart_latency_size(data)),
-        (
-            "chart-latency-matrix",
-            "Node × node latency",
-            false,
-            data.latency_matrix.as_ref().and_then(|m| chart_latency_matrix(m, &data.topology)),
+    let mut sections: Vec<chart::Part> = vec![
+        mem::LATENCY_SIZE.part(mem::latency_size(
+            &data.latency_sweep,
+            data.sweep_cpu,
+            data.prefetch_check.as_ref(),
+            &data.topology,
+        )),
+        mem::LATENCY_MATRIX.part(
+            data.latency_matrix.as_ref().and_then(|m| mem::latency_matrix(m, &data.topology)),
         ),
-        (
-            "chart-bandwidth-matrix",
-            "Node × node bandwidth",
-            false,
-            data.bandwidth_matrix.as_ref().and_then(chart_bandwidth_matrix),
-        ),
-        (
-            "chart-bandwidth-threads",
-            "Bandwidth by thread count",
-            false,
-            data.bandwidth_scaling.as_ref().and_then(chart_bandwidth_threads),
-        ),
-        (
-            "chart-loaded-latency",
-            "Latency under load",
-            false,
-            data.loaded_latency.as_ref().and_then(chart_loaded_latency),
-        ),
-        ("chart-slb", "SLB: random stores per worker", true, chart_slb(data)),
+        mem::BANDWIDTH_MATRIX.part(data.bandwidth_matrix.as_ref().and_then(mem::bandwidth_matrix)),
+        mem::BANDWIDTH_THREADS
+            .part(data.bandwidth_scaling.as_ref().and_then(mem::bandwidth_threads)),
+        mem::LOADED_LATENCY.part(data.loaded_latency.as_ref().and_then(mem::loaded_latency)),
+        mem::SLB.part(mem::slb(&data.slb_scaling, &data.slb_policies)),
     ];
     // Full reports only: quick ones do not measure them.
     if data.mode == "full" || data.c2c.is_some() || !data.contention.is_empty() {
-        sections.push((
-            "chart-c2c",
-            "Core to core: cache line hand-off",
-            false,
-            data.c2c.as_ref().and_then(chart_c2c),
-        ));
-        sections.push((
-            "chart-contention",
-            "Lock contention in shared memory",
-            false,
-            chart_contention(&data.contention, &data.lock_placement),
-        ));
+        sections.push(mem::C2C.part(data.c2c.as_ref().and_then(mem::c2c)));
+        sections
+            .push(mem::CONTENTION.part(mem::contention(&data.contention, &data.lock_placement)));
     }
     // An experiment of `--full` only: drawn when it ran, or explained when it was tried.
     let scale_tried = data.notes.iter().any(|n| n.section == Section::CpuScale);
     if data.cpu_scale.is_some() || scale_tried {
-        sections.push((
-            "chart-cpu-scale",
-            "Throughput by threads and units (compression)",
-            true,
-            data.cpu_scale.as_ref().and_then(chart_cpu_scale),
-        ));
+        let figure: Option<Figure> = data.cpu_scale.as_ref().and_then(chart_cpu_scale);
+        sections.push(
+            chart::Part::new(
+                chart::Area::Memory,
+                "chart-cpu-scale",
+                "Throughput by threads and units (compression)",
+                true,
+            )
+            .with_figure(figure),
+        );
     }
-    for (id, heading, wide, figure) in sections {
-        let part = chart::Part::new(chart::Area::Memory, id, heading, wide).with_figure(figure);
-        page.push_str(&chart::render_part(&part, &not_measured_reason(id, &data.notes)));
+    // Sections of the other stored runs shown with this page, each drawn by its own outcome:
+    // in place of a section of the same id this page has no data for, else after the page's.
+    let mut placed = vec![false; data.parts.len()];
+    for section in &sections {
+        let own: Vec<usize> =
+            (0..data.parts.len()).filter(|&i| data.parts[i].id == section.id).collect();
+        if section.figure.is_some() || own.is_empty() {
+            page.push_str(&chart::render_part(
+                section,
+                &not_measured_reason(&section.id, &data.notes),
+            ));
+        }
+        for i in own {
+            placed[i] = true;
+            let part = &data.parts[i];
+            page.push_str(&chart::render_part(part, &not_measured_reason(&part.id, &data.notes)));
+        }
     }
-    // Sections of the other stored runs shown with this page, each drawn by its own outcome.
-    for part in &data.parts {
-        page.push_str(&chart::render_part(part, &not_measured_reason(&part.id, &data.notes)));
+    for (part, placed) in data.parts.iter().zip(placed) {
+        if !placed {
+            page.push_str(&chart::render_part(part, &not_measured_reason(&part.id, &data.notes)));
+        }
     }
     page.push_str("</main>\n");
     page.push_str(&footer(data));

@@ -3,31 +3,13 @@
 
 use std::fmt::Write as _;
 
-use topo::Topology;
+use membench::chart::mix_name;
 
-use super::charts::mix_name;
 use super::ReportData;
 use chart::svg::{bytes_label, esc, fmt3};
 
 fn fact(out: &mut String, name: &str, value: &str) {
     let _ = write!(out, "<dt>{}</dt><dd>{}</dd>", esc(name), esc(value));
-}
-
-/// Cache levels as (name, size of one instance, instances), by level.
-pub(super) fn cache_levels(t: &Topology) -> Vec<(String, u64, usize)> {
-    let mut levels: Vec<(u8, String, u64, usize)> = Vec::new();
-    for c in t.caches.iter().filter(|c| c.size_bytes > 0) {
-        let name = c.name();
-        match levels.iter_mut().find(|l| l.1 == name) {
-            Some(l) => {
-                l.2 = l.2.max(c.size_bytes);
-                l.3 += 1;
-            }
-            None => levels.push((c.level, name, c.size_bytes, 1)),
-        }
-    }
-    levels.sort_by_key(|l| l.0);
-    levels.into_iter().map(|(_, name, size, n)| (name, size, n)).collect()
 }
 
 pub(super) fn header(d: &ReportData) -> String {
@@ -84,7 +66,8 @@ pub(super) fn header(d: &ReportData) -> String {
         })
         .collect();
     fact(&mut out, "NUMA nodes", &format!("{} — {}", t.nodes.len(), nodes.join("; ")));
-    let caches: Vec<String> = cache_levels(t)
+    let caches: Vec<String> = t
+        .cache_levels()
         .iter()
         .map(|(name, size, n)| format!("{name} {} ×{n}", bytes_label(*size as f64)))
         .collect();
@@ -215,7 +198,7 @@ pub(super) fn summary(d: &ReportData) -> String {
             );
         }
     }
-    let l1 = cache_levels(&d.topology).first().map(|c| c.1);
+    let l1 = d.topology.cache_levels().first().map(|c| c.1);
     if let Some(first) = d.latency_sweep.first().filter(|p| l1.is_none_or(|l1| p.bytes <= l1)) {
         let cycles = first.cycles.map_or(String::new(), |c| format!(" · {} cycles", fmt3(c)));
         card(

@@ -31,6 +31,8 @@ use std::time::{Duration, Instant};
 
 use measure::stop;
 
+pub mod tools;
+
 /// The IPC key of the SLB semaphore unless [`KEY_ENV`] says otherwise ("SLB!" in ASCII).
 pub const DEFAULT_KEY: libc::key_t = 0x534C_4221;
 /// Environment variable that overrides [`DEFAULT_KEY`] (decimal or `0x` hex, not 0).

@@ -4,14 +4,14 @@
 
 use std::fmt::Write as _;
 
-use membench::c2c::C2cResult;
-use membench::slb_shared::{LockKind, SharedSlbResult};
+use crate::c2c::C2cResult;
+use crate::slb_shared::{LockKind, SharedSlbResult};
 
 use super::heatmap::{heatmap, Cell, Heatmap};
 use super::{placement_text, samples_text, Figure};
 use chart::svg::{self, esc, exact, fmt3, px, Plot, ScaleKind};
 
-pub(in crate::html) fn chart_c2c(r: &C2cResult) -> Option<Figure> {
+pub fn c2c(r: &C2cResult) -> Option<Figure> {
     if r.pairs.is_empty() {
         return None;
     }
@@ -100,7 +100,7 @@ fn lock_color(lock: LockKind) -> &'static str {
     }
 }
 
-pub(in crate::html) fn chart_contention(
+pub fn contention(
     runs: &[SharedSlbResult],
     placement: &[(String, Result<SharedSlbResult, String>)],
 ) -> Option<Figure> {

@@ -3,12 +3,12 @@
 
 use std::fmt::Write as _;
 
-use membench::loaded::LoadedCurve;
+use crate::loaded::LoadedCurve;
 
 use super::{mix_name, noisy_text, placement_text, samples_text, whisker, Figure, CLIPPED};
 use chart::svg::{self, esc, exact, fmt3, px, Plot, ScaleKind};
 
-pub(in crate::html) fn chart_loaded_latency(c: &LoadedCurve) -> Option<Figure> {
+pub fn loaded_latency(c: &LoadedCurve) -> Option<Figure> {
     let mut points: Vec<_> = c
         .points
         .iter()

@@ -1,22 +1,21 @@
 //! The Silly Little Benchmark kit under its original names, busybox-style: `create_sem`,
-//! `memhammer PAGES LOOPS`, `trigger` and `cpu_bind PID CPU`. Positional arguments without
-//! options, as the originals took them, plus `--help`; the seed's scripts run unchanged.
+//! `memhammer PAGES LOOPS`, `trigger` and `cpu_bind PID CPU` — each takes its arguments (after
+//! `argv[0]`) and prints what the original printed. Positional arguments without options, as
+//! the originals took them, plus `--help`; the seed's scripts run unchanged.
 
 use std::ffi::OsString;
 use std::fmt;
 
-use anyhow::Context;
-use measure::stop;
-use membench::kit::{self, KitError, SlbSemaphore};
-use membench::shared::SharedRegion;
-use membench::slb_shared::{hammer_shared, LockKind, SharedLayout};
-use membench::{slb, BenchError};
+use experiment::output::emit;
+use measure::args::parse_count;
+use measure::{stop, Classified, UsageError};
 use place::{lists, pin, Arena, ArenaSpec, MemPolicy, PageSize, PlaceError};
 use topo::Topology;
 
-use crate::cli::parse_count;
-use crate::output::emit;
-use measure::UsageError;
+use crate::kit::{self, SlbSemaphore};
+use crate::shared::SharedRegion;
+use crate::slb_shared::{hammer_shared, LockKind, SharedLayout};
+use crate::{slb, BenchError};
 
 /// memhammer's page: it allocated and addressed 4 KiB pages.
 const PAGE: u64 = 4096;
@@ -107,34 +106,25 @@ fn no_arguments(tool: &str, args: &[OsString], help: &'static str) -> Result<boo
     }
 }
 
-/// A kit error as the binary reports it: a bad `PLATSCOPE_SLB_KEY` is a usage error.
-fn kit_error(err: KitError) -> anyhow::Error {
-    if err.is_usage() {
-        UsageError::Message(err.to_string()).into()
-    } else {
-        err.into()
-    }
-}
-
 /// `create_sem`
-pub fn create_sem(args: &[OsString]) -> anyhow::Result<()> {
+pub fn create_sem(args: &[OsString]) -> Result<(), Classified> {
     if !no_arguments("create_sem", args, CREATE_SEM_HELP)? {
         return Ok(emit(CREATE_SEM_HELP)?);
     }
-    let key = kit::key_from_env().map_err(kit_error)?;
-    SlbSemaphore::create(key).map_err(kit_error)?;
+    let key = kit::key_from_env()?;
+    SlbSemaphore::create(key)?;
     SharedRegion::remove_key(key)?;
     Ok(())
 }
 
 /// `trigger`
-pub fn trigger(args: &[OsString]) -> anyhow::Result<()> {
+pub fn trigger(args: &[OsString]) -> Result<(), Classified> {
     if !no_arguments("trigger", args, TRIGGER_HELP)? {
         return Ok(emit(TRIGGER_HELP)?);
     }
-    let key = kit::key_from_env().map_err(kit_error)?;
-    let sem = SlbSemaphore::open(key).map_err(kit_error)?;
-    sem.trigger(kit::ARRIVAL_PATIENCE).map_err(kit_error)?;
+    let key = kit::key_from_env()?;
+    let sem = SlbSemaphore::open(key)?;
+    sem.trigger(kit::ARRIVAL_PATIENCE)?;
     Ok(())
 }
 
@@ -252,26 +242,26 @@ fn hammer_arena_spec(hammer: Hammer, topology: &Topology) -> Result<ArenaSpec, P
 }
 
 /// `memhammer PAGES LOOPS`
-pub fn memhammer(args: &[OsString]) -> anyhow::Result<()> {
+pub fn memhammer(args: &[OsString]) -> Result<(), Classified> {
     let hammer = match parse_memhammer(args)? {
         Parsed::Help => return Ok(emit(MEMHAMMER_HELP)?),
         Parsed::Run(h) => h,
     };
-    let key = kit::key_from_env().map_err(kit_error)?;
-    let topology = Topology::detect().context("reading the topology")?;
+    let key = kit::key_from_env()?;
+    let topology = detect()?;
     if let Some((lock, counters)) = hammer.shared {
         return memhammer_shared(hammer, lock, counters, key, &topology);
     }
     let spec = hammer_arena_spec(hammer, &topology)?;
     stop::install();
     // Announce ourselves before the (possibly long) allocation, so trigger waits for us.
-    let sem = SlbSemaphore::open(key).map_err(kit_error)?;
-    sem.arrive().map_err(kit_error)?;
+    let sem = SlbSemaphore::open(key)?;
+    sem.arrive()?;
     let mut arena = Arena::new(spec, &topology)?;
     arena.as_mut_slice().fill(0); // the original memset its whole buffer before waiting
                                   // Calibrate the measuring clock before the trigger, so it is not timed.
-    membench::timers::cheapest_trustworthy_clock();
-    sem.ready_and_wait().map_err(kit_error)?;
+    crate::timers::cheapest_trustworthy_clock();
+    sem.ready_and_wait()?;
     let seed = slb::worker_seed(0x51B, std::process::id() as usize);
     let done =
         slb::hammer(&mut arena, hammer.pages, hammer.ops, seed, &measure::progress::hidden())?;
@@ -296,15 +286,15 @@ fn memhammer_shared(
     counters: u64,
     key: libc::key_t,
     topology: &Topology,
-) -> anyhow::Result<()> {
+) -> Result<(), Classified> {
     let layout = SharedLayout::new(hammer.pages, counters)?;
     stop::install();
-    let sem = SlbSemaphore::open(key).map_err(kit_error)?;
-    sem.arrive().map_err(kit_error)?;
+    let sem = SlbSemaphore::open(key)?;
+    sem.arrive()?;
     let region = SharedRegion::keyed(key, layout.bytes(), &MemPolicy::Inherit, topology)?;
     let work = layout.work(&region)?;
-    membench::timers::cheapest_trustworthy_clock();
-    sem.ready_and_wait().map_err(kit_error)?;
+    crate::timers::cheapest_trustworthy_clock();
+    sem.ready_and_wait()?;
     // Everyone of the round has attached (trigger waited for them): the segment can go once
     // the last one detaches.
     region.mark_removed();
@@ -385,20 +375,24 @@ fn threads_of(pid: Pid) -> Option<Vec<libc::pid_t>> {
     }
 }
 
-fn no_such_process(pid: Pid) -> anyhow::Error {
+fn no_such_process(pid: Pid) -> Classified {
     UsageError::Message(format!(
         "process {pid} does not exist (cpu_bind PID CPU; $$ is the shell's PID)"
     ))
     .into()
 }
 
+fn detect() -> Result<Topology, Classified> {
+    Topology::detect().map_err(|e| Classified::runtime(format!("reading the topology: {e}")))
+}
+
 /// `cpu_bind PID CPU`
-pub fn cpu_bind(args: &[OsString]) -> anyhow::Result<()> {
+pub fn cpu_bind(args: &[OsString]) -> Result<(), Classified> {
     let (pid, cpu_text) = match parse_cpu_bind(args)? {
         Parsed::Help => return Ok(emit(CPU_BIND_HELP)?),
         Parsed::Run(a) => a,
     };
-    let topology = Topology::detect().context("reading the topology")?;
+    let topology = detect()?;
     let cpus = lists::parse_cpus(&cpu_text, &topology)?;
     let Some(threads) = threads_of(pid) else { return Err(no_such_process(pid)) };
     for tid in threads {
@@ -417,6 +411,7 @@ pub fn cpu_bind(args: &[OsString]) -> anyhow::Result<()> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::kit::KitError;
 
     fn args(list: &[&str]) -> Vec<OsString> {
         list.iter().map(OsString::from).collect()
@@ -525,10 +520,10 @@ mod tests {
 
     #[test]
     fn bad_key_is_a_usage_error() {
-        let err = kit_error(KitError::BadKey("zero".into()));
-        assert!(err.downcast_ref::<UsageError>().is_some());
-        let err = kit_error(KitError::NoSemaphore { key: kit::DEFAULT_KEY });
-        assert!(err.downcast_ref::<UsageError>().is_none());
+        let err = Classified::from(KitError::BadKey("zero".into()));
+        assert!(err.is_usage());
+        let err = Classified::from(KitError::NoSemaphore { key: kit::DEFAULT_KEY });
+        assert!(!err.is_usage());
         assert!(err.to_string().contains("run create_sem first"));
     }
 }

@@ -3,10 +3,9 @@
 
 use std::fmt::Write as _;
 
-use membench::slb::{SlbResult, SlbWorkerResult};
+use crate::slb::{SlbResult, SlbWorkerResult};
 
 use super::{placement_text, whisker_capped, Figure, CLIPPED};
-use crate::html::ReportData;
 use chart::svg::{self, esc, exact, fmt3, px, Plot, ScaleKind};
 
 /// One group of bars: its label and the run (or why there is none).
@@ -26,9 +25,14 @@ fn skipped_reason(why: &str) -> &str {
     trimmed
 }
 
-pub(in crate::html) fn chart_slb(d: &ReportData) -> Option<Figure> {
+/// The SLB per worker: `scaling` (the same work at 1, 2, 4 … workers) in the left panel,
+/// `policies` (a run or why it was skipped, per placement) in the right one.
+pub fn slb(
+    scaling: &[SlbResult],
+    policies: &[(String, Result<SlbResult, String>)],
+) -> Option<Figure> {
     let mut groups: Vec<Group<'_>> = Vec::new();
-    for r in &d.slb_scaling {
+    for r in scaling {
         let n = r.workers.len();
         groups.push(Group {
             label: format!("{n} worker{}", if n == 1 { "" } else { "s" }),
@@ -36,7 +40,7 @@ pub(in crate::html) fn chart_slb(d: &ReportData) -> Option<Figure> {
             run: Ok(r),
         });
     }
-    for (name, outcome) in &d.slb_policies {
+    for (name, outcome) in policies {
         groups.push(Group {
             label: name.clone(),
             panel: 1,
@@ -208,10 +212,10 @@ pub(in crate::html) fn chart_slb(d: &ReportData) -> Option<Figure> {
         "Bars: nanoseconds per store for each worker, from the common start to its last store. \
          Whiskers span the best to the p99 of its timed batches of 2<sup>18</sup> stores. ",
     );
-    if !d.slb_scaling.is_empty() {
+    if !scaling.is_empty() {
         caption.push_str("Left: the same work per worker with more workers at once (more is slower when memory is the bottleneck). ");
     }
-    if !d.slb_policies.is_empty() {
+    if !policies.is_empty() {
         caption.push_str("Right: one worker per CPU under each memory policy, placement verified per worker (in the tooltips). ");
     }
     let clipped = groups

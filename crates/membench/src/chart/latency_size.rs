@@ -3,18 +3,25 @@
 
 use std::fmt::Write as _;
 
-use membench::latency::{LatencyPoint, PrefetchCheck};
+use crate::latency::{LatencyPoint, PrefetchCheck};
 
 use super::{noisy_text, placement_text, samples_text, whisker, Figure, CLIPPED};
-use crate::html::page::cache_levels;
-use crate::html::ReportData;
 use chart::svg::{self, bytes_label, esc, exact, fmt3, px, Plot, ScaleKind};
+use topo::Topology;
 
-pub(in crate::html) fn chart_latency_size(d: &ReportData) -> Option<Figure> {
+/// Latency against working-set size: `points` (one per size, smallest first) chased from
+/// `cpu` (else the first point's CPU), the `prefetch` check in the caption, and the cache
+/// sizes of `topology` marked.
+pub fn latency_size(
+    points: &[LatencyPoint],
+    cpu: Option<u32>,
+    prefetch: Option<&PrefetchCheck>,
+    topology: &Topology,
+) -> Option<Figure> {
     let points: Vec<&LatencyPoint> =
-        d.latency_sweep.iter().filter(|p| p.bytes > 0 && p.ns.median > 0.0).collect();
+        points.iter().filter(|p| p.bytes > 0 && p.ns.median > 0.0).collect();
     let (first, last) = (points.first()?, points.last()?);
-    let caches = cache_levels(&d.topology);
+    let caches = topology.cache_levels();
     let sizes = points.iter().map(|p| p.bytes as f64).chain(caches.iter().map(|c| c.1 as f64));
     let (x_lo, x_hi) = sizes.fold((f64::MAX, 0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
     let y_lo = points.iter().map(|p| p.ns.min.min(p.ns.median)).fold(f64::MAX, f64::min);
@@ -85,8 +92,7 @@ pub(in crate::html) fn chart_latency_size(d: &ReportData) -> Option<Figure> {
     out.push_str(&plot.y_title("ns per load (log scale)"));
     out.push_str("</svg>");
 
-    let cpu =
-        d.sweep_cpu.or(first.cpu).map_or("an unpinned thread".to_string(), |c| format!("CPU {c}"));
+    let cpu = cpu.or(first.cpu).map_or("an unpinned thread".to_string(), |c| format!("CPU {c}"));
     let markers: Vec<String> =
         caches.iter().map(|(n, s, _)| format!("{n} {}", bytes_label(*s as f64))).collect();
     let mut caption = format!(
@@ -117,7 +123,7 @@ pub(in crate::html) fn chart_latency_size(d: &ReportData) -> Option<Figure> {
     if points.iter().any(|p| p.ns.p99 > y.hi) {
         caption.push_str(&esc(CLIPPED));
     }
-    if let Some(c) = &d.prefetch_check {
+    if let Some(c) = prefetch {
         caption.push(' ');
         caption.push_str(&esc(&prefetch_sentence(c)));
     }

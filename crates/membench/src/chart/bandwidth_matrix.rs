@@ -1,14 +1,14 @@
 //! (c) Node × node bandwidth: each CPU node streaming from each memory node, as a heatmap with
 //! the best round under the median.
 
-use membench::bandwidth::BandwidthMatrix;
+use crate::bandwidth::BandwidthMatrix;
 use place::Placement;
 
 use super::heatmap::{heatmap, Cell, Heatmap};
 use super::{placement_text, samples_text, Figure};
 use chart::svg::{self, bytes_label, esc, fmt3};
 
-pub(in crate::html) fn chart_bandwidth_matrix(m: &BandwidthMatrix) -> Option<Figure> {
+pub fn bandwidth_matrix(m: &BandwidthMatrix) -> Option<Figure> {
     if m.cells.iter().all(Vec::is_empty) {
         return None;
     }

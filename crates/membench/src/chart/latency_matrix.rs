@@ -3,17 +3,14 @@
 
 use std::fmt::Write as _;
 
-use membench::latency::LatencyMatrix;
+use crate::latency::LatencyMatrix;
 use topo::Topology;
 
 use super::heatmap::{heatmap, Cell, Heatmap};
 use super::{placement_text, samples_text, Figure};
 use chart::svg::{self, bytes_label, esc, fmt3};
 
-pub(in crate::html) fn chart_latency_matrix(
-    m: &LatencyMatrix,
-    topology: &Topology,
-) -> Option<Figure> {
+pub fn latency_matrix(m: &LatencyMatrix, topology: &Topology) -> Option<Figure> {
     if m.cells.iter().all(Vec::is_empty) {
         return None;
     }

@@ -3,12 +3,12 @@
 
 use std::fmt::Write as _;
 
-use membench::bandwidth::{BandwidthResult, Scaling};
+use crate::bandwidth::{BandwidthResult, Scaling};
 
 use super::{samples_text, whisker_capped, Figure};
 use chart::svg::{self, bytes_label, esc, exact, fmt3, px, Plot, ScaleKind};
 
-pub(in crate::html) fn chart_bandwidth_threads(s: &Scaling) -> Option<Figure> {
+pub fn bandwidth_threads(s: &Scaling) -> Option<Figure> {
     let steps: Vec<&BandwidthResult> =
         s.steps.iter().filter(|r| r.aggregate_gbs.median.is_finite()).collect();
     let first = steps.first()?;

@@ -1,0 +1,54 @@
+//! One bandwidth figure (`mem bandwidth` without --matrix or --scale): a table of each
+//! thread's median and the threads' aggregate, with where each thread's memory was.
+
+use std::fmt::Write as _;
+
+use crate::bandwidth::BandwidthResult;
+
+use super::{placement_text, samples_text, Figure};
+use chart::svg::{bytes_label, esc, exact, fmt3};
+
+pub fn bandwidth_run(r: &BandwidthResult) -> Option<Figure> {
+    if r.threads.is_empty() || !r.aggregate_gbs.median.is_finite() {
+        return None;
+    }
+    let mut table = String::from(
+        "<table class=\"facts-table\"><thead><tr><th>CPU</th><th>median GB/s</th>\
+         <th>best GB/s</th><th>memory</th></tr></thead><tbody>",
+    );
+    for t in &r.threads {
+        let memory: Vec<String> = t.placements.iter().map(placement_text).collect();
+        let _ = write!(
+            table,
+            "<tr><td>{}</td><td class=\"data\" data-value=\"{}\">{}</td><td>{}</td><td>{}</td></tr>",
+            t.cpu.map_or("?".to_string(), |c| c.to_string()),
+            exact(t.gbs.median),
+            fmt3(t.gbs.median),
+            fmt3(t.gbs.max),
+            esc(&memory.join("; "))
+        );
+    }
+    let _ = write!(
+        table,
+        "<tr><td>all {} together</td><td class=\"data\" data-value=\"{}\">{}</td><td>{}</td>\
+         <td></td></tr></tbody></table>",
+        r.threads.len(),
+        exact(r.aggregate_gbs.median),
+        fmt3(r.aggregate_gbs.median),
+        fmt3(r.aggregate_gbs.max)
+    );
+    let mut caption = format!(
+        "Bandwidth of the {} kernel ({}) with {} thread(s) at once, each streaming through its \
+         own {}: {} in GB/s (10<sup>9</sup> bytes/s). Counted: {}.",
+        esc(&r.kernel.to_string()),
+        esc(&r.isa.to_string()),
+        r.threads.len(),
+        esc(&bytes_label(r.bytes_per_thread as f64)),
+        samples_text("rounds", std::iter::once(&r.aggregate_gbs)),
+        esc(&r.accounting)
+    );
+    if r.interrupted {
+        caption.push_str(" INTERRUPTED: the figures cover the rounds completed.");
+    }
+    Some(Figure { svg: table, caption, after: String::new() })
+}

@@ -1,0 +1,85 @@
+//! `platscope mem c2c`: the round trip of one cache line handed back and forth between every
+//! pair of CPUs.
+
+use std::time::Duration;
+
+use chart::Part;
+use experiment::{Context, Experiment, Outcome};
+use measure::Classified;
+use place::{lists, MemPolicy, PlacementRequest};
+use topo::Topology;
+
+use crate::c2c::{self, C2cMode, C2cOptions, C2cResult};
+use crate::chart::{c2c as c2c_chart, C2C};
+use crate::render::c2c as render;
+
+// The arguments of `mem c2c`.
+#[derive(Debug, clap::Args)]
+pub struct C2cArgs {
+    /// CPUs whose every pair is measured (numactl list syntax; default: the allowed CPUs).
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
+    /// How the line is polled and handed over: read (loads, then a store; multichase -u),
+    /// write (locked read-modify-write polls), cas (compare-and-swap; multichase -l), xchg.
+    #[arg(long, default_value = "read", value_parser = C2cMode::parse)]
+    pub mode: C2cMode,
+    /// Bind the line's page to this node (it must have CPUs and memory); default: first
+    /// touched by the first CPU's thread.
+    #[arg(long, value_name = "NODE")]
+    pub line_on: Option<u32>,
+    /// Sampling time per pair, in milliseconds.
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(10..=600_000))]
+    pub duration_ms: u64,
+}
+
+/// `platscope mem c2c`.
+#[derive(Debug)]
+pub struct C2c;
+
+impl Experiment for C2c {
+    const PATH: &'static [&'static str] = &["mem", "c2c"];
+    const ABOUT: &'static str = "Core to core: the round trip of one cache line handed back and \
+                                 forth between every pair of CPUs, as a CPU×CPU matrix folded to \
+                                 SMT sibling / same L3 / same node / other node and node×node, \
+                                 median and p99, with the line's home node placed and verified";
+    const TINY: &'static [&'static str] = &["--duration-ms", "10"];
+    type Args = C2cArgs;
+    type Outcome = C2cResult;
+
+    fn run(args: &C2cArgs, ctx: &mut Context<'_>) -> Result<C2cResult, Classified> {
+        let topology = ctx.topology;
+        let cpus = match &args.cpus {
+            Some(list) => lists::parse_cpus(list, topology)?,
+            None => PlacementRequest { cpus: None, policy: MemPolicy::Inherit }
+                .allowed_cpus(topology)?,
+        };
+        let options = C2cOptions {
+            cpus,
+            mode: args.mode,
+            line_on: args.line_on,
+            duration: Duration::from_millis(args.duration_ms),
+        };
+        c2c::check(&options, topology)?;
+        let n = options.cpus.len() as u64;
+        let bar = ctx.progress(n * (n - 1) / 2, "CPU pairs");
+        let result = c2c::run(&options, topology, |done, _| bar.set_position(done as u64));
+        bar.finish_and_clear();
+        Ok(result?)
+    }
+}
+
+impl Outcome for C2cResult {
+    const KINDS: &'static [&'static str] = &["mem c2c"];
+
+    fn interrupted(&self) -> bool {
+        self.interrupted
+    }
+
+    fn text(&self) -> String {
+        render::c2c_text(self)
+    }
+
+    fn parts(&self, _topology: &Topology) -> Vec<Part> {
+        vec![C2C.part(c2c_chart(self))]
+    }
+}
