@@ -314,7 +314,6 @@ pub fn sample() -> ReportData {
         c2c: None,
         contention: Vec::new(),
         lock_placement: Vec::new(),
-        parts: Vec::new(),
         stored_runs: vec![
             ("latency by size".into(), 41),
             ("node×node latency".into(), 42),
