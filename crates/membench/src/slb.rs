@@ -188,6 +188,28 @@ pub struct Hammered {
     pub batches: Option<Summary>,
 }
 
+impl Hammered {
+    /// Worker `worker`'s result (run as `spec`, its memory at `placement`), from the calling
+    /// thread: its CPU is the pinned one, else the one it is on.
+    fn result(
+        self,
+        worker: usize,
+        spec: &SlbWorkerSpec,
+        planned_ops: u64,
+        placement: Placement,
+    ) -> SlbWorkerResult {
+        SlbWorkerResult {
+            worker,
+            cpu: spec.cpu.or_else(pin::current_cpu),
+            ops: self.ops,
+            planned_ops,
+            elapsed_ns: self.elapsed_ns,
+            batches: self.batches,
+            placement,
+        }
+    }
+}
+
 /// The timed SLB loop shared by thread workers, worker processes and `memhammer`:
 /// `planned_ops` random 8-byte stores into the first `pages` 4 KiB pages of `arena`, in
 /// batches timed from outside the kernel, stopping early between batches on Ctrl-C (see
@@ -250,15 +272,7 @@ pub fn run(
         work: &|i, spec, (mut arena, placement): (Arena, Placement)| {
             let seed = worker_seed(plan.seed, i);
             let done = hammer(&mut arena, plan.pages, planned_ops, seed, progress)?;
-            Ok(SlbWorkerResult {
-                worker: i,
-                cpu: spec.cpu.or_else(pin::current_cpu),
-                ops: done.ops,
-                planned_ops,
-                elapsed_ns: done.elapsed_ns,
-                batches: done.batches,
-                placement,
-            })
+            Ok(done.result(i, spec, planned_ops, placement))
         },
     };
     let ((), outcomes) = crew.run(drop);
@@ -321,15 +335,7 @@ pub fn run_child(
     let seed = worker_seed(plan.seed, request.worker);
     // A worker process has no terminal of its own to draw on: the parent shows the run.
     let done = hammer(&mut arena, plan.pages, planned_ops, seed, &measure::progress::hidden())?;
-    Ok(SlbWorkerResult {
-        worker: request.worker,
-        cpu: spec.cpu.or_else(pin::current_cpu),
-        ops: done.ops,
-        planned_ops,
-        elapsed_ns: done.elapsed_ns,
-        batches: done.batches,
-        placement,
-    })
+    Ok(done.result(request.worker, spec, planned_ops, placement))
 }
 
 /// A running worker process.

@@ -1,6 +1,7 @@
 //! report: the HTML page of `platscope report` — a self-contained file with inline SVG charts,
 //! rendered from [`html::ReportData`] (live, or read back from the results store). Text output
-//! lives with the crate that measured it (`membench::render`, `topo::render`, …).
+//! and the memory charts live with the crate that measured them (`membench::render`,
+//! `membench::chart`, `topo::render`, …).
 //!
 //! The page is plain HTML and SVG (no script), so it can be mailed, archived and opened anywhere.
 

@@ -19,7 +19,10 @@
 //! a section without notes of its own shows the run's, e.g. an interruption.
 //!
 //! Layout: `page` (header, headline figures, footer), `notes` (which note explains which
-//! section), `charts` (one file per chart) and `style.css`, inlined into the page.
+//! section), `charts` (the charts of this crate's own data); the memory sections are drawn by
+//! `membench::chart` from the outcomes they show, the style sheet is `chart::CSS`. Sections of
+//! other stored runs ([`ReportData::parts`]) take the place of the page's empty section of the
+//! same id, or follow the page's own.
 
 use std::fmt::Write as _;
 
