@@ -10,7 +10,8 @@
 //! - [`pages_nodes`]: the node of the page at any mapped address (`move_pages` as a query);
 //! - [`pagecache`]: where a file's page cache is, loading it under a policy, dropping it, and
 //!   reading it from a chosen CPU;
-//! - [`args`]: numactl's options and page sizes as command-line arguments;
+//! - [`PlacementArgs`] and [`parse_page`]: numactl's options and page sizes as command-line
+//!   arguments;
 //! - [`tools`]: the `topo` and `place` views.
 //!
 //! ```no_run
