@@ -57,6 +57,7 @@
 //! assert_eq!(REGISTRY.entry_for_kind("demo count").map(|e| e.path()), Some(&["demo", "count"][..]));
 //! ```
 
+pub mod compat;
 pub mod output;
 mod registry;
 

@@ -7,6 +7,8 @@
 //! - [`pattern`]: turning two snapshots into an interval's rates and the seed's table (pure).
 //! - [`syscalls`]: which system calls matter and where their arguments are, per architecture.
 //! - [`mounts`]: the mount table and the kernel's device numbers for `--fs` and attribution.
+//! - [`command`]: the `io pattern` monitor ([`command::IoPattern`]): its arguments, the interval
+//!   loop and what each interval prints.
 //!
 //! ```
 //! use iopattern::pattern::{Counts, SEQUENTIAL, READ};
@@ -15,6 +17,7 @@
 //! assert_eq!(counts.ops[SEQUENTIAL][READ], 3);
 //! ```
 
+pub mod command;
 mod error;
 pub mod mounts;
 pub mod pattern;

@@ -46,9 +46,16 @@ impl Classified {
         self.error.downcast_ref::<ExitWith>().map(|e| e.0)
     }
 
-    /// The same error with context in front of its message ("reading X: …").
+    /// The same error with context in front of its message ("reading X: …"); the error's
+    /// causes follow it as anyhow's `{:#}` prints them ("reading X: cause: its cause").
     pub fn context(self, what: impl fmt::Display) -> Self {
-        Self { usage: self.usage, error: format!("{what}: {}", self.error).into() }
+        let mut message = format!("{what}: {}", self.error);
+        let mut cause = self.error.source();
+        while let Some(c) = cause {
+            message.push_str(&format!(": {c}"));
+            cause = c.source();
+        }
+        Self { usage: self.usage, error: message.into() }
     }
 }
 

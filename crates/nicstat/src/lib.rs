@@ -6,6 +6,8 @@
 //! - The arithmetic is in pure functions: [`interface_rates`], [`tcp_rates`], [`udp_rates`],
 //!   [`softnet_rates`], [`utilization_pct`].
 //! - [`render`] turns a report into nicstat's text and parseable lines.
+//! - [`command`]: `platscope net stat` and the `nicstat` compat name (flags and the sampling
+//!   loop).
 //!
 //! Definitions (the same as nicstat's where nicstat defines them):
 //!
@@ -23,6 +25,7 @@
 //! - **InKB/OutKB** (`-t`), **NoCP** and **Defer** (`-x`): Linux has no such counters; nicstat
 //!   printed 0 for them, this prints `-`.
 
+pub mod command;
 pub mod ioctl;
 pub mod link;
 pub mod links;

@@ -25,7 +25,8 @@ fn no_csv(command: &str) -> Classified {
     Classified::usage(format!("{command} has no CSV form; use --json or the text output"))
 }
 
-/// `platscope topo`'s arguments.
+/// Show NUMA nodes, CPUs, memory per node, distances, caches and the environment facts
+/// that change memory results.
 #[derive(Debug, Args)]
 pub struct TopoArgs {
     /// Print the same layout as `numactl --hardware`.
@@ -68,7 +69,8 @@ impl Tool for Topo {
     }
 }
 
-/// `platscope place`'s arguments.
+/// Allocate memory under a placement, first-touch it, and show on which nodes its pages
+/// really are.
 #[derive(Debug, Args)]
 pub struct PlaceArgs {
     /// How much to allocate: bytes or a binary unit (64MiB, 1GiB, 4k).

@@ -38,12 +38,6 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Network interfaces: nicstat's throughput, utilization and saturation.
-    #[command(arg_required_else_help = true)]
-    Net {
-        #[command(subcommand)]
-        command: NetCommand,
-    },
     /// CPU time: exact per-process CPU over an interval (pstime) and per-CPU utilization as
     /// floating-point percentages, over an interval or exactly one command's lifetime.
     #[command(arg_required_else_help = true)]
@@ -61,12 +55,6 @@ pub enum Command {
     /// start, late and skipped counts, errors by SQLSTATE, and the server's CPU per
     /// transaction; `load prepare` makes the tables; `--sweep-rate` draws the curve.
     Load(Box<crate::commands::load::LoadArgs>),
-    /// File I/O: how much is sequential and how much random, per filesystem (eBPF).
-    #[command(arg_required_else_help = true)]
-    Io {
-        #[command(subcommand)]
-        command: IoCommand,
-    },
     /// Compress or decompress files with a reader, N workers and a writer (seed 004's Tamp):
     /// standard LZ4 and zstd output, MB/s, CPU time, each thread's busy share, and why it did
     /// not go faster.
@@ -91,21 +79,6 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<std::ffi::OsString>,
     },
-}
-
-#[derive(Debug, Subcommand)]
-pub enum IoCommand {
-    /// Reads and writes per filesystem split into sequential, random and page (mmap) I/O,
-    /// with lookups, readdir, getattr/setattr, create/remove and other calls per second
-    /// (seed 004's table). Needs root: BPF on tracepoints.
-    Pattern(crate::commands::io::PatternArgs),
-}
-
-#[derive(Debug, Subcommand)]
-pub enum NetCommand {
-    /// nicstat: KB/s, packets/s, %Util and Sat per interface; -x errors, drops and softnet,
-    /// -t TCP, -u UDP, -l list (the same flags as the `nicstat` compat name).
-    Stat(crate::commands::net::NetStatArgs),
 }
 
 impl Cli {

@@ -38,14 +38,12 @@ fn main() -> ExitCode {
         ));
     };
     let result = match command {
-        Command::Net { command: cli::NetCommand::Stat(args) } => commands::net::run(args, cli.json),
         Command::Cpu { command } => commands::cpu::run(command, cli.json, &cli.store_options()),
         Command::Db { command } => commands::db::run(command, cli.json, &cli.store_options()),
         Command::Load(args) => commands::load::run(args, cli.json, &cli.store_options()),
         Command::Compress(args) => commands::compress::run(args, cli.json, &cli.store_options()),
         Command::Alloc(args) => commands::alloc::run(args, cli.json, &cli.store_options()),
         Command::AllocWorker(args) => commands::alloc::worker(args),
-        Command::Io { command: cli::IoCommand::Pattern(args) } => commands::io::run(args, cli.json),
         Command::Pagecache(args) => commands::pagecache::run(args, cli.json, &cli.store_options()),
         Command::Compat { name, args } => {
             // clap takes `--json` anywhere as the global flag; hand it back to the tool.

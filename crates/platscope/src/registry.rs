@@ -30,9 +30,13 @@ pub static REGISTRY: Registry = Registry {
         tool::<exporter::commands::Textfile>(),
         tool::<exporter::commands::Serve>(),
         experiment::<nicstat::links::Links>(),
+        tool::<nicstat::command::NetStat>(),
+        tool::<iopattern::command::IoPattern>(),
     ],
     groups: &[
         ("mem", "Memory benchmarks: latency, the Silly Little Benchmark, scaling, placement comparison"),
         ("results", "Stored runs: list, show, compare, export, push, textfile"),
+        ("net", "Network interfaces: nicstat's throughput, utilization and saturation"),
+        ("io", "File I/O: how much is sequential and how much random, per filesystem (eBPF)"),
     ],
 };

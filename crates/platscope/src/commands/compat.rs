@@ -25,7 +25,7 @@ pub fn run(name: &str, args: &[OsString]) -> anyhow::Result<()> {
         "trigger" => Ok(kit::trigger(args)?),
         "cpu_bind" => Ok(kit::cpu_bind(args)?),
         "thread_read" => Ok(membench::thread_read::tool(args)?),
-        "nicstat" => super::net::run_nicstat(args),
+        "nicstat" => Ok(nicstat::command::compat(args, crate::cli::VERSION)?),
         "pstime" => super::cpu::run_pstime_compat(args),
         _ => {
             let known = NAMES.join(", ");

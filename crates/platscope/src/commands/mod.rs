@@ -5,9 +5,7 @@ pub mod compat;
 pub mod compress;
 pub mod cpu;
 pub mod db;
-pub mod io;
 pub mod load;
-pub mod net;
 pub mod pagecache;
 pub mod record;
 

@@ -1,20 +1,21 @@
-//! `platscope net stat …` and the `nicstat` compat name: nicstat's flags, operands and layouts,
-//! sampled by `nicstat`. The loop is here: sample, print, sleep until the next
-//! interval (sub-second intervals allowed); Ctrl-C or a closed pipe ends it after the last
-//! complete line.
+//! `platscope net stat …` and the `nicstat` compat name: nicstat's flags, operands and
+//! layouts. The loop: sample, print, sleep until the next interval (sub-second intervals
+//! allowed); Ctrl-C or a closed pipe ends it after the last complete line.
 
 use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
 use clap::{ArgAction, Args, Parser};
+use experiment::output::write_out;
+use experiment::{Format, Globals, Tool};
 use measure::time::Stamp;
-use measure::FsRoot;
-use nicstat::render::{render_list, render_report, wire_note};
-use nicstat::{parse_count, parse_interval, Monitor, Options, SpeedOverride};
+use measure::{stop, Classified, FsRoot};
 
-/// nicstat: per-interface throughput (KB/s), packets/s, average packet size, utilization and
-/// saturation; with -x extended errors, drops and softnet per CPU, -t TCP, -u UDP.
+use crate::render::{render_list, render_report, wire_note};
+use crate::{parse_count, parse_interval, Monitor, Options, SpeedOverride};
+
+/// nicstat: KB/s, packets/s, %Util and Sat per interface; -x errors, drops and softnet,
+/// -t TCP, -u UDP, -l list (the same flags as the `nicstat` compat name).
 #[derive(Debug, Clone, Args)]
 pub struct NetStatArgs {
     /// Only these interfaces (comma-separated; may be repeated).
@@ -83,11 +84,11 @@ pub struct NetStatArgs {
 
     /// Seconds between samples; decimals allowed (0.1). Without it, one line of averages since
     /// boot.
-    #[arg(value_name = "INTERVAL", value_parser = interval_arg, allow_negative_numbers = true)]
+    #[arg(value_name = "INTERVAL", value_parser = parse_interval, allow_negative_numbers = true)]
     pub interval: Option<Duration>,
 
     /// Number of lines to print, the first being averages since boot (default: until Ctrl-C).
-    #[arg(value_name = "COUNT", value_parser = count_arg, allow_negative_numbers = true)]
+    #[arg(value_name = "COUNT", value_parser = parse_count, allow_negative_numbers = true)]
     pub count: Option<u64>,
 }
 
@@ -105,14 +106,6 @@ pub struct NicstatCli {
 
 fn parse_speed(text: &str) -> Result<SpeedOverride, measure::UsageError> {
     text.parse()
-}
-
-fn interval_arg(text: &str) -> Result<Duration, measure::UsageError> {
-    parse_interval(text)
-}
-
-fn count_arg(text: &str) -> Result<u64, measure::UsageError> {
-    parse_count(text)
 }
 
 impl NetStatArgs {
@@ -135,38 +128,70 @@ impl NetStatArgs {
     }
 }
 
-/// The version line for -v.
-fn version_line() -> String {
-    format!("nicstat version 1.95-compatible (platscope {})\n", crate::cli::VERSION)
+/// `platscope net stat`.
+#[derive(Debug)]
+pub struct NetStat;
+
+impl Tool for NetStat {
+    const PATH: &'static [&'static str] = &["net", "stat"];
+    const ABOUT: &'static str = "nicstat: KB/s, packets/s, %Util and Sat per interface; -x \
+                                 errors, drops and softnet, -t TCP, -u UDP, -l list (the same \
+                                 flags as the `nicstat` compat name)";
+    type Args = NetStatArgs;
+
+    fn run(args: &NetStatArgs, globals: &Globals) -> Result<(), Classified> {
+        run(args, globals.format, globals.version)
+    }
 }
 
-/// Runs `platscope net stat`.
-pub fn run(args: &NetStatArgs, json: bool) -> anyhow::Result<()> {
-    use measure::stop;
+/// The `nicstat` compat name with its arguments (not including `argv[0]`); `version` is
+/// platscope's, for `-v`.
+pub fn compat(args: &[OsString], version: &str) -> Result<(), Classified> {
+    match experiment::compat::parse::<NicstatCli>("nicstat", args)? {
+        Some(cli) => {
+            let format = if cli.json { Format::Json } else { Format::Text };
+            run(&cli.args, format, version)
+        }
+        None => Ok(()),
+    }
+}
+
+/// The version line for -v.
+fn version_line(version: &str) -> String {
+    format!("nicstat version 1.95-compatible (platscope {version})\n")
+}
+
+/// Runs the monitor: text in nicstat's layouts, or one JSON object per sample.
+pub fn run(args: &NetStatArgs, format: Format, version: &str) -> Result<(), Classified> {
+    if format == Format::Csv {
+        return Err(Classified::usage(
+            "net stat has no CSV form; use -p (nicstat's parseable lines) or --json",
+        ));
+    }
+    let text = format == Format::Text;
     let opts = args.options();
-    // Usage errors (unknown -i or -S interface) stay measure::Error so main exits with 2.
+    // Usage errors (unknown -i or -S interface) stay usage errors: exit status 2.
     let mut monitor = Monitor::new(FsRoot::live(), opts.clone())?;
-    if args.print_version && !json && !crate::output::write_out(&version_line())? {
+    if args.print_version && text && !write_out(&version_line(version))? {
         return Ok(());
     }
     if args.list {
-        let links = monitor.list().context("listing interfaces")?;
-        if json {
-            let mut text = serde_json::to_string_pretty(&links)?;
-            text.push('\n');
-            crate::output::write_out(&text)?;
-        } else {
-            crate::output::write_out(&render_list(&links, args.print_version))?;
-        }
+        let links =
+            monitor.list().map_err(|e| Classified::from(e).context("listing interfaces"))?;
+        let listed = match format {
+            Format::Json => format!("{}\n", serde_json::to_string_pretty(&links)?),
+            _ => render_list(&links, args.print_version),
+        };
+        write_out(&listed)?;
         return Ok(());
     }
     for note in monitor.take_notes() {
         measure::say!("nicstat: {note}");
     }
-    if opts.wire && !json {
+    if opts.wire && text {
         if opts.parseable {
             measure::say!("{}", wire_note());
-        } else if !crate::output::write_out(&format!("{}\n", wire_note()))? {
+        } else if !write_out(&format!("{}\n", wire_note()))? {
             return Ok(());
         }
     }
@@ -185,42 +210,26 @@ pub fn run(args: &NetStatArgs, json: bool) -> anyhow::Result<()> {
                 break;
             }
         }
-        let report = monitor.next_report().context("sampling network counters")?;
+        let report = monitor
+            .next_report()
+            .map_err(|e| Classified::from(e).context("sampling network counters"))?;
         // An interface that disappeared (or came back) is said, not left to a silent output.
         for note in monitor.take_notes() {
             measure::say!("nicstat: {note}");
         }
-        let text = if json {
-            let mut line = serde_json::to_string(&report)?;
-            line.push('\n');
-            line
-        } else {
-            let header = n == 0 || monitor.selected_count() > 1;
-            let stamp = Stamp::local(report.epoch_s, subsecond);
-            render_report(&report, &opts, &stamp, header)
+        let printed = match format {
+            Format::Json => format!("{}\n", serde_json::to_string(&report)?),
+            _ => {
+                let header = n == 0 || monitor.selected_count() > 1;
+                let stamp = Stamp::local(report.epoch_s, subsecond);
+                render_report(&report, &opts, &stamp, header)
+            }
         };
-        if !crate::output::write_out(&text)? || stop::requested() {
+        if !write_out(&printed)? || stop::requested() {
             break;
         }
     }
     Ok(())
-}
-
-/// Runs the `nicstat` compat name with its arguments (not including `argv[0]`).
-pub fn run_nicstat(args: &[OsString]) -> anyhow::Result<()> {
-    let argv = std::iter::once(OsString::from("nicstat")).chain(args.iter().cloned());
-    match NicstatCli::try_parse_from(argv) {
-        Ok(cli) => run(&cli.args, cli.json),
-        Err(err) => {
-            use clap::error::ErrorKind;
-            if matches!(err.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-                err.print()?;
-                return Ok(());
-            }
-            Err(measure::UsageError::Message(super::compat::clap_one_line(&err, "nicstat -h"))
-                .into())
-        }
-    }
 }
 
 #[cfg(test)]
@@ -281,7 +290,7 @@ mod tests {
     #[test]
     fn a_clap_error_becomes_one_line() {
         let err = parse(&["0"]).unwrap_err();
-        let line = super::super::compat::clap_one_line(&err, "nicstat -h");
+        let line = experiment::compat::clap_one_line(&err, "nicstat -h");
         assert!(!line.contains('\n'), "{line}");
         assert!(line.contains("greater than 0"), "{line}");
     }
