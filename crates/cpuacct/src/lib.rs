@@ -8,6 +8,8 @@
 //! - [`cputime`]: BPF on `sched_switch` (busy time measured at every switch) and
 //!   `sched_process_exit` (exit records); [`tasks`]: a BPF task iterator that samples every
 //!   process in one pass.
+//! - [`command`]: `cpu pstime`, `cpu util` and the `pstime` compat name; [`child`]: running one
+//!   command and passing its SIGTERM and exit status on.
 //! - Pure parsers: [`cpustat::parse_proc_stat`], [`task::parse_stat`], [`task::parse_schedstat`].
 //!
 //! ```
@@ -16,6 +18,8 @@
 //! assert_eq!(s.cpu_ns, 1_500_000);
 //! ```
 
+pub mod child;
+pub mod command;
 pub mod cpustat;
 pub mod cputime;
 pub mod cpuutil;

@@ -98,6 +98,13 @@ pub trait Outcome: Serialize + DeserializeOwned + ToMetrics + 'static {
     /// The terminal text.
     fn text(&self) -> String;
 
+    /// An error to end the command with once the outcome has been stored and printed: a run
+    /// that measured part of what it was asked (one of several files could not be read) keeps
+    /// that part and still exits 1 (or 2) with one line. `None` for a run that did it all.
+    fn failure(&self) -> Option<Classified> {
+        None
+    }
+
     /// What `--json` prints: the outcome as stored, unless the type says otherwise.
     fn json(&self) -> Result<Value, serde_json::Error> {
         serde_json::to_value(self)

@@ -113,7 +113,8 @@ impl<E: Experiment> Entry for ExperimentEntry<E> {
         let stored = if outcome.worth_storing() { ctx.record(&outcome).map(drop) } else { Ok(()) };
         let printed = present(&outcome, &topology, globals, streamed);
         stored?;
-        printed
+        printed?;
+        outcome.failure().map_or(Ok(()), Err)
     }
     fn kinds(&self) -> &'static [&'static str] {
         <E::Outcome as Outcome>::KINDS

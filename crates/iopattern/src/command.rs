@@ -65,7 +65,7 @@ impl Tool for IoPattern {
     const ABOUT: &'static str = "Reads and writes per filesystem split into sequential, random \
                                  and page (mmap) I/O, with lookups, readdir, getattr/setattr, \
                                  create/remove and other calls per second (seed 004's table). \
-                                 Needs root: BPF on tracepoints.";
+                                 Needs root: BPF on tracepoints";
     type Args = PatternArgs;
 
     fn run(args: &PatternArgs, globals: &Globals) -> Result<(), Classified> {

@@ -12,6 +12,7 @@
 //!   reading it from a chosen CPU;
 //! - [`PlacementArgs`] and [`parse_page`]: numactl's options and page sizes as command-line
 //!   arguments;
+//! - [`experiments::pagecache`]: `platscope pagecache` behind the experiment seam;
 //! - [`tools`]: the `topo` and `place` views.
 //!
 //! ```no_run
@@ -25,6 +26,7 @@
 //! ```
 
 mod arena;
+pub mod experiments;
 pub mod limits;
 pub mod lists;
 pub mod pagecache;

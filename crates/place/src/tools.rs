@@ -45,7 +45,7 @@ pub struct Topo;
 impl Tool for Topo {
     const PATH: &'static [&'static str] = &["topo"];
     const ABOUT: &'static str = "Show NUMA nodes, CPUs, memory per node, distances, caches and \
-                                 the environment facts that change memory results.";
+                                 the environment facts that change memory results";
     type Args = TopoArgs;
 
     fn run(args: &TopoArgs, globals: &Globals) -> Result<(), Classified> {
@@ -101,7 +101,7 @@ pub struct Place;
 impl Tool for Place {
     const PATH: &'static [&'static str] = &["place"];
     const ABOUT: &'static str = "Allocate memory under a placement, first-touch it, and show on \
-                                 which nodes its pages really are.";
+                                 which nodes its pages really are";
     type Args = PlaceArgs;
 
     fn run(args: &PlaceArgs, globals: &Globals) -> Result<(), Classified> {

@@ -67,9 +67,6 @@ pub enum Command {
     /// Internal: the built-in workload of `alloc`, in a child process under the allocator.
     #[command(hide = true)]
     AllocWorker(crate::commands::alloc::AllocWorkerArgs),
-    /// Where a file's page cache is, per NUMA node; load it under a policy, evict it, and read
-    /// it from each node's CPUs.
-    Pagecache(crate::commands::pagecache::PagecacheArgs),
     /// Run a compatibility tool by name (as if invoked through a link of that name):
     /// memhammer, create_sem, trigger, cpu_bind, thread_read, nicstat, pstime.
     Compat {

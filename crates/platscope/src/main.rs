@@ -44,7 +44,6 @@ fn main() -> ExitCode {
         Command::Compress(args) => commands::compress::run(args, cli.json, &cli.store_options()),
         Command::Alloc(args) => commands::alloc::run(args, cli.json, &cli.store_options()),
         Command::AllocWorker(args) => commands::alloc::worker(args),
-        Command::Pagecache(args) => commands::pagecache::run(args, cli.json, &cli.store_options()),
         Command::Compat { name, args } => {
             // clap takes `--json` anywhere as the global flag; hand it back to the tool.
             let mut args = args.clone();
@@ -67,15 +66,19 @@ fn finish_as(program: &str, result: anyhow::Result<()>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         // A wrapped command's own status, passed on quietly (it spoke for itself).
-        Err(err) if err.is::<commands::ExitWith>() => {
-            ExitCode::from(err.downcast_ref::<commands::ExitWith>().map_or(1, |e| e.0))
-        }
+        Err(err) if passed_on(&err).is_some() => ExitCode::from(passed_on(&err).unwrap_or(1)),
         Err(err) => {
             // A closed stderr (`2>&1 | head`) must not turn the exit code into a panic's.
             measure::say!("{program}: {err:#}");
             ExitCode::from(exit_code(&err))
         }
     }
+}
+
+/// The exit status of a command platscope ran and passes on (`cpu util -- CMD`), if that is
+/// how it ended.
+fn passed_on(err: &anyhow::Error) -> Option<u8> {
+    err.downcast_ref::<measure::Classified>().and_then(measure::Classified::passed_on_status)
 }
 
 /// Help and version go to stdout as clap writes them; a usage error becomes one line on stderr

@@ -32,11 +32,15 @@ pub static REGISTRY: Registry = Registry {
         experiment::<nicstat::links::Links>(),
         tool::<nicstat::command::NetStat>(),
         tool::<iopattern::command::IoPattern>(),
+        experiment::<place::experiments::pagecache::Pagecache>(),
+        tool::<cpuacct::command::Pstime>(),
+        tool::<cpuacct::command::Util>(),
     ],
     groups: &[
         ("mem", "Memory benchmarks: latency, the Silly Little Benchmark, scaling, placement comparison"),
         ("results", "Stored runs: list, show, compare, export, push, textfile"),
         ("net", "Network interfaces: nicstat's throughput, utilization and saturation"),
+        ("cpu", "CPU time: exact per-process CPU over an interval (pstime) and per-CPU utilization as floating-point percentages, over an interval or exactly one command's lifetime"),
         ("io", "File I/O: how much is sequential and how much random, per filesystem (eBPF)"),
     ],
 };

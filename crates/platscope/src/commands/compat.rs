@@ -26,24 +26,10 @@ pub fn run(name: &str, args: &[OsString]) -> anyhow::Result<()> {
         "cpu_bind" => Ok(kit::cpu_bind(args)?),
         "thread_read" => Ok(membench::thread_read::tool(args)?),
         "nicstat" => Ok(nicstat::command::compat(args, crate::cli::VERSION)?),
-        "pstime" => super::cpu::run_pstime_compat(args),
+        "pstime" => Ok(cpuacct::command::pstime_compat(args)?),
         _ => {
             let known = NAMES.join(", ");
             Err(UsageError::Message(format!("unknown compat tool {name:?}; known: {known}")).into())
         }
     }
-}
-
-/// A compat tool's clap error as one line, without the usage block; `help` is how to get help
-/// (`pstime -h`).
-pub fn clap_one_line(err: &clap::Error, help: &str) -> String {
-    let rendered = err.render().to_string();
-    let lines: Vec<&str> = rendered
-        .lines()
-        .map(str::trim)
-        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
-        .filter(|l| !l.is_empty())
-        .collect();
-    let text = lines.join(" ");
-    format!("{} (see {help})", text.strip_prefix("error: ").unwrap_or(&text))
 }

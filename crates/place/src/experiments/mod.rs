@@ -1,0 +1,3 @@
+//! The measuring commands of this crate, behind the experiment seam.
+
+pub mod pagecache;
