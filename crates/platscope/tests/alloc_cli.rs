@@ -2,16 +2,9 @@
 //! labelled metrics and drawn as a page, a command workload, a database server end to end, and
 //! the errors a user can make (exit 2) or a command can cause (exit 1), each one clear line.
 
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::{Duration, Instant};
-
-fn platscope(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_platscope")).args(args).output().expect("runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use test_support::{platscope, text};
 
 fn ok(out: &Output) -> String {
     assert!(out.status.success(), "{}\n{}", text(&out.stdout), text(&out.stderr));

@@ -1,18 +1,7 @@
 //! The binary as users run it, on this machine: output layouts, exit codes, one-line errors.
 
-use std::process::{Command, Output, Stdio};
-
-fn platscope(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_platscope")).args(args).output().expect("runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use std::process::{Command, Stdio};
+use test_support::{platscope, stderr, stdout};
 
 /// `numactl --hardware` parsed into (available line, per-node cpus lines, sizes MB, frees MB,
 /// distance rows).

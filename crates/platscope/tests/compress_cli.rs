@@ -3,14 +3,7 @@
 
 use std::path::Path;
 use std::process::{Command, Output};
-
-fn platscope(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_platscope")).args(args).output().expect("runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use test_support::{platscope, text};
 
 fn ok(out: &Output) -> String {
     assert!(out.status.success(), "{}\n{}", text(&out.stdout), text(&out.stderr));

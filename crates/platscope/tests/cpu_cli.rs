@@ -8,109 +8,18 @@
 
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::Duration;
+use test_support::{platscope, text, Burner};
 
 const BIN: &str = env!("CARGO_BIN_EXE_platscope");
-const BURN_ENV: &str = "PLATSCOPE_TEST_BURN";
 const BURN_NS: u64 = 500_000_000;
 
-fn platscope(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).output().unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn own_cpu_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: ts is a live local the kernel writes one timespec into.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0);
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-/// Not a test on its own: the burner the other tests start. Prints `ready`, waits for a line,
-/// burns `PLATSCOPE_TEST_BURN` ns of its own CPU time (`CLOCK_PROCESS_CPUTIME_ID`), prints
-/// `done`, then waits for stdin to close.
+/// Not a test on its own: the burner the other tests start ([`test_support::burner::child`]).
 #[test]
 #[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn burner_child() {
-    let Some(burn) = std::env::var(BURN_ENV).ok().and_then(|v| v.parse::<u64>().ok()) else {
-        return;
-    };
-    let mut lines = std::io::stdin().lock().lines();
-    println!("ready");
-    let _go = lines.next();
-    let start = own_cpu_ns();
-    let mut x = 0u64;
-    while own_cpu_ns() < start + burn {
-        for i in 0..1000u64 {
-            x = std::hint::black_box(x.wrapping_add(i));
-        }
-    }
-    println!("done");
-    for _ in lines {}
-}
-
-struct Burner {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
-}
-
-impl Burner {
-    fn start() -> Self {
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "burner_child",
-                "--exact",
-                "--include-ignored",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env(BURN_ENV, BURN_NS.to_string())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut burner = Self { child, stdin, stdout };
-        burner.wait_for("ready");
-        burner
-    }
-
-    fn pid(&self) -> String {
-        self.child.id().to_string()
-    }
-
-    /// Waits for a line holding `marker` (libtest may print `test burner_child ... ` first).
-    fn wait_for(&mut self, marker: &str) {
-        let mut line = String::new();
-        loop {
-            line.clear();
-            assert!(self.stdout.read_line(&mut line).unwrap() > 0, "burner ended early");
-            if line.contains(marker) {
-                return;
-            }
-        }
-    }
-
-    fn burn(&mut self) {
-        writeln!(self.stdin.as_mut().unwrap(), "go").unwrap();
-        self.wait_for("done");
-    }
-}
-
-impl Drop for Burner {
-    fn drop(&mut self) {
-        drop(self.stdin.take());
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+    test_support::burner::child();
 }
 
 fn json(out: &Output) -> serde_json::Value {
@@ -121,8 +30,8 @@ fn json(out: &Output) -> serde_json::Value {
 #[test]
 #[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn pstime_reports_a_half_second_burn_within_2_percent() {
-    let mut burner = Burner::start();
-    let pid = burner.pid();
+    let mut burner = Burner::start(BURN_NS);
+    let pid = burner.pid().to_string();
     let mut pstime = Command::new(BIN)
         .args(["--json", "cpu", "pstime", "4", &pid])
         .stdout(Stdio::piped())

@@ -3,11 +3,8 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use test_support::text;
 use testdb::{PgOptions, Postgres};
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 #[test]
 #[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]

@@ -9,16 +9,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
+use test_support::{stderr, stdout};
 
 const BIN: &str = env!("CARGO_BIN_EXE_platscope");
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 /// A fresh directory for one test, removed on drop.
 fn scratch(tag: &str) -> tempfile::TempDir {

@@ -3,20 +3,13 @@
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
+use test_support::{platscope, stderr};
 
 const BIN: &str = env!("CARGO_BIN_EXE_platscope");
-
-fn platscope(args: &[&str]) -> Output {
-    Command::new(BIN).args(args).output().unwrap()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
 
 /// A tmpfs mounted for one test, unmounted on drop.
 struct Tmpfs(std::path::PathBuf);

@@ -4,15 +4,8 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use test_support::{platscope, text};
 use testdb::{PgOptions, Postgres};
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn platscope(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_platscope")).args(args).output().expect("platscope runs")
-}
 
 #[test]
 fn load_usage_errors_exit_2() {

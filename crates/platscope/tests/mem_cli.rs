@@ -1,14 +1,6 @@
 //! `platscope mem …` as users run it: output shapes, and bad input answered in one line.
 
-use std::process::{Command, Output};
-
-fn platscope(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_platscope")).args(args).output().expect("runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use test_support::{platscope, text};
 
 #[test]
 #[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]

@@ -1,15 +1,7 @@
 //! `platscope report` and `platscope results` as a user runs them, against a real SQLite file.
 
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn platscope(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_platscope")).args(args).output().expect("runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use test_support::{platscope, text};
 
 /// A fresh directory (`tempfile`), removed when dropped; `path` names a file in it as an argument.
 struct TempDir(tempfile::TempDir);

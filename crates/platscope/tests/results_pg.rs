@@ -3,12 +3,12 @@
 //! compared across hosts, and a server that is not there.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use testdb::{PgOptions, Postgres};
 
 fn platscope(host: &str, data_home: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_platscope"))
+    test_support::command()
         .args(args)
         .env("PLATSCOPE_HOST", host)
         .env("XDG_DATA_HOME", data_home)

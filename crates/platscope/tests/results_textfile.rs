@@ -8,12 +8,7 @@ use std::process::{Command, Stdio};
 use testdb::{NodeExporter, NodeExporterOptions};
 
 fn platscope(db: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_platscope"))
-        .arg("--db")
-        .arg(db)
-        .args(args)
-        .output()
-        .expect("running platscope")
+    test_support::command().arg("--db").arg(db).args(args).output().expect("running platscope")
 }
 
 /// The value of the sample whose line starts with `prefix` (name and labels).

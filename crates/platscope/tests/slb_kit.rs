@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use membench::kit::SlbSemaphore;
+use test_support::{platscope, text};
 
 /// Seed 000's example1, verbatim.
 const EXAMPLE1: &str = "\
@@ -117,10 +118,6 @@ impl Drop for Kit {
         }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// Checks one line against memhammer's format, `Total ops N Avg nsec/op X.X gettimeofday usec
@@ -381,10 +378,6 @@ fn ctrl_c_before_the_trigger_measures_nothing() {
         1,
         "interrupted while waiting for the trigger: nothing was measured",
     );
-}
-
-fn platscope(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_platscope")).args(args).output().expect("runs")
 }
 
 #[test]

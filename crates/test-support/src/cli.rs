@@ -39,3 +39,13 @@ pub fn platscope(args: &[&str]) -> Output {
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
+
+/// A finished command's stdout as text.
+pub fn stdout(out: &Output) -> String {
+    text(&out.stdout)
+}
+
+/// A finished command's stderr as text.
+pub fn stderr(out: &Output) -> String {
+    text(&out.stderr)
+}

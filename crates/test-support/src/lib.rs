@@ -15,5 +15,5 @@ pub mod cli;
 pub mod tree;
 
 pub use burner::Burner;
-pub use cli::{bin, command, platscope, text};
+pub use cli::{bin, command, platscope, stderr, stdout, text};
 pub use tree::Tree;
