@@ -105,9 +105,16 @@ pub trait Outcome: Serialize + DeserializeOwned + ToMetrics + 'static {
         None
     }
 
-    /// What `--json` prints: the outcome as stored, unless the type says otherwise.
+    /// The outcome as JSON, unless the type says otherwise (a `Value`: its keys sorted).
     fn json(&self) -> Result<Value, serde_json::Error> {
         serde_json::to_value(self)
+    }
+
+    /// What `--json` prints: the outcome as stored, pretty, its keys in the order of its
+    /// fields (as the commands printed it before the seam). A type whose
+    /// [`json`](Outcome::json) is not its serialized form overrides both.
+    fn json_text(&self) -> Result<String, serde_json::Error> {
+        serde_json::to_string_pretty(self).map(|text| text + "\n")
     }
 
     /// What `--csv` prints, for tabular outcomes.
@@ -267,7 +274,7 @@ pub fn present<O: Outcome>(
     streamed: bool,
 ) -> Result<(), Classified> {
     match globals.format {
-        Format::Json => output::emit_json(&outcome.json()?)?,
+        Format::Json => output::emit(&outcome.json_text()?)?,
         Format::Csv => match outcome.csv() {
             Some(text) => output::emit(&text)?,
             None => {
