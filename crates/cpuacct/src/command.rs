@@ -1,7 +1,7 @@
 //! `platscope cpu pstime`, `platscope cpu util` and the `pstime` compat name: arguments, the
 //! sampling loops and what they print. The figures come from [`crate::pstime`] and
-//! [`crate::cpuutil`]; the BPF part ([`crate::cputime`]) through [`exit_tracer`] and
-//! [`event_clock`]; a command's lifetime from [`crate::child`].
+//! [`crate::cpuutil`]; the BPF part from [`crate::cputime`] (exit records for pstime, busy time
+//! at every switch for `util --event`); a command's lifetime from [`crate::child`].
 //!
 //! `cpu util` has three sources of reports — since boot, every INTERVAL, one command's
 //! lifetime — and one printer, [`emit_util`], that every report of the live monitor goes
