@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use cpuacct::cputime::{CpuEvents, Wanted};
-use cpuacct::cpuutil::render::{command_line, notes as util_notes, render_report, CommandRun};
+use cpuacct::cpuutil::render::{self as util_render, command_line, notes as util_notes};
+use cpuacct::cpuutil::render::{render_report, CommandRun, Sink};
 use cpuacct::cpuutil::{self, EventReading};
 use cpuacct::pstime::render::{self as pstime_render, Layout, UserNames, SEED_COMMAND_WIDTH};
 use cpuacct::pstime::{self, Sampler};
@@ -18,7 +19,6 @@ use cpuacct::tasks::TaskIter;
 use measure::args::{parse_count, parse_interval, parse_pid};
 use measure::stop;
 use measure::time::ClockTicks;
-use measure::time::Stamp;
 use measure::FsRoot;
 
 #[derive(Debug, Subcommand)]
@@ -76,6 +76,16 @@ pub struct UtilArgs {
     /// Run this command and report utilization over exactly its lifetime.
     #[arg(last = true, value_name = "COMMAND", conflicts_with_all = ["interval", "count"])]
     pub command: Vec<OsString>,
+
+    /// Read sysstat mpstat output someone sent (text, -o JSON, a date before each line; - for
+    /// stdin) instead of this machine, and print it as this command prints.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["interval", "count", "event", "command"])]
+    pub from: Option<std::path::PathBuf>,
+
+    /// With --from: per-node lines from these CPUs, nodes separated by ',' (0-31,32-63; one
+    /// node's ranges joined with '+': 0-15+32-47,16-31+48-63).
+    #[arg(long, value_name = "LIST", requires = "from", value_parser = cpuutil::replay::NodeCpus::parse)]
+    pub node_cpus: Option<cpuutil::replay::NodeCpus>,
 }
 
 /// The standalone `pstime` command line (the compat name), with platscope's `--json`.
@@ -218,6 +228,12 @@ fn run_pstime(args: &PstimeArgs, json: bool, style: Style) -> anyhow::Result<()>
 fn run_util(args: &UtilArgs, json: bool) -> anyhow::Result<()> {
     let ticks = ClockTicks::system();
     let opts = cpuutil::Options { busy_only: args.busy_only };
+    if let Some(from) = &args.from {
+        let (out, note) =
+            (&mut crate::output::write_out, &mut |n: &str| measure::say!("platscope: {n}"));
+        cpuutil::replay::run(from, &opts, args.node_cpus.as_ref(), json, &mut Sink { out, note })?;
+        return Ok(());
+    }
     let mut monitor = cpuutil::Monitor::new(FsRoot::live());
     let mut events: Option<CpuEvents<'static>> = None;
     if args.event {
@@ -259,7 +275,7 @@ fn run_util(args: &UtilArgs, json: bool) -> anyhow::Result<()> {
             text.push('\n');
             crate::output::write_out(&text)?;
         } else {
-            let stamp = Stamp::local(report.epoch_s, false);
+            let stamp = util_render::stamp_for(&report, false);
             let text = format!("{}\n{}", command_line(&run), render_report(&report, &stamp));
             crate::output::write_out(&text)?;
         }
@@ -309,22 +325,10 @@ fn emit_util(
     subsecond: bool,
     first: bool,
 ) -> anyhow::Result<bool> {
-    for note in util_notes(report) {
-        // The column legend once, at the first report; other notes each time they apply.
-        if first || !note.starts_with("%busy-tk") {
-            measure::say!("platscope: {note}");
-        }
-    }
-    let text = if json {
-        let mut line = serde_json::to_string(report)?;
-        line.push('\n');
-        line
-    } else {
-        let stamp = Stamp::local(report.epoch_s, subsecond);
-        let gap = if first { "" } else { "\n" };
-        format!("{gap}{}", render_report(report, &stamp))
-    };
-    Ok(crate::output::write_out(&text)?)
+    let (out, note) =
+        (&mut crate::output::write_out, &mut |n: &str| measure::say!("platscope: {n}"));
+    let format = util_render::Format { json, subsecond, first };
+    Ok(util_render::emit(report, format, &mut Sink { out, note })?)
 }
 
 /// Runs `argv` to completion with stdin/stdout/stderr inherited. Ctrl-C goes to the command
