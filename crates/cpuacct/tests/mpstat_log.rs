@@ -226,13 +226,13 @@ fn busy_only_hides_exactly_the_idle_cpus() {
                 .iter()
                 .map(|c| c["cpu"].as_u64().unwrap() as u32)
                 .collect();
-            assert_eq!(hidden, idle_or_io[k], "{name} interval {k}");
-            assert!(idle_100[k].is_subset(&hidden), "{name} interval {k}");
+            assert_eq!(hidden, idle_100[k], "{name} interval {k}");
             assert_eq!(shown.len() + hidden.len(), shown_all[k], "{name} interval {k}");
             assert!(shown.iter().all(|c| !hidden.contains(c)));
         }
         if name.contains("256") {
-            // The hand-made log has idle CPUs, and CPU 200 waits for I/O only.
+            // The hand-made log has idle CPUs, and CPU 200 waits for I/O only: it is shown,
+            // as the seed's grep shows it.
             let first = &idle_100[0];
             assert!(first.len() > 200 && !first.contains(&48) && !first.contains(&200));
             assert!(idle_or_io[0].contains(&200));

@@ -375,7 +375,11 @@ fn util_busy_only_hides_idle_cpus() {
     let hidden = v["hidden_idle"].as_array().unwrap();
     assert_eq!(shown.len() + hidden.len(), cpu_count(), "{v}");
     for cpu in shown {
-        assert!(cpu["busy"].as_f64().unwrap() > 0.0, "an idle CPU was shown: {cpu}");
+        assert!(cpu["idle"].as_f64().unwrap() < 99.995, "an idle CPU was shown: {cpu}");
+    }
+    for cpu in hidden {
+        let n = cpu.as_u64().unwrap();
+        assert!(n < cpu_count() as u64, "{v}");
     }
     // Without the flag, nothing is hidden.
     let v = json(&platscope(&["--json", "cpu", "util", "0.2", "1"]));

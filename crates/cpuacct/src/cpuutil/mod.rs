@@ -121,9 +121,10 @@ pub struct CpuUtil {
 }
 
 impl CpuUtil {
-    /// No tick charged to anything but idle or iowait.
+    /// `%idle` prints as 100.00: the seed's `mpstat | grep -v ' 100$'`, for the live
+    /// machine and for logs alike. A CPU that waited for I/O part of the interval is shown.
     pub fn is_idle(&self) -> bool {
-        self.busy == 0.0
+        self.idle >= 99.995
     }
 }
 
@@ -214,7 +215,7 @@ pub fn node_util(node: u32, members: &[&CpuUtil]) -> Option<NodeUtil> {
 }
 
 /// `busy_only`: takes the idle CPUs out of `cpus` and returns their numbers (the one rule for
-/// the live command and logs: nothing but idle and iowait in the interval, [`CpuUtil::is_idle`]).
+/// the live command and logs: `%idle` at 100.00, [`CpuUtil::is_idle`]).
 pub fn hide_idle(cpus: &mut Vec<CpuUtil>, opts: &Options) -> Vec<u32> {
     let mut hidden = Vec::new();
     if opts.busy_only {
