@@ -35,7 +35,6 @@ pub mod driver;
 mod error;
 pub mod prepare;
 pub mod render;
-pub mod rng;
 pub mod run;
 pub mod schedule;
 pub mod stats;

@@ -13,6 +13,10 @@
 //! - [`metric`]: typed, labelled metrics ([`Metric`], [`ToMetrics`]) that stores, exporters and
 //!   comparisons key on — never formatted text.
 //! - [`usage`]: the one exit-code rule ([`Usage`], [`Classified`]).
+//! - [`rng`]: the one pseudo-random generator ([`rng::SplitMix64`]), reproducible from a seed.
+//! - [`hist`]: power-of-two histograms in DTrace's layout ([`hist::Log2Hist`]).
+//! - [`database`]: which database server ([`database::ServerKind`]).
+//! - [`nan`]: figures that were not a number, read back from JSON's `null`.
 //! - [`UsageError`]: the one marker for "the command line was wrong" (exit code 2).
 //!
 //! ```
@@ -27,10 +31,14 @@
 pub mod args;
 pub mod core_clock;
 pub mod counter;
+pub mod database;
 pub mod fsroot;
 pub mod gate;
+pub mod hist;
 pub mod metric;
+pub mod nan;
 pub mod progress;
+pub mod rng;
 pub mod say;
 pub mod stop;
 pub mod summary;
