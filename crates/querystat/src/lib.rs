@@ -40,6 +40,7 @@
 
 mod elf;
 pub mod error;
+pub mod experiments;
 pub mod metrics;
 pub mod report;
 pub mod run;
