@@ -4,6 +4,5 @@
 //!
 //! The page is plain HTML and SVG (no script), so it can be mailed, archived and opened anywhere.
 
-pub mod alloc;
 pub mod file;
 pub mod html;

@@ -315,6 +315,7 @@ pub fn sample() -> ReportData {
         database: Some("/home/dba/.local/share/platscope/results.sqlite".into()),
         notes: vec![report::html::Note::new(report::html::Section::LatencySize, NASTY_NOTE)],
         cpu_scale: None,
+        parts: Vec::new(),
     }
 }
 

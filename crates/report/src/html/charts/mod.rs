@@ -1,6 +1,6 @@
 //! The charts, one file each (`latency_size`, `latency_matrix`, `bandwidth_matrix`,
-//! `bandwidth_threads`, `loaded_latency`, `slb`, `c2c` with the contention chart, `cpu_scale`;
-//! the two matrices share `heatmap`), and what
+//! `bandwidth_threads`, `loaded_latency`, `slb`, `c2c` with the contention chart; the two
+//! matrices share `heatmap`; `cpu scale`'s is `tamp`'s own, `tamp::chart::cpu_scale`), and what
 //! they share: the rendered [`Figure`], the wording of sample counts, placement and noise, and
 //! the whiskers.
 
@@ -13,7 +13,6 @@ use chart::svg::px;
 mod bandwidth_matrix;
 mod bandwidth_threads;
 mod c2c;
-mod cpu_scale;
 mod heatmap;
 mod latency_matrix;
 mod latency_size;
@@ -23,11 +22,11 @@ mod slb;
 pub(super) use bandwidth_matrix::chart_bandwidth_matrix;
 pub(super) use bandwidth_threads::chart_bandwidth_threads;
 pub(super) use c2c::{chart_c2c, chart_contention};
-pub(super) use cpu_scale::chart_cpu_scale;
 pub(super) use latency_matrix::chart_latency_matrix;
 pub(super) use latency_size::chart_latency_size;
 pub(super) use loaded_latency::chart_loaded_latency;
 pub(super) use slb::chart_slb;
+pub(super) use tamp::chart::cpu_scale as chart_cpu_scale;
 
 pub(super) use chart::Figure;
 
