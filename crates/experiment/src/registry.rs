@@ -78,8 +78,15 @@ pub const fn tool<T: Tool>() -> &'static dyn Entry {
     &ToolEntry::<T>(PhantomData)
 }
 
-fn leaf(path: &'static [&'static str], about: &'static str) -> Command {
-    Command::new(path.last().copied().unwrap_or("?")).about(about)
+fn named(path: &'static [&'static str]) -> Command {
+    Command::new(path.last().copied().unwrap_or("?"))
+}
+
+/// The leaf with its arguments and the entry's own help line, set last: the doc comment of an
+/// arguments struct (or of one flattened into it) would otherwise become the command's help. A
+/// closing full stop is dropped, as clap drops it from doc comments.
+fn leaf(command: Command, about: &'static str) -> Command {
+    command.about(about.strip_suffix('.').unwrap_or(about)).long_about(None)
 }
 
 fn parse<A: FromArgMatches>(matches: &ArgMatches) -> Result<A, Classified> {
@@ -91,7 +98,7 @@ impl<E: Experiment> Entry for ExperimentEntry<E> {
         E::PATH
     }
     fn command(&self) -> Command {
-        <E::Args as clap::Args>::augment_args(leaf(E::PATH, E::ABOUT))
+        leaf(<E::Args as clap::Args>::augment_args(named(E::PATH)), E::ABOUT)
     }
     fn run(&self, matches: &ArgMatches, globals: &Globals) -> Result<(), Classified> {
         let args: E::Args = parse(matches)?;
@@ -129,7 +136,7 @@ impl<T: Tool> Entry for ToolEntry<T> {
         T::PATH
     }
     fn command(&self) -> Command {
-        <T::Args as clap::Args>::augment_args(leaf(T::PATH, T::ABOUT).hide(T::HIDDEN))
+        leaf(<T::Args as clap::Args>::augment_args(named(T::PATH)), T::ABOUT).hide(T::HIDDEN)
     }
     fn run(&self, matches: &ArgMatches, globals: &Globals) -> Result<(), Classified> {
         T::run(&parse(matches)?, globals)
@@ -238,7 +245,10 @@ fn add_path(
                 root.mut_subcommand(group, |g| add_path(g, rest, leaf, groups))
             } else {
                 let about = groups.iter().find(|(name, _)| name == group).map_or("", |g| g.1);
-                let made = Command::new(*group).about(about).arg_required_else_help(true);
+                let made = Command::new(*group)
+                    .about(about)
+                    .arg_required_else_help(true)
+                    .subcommand_required(true);
                 root.subcommand(add_path(made, rest, leaf, groups))
             }
         }
@@ -252,6 +262,7 @@ mod tests {
     use measure::{Metric, ToMetrics};
     use serde::{Deserialize, Serialize};
 
+    /// Not the help line: the entry's ABOUT is.
     #[derive(Debug, clap::Args)]
     struct RunArgs {
         #[arg(long)]
@@ -336,6 +347,7 @@ mod tests {
         let mut root = REGISTRY.augment(Command::new("p"));
         let help = root.render_help().to_string();
         assert!(help.contains("demo") && help.contains("A demo"), "{help}");
+        assert!(!help.contains("Not the help line"), "{help}");
         assert!(!help.contains("demo-worker"), "{help}");
         assert_eq!(REGISTRY.entry_for_kind("demo").map(|e| e.path()), Some(&["demo"][..]));
     }

@@ -24,13 +24,21 @@ fn main() -> ExitCode {
         Ok(matches) => matches,
         Err(err) => return usage_error(&err),
     };
+    if let Some((entry, leaf)) = REGISTRY.find(&matches) {
+        // The global flags only: a registry command may sit in a group the derive enum still
+        // has (`cpu scale`), which the enum would not know.
+        let mut top = matches.clone();
+        top.remove_subcommand();
+        let cli = match Cli::from_arg_matches(&top) {
+            Ok(cli) => cli,
+            Err(err) => return usage_error(&err),
+        };
+        return finish(entry.run(leaf, &cli.globals()).map_err(anyhow::Error::from));
+    }
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
         Err(err) => return usage_error(&err),
     };
-    if let Some((entry, leaf)) = REGISTRY.find(&matches) {
-        return finish(entry.run(leaf, &cli.globals()).map_err(anyhow::Error::from));
-    }
     let Some(command) = &cli.command else {
         return usage_error(&REGISTRY.augment(Cli::command()).error(
             clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand,
@@ -47,11 +55,6 @@ fn main() -> ExitCode {
         }
         Command::Net { command: cli::NetCommand::Stat(args) } => commands::net::run(args, cli.json),
         Command::Cpu { command } => commands::cpu::run(command, cli.json, &cli.store_options()),
-        Command::Db { command } => commands::db::run(command, cli.json, &cli.store_options()),
-        Command::Load(args) => commands::load::run(args, cli.json, &cli.store_options()),
-        Command::Compress(args) => commands::compress::run(args, cli.json, &cli.store_options()),
-        Command::Alloc(args) => commands::alloc::run(args, cli.json, &cli.store_options()),
-        Command::AllocWorker(args) => commands::alloc::worker(args),
         Command::Io { command: cli::IoCommand::Pattern(args) } => commands::io::run(args, cli.json),
         Command::Pagecache(args) => commands::pagecache::run(args, cli.json, &cli.store_options()),
         Command::Serve(args) => commands::serve::run(args, cli.db.as_deref()),
@@ -134,10 +137,6 @@ fn exit_code(err: &anyhow::Error) -> u8 {
                 .is_some_and(results::StoreError::is_usage)
             || cause.downcast_ref::<suite::SuiteError>().is_some_and(suite::SuiteError::is_usage)
             || cause.downcast_ref::<iopattern::Error>().is_some_and(iopattern::Error::is_usage)
-            || cause.downcast_ref::<tamp::TampError>().is_some_and(tamp::TampError::is_usage)
-            || cause.downcast_ref::<querystat::Error>().is_some_and(querystat::Error::is_usage)
-            || cause.downcast_ref::<allocbench::Error>().is_some_and(allocbench::Error::is_usage)
-            || cause.downcast_ref::<loadgen::Error>().is_some_and(loadgen::Error::is_usage)
             || cause
                 .downcast_ref::<exporter::ServeError>()
                 .is_some_and(exporter::ServeError::is_usage)
