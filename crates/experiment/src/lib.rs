@@ -110,6 +110,13 @@ pub trait Outcome: Serialize + DeserializeOwned + ToMetrics + 'static {
     /// The report sections this outcome draws, on the machine it was measured on.
     fn parts(&self, topology: &Topology) -> Vec<Part>;
 
+    /// A run that measured something and still failed (the server went away mid-run, every
+    /// allocator was refused): the one-line error the command exits 1 with, after the outcome
+    /// is stored and printed.
+    fn failure(&self) -> Option<String> {
+        None
+    }
+
     /// The outcome from its stored form (`kind` is one of [`KINDS`](Outcome::KINDS)).
     fn from_stored(kind: &str, result: Value) -> Result<Self, serde_json::Error> {
         let _ = kind;
@@ -121,7 +128,7 @@ pub trait Outcome: Serialize + DeserializeOwned + ToMetrics + 'static {
 pub trait Experiment: 'static {
     /// Where it sits on the command line (`["mem", "latency"]`).
     const PATH: &'static [&'static str];
-    /// One line for `--help`.
+    /// One line for `--help` (no closing full stop, as clap's own help lines).
     const ABOUT: &'static str;
     /// Arguments after [`PATH`](Experiment::PATH) that make it run in a second or two: the
     /// registry's round-trip test runs every experiment with them.
@@ -201,6 +208,15 @@ impl<'a> Context<'a> {
         self.recorder.record(outcome.kind(), outcome, outcome, outcome.interrupted())
     }
 
+    /// A finished run of several in one command (`compress a b c`: one run per file): stored
+    /// now, then printed in the chosen format as the last one will be. The last is what `run`
+    /// returns; the seam stores and prints it (and draws `--html-out` from it).
+    pub fn finished<O: Outcome>(&mut self, outcome: &O) -> Result<Option<i64>, Classified> {
+        let id = if outcome.worth_storing() { self.record(outcome)? } else { None };
+        print(outcome, self.globals.format, self.streamed)?;
+        Ok(id)
+    }
+
     /// Where runs are stored, for the page's footer.
     pub fn database(&self) -> Option<String> {
         self.recorder.database()
@@ -258,7 +274,17 @@ pub fn present<O: Outcome>(
     globals: &Globals,
     streamed: bool,
 ) -> Result<(), Classified> {
-    match globals.format {
+    print(outcome, globals.format, streamed)?;
+    if let Some(path) = &globals.html_out {
+        let parts = outcome.parts(topology);
+        output::write_page(path, outcome.kind(), globals.version, &parts)?;
+    }
+    Ok(())
+}
+
+/// An outcome on stdout in `format` (nothing in text when it was streamed as measured).
+fn print<O: Outcome>(outcome: &O, format: Format, streamed: bool) -> Result<(), Classified> {
+    match format {
         Format::Json => output::emit_json(&outcome.json()?)?,
         Format::Csv => match outcome.csv() {
             Some(text) => output::emit(&text)?,
@@ -271,10 +297,6 @@ pub fn present<O: Outcome>(
         },
         Format::Text if streamed => {}
         Format::Text => output::emit(&outcome.text())?,
-    }
-    if let Some(path) = &globals.html_out {
-        let parts = outcome.parts(topology);
-        output::write_page(path, outcome.kind(), globals.version, &parts)?;
     }
     Ok(())
 }

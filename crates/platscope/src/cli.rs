@@ -51,34 +51,12 @@ pub enum Command {
         #[command(subcommand)]
         command: crate::commands::cpu::CpuCommand,
     },
-    /// Databases: query latency, cache hits and pre-emption of PostgreSQL and MariaDB servers.
-    #[command(arg_required_else_help = true)]
-    Db {
-        #[command(subcommand)]
-        command: crate::commands::db::DbCommand,
-    },
-    /// Database load at a steady rate (open loop): latency from each transaction's intended
-    /// start, late and skipped counts, errors by SQLSTATE, and the server's CPU per
-    /// transaction; `load prepare` makes the tables; `--sweep-rate` draws the curve.
-    Load(Box<crate::commands::load::LoadArgs>),
     /// File I/O: how much is sequential and how much random, per filesystem (eBPF).
     #[command(arg_required_else_help = true)]
     Io {
         #[command(subcommand)]
         command: IoCommand,
     },
-    /// Compress or decompress files with a reader, N workers and a writer (seed 004's Tamp):
-    /// standard LZ4 and zstd output, MB/s, CPU time, each thread's busy share, and why it did
-    /// not go faster.
-    Compress(crate::commands::compress::CompressArgs),
-    /// The allocator bake-off (seed 004): one workload — the built-in multi-threaded
-    /// allocation workload, any command, or a throwaway PostgreSQL/MariaDB — under glibc,
-    /// jemalloc, tcmalloc, mimalloc, tbbmalloc and glibc tunables, each preload verified in the
-    /// measured process; throughput, CPU per operation and memory per thread count.
-    Alloc(crate::commands::alloc::AllocArgs),
-    /// Internal: the built-in workload of `alloc`, in a child process under the allocator.
-    #[command(hide = true)]
-    AllocWorker(crate::commands::alloc::AllocWorkerArgs),
     /// Where a file's page cache is, per NUMA node; load it under a policy, evict it, and read
     /// it from each node's CPUs.
     Pagecache(crate::commands::pagecache::PagecacheArgs),

@@ -31,10 +31,6 @@ pub enum CpuCommand {
     /// %gnice %idle) as floating-point percentages; since boot, every INTERVAL seconds, or
     /// over exactly one command's lifetime (-- COMMAND ARGS...).
     Util(UtilArgs),
-    /// Throughput against threads for one instance of a parallel job (seed 004's Tamp), then
-    /// against units × threads: single-thread speed, where one instance stops scaling and why,
-    /// and what the filled machine does — with how many CPUs were busy at each step.
-    Scale(super::compress::ScaleArgs),
 }
 
 /// `cpu pstime`'s arguments (also the `pstime` compat name's).
@@ -112,11 +108,10 @@ fn pid_arg(text: &str) -> Result<u32, measure::UsageError> {
     parse_pid(text)
 }
 
-pub fn run(command: &CpuCommand, json: bool, store: &results::StoreOptions) -> anyhow::Result<()> {
+pub fn run(command: &CpuCommand, json: bool, _store: &results::StoreOptions) -> anyhow::Result<()> {
     match command {
         CpuCommand::Pstime(args) => run_pstime(args, json, Style::Platscope),
         CpuCommand::Util(args) => run_util(args, json),
-        CpuCommand::Scale(args) => super::compress::run_scale(args, json, store),
     }
 }
 

@@ -1,12 +1,8 @@
 //! One module per command: each turns parsed arguments into library calls and output.
 
-pub mod alloc;
 pub mod compat;
-pub mod compress;
 pub mod cpu;
-pub mod db;
 pub mod io;
-pub mod load;
 pub mod net;
 pub mod pagecache;
 pub mod record;
