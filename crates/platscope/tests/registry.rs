@@ -7,7 +7,6 @@
 //! `load prepare`'s tables in it), `{pgpid}` (that server's postmaster PID).
 
 #![allow(clippy::unwrap_used)] // tests may unwrap
-#![allow(clippy::unwrap_used)] // tests may unwrap
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
