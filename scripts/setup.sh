@@ -33,6 +33,8 @@ packages=(
   prometheus prometheus-node-exporter
   # serve's TLS test: a test CA and certificates (openssl) and a TLS client (curl)
   openssl curl
+  # cpu util --from: mpstat, to capture the logs its fixtures came from (and to compare by hand)
+  sysstat
 )
 
 missing=()

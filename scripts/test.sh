@@ -5,6 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --deps
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
+# Incremental caches double target/ and a one-shot run never reuses them.
+export CARGO_INCREMENTAL=0
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check

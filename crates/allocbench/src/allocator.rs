@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::Error;
 
@@ -55,7 +55,7 @@ pub const GLIBC_TUNABLES: &[&str] = &[
 ];
 
 /// How an allocator is applied to a child process.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Kind {
     /// glibc's malloc, with `GLIBC_TUNABLES` entries (`glibc.malloc.arena_max=2`), maybe none.
@@ -65,7 +65,7 @@ pub enum Kind {
 }
 
 /// One allocator of the bake-off.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Allocator {
     /// Its label in tables and metrics (`glibc`, `jemalloc`, `glibc:arena_max=2`).
     pub name: String,
@@ -113,7 +113,7 @@ impl Allocator {
 }
 
 /// An allocator asked for whose library is not installed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Missing {
     pub name: String,
     pub library: String,

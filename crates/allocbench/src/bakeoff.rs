@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use measure::{summarize, Metric, Summary, ToMetrics, Unit};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::allocator::{Allocator, CacheEntry, Missing};
 use crate::run::{self, CommandSpec, Outcome, Refusal, RunRecord, Subject, WorkerCommand};
@@ -76,10 +76,13 @@ impl Plan {
 }
 
 /// Order statistics of one figure over the rounds.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Figure {
+    #[serde(deserialize_with = "measure::nan::f64_or_null")]
     pub median: f64,
+    #[serde(deserialize_with = "measure::nan::f64_or_null")]
     pub min: f64,
+    #[serde(deserialize_with = "measure::nan::f64_or_null")]
     pub max: f64,
     pub samples: Vec<f64>,
 }
@@ -97,7 +100,7 @@ impl Figure {
 }
 
 /// How an allocator's throughput compares with the baseline's at one thread count.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "verdict", rename_all = "snake_case")]
 pub enum Verdict {
     /// This is the baseline.
@@ -115,7 +118,7 @@ pub enum Verdict {
 pub const MIN_ROUNDS_TO_RANK: usize = 3;
 
 /// One allocator at one thread count over the rounds.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Group {
     pub allocator: String,
     pub threads: u32,
@@ -136,7 +139,7 @@ pub struct Group {
 }
 
 /// A finished (or interrupted) bake-off.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BakeOff {
     pub workload: String,
     pub allocators: Vec<Allocator>,

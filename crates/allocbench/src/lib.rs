@@ -15,7 +15,10 @@
 //! - [`procfs`]: maps, smaps_rollup and status parsers; the verification.
 //! - [`workload`]: the built-in multi-threaded allocation workload (run in a child process).
 //! - [`run`]: one measured run of the built-in workload, a command, or a database server.
-//! - [`bakeoff`]: the round-robin plan, summaries, verdicts and metrics; [`render`]: the tables.
+//! - [`bakeoff`]: the round-robin plan, summaries, verdicts and metrics; [`render`]: the tables;
+//!   [`chart`]: the report sections (relative throughput, CPU per operation, memory).
+//! - [`scratchdb`]'s throwaway servers for `--server` runs ([`server`]).
+//! - [`experiments`]: `alloc` and the hidden `alloc-worker` as the product runs them.
 //!
 //! ```
 //! use allocbench::allocator::{parse_glibc, resolve};
@@ -30,6 +33,8 @@
 
 pub mod allocator;
 pub mod bakeoff;
+pub mod chart;
+pub mod experiments;
 pub mod procfs;
 pub mod render;
 pub mod run;

@@ -6,7 +6,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use measure::ParseError;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::allocator::{Allocator, Kind};
 
@@ -71,7 +71,7 @@ pub fn parse_maps(text: &str) -> Result<Vec<Mapping>, ParseError> {
 }
 
 /// A process's address space at one moment.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AddressSpace {
     /// Every mapping (what `ps` calls VSZ).
     pub total_bytes: u64,
@@ -99,7 +99,7 @@ impl AddressSpace {
 }
 
 /// Memory figures of a process at one moment, bytes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Memory {
     /// Peak resident set (`VmHWM`).
     pub hwm_bytes: Option<u64>,

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use cpuacct::cpustat::{parse_proc_stat, CpuTimes};
 use measure::time::ClockTicks;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::allocator::{Allocator, Kind, KNOWN};
 use crate::procfs::{self, AddressSpace, FileId, Memory, Verdict};
@@ -23,7 +23,7 @@ pub struct WorkerCommand {
 }
 
 /// CPU used during a run, seconds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct CpuUse {
     /// The measured process (and, for commands and servers, its children): user + system.
     pub process_s: f64,
@@ -45,7 +45,7 @@ pub fn cpu_per_op_us(cpu_s: f64, ops: f64) -> f64 {
 }
 
 /// The figures of one verified run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
     pub allocator: String,
     pub threads: u32,
@@ -57,11 +57,14 @@ pub struct RunRecord {
     pub ops: f64,
     pub seconds: f64,
     /// Operations per second.
+    #[serde(deserialize_with = "measure::nan::f64_or_null")]
     pub throughput: f64,
     pub cpu: CpuUse,
     /// `cpu.process_s / ops`, µs.
+    #[serde(deserialize_with = "measure::nan::f64_or_null")]
     pub cpu_per_op_us: f64,
     /// `cpu.machine_busy_s / ops`, µs (the seed's system-wide figure).
+    #[serde(deserialize_with = "measure::nan::f64_or_null")]
     pub machine_cpu_per_op_us: f64,
     /// At the end: peak RSS, RSS, PSS.
     pub memory: Memory,
@@ -83,7 +86,7 @@ impl RunRecord {
 }
 
 /// A run that did not count, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Refusal {
     pub allocator: String,
     pub threads: u32,

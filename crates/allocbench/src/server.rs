@@ -1,4 +1,4 @@
-//! The seed's own experiment: a database server started per allocator (a throwaway `testdb`
+//! The seed's own experiment: a database server started per allocator (a throwaway `scratchdb`
 //! server, `LD_PRELOAD` / `GLIBC_TUNABLES` in its environment), verified in its maps, and driven
 //! at a number of connections by the Debian-packaged load generators: `pgbench -S` for
 //! PostgreSQL, `sysbench oltp_read_only` for MariaDB — full speed or at a fixed rate. The
@@ -16,29 +16,13 @@ use crate::procfs::Verdict;
 use crate::run::{self, CpuUse, Outcome, Refusal, RunRecord, Subject};
 use crate::Error;
 
-/// Which server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ServerKind {
-    Postgres,
-    MariaDb,
-}
-
-impl std::str::FromStr for ServerKind {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Self, Error> {
-        match s {
-            "postgres" | "postgresql" => Ok(ServerKind::Postgres),
-            "mariadb" | "mysql" => Ok(ServerKind::MariaDb),
-            _ => Err(Error::usage(format!("--server '{s}': expected postgres or mariadb"))),
-        }
-    }
-}
+/// Which server (the workspace's one kind).
+pub use measure::database::ServerKind;
 
 /// A server workload.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ServerSpec {
+    #[serde(serialize_with = "ServerKind::serialize_snake")]
     pub kind: ServerKind,
     /// Seconds of load per run.
     pub seconds: u32,
@@ -59,8 +43,8 @@ impl ServerSpec {
 
 /// A started server and how to load it.
 enum Server {
-    Pg(testdb::Postgres),
-    Maria(testdb::MariaDb),
+    Pg(scratchdb::Postgres),
+    Maria(scratchdb::MariaDb),
 }
 
 impl Server {
@@ -72,7 +56,7 @@ impl Server {
     }
 }
 
-fn server_err(what: &str) -> impl FnOnce(testdb::Error) -> Error + '_ {
+fn server_err(what: &str) -> impl FnOnce(scratchdb::Error) -> Error + '_ {
     move |e| Error::Server(format!("{what}: {e}"))
 }
 
@@ -91,20 +75,20 @@ fn start(spec: &ServerSpec, subject: &Subject) -> Result<Server, Error> {
     let env = server_env(subject);
     match spec.kind {
         ServerKind::Postgres => {
-            let mut o = testdb::PgOptions::default()
+            let mut o = scratchdb::PgOptions::default()
                 .setting("max_connections", "200")
                 .setting("autovacuum", "off");
             o.env = env;
-            let pg = testdb::Postgres::start(&o).map_err(server_err("starting PostgreSQL"))?;
+            let pg = scratchdb::Postgres::start(&o).map_err(server_err("starting PostgreSQL"))?;
             let mut init = pg.command("pgbench");
             init.args(["-i", "-q", "-s", "1"]);
             check(init, "pgbench -i")?;
             Ok(Server::Pg(pg))
         }
         ServerKind::MariaDb => {
-            let mut o = testdb::MariaDbOptions::default().option("--max-connections=200");
+            let mut o = scratchdb::MariaDbOptions::default().option("--max-connections=200");
             o.env = env;
-            let db = testdb::MariaDb::start(&o).map_err(server_err("starting MariaDB"))?;
+            let db = scratchdb::MariaDb::start(&o).map_err(server_err("starting MariaDB"))?;
             db.sql("CREATE DATABASE sbtest").map_err(server_err("creating sbtest"))?;
             let mut prep = sysbench(&db, 1);
             prep.args(["--tables=1", "--table-size=10000", "prepare"]);
@@ -114,7 +98,7 @@ fn start(spec: &ServerSpec, subject: &Subject) -> Result<Server, Error> {
     }
 }
 
-fn sysbench(db: &testdb::MariaDb, threads: u32) -> Command {
+fn sysbench(db: &scratchdb::MariaDb, threads: u32) -> Command {
     let mut cmd = Command::new("sysbench");
     cmd.arg("oltp_read_only")
         .arg(format!("--mysql-socket={}", db.socket().display()))

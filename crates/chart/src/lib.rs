@@ -12,6 +12,10 @@
 //! let part = Part::new(Area::Memory, "chart-demo", "A demo", false);
 //! let html = render_part(&part, "no data for this section in this run");
 //! assert!(html.starts_with("<section id=\"sec-demo\" class=\"half empty\">"));
+//! // A part that says why it drew nothing says so wherever it is shown.
+//! let mut part = part;
+//! part.notes.push("nothing completed".into());
+//! assert!(render_part(&part, "unused").contains("not measured: nothing completed"));
 //! ```
 
 pub mod svg;
@@ -116,7 +120,9 @@ impl Part {
     }
 }
 
-/// The section's HTML: its chart with caption, or "not measured" with `reason_if_empty`.
+/// The section's HTML: its chart with caption, or "not measured" with the part's own notes
+/// (an outcome that says why it drew nothing says so wherever it is shown), else
+/// `reason_if_empty`.
 pub fn render_part(part: &Part, reason_if_empty: &str) -> String {
     let mut out = String::new();
     let class = match (part.wide, part.figure.is_some()) {
@@ -136,8 +142,9 @@ pub fn render_part(part: &Part, reason_if_empty: &str) -> String {
             out.push_str(&f.after);
         }
         None => {
-            let _ =
-                write!(out, "<p class=\"not-measured\">not measured: {}</p>", esc(reason_if_empty));
+            let own = part.notes.join(" ");
+            let reason = if own.is_empty() { reason_if_empty } else { own.as_str() };
+            let _ = write!(out, "<p class=\"not-measured\">not measured: {}</p>", esc(reason));
         }
     }
     out.push_str("</section>\n");

@@ -14,12 +14,13 @@ use clap::{Args, Parser};
 use experiment::output::write_out;
 use experiment::{Format, Globals, Tool};
 use measure::args::{parse_count, parse_interval, parse_pid};
-use measure::time::{ClockTicks, Stamp};
+use measure::time::ClockTicks;
 use measure::{stop, Classified, FsRoot};
 use serde::Serialize;
 
 use crate::cputime::{CpuEvents, Wanted};
-use crate::cpuutil::render::{command_line, notes as util_notes, render_report, CommandRun};
+use crate::cpuutil::render::{self as util_render, command_line, notes as util_notes};
+use crate::cpuutil::render::{render_report, CommandRun, Sink};
 use crate::cpuutil::{self, EventReading};
 use crate::pstime::render::{self as pstime_render, Layout, UserNames, SEED_COMMAND_WIDTH};
 use crate::pstime::{self, Sampler};
@@ -56,7 +57,7 @@ pub struct UtilArgs {
     #[arg(value_name = "COUNT", value_parser = parse_count, allow_negative_numbers = true)]
     pub count: Option<u64>,
 
-    /// Hide CPUs that were idle the whole interval (the all-CPU line stays).
+    /// Hide CPUs whose %idle is 100.00 (the all-CPU line stays).
     #[arg(long)]
     pub busy_only: bool,
 
@@ -68,6 +69,16 @@ pub struct UtilArgs {
     /// Run this command and report utilization over exactly its lifetime.
     #[arg(last = true, value_name = "COMMAND", conflicts_with_all = ["interval", "count"])]
     pub command: Vec<OsString>,
+
+    /// Read sysstat mpstat output someone sent (text, -o JSON, a date before each line; - for
+    /// stdin) instead of this machine, and print it as this command prints.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["interval", "count", "event", "command"])]
+    pub from: Option<std::path::PathBuf>,
+
+    /// With --from: per-node lines from these CPUs, nodes separated by ',' (0-31,32-63; one
+    /// node's ranges joined with '+': 0-15+32-47,16-31+48-63).
+    #[arg(long, value_name = "LIST", requires = "from", value_parser = cpuutil::replay::NodeCpus::parse)]
+    pub node_cpus: Option<cpuutil::replay::NodeCpus>,
 }
 
 /// The standalone `pstime` command line (the compat name), with platscope's `--json`.
@@ -268,8 +279,14 @@ fn run_util(args: &UtilArgs, format: Format) -> Result<(), Classified> {
     if format == Format::Csv {
         return Err(no_csv("cpu util"));
     }
-    let ticks = ClockTicks::system();
     let opts = cpuutil::Options { busy_only: args.busy_only };
+    if let Some(from) = &args.from {
+        let (out, note) = (&mut write_out, &mut |n: &str| measure::say!("platscope: {n}"));
+        let json = format == Format::Json;
+        cpuutil::replay::run(from, &opts, args.node_cpus.as_ref(), json, &mut Sink { out, note })?;
+        return Ok(());
+    }
+    let ticks = ClockTicks::system();
     let mut reader = UtilReader::new(args.event);
 
     if !args.command.is_empty() {
@@ -331,7 +348,7 @@ fn emit_command_util(
             format!("{}\n", serde_json::to_string_pretty(&value)?)
         }
         _ => {
-            let stamp = Stamp::local(report.epoch_s, false);
+            let stamp = util_render::stamp_for(report, false);
             format!("{}\n{}", command_line(run), render_report(report, &stamp))
         }
     };
@@ -349,20 +366,9 @@ pub fn emit_util(
     subsecond: bool,
     first: bool,
 ) -> Result<bool, Classified> {
-    for note in util_notes(report) {
-        if first || !note.starts_with("%busy-tk") {
-            measure::say!("platscope: {note}");
-        }
-    }
-    let text = match format {
-        Format::Json => format!("{}\n", serde_json::to_string(report)?),
-        _ => {
-            let stamp = Stamp::local(report.epoch_s, subsecond);
-            let gap = if first { "" } else { "\n" };
-            format!("{gap}{}", render_report(report, &stamp))
-        }
-    };
-    Ok(write_out(&text)?)
+    let (out, note) = (&mut write_out, &mut |n: &str| measure::say!("platscope: {n}"));
+    let format = util_render::Format { json: format == Format::Json, subsecond, first };
+    Ok(util_render::emit(report, format, &mut Sink { out, note })?)
 }
 
 #[cfg(test)]

@@ -99,8 +99,9 @@ pub trait Outcome: Serialize + DeserializeOwned + ToMetrics + 'static {
     fn text(&self) -> String;
 
     /// An error to end the command with once the outcome has been stored and printed: a run
-    /// that measured part of what it was asked (one of several files could not be read) keeps
-    /// that part and still exits 1 (or 2) with one line. `None` for a run that did it all.
+    /// that measured part of what it was asked (one of several files could not be read, the
+    /// server went away mid-run, every allocator was refused) keeps that part and still exits
+    /// 1 (or 2) with one line. `None` for a run that did it all.
     fn failure(&self) -> Option<Classified> {
         None
     }
@@ -136,7 +137,7 @@ pub trait Outcome: Serialize + DeserializeOwned + ToMetrics + 'static {
 pub trait Experiment: 'static {
     /// Where it sits on the command line (`["mem", "latency"]`).
     const PATH: &'static [&'static str];
-    /// One line for `--help`.
+    /// One line for `--help` (no closing full stop, as clap's own help lines).
     const ABOUT: &'static str;
     /// Arguments after [`PATH`](Experiment::PATH) that make it run in a second or two: the
     /// registry's round-trip test runs every experiment with them.
@@ -216,6 +217,15 @@ impl<'a> Context<'a> {
         self.recorder.record(outcome.kind(), outcome, outcome, outcome.interrupted())
     }
 
+    /// A finished run of several in one command (`compress a b c`: one run per file): stored
+    /// now, then printed in the chosen format as the last one will be. The last is what `run`
+    /// returns; the seam stores and prints it (and draws `--html-out` from it).
+    pub fn finished<O: Outcome>(&mut self, outcome: &O) -> Result<Option<i64>, Classified> {
+        let id = if outcome.worth_storing() { self.record(outcome)? } else { None };
+        print(outcome, self.globals.format, self.streamed)?;
+        Ok(id)
+    }
+
     /// Where runs are stored, for the page's footer.
     pub fn database(&self) -> Option<String> {
         self.recorder.database()
@@ -273,7 +283,17 @@ pub fn present<O: Outcome>(
     globals: &Globals,
     streamed: bool,
 ) -> Result<(), Classified> {
-    match globals.format {
+    print(outcome, globals.format, streamed)?;
+    if let Some(path) = &globals.html_out {
+        let parts = outcome.parts(topology);
+        output::write_page(path, outcome.kind(), globals.version, &parts)?;
+    }
+    Ok(())
+}
+
+/// An outcome on stdout in `format` (nothing in text when it was streamed as measured).
+fn print<O: Outcome>(outcome: &O, format: Format, streamed: bool) -> Result<(), Classified> {
+    match format {
         Format::Json => output::emit(&outcome.json_text()?)?,
         Format::Csv => match outcome.csv() {
             Some(text) => output::emit(&text)?,
@@ -286,10 +306,6 @@ pub fn present<O: Outcome>(
         },
         Format::Text if streamed => {}
         Format::Text => output::emit(&outcome.text())?,
-    }
-    if let Some(path) = &globals.html_out {
-        let parts = outcome.parts(topology);
-        output::write_page(path, outcome.kind(), globals.version, &parts)?;
     }
     Ok(())
 }

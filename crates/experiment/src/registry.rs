@@ -78,14 +78,15 @@ pub const fn tool<T: Tool>() -> &'static dyn Entry {
     &ToolEntry::<T>(PhantomData)
 }
 
-/// The leaf subcommand of `path` with the arguments `augment` adds; `about` is set last, so a
-/// doc comment on an arguments struct (or one it flattens) does not replace it.
-fn leaf(
-    path: &'static [&'static str],
-    about: &'static str,
-    augment: fn(Command) -> Command,
-) -> Command {
-    augment(Command::new(path.last().copied().unwrap_or("?"))).about(about).long_about(None)
+fn named(path: &'static [&'static str]) -> Command {
+    Command::new(path.last().copied().unwrap_or("?"))
+}
+
+/// The leaf with its arguments and the entry's own help line, set last: the doc comment of an
+/// arguments struct (or of one flattened into it) would otherwise become the command's help. A
+/// closing full stop is dropped, as clap drops it from doc comments.
+fn leaf(command: Command, about: &'static str) -> Command {
+    command.about(about.strip_suffix('.').unwrap_or(about)).long_about(None)
 }
 
 fn parse<A: FromArgMatches>(matches: &ArgMatches) -> Result<A, Classified> {
@@ -97,7 +98,7 @@ impl<E: Experiment> Entry for ExperimentEntry<E> {
         E::PATH
     }
     fn command(&self) -> Command {
-        leaf(E::PATH, E::ABOUT, <E::Args as clap::Args>::augment_args)
+        leaf(<E::Args as clap::Args>::augment_args(named(E::PATH)), E::ABOUT)
     }
     fn run(&self, matches: &ArgMatches, globals: &Globals) -> Result<(), Classified> {
         let args: E::Args = parse(matches)?;
@@ -132,7 +133,7 @@ impl<T: Tool> Entry for ToolEntry<T> {
         T::PATH
     }
     fn command(&self) -> Command {
-        leaf(T::PATH, T::ABOUT, <T::Args as clap::Args>::augment_args).hide(T::HIDDEN)
+        leaf(<T::Args as clap::Args>::augment_args(named(T::PATH)), T::ABOUT).hide(T::HIDDEN)
     }
     fn run(&self, matches: &ArgMatches, globals: &Globals) -> Result<(), Classified> {
         T::run(&parse(matches)?, globals)
@@ -190,18 +191,22 @@ impl Registry {
         root
     }
 
-    /// The entry a parsed command line selected, with the leaf's matches.
+    /// The entry a parsed command line selected, with the leaf's matches: the deepest one
+    /// when a command has subcommands of its own (`load` and `load prepare`).
     pub fn find<'m>(
         &self,
         matches: &'m ArgMatches,
     ) -> Option<(&'static dyn Entry, &'m ArgMatches)> {
-        self.entries.iter().find_map(|entry| {
-            let mut m = matches;
-            for name in entry.path() {
-                m = m.subcommand_matches(name)?;
-            }
-            Some((*entry, m))
-        })
+        self.entries
+            .iter()
+            .filter_map(|entry| {
+                let mut m = matches;
+                for name in entry.path() {
+                    m = m.subcommand_matches(name)?;
+                }
+                Some((*entry, m))
+            })
+            .max_by_key(|(entry, _)| entry.path().len())
     }
 
     /// The entry whose outcomes are stored as `kind`.
@@ -244,5 +249,103 @@ fn add_path(
                 root.subcommand(add_path(made, rest, leaf, groups))
             }
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may unwrap
+mod tests {
+    use super::*;
+    use measure::{Metric, ToMetrics};
+    use serde::{Deserialize, Serialize};
+
+    /// Not the help line: the entry's ABOUT is.
+    #[derive(Debug, clap::Args)]
+    struct RunArgs {
+        #[arg(long)]
+        rate: Option<u32>,
+    }
+
+    #[derive(Debug, clap::Args)]
+    struct NoArgs {}
+
+    #[derive(Debug, Serialize, Deserialize)]
+    struct Done;
+
+    impl ToMetrics for Done {
+        fn to_metrics(&self) -> Vec<Metric> {
+            Vec::new()
+        }
+    }
+
+    impl Outcome for Done {
+        const KINDS: &'static [&'static str] = &["demo"];
+        fn text(&self) -> String {
+            String::new()
+        }
+        fn parts(&self, _: &Topology) -> Vec<Part> {
+            Vec::new()
+        }
+    }
+
+    struct Demo;
+    impl Experiment for Demo {
+        const PATH: &'static [&'static str] = &["demo"];
+        const ABOUT: &'static str = "A demo";
+        const TINY: &'static [&'static str] = &[];
+        type Args = RunArgs;
+        type Outcome = Done;
+        fn run(_: &RunArgs, _: &mut crate::Context<'_>) -> Result<Done, Classified> {
+            Ok(Done)
+        }
+    }
+
+    struct Prepare;
+    impl Tool for Prepare {
+        const PATH: &'static [&'static str] = &["demo", "prepare"];
+        const ABOUT: &'static str = "Prepares the demo";
+        type Args = NoArgs;
+        fn run(_: &NoArgs, _: &Globals) -> Result<(), Classified> {
+            Ok(())
+        }
+    }
+
+    struct Worker;
+    impl Tool for Worker {
+        const PATH: &'static [&'static str] = &["demo-worker"];
+        const ABOUT: &'static str = "Internal";
+        const HIDDEN: bool = true;
+        type Args = NoArgs;
+        fn run(_: &NoArgs, _: &Globals) -> Result<(), Classified> {
+            Ok(())
+        }
+    }
+
+    static REGISTRY: Registry = Registry {
+        entries: &[experiment::<Demo>(), tool::<Prepare>(), tool::<Worker>()],
+        groups: &[],
+    };
+
+    #[test]
+    fn a_command_with_a_subcommand_dispatches_to_the_deeper_one() {
+        let root = || REGISTRY.augment(Command::new("p"));
+        let m = root().try_get_matches_from(["p", "demo", "prepare"]).unwrap();
+        assert_eq!(REGISTRY.find(&m).map(|(e, _)| e.path()), Some(&["demo", "prepare"][..]));
+        let m = root().try_get_matches_from(["p", "demo", "--rate", "3"]).unwrap();
+        let (entry, leaf) = REGISTRY.find(&m).unwrap();
+        assert_eq!(entry.path(), &["demo"]);
+        assert_eq!(leaf.get_one::<u32>("rate"), Some(&3));
+        let m = root().try_get_matches_from(["p", "demo-worker"]).unwrap();
+        assert_eq!(REGISTRY.find(&m).map(|(e, _)| e.path()), Some(&["demo-worker"][..]));
+    }
+
+    #[test]
+    fn hidden_tools_run_but_are_not_listed() {
+        let mut root = REGISTRY.augment(Command::new("p"));
+        let help = root.render_help().to_string();
+        assert!(help.contains("demo") && help.contains("A demo"), "{help}");
+        assert!(!help.contains("Not the help line"), "{help}");
+        assert!(!help.contains("demo-worker"), "{help}");
+        assert_eq!(REGISTRY.entry_for_kind("demo").map(|e| e.path()), Some(&["demo"][..]));
     }
 }

@@ -1,31 +1,16 @@
-//! The `--sweep-rate` page: throughput achieved, latency percentiles and CPU per transaction
-//! against offered rate, as inline SVG in one self-contained HTML file written atomically.
-//!
-//! The page uses the one stylesheet (`chart::CSS`) so it looks
-//! like `report.html`; it is drawn here rather than in `report` because the report's SVG
-//! helpers are private to it and `report` knows nothing of how a figure was made, while this
-//! page only ever shows load steps.
+//! The report sections of `load`: one run's latency by interval, and a `--sweep-rate`'s
+//! throughput achieved, latency percentiles and CPU per transaction against offered rate, with
+//! its steps as a table. Drawn with the shared primitives (`chart::svg`) into [`chart::Part`]s,
+//! so `--html-out`, `load --out` and `report --from-db` show the same sections.
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+
+use chart::svg::{self, esc, exact, fmt3, px, Plot, ScaleKind};
+use chart::{Area, Figure, Headline, Part};
+use measure::ToMetrics;
 
 use crate::run::LoadReport;
-use crate::Error;
-
-const STYLE: &str = chart::CSS;
-
-fn esc(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
-}
-
-/// A round top for an axis: 1, 2 or 5 × 10^k at or above `max`.
-pub fn nice_max(max: f64) -> f64 {
-    if !(max.is_finite() && max > 0.0) {
-        return 1.0;
-    }
-    let p = 10f64.powf(max.log10().floor());
-    [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * p).find(|v| *v >= max * 0.999_999).unwrap_or(10.0 * p)
-}
+use crate::stats::Percentiles;
 
 struct Series {
     name: &'static str,
@@ -33,205 +18,316 @@ struct Series {
     points: Vec<(f64, f64)>,
 }
 
-/// One line chart: x linear from 0, y linear from 0 or log10 (`log`).
-fn chart(
+/// The plot area every load chart uses.
+const PLOT: Plot =
+    Plot { width: 600.0, height: 360.0, left: 70.0, right: 20.0, top: 34.0, bottom: 56.0 };
+
+/// One line chart: x linear from 0, y linear from 0 or log10 (`log`); `diagonal` draws
+/// "y = x" for reference. Points that are not finite (or not positive on a log axis) are left
+/// out; every point drawn is a `data` circle with its value.
+fn line_chart(
     id: &str,
     title: &str,
-    x_title: &str,
-    y_title: &str,
+    (x_title, y_title): (&str, &str),
     series: &[Series],
     log: bool,
     diagonal: bool,
 ) -> String {
-    let (w, h, l, r, t, b) = (600.0, 360.0, 70.0, 20.0, 34.0, 56.0);
-    let xs = series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
-    let x_max = nice_max(xs.fold(0.0, f64::max));
-    let ys: Vec<f64> = series
-        .iter()
-        .flat_map(|s| s.points.iter().map(|p| p.1))
-        .filter(|v| v.is_finite() && *v > 0.0)
-        .collect();
-    let (y_lo, y_hi) = if log {
-        let lo = ys.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = ys.iter().copied().fold(0.0, f64::max);
-        let lo = if lo.is_finite() { 10f64.powf(lo.log10().floor()) } else { 0.01 };
-        (lo, 10f64.powf(hi.max(lo * 10.0).log10().ceil()))
+    let drawn = |p: &&(f64, f64)| p.0.is_finite() && p.1.is_finite() && (!log || p.1 > 0.0);
+    let points = || series.iter().flat_map(|s| s.points.iter().filter(drawn));
+    let x_top = svg::nice_max(points().map(|p| p.0).fold(0.0, f64::max), 5);
+    let y_max = points().map(|p| p.1).fold(0.0, f64::max);
+    let y = if log {
+        let min = points().map(|p| p.1).fold(f64::INFINITY, f64::min);
+        let lo = if min.is_finite() { 10f64.powf(min.log10().floor()) } else { 0.01 };
+        let hi = 10f64.powf(y_max.max(lo * 10.0).log10().ceil());
+        PLOT.y_scale(ScaleKind::Log10, lo, hi)
     } else {
-        (
-            0.0,
-            nice_max(ys.iter().copied().fold(0.0, f64::max).max(if diagonal {
-                x_max
-            } else {
-                0.0
-            })),
-        )
+        let top = if diagonal { y_max.max(x_top) } else { y_max };
+        PLOT.y_scale(ScaleKind::Linear, 0.0, svg::nice_max(top, 5))
     };
-    let mx = |x: f64| l + (x / x_max) * (w - l - r);
-    let my = |y: f64| {
-        let f = if log {
-            (y.max(y_lo).log10() - y_lo.log10()) / (y_hi.log10() - y_lo.log10())
-        } else {
-            y / y_hi
-        };
-        h - b - f * (h - t - b)
-    };
-    let mut out = format!(
-        "<svg id=\"{id}\" class=\"chart\" viewBox=\"0 0 {w} {h}\" role=\"img\" aria-labelledby=\"{id}-title\"><title id=\"{id}-title\">{}</title><g class=\"axes\">",
-        esc(title)
-    );
-    let y_ticks: Vec<f64> = if log {
-        let mut v = Vec::new();
-        let mut y = y_lo;
-        while y <= y_hi * 1.0001 {
-            v.push(y);
-            y *= 10.0;
-        }
-        v
-    } else {
-        (0..=5).map(|i| y_hi * f64::from(i) / 5.0).collect()
-    };
-    for y in y_ticks {
-        let py = my(y);
-        let _ = write!(
-            out,
-            "<line class=\"grid\" x1=\"{l}\" x2=\"{}\" y1=\"{py:.1}\" y2=\"{py:.1}\"/><text class=\"tick-label\" x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
-            w - r,
-            l - 6.0,
-            py + 4.0,
-            trim(y)
-        );
-    }
-    for i in 0..=5 {
-        let x = x_max * f64::from(i) / 5.0;
-        let _ = write!(
-            out,
-            "<text class=\"tick-label\" x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
-            mx(x),
-            h - b + 18.0,
-            trim(x)
-        );
-    }
-    let _ = write!(
-        out,
-        "<line class=\"axis\" x1=\"{l}\" x2=\"{}\" y1=\"{}\" y2=\"{}\"/><line class=\"axis\" x1=\"{l}\" x2=\"{l}\" y1=\"{t}\" y2=\"{}\"/>\
-         <text class=\"axis-title\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\
-         <text class=\"axis-title\" transform=\"translate(16 {}) rotate(-90)\" text-anchor=\"middle\">{}</text></g>",
-        w - r, h - b, h - b, h - b,
-        (l + w - r) / 2.0, h - 12.0, esc(x_title),
-        (t + h - b) / 2.0, esc(y_title)
-    );
+    let x = PLOT.x_scale(ScaleKind::Linear, 0.0, x_top);
+    let mut out = svg::open(id, PLOT.width, PLOT.height, title);
+    out.push_str(&PLOT.axes(&x, &x.ticks(5), &y, &y.ticks(6)));
+    out.push_str(&PLOT.x_title(x_title));
+    out.push_str(&PLOT.y_title(y_title));
     if diagonal {
+        let end = x_top.min(y.hi);
         let _ = write!(
             out,
-            "<line class=\"reference\" x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\"/>",
-            mx(0.0),
-            my(0.0),
-            mx(x_max),
-            my(x_max.min(y_hi))
+            "<line class=\"reference\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\"/>",
+            px(x.map(0.0)),
+            px(y.map(0.0)),
+            px(x.map(end)),
+            px(y.map(end))
         );
     }
     for (i, s) in series.iter().enumerate() {
-        let pts: Vec<String> = s
-            .points
-            .iter()
-            .filter(|p| p.1.is_finite() && (!log || p.1 > 0.0))
-            .map(|p| format!("{:.1},{:.1}", mx(p.0), my(p.1)))
-            .collect();
+        let pts: Vec<&(f64, f64)> = s.points.iter().filter(drawn).collect();
+        let line: Vec<String> =
+            pts.iter().map(|p| format!("{},{}", px(x.map(p.0)), px(y.map(p.1)))).collect();
         let _ = write!(
             out,
             "<polyline class=\"line\" stroke-dasharray=\"{}\" points=\"{}\"/>",
             s.dash,
-            pts.join(" ")
+            line.join(" ")
         );
-        for p in &pts {
-            if let Some((x, y)) = p.split_once(',') {
-                let _ = write!(out, "<circle class=\"data\" cx=\"{x}\" cy=\"{y}\" r=\"3\"/>");
-            }
+        for p in pts {
+            let _ = write!(
+                out,
+                "<circle class=\"data\" cx=\"{}\" cy=\"{}\" r=\"3\" data-value=\"{}\" \
+                 data-x=\"{}\"><title>{}: {} at {}</title></circle>",
+                px(x.map(p.0)),
+                px(y.map(p.1)),
+                exact(p.1),
+                exact(p.0),
+                esc(s.name),
+                fmt3(p.1),
+                fmt3(p.0)
+            );
         }
-        let kx = l + 6.0 + 130.0 * i as f64;
+        let kx = PLOT.left + 6.0 + 130.0 * i as f64;
         let _ = write!(
             out,
-            "<line class=\"line\" stroke-dasharray=\"{}\" x1=\"{kx:.1}\" x2=\"{:.1}\" y1=\"14\" y2=\"14\"/><text class=\"point-label\" x=\"{:.1}\" y=\"18\">{}</text>",
-            s.dash, kx + 24.0, kx + 30.0, esc(s.name)
+            "<line class=\"line\" stroke-dasharray=\"{}\" x1=\"{}\" x2=\"{}\" y1=\"14\" y2=\"14\"/>\
+             <text class=\"point-label\" x=\"{}\" y=\"18\">{}</text>",
+            s.dash,
+            px(kx),
+            px(kx + 24.0),
+            px(kx + 30.0),
+            esc(s.name)
         );
     }
     out.push_str("</svg>");
     out
 }
 
-fn trim(v: f64) -> String {
-    let s = if v.abs() >= 100.0 || v == v.round() { format!("{v:.0}") } else { format!("{v:.3}") };
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
-    }
+/// `target — workload (protocol), N connection(s), arrivals`: what a run or sweep loaded.
+fn describe(r: &LoadReport) -> String {
+    format!(
+        "{} — {} ({}), {} connection(s), {} arrivals",
+        r.target,
+        r.workload,
+        r.protocol.name(),
+        r.connections,
+        r.arrivals.describe()
+    )
 }
 
-/// The page for a sweep's steps.
-pub fn sweep_html(steps: &[LoadReport], title: &str) -> String {
+fn ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+/// The stored metric `name` of a run, as its key, for a headline.
+fn metric_key(r: &LoadReport, name: &str, pctl: Option<&str>) -> Option<String> {
+    r.to_metrics()
+        .into_iter()
+        .find(|m| {
+            m.name == name
+                && pctl.is_none_or(|p| m.labels.get("pctl").map(String::as_str) == Some(p))
+        })
+        .map(|m| m.key())
+}
+
+/// One run's section: latency (p50, p99, max) of each interval, the run's percentiles and CPU
+/// per transaction under it.
+pub fn run_parts(r: &LoadReport) -> Vec<Part> {
+    let mut part =
+        Part::new(Area::Database, "chart-load", "Steady-rate load: latency by interval", false);
+    let pts = |f: &dyn Fn(&Percentiles) -> u64| -> Vec<(f64, f64)> {
+        r.intervals
+            .iter()
+            .filter(|l| l.completed > 0)
+            .map(|l| (l.end_s, ms(f(&l.latency))))
+            .collect()
+    };
+    let series = [
+        Series { name: "p50", dash: "", points: pts(&|p| p.p50_ns) },
+        Series { name: "p99", dash: "6 3", points: pts(&|p| p.p99_ns) },
+        Series { name: "max", dash: "2 3", points: pts(&|p| p.max_ns) },
+    ];
+    if r.completed == 0 || series[0].points.is_empty() {
+        part.notes.push(match &r.interrupted {
+            Some(why) => format!("no transaction completed: {why}"),
+            None => "no transaction completed".to_string(),
+        });
+        return vec![part];
+    }
+    let svg = line_chart(
+        "chart-load",
+        "Latency by interval",
+        ("seconds from the first intended start", "latency, ms (log)"),
+        &series,
+        true,
+        false,
+    );
+    let mut caption = format!(
+        "{}: offered {} tx/s, achieved {} tx/s over {} s; latency from each transaction's \
+         intended start (open loop), per interval. Late {} (started more than {} ms after their \
+         time), skipped {}, failed {}.",
+        esc(&describe(r)),
+        fmt3(r.offered_rate),
+        fmt3(r.achieved_rate),
+        fmt3(r.elapsed_s),
+        r.late,
+        fmt3(r.late_after_ms),
+        r.skipped,
+        r.failed
+    );
+    if let Some(why) = &r.interrupted {
+        let _ = write!(caption, " INTERRUPTED: {} (figures cover what ran).", esc(why));
+    }
+    let mut after = String::from(
+        "<table class=\"facts-table\"><thead><tr><th>ms</th><th>p50</th><th>p90</th><th>p99</th>\
+         <th>p99.9</th><th>max</th></tr></thead><tbody>",
+    );
+    for (name, p) in
+        [("latency", &r.latency), ("service time", &r.service), ("schedule lag", &r.lag)]
+    {
+        let _ = write!(after, "<tr><td>{name}</td>");
+        for (_, v) in p.labelled() {
+            let _ = write!(
+                after,
+                "<td class=\"data\" data-value=\"{}\">{}</td>",
+                exact(ms(v)),
+                fmt3(ms(v))
+            );
+        }
+        after.push_str("</tr>");
+    }
+    after.push_str("</tbody></table>");
+    match (&r.cost, &r.cost_unavailable) {
+        (Some(c), _) => {
+            let _ = write!(
+                after,
+                "<p>CPU per transaction: server <span class=\"data\" data-value=\"{}\">{} µs</span>{}, \
+                 whole machine {} µs, this driver {} µs.</p>",
+                exact(c.server_us_per_tx),
+                fmt3(c.server_us_per_tx),
+                if c.server_cpu_lower_bound { " (at least)" } else { "" },
+                fmt3(c.machine_us_per_tx),
+                fmt3(c.driver_us_per_tx)
+            );
+        }
+        (None, Some(why)) => {
+            let _ = write!(after, "<p>CPU per transaction not measured: {}</p>", esc(why));
+        }
+        (None, None) => {}
+    }
+    part.figure = Some(Figure { svg, caption, after });
+    part.headlines.push(Headline {
+        name: "load achieved".into(),
+        value: format!("{} tx/s", fmt3(r.achieved_rate)),
+        detail: format!("offered {} tx/s", fmt3(r.offered_rate)),
+        metric: metric_key(r, "load_throughput", None),
+    });
+    if r.latency.count > 0 {
+        part.headlines.push(Headline {
+            name: "load p99 latency".into(),
+            value: format!("{} ms", fmt3(ms(r.latency.p99_ns))),
+            detail: "from the intended start".into(),
+            metric: metric_key(r, "load_latency", Some("p99")),
+        });
+    }
+    if let Some(c) = r.cost.filter(|c| c.server_us_per_tx.is_finite()) {
+        part.headlines.push(Headline {
+            name: "server CPU per transaction".into(),
+            value: format!("{} µs", fmt3(c.server_us_per_tx)),
+            detail: r.workload.clone(),
+            metric: metric_key(r, "load_server_cpu_per_tx", None),
+        });
+    }
+    vec![part]
+}
+
+/// A sweep's sections: throughput, latency and CPU per transaction against offered rate, and
+/// the steps as a table.
+pub fn sweep_parts(steps: &[LoadReport]) -> Vec<Part> {
     let pts = |f: &dyn Fn(&LoadReport) -> f64| -> Vec<(f64, f64)> {
         steps.iter().map(|s| (s.offered_rate, f(s))).collect()
     };
-    let thr = chart(
-        "chart-load-throughput",
-        "Throughput achieved against offered rate",
-        "offered, tx/s",
-        "achieved, tx/s",
-        &[Series { name: "achieved", dash: "", points: pts(&|s| s.achieved_rate) }],
-        false,
-        true,
+    let mut throughput =
+        Part::new(Area::Database, "chart-load-throughput", "Load sweep: throughput", false);
+    let mut latency = Part::new(Area::Database, "chart-load-latency", "Load sweep: latency", false);
+    let mut cpu =
+        Part::new(Area::Database, "chart-load-cpu", "Load sweep: CPU per transaction", false);
+    let mut table = Part::new(Area::Database, "chart-load-steps", "Load sweep: steps", true);
+    if steps.is_empty() {
+        return vec![throughput, latency, cpu, table];
+    }
+    let figure = |svg: String, caption: &str| {
+        Some(Figure { svg, caption: caption.to_string(), after: String::new() })
+    };
+    throughput.figure = figure(
+        line_chart(
+            "chart-load-throughput",
+            "Throughput achieved against offered rate",
+            ("offered, tx/s", "achieved, tx/s"),
+            &[Series { name: "achieved", dash: "", points: pts(&|s| s.achieved_rate) }],
+            false,
+            true,
+        ),
+        "Transactions completed per second at each offered rate; the dotted diagonal is \
+         “achieved = offered”. Below it the server (or the driver) could not keep up.",
     );
-    let lat = chart(
-        "chart-load-latency",
-        "Latency from the intended start against offered rate",
-        "offered, tx/s",
-        "latency, ms (log)",
-        &[
-            Series { name: "p50", dash: "", points: pts(&|s| s.latency.p50_ns as f64 / 1e6) },
-            Series { name: "p99", dash: "6 3", points: pts(&|s| s.latency.p99_ns as f64 / 1e6) },
-            Series { name: "p99.9", dash: "2 3", points: pts(&|s| s.latency.p999_ns as f64 / 1e6) },
-        ],
-        true,
-        false,
+    latency.figure = figure(
+        line_chart(
+            "chart-load-latency",
+            "Latency from the intended start against offered rate",
+            ("offered, tx/s", "latency, ms (log)"),
+            &[
+                Series { name: "p50", dash: "", points: pts(&|s| ms(s.latency.p50_ns)) },
+                Series { name: "p99", dash: "6 3", points: pts(&|s| ms(s.latency.p99_ns)) },
+                Series { name: "p99.9", dash: "2 3", points: pts(&|s| ms(s.latency.p999_ns)) },
+            ],
+            true,
+            false,
+        ),
+        "Latency measured from each transaction's intended start (open loop): queueing behind a \
+         slow server counts.",
     );
-    let cpu = chart(
-        "chart-load-cpu",
-        "CPU per transaction against offered rate",
-        "offered, tx/s",
-        "CPU per transaction, µs (log)",
-        &[
-            Series {
-                name: "server",
-                dash: "",
-                points: pts(&|s| s.cost.map_or(f64::NAN, |c| c.server_us_per_tx)),
-            },
-            Series {
-                name: "whole machine",
-                dash: "6 3",
-                points: pts(&|s| s.cost.map_or(f64::NAN, |c| c.machine_us_per_tx)),
-            },
-            Series {
-                name: "driver",
-                dash: "2 3",
-                points: pts(&|s| s.cost.map_or(f64::NAN, |c| c.driver_us_per_tx)),
-            },
-        ],
-        true,
-        false,
+    let cost = |f: fn(&crate::cost::Cost) -> f64| {
+        move |s: &LoadReport| s.cost.as_ref().map_or(f64::NAN, f)
+    };
+    cpu.figure = figure(
+        line_chart(
+            "chart-load-cpu",
+            "CPU per transaction against offered rate",
+            ("offered, tx/s", "CPU per transaction, µs (log)"),
+            &[
+                Series { name: "server", dash: "", points: pts(&cost(|c| c.server_us_per_tx)) },
+                Series {
+                    name: "whole machine",
+                    dash: "6 3",
+                    points: pts(&cost(|c| c.machine_us_per_tx)),
+                },
+                Series { name: "driver", dash: "2 3", points: pts(&cost(|c| c.driver_us_per_tx)) },
+            ],
+            true,
+            false,
+        ),
+        "CPU time per completed transaction: the server's process tree (exact per-process \
+         clocks), all CPUs' busy time, and the load driver itself.",
     );
-    let mut rows = String::new();
+    let mut rows = String::from(
+        "<table class=\"runs\"><tr><th>offered tx/s</th><th>achieved</th><th>p50 ms</th>\
+         <th>p99 ms</th><th>p99.9 ms</th><th>late</th><th>failed</th><th>server µs/tx</th>\
+         <th>machine µs/tx</th><th>driver µs/tx</th></tr>",
+    );
     for s in steps {
         let c = s.cost;
         let f = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{v:.1}"));
         let _ = write!(
             rows,
-            "<tr><td class=\"num\">{}</td><td class=\"num\">{:.1}</td><td class=\"num\">{:.3}</td><td class=\"num\">{:.3}</td><td class=\"num\">{:.3}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+            "<tr><td class=\"num\">{}</td><td class=\"num\">{:.1}</td><td class=\"num\">{:.3}</td>\
+             <td class=\"num\">{:.3}</td><td class=\"num\">{:.3}</td><td class=\"num\">{}</td>\
+             <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+             <td class=\"num\">{}</td></tr>",
             s.offered_rate,
             s.achieved_rate,
-            s.latency.p50_ns as f64 / 1e6,
-            s.latency.p99_ns as f64 / 1e6,
-            s.latency.p999_ns as f64 / 1e6,
+            ms(s.latency.p50_ns),
+            ms(s.latency.p99_ns),
+            ms(s.latency.p999_ns),
             s.late,
             s.failed,
             f(c.map(|c| c.server_us_per_tx)),
@@ -239,44 +335,32 @@ pub fn sweep_html(steps: &[LoadReport], title: &str) -> String {
             f(c.map(|c| c.driver_us_per_tx)),
         );
     }
-    let first = steps.first();
-    let sub = first.map_or(String::new(), |s| {
-        format!(
-            "{} — {} ({}), {} connection(s), {} arrivals",
-            s.target,
-            s.workload,
-            s.protocol.name(),
-            s.connections,
-            s.arrivals.describe()
-        )
-    });
-    format!(
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t}</title><style>{STYLE}</style></head>\
-         <body><div class=\"page\"><h1>{t}</h1><p class=\"sub\">{sub}</p><main class=\"charts\">\
-         <section><figure>{thr}<figcaption>Transactions completed per second at each offered rate; the dotted diagonal is “achieved = offered”. Below it the server (or the driver) could not keep up.</figcaption></figure></section>\
-         <section><figure>{lat}<figcaption>Latency measured from each transaction's intended start (open loop): queueing behind a slow server counts.</figcaption></figure></section>\
-         <section><figure>{cpu}<figcaption>CPU time per completed transaction: the server's process tree (exact per-process clocks), all CPUs' busy time, and the load driver itself.</figcaption></figure></section>\
-         </main><table class=\"runs\"><tr><th>offered tx/s</th><th>achieved</th><th>p50 ms</th><th>p99 ms</th><th>p99.9 ms</th><th>late</th><th>failed</th><th>server µs/tx</th><th>machine µs/tx</th><th>driver µs/tx</th></tr>{rows}</table>\
-         <footer><p class=\"colophon\">platscope load --sweep-rate</p></footer></div></body></html>",
-        t = esc(title),
-        sub = esc(&sub)
-    )
+    rows.push_str("</table>");
+    let mut caption =
+        format!("{}; one fixed-rate step per offered rate.", esc(&describe(&steps[0])));
+    if let Some(why) = steps.iter().find_map(|s| s.interrupted.as_deref()) {
+        let _ = write!(caption, " INTERRUPTED: {} (the steps shown are those that ran).", esc(why));
+    }
+    table.figure = Some(Figure { svg: rows, caption, after: String::new() });
+    if let Some(best) = steps.iter().max_by(|a, b| a.achieved_rate.total_cmp(&b.achieved_rate)) {
+        throughput.headlines.push(Headline {
+            name: "load sweep: most achieved".into(),
+            value: format!("{} tx/s", fmt3(best.achieved_rate)),
+            detail: format!("offered {} tx/s, {}", fmt3(best.offered_rate), best.workload),
+            metric: metric_key(best, "load_throughput", None),
+        });
+    }
+    vec![throughput, latency, cpu, table]
 }
 
-/// Writes the page next to `path` and renames it over, so a crash never leaves half a file.
-pub fn write_sweep_html(path: &Path, steps: &[LoadReport], title: &str) -> Result<PathBuf, Error> {
-    let tmp = path.with_extension(format!("html.tmp-{}", std::process::id()));
-    let result =
-        std::fs::write(&tmp, sweep_html(steps, title)).and_then(|()| std::fs::rename(&tmp, path));
-    if let Err(source) = result {
-        std::fs::remove_file(&tmp).ok();
-        return Err(Error::Io { path: path.to_path_buf(), source });
-    }
-    Ok(path.to_path_buf())
+/// The x ticks of a chart, for tests.
+#[cfg(test)]
+fn tick_values(ticks: &[svg::Tick]) -> Vec<f64> {
+    ticks.iter().map(|t| t.value).collect()
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     use crate::cost::Cost;
@@ -284,7 +368,7 @@ mod tests {
     use crate::schedule::Arrivals;
     use crate::stats::Percentiles;
 
-    fn step(rate: f64, achieved: f64, p99_ms: u64, cost: Option<f64>) -> LoadReport {
+    pub(crate) fn step(rate: f64, achieved: f64, p99_ms: u64, cost: Option<f64>) -> LoadReport {
         let lat = Percentiles {
             count: 10,
             mean_ns: 1e6,
@@ -336,6 +420,13 @@ mod tests {
         }
     }
 
+    /// A sweep's sections on one page, as `load --out` writes it.
+    fn sweep_html(steps: &[LoadReport], title: &str) -> String {
+        let body: String =
+            sweep_parts(steps).iter().map(|p| chart::render_part(p, "no steps")).collect();
+        chart::page(title, "test", &body)
+    }
+
     #[test]
     fn sweep_page_draws_three_charts_and_escapes() {
         let steps = [step(100.0, 100.0, 2, Some(40.0)), step(400.0, 310.0, 90, None)];
@@ -348,12 +439,37 @@ mod tests {
         assert_eq!(circles, 2 + 3 * 2 + 3, "{circles}");
         assert!(page.contains("<td class=\"num\">310.0</td>"));
         assert!(page.contains("<td class=\"num\">–</td>"), "unmeasured CPU is a dash");
-        let dir = std::env::temp_dir().join(format!("loadgen-chart-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).ok();
-        let path = dir.join("s.html");
-        assert!(write_sweep_html(&path, &steps, "t").is_ok());
-        assert!(std::fs::read_to_string(&path).is_ok_and(|t| t.starts_with("<!DOCTYPE html>")));
-        std::fs::remove_dir_all(&dir).ok();
+        assert!(page.starts_with("<!DOCTYPE html>"));
+        // Every drawn point carries its figure.
+        assert!(page.contains("data-value=\"310\""), "achieved 310 tx/s is a data point");
+    }
+
+    #[test]
+    fn one_run_draws_its_intervals_and_headlines() {
+        let mut r = step(200.0, 199.5, 7, Some(55.5));
+        let line = |end_s: f64, completed: u64| crate::run::IntervalLine {
+            end_s,
+            completed,
+            rate: completed as f64,
+            latency: r.latency,
+            late: 0,
+            skipped: 0,
+            errors: 0,
+        };
+        r.intervals = vec![line(1.0, 200), line(2.0, 0), line(3.0, 199)];
+        let parts = run_parts(&r);
+        assert_eq!(parts.len(), 1);
+        let f = parts[0].figure.as_ref().expect("drawn");
+        // p50, p99 and max of the two intervals that completed anything.
+        assert_eq!(f.svg.matches("<circle").count(), 6, "{}", f.svg);
+        assert!(f.caption.contains("PostgreSQL at &lt;test&gt;"), "{}", f.caption);
+        assert!(f.after.contains("data-value=\"55.5\""), "{}", f.after);
+        let names: Vec<&str> = parts[0].headlines.iter().map(|h| h.name.as_str()).collect();
+        assert_eq!(names, ["load achieved", "load p99 latency", "server CPU per transaction"]);
+        assert!(parts[0].headlines.iter().all(|h| h.metric.is_some()));
+        r.completed = 0;
+        r.intervals.clear();
+        assert!(run_parts(&r)[0].figure.is_none(), "nothing completed: nothing drawn");
     }
 
     #[test]
@@ -379,13 +495,16 @@ mod tests {
             .any(|m| m.name == "load_server_cpu_per_tx" && (m.samples[0] - 55_500.0).abs() < 1e-6));
     }
 
+    /// The axes' tops and tick labels come from `chart::svg`: round numbers above the data.
     #[test]
     fn nice_tops() {
-        assert_eq!(nice_max(0.0), 1.0);
-        assert_eq!(nice_max(3.2), 5.0);
-        assert_eq!(nice_max(200.0), 200.0);
-        assert_eq!(nice_max(201.0), 500.0);
-        assert_eq!(trim(0.25), "0.25");
-        assert_eq!(trim(400.0), "400");
+        assert_eq!(svg::nice_max(0.0, 5), 1.0);
+        assert_eq!(svg::nice_max(3.2, 5), 3.5, "a whole 0.5 step above 3.2 plus headroom");
+        assert_eq!(svg::nice_max(200.0, 5), 250.0);
+        let x = PLOT.x_scale(ScaleKind::Linear, 0.0, svg::nice_max(360.0, 5));
+        assert_eq!(tick_values(&x.ticks(5)), [0.0, 100.0, 200.0, 300.0, 400.0]);
+        let labels: Vec<String> = x.ticks(5).into_iter().filter_map(|t| t.label).collect();
+        assert_eq!(labels, ["0", "100", "200", "300", "400"]);
+        assert_eq!(svg::trim_zeros(&fmt3(0.25)), "0.25");
     }
 }

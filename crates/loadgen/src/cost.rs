@@ -7,12 +7,12 @@ use cpuacct::cpustat::parse_proc_stat;
 use cpuacct::pstime::{self, Sampler, Snapshot};
 use measure::time::{process_cpu_ns, ClockTicks};
 use measure::FsRoot;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::Error;
 
 /// CPU per transaction and what it rests on.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Cost {
     /// The server's main process.
     pub server_pid: u32,
@@ -28,8 +28,11 @@ pub struct Cost {
     pub driver_cpu_ns: u64,
     /// Transactions the figures are divided by.
     pub transactions: u64,
+    #[serde(deserialize_with = "measure::nan::f64_or_null")]
     pub server_us_per_tx: f64,
+    #[serde(deserialize_with = "measure::nan::f64_or_null")]
     pub machine_us_per_tx: f64,
+    #[serde(deserialize_with = "measure::nan::f64_or_null")]
     pub driver_us_per_tx: f64,
 }
 

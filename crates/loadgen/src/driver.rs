@@ -4,34 +4,17 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Serialize;
-
 use crate::workload::{Dialect, Value};
 use crate::Error;
 
-/// Which server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ServerKind {
-    Postgres,
-    MariaDb,
-}
+/// Which server (the workspace's one kind).
+pub use measure::database::ServerKind;
 
-impl ServerKind {
-    /// Its name on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            ServerKind::Postgres => "postgres",
-            ServerKind::MariaDb => "mariadb",
-        }
-    }
-
-    /// Its placeholder dialect.
-    pub fn dialect(self) -> Dialect {
-        match self {
-            ServerKind::Postgres => Dialect::Postgres,
-            ServerKind::MariaDb => Dialect::MariaDb,
-        }
+/// The placeholder dialect of a server's SQL.
+pub fn dialect(kind: ServerKind) -> Dialect {
+    match kind {
+        ServerKind::Postgres => Dialect::Postgres,
+        ServerKind::MariaDb => Dialect::MariaDb,
     }
 }
 

@@ -13,7 +13,9 @@
 //!   per run of latency, service time and schedule lag, errors by SQLSTATE, and ([`cost`]) the
 //!   server's process-tree CPU, the machine's busy time and the driver's own CPU per
 //!   transaction.
-//! - [`sweep`]: fixed-rate steps one after another, drawn by [`chart`] as an HTML page.
+//! - [`sweep`]: fixed-rate steps one after another; [`chart`] draws a run's and a sweep's report
+//!   sections.
+//! - [`experiments`]: `load` and `load prepare` as the product runs them (arguments, outcome).
 //!
 //! ```no_run
 //! use loadgen::{run, Plan, ServerKind, Target};
@@ -33,9 +35,9 @@ pub mod chart;
 pub mod cost;
 pub mod driver;
 mod error;
+pub mod experiments;
 pub mod prepare;
 pub mod render;
-pub mod rng;
 pub mod run;
 pub mod schedule;
 pub mod stats;

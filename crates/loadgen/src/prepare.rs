@@ -5,9 +5,9 @@
 use serde::Serialize;
 
 use crate::driver::{Conn, ServerKind, Target};
-use crate::rng::Rng;
 use crate::workload::digits;
 use crate::Error;
+use measure::rng::SplitMix64;
 
 /// What to create.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,7 +75,7 @@ pub fn prepare(
                  c CHAR(120) NOT NULL DEFAULT '', pad CHAR(60) NOT NULL DEFAULT ''){engine}"
             ),
         )?;
-        let mut rng = Rng::new(opts.seed ^ (u64::from(t) << 40));
+        let mut rng = SplitMix64::new(opts.seed ^ (u64::from(t) << 40));
         let rows = i64::try_from(opts.rows).unwrap_or(i64::MAX);
         sql(conn.as_mut(), "starting the load", "BEGIN")?;
         let mut id = 1u64;

@@ -6,19 +6,19 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use querystat::Log2Hist;
-use serde::Serialize;
+use measure::hist::Log2Hist;
+use serde::{Deserialize, Serialize};
 
 use crate::cost::{Cost, CostProbe};
 use crate::driver::{Conn, DbError, ServerKind, Target};
-use crate::rng::Rng;
 use crate::schedule::{share, Arrivals, Schedule};
 use crate::stats::{Hists, Percentiles};
 use crate::workload::{builtin, parse_sql_file, TxTemplate, Value, WorkloadKind};
 use crate::Error;
+use measure::rng::SplitMix64;
 
 /// Simple (text) or prepared (extended) protocol.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Protocol {
     Simple,
@@ -83,7 +83,7 @@ impl Default for Plan {
 }
 
 /// One interval's line.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IntervalLine {
     /// End of the interval, s after the first intended start.
     pub end_s: f64,
@@ -97,8 +97,10 @@ pub struct IntervalLine {
 }
 
 /// A whole run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LoadReport {
+    /// Stored as `postgres` / `maria_db`, as it always was.
+    #[serde(serialize_with = "ServerKind::serialize_snake")]
     pub server: ServerKind,
     pub target: String,
     pub workload: String,
@@ -235,7 +237,7 @@ fn prepare_conn(
         let mut hs = Vec::with_capacity(t.statements.len());
         for st in &t.statements {
             if protocol == Protocol::Prepared && !st.params().is_empty() {
-                let text = st.prepared_text(target.kind.dialect());
+                let text = st.prepared_text(crate::driver::dialect(target.kind));
                 let h = conn.prepare(&text).map_err(|e| Error::Sql {
                     what: format!("preparing {text:?}"),
                     message: e.to_string(),
@@ -288,7 +290,7 @@ struct Worker {
     end_ns: Option<u64>,
     t0: Instant,
     plan: Plan,
-    rng: Rng,
+    rng: SplitMix64,
     shared: Arc<Mutex<Shared>>,
     stop: Arc<AtomicBool>,
     user_stop: &'static AtomicBool,
@@ -470,7 +472,9 @@ pub fn run(
             end_ns,
             t0,
             plan: plan.clone(),
-            rng: Rng::new(plan.seed.wrapping_mul(0x9E37_79B9).wrapping_add(u64::from(index))),
+            rng: SplitMix64::new(
+                plan.seed.wrapping_mul(0x9E37_79B9).wrapping_add(u64::from(index)),
+            ),
             shared,
             stop: Arc::clone(&stop),
             user_stop,

@@ -10,12 +10,12 @@
 //! at `rate`. A connection that falls behind starts its next transaction at once; the schedule
 //! itself never moves.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::rng::Rng;
+use measure::rng::SplitMix64;
 
 /// How start times are spread.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum Arrivals {
     /// Evenly spaced: `t0 + i / rate`.
@@ -48,7 +48,7 @@ pub struct Schedule {
     arrivals: Arrivals,
     k: u64,
     poisson_ns: f64,
-    rng: Rng,
+    rng: SplitMix64,
 }
 
 impl Schedule {
@@ -69,7 +69,7 @@ impl Schedule {
             arrivals,
             k: 0,
             poisson_ns: 0.0,
-            rng: Rng::new(seed ^ (u64::from(index) << 32) ^ 0x5EED),
+            rng: SplitMix64::new(seed ^ (u64::from(index) << 32) ^ 0x5EED),
         }
     }
 

@@ -2,7 +2,7 @@
 //! count as 100 s) per interval and for the whole run, and their percentiles.
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::Error;
 
@@ -15,7 +15,7 @@ pub fn histogram() -> Result<Histogram<u64>, Error> {
 }
 
 /// The figures printed for a histogram, ns.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Percentiles {
     pub count: u64,
     pub mean_ns: f64,

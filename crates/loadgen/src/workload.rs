@@ -8,8 +8,8 @@
 
 use serde::Serialize;
 
-use crate::rng::Rng;
 use crate::Error;
+use measure::rng::SplitMix64;
 
 /// The SQL dialect of placeholders.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -147,7 +147,7 @@ pub struct TxTemplate {
 
 impl TxTemplate {
     /// Draws this transaction's values.
-    pub fn values(&self, rng: &mut Rng) -> Vec<Value> {
+    pub fn values(&self, rng: &mut SplitMix64) -> Vec<Value> {
         let mut out: Vec<Value> = Vec::with_capacity(self.gens.len());
         for g in &self.gens {
             let v = match g {
@@ -165,7 +165,7 @@ impl TxTemplate {
 }
 
 /// sysbench's `###########-###########…` strings.
-pub fn digits(rng: &mut Rng, groups: usize) -> String {
+pub fn digits(rng: &mut SplitMix64, groups: usize) -> String {
     let mut s = String::with_capacity(groups * 12);
     for g in 0..groups {
         if g > 0 {
@@ -403,7 +403,7 @@ mod tests {
             s.prepared_text(Dialect::MariaDb),
             "SELECT c FROM t WHERE id = ? AND s = ':rand(1,2);'"
         );
-        let v = t.values(&mut Rng::new(1));
+        let v = t.values(&mut SplitMix64::new(1));
         assert_eq!(v[1], Value::Int(5));
         let Value::Int(id) = v[0] else { panic!("not an int") };
         assert!((1..=100).contains(&id));
@@ -431,7 +431,7 @@ mod tests {
         assert!(ins
             .prepared_text(Dialect::Postgres)
             .starts_with("INSERT INTO sbtest2 (id, k, c, pad) VALUES ($1, $2, $3, $4)"));
-        let v = t.values(&mut Rng::new(3));
+        let v = t.values(&mut SplitMix64::new(3));
         let range = t.statements[11].literal_text(&v);
         let nums: Vec<i64> = range
             .split(|c: char| !c.is_ascii_digit())

@@ -15,6 +15,10 @@
 //!   comparisons key on — never formatted text.
 //! - [`verdict`]: `faster` / `slower` / `same` between two runs' samples, tested.
 //! - [`usage`]: the one exit-code rule ([`Usage`], [`Classified`]).
+//! - [`rng`]: the one pseudo-random generator ([`rng::SplitMix64`]), reproducible from a seed.
+//! - [`hist`]: power-of-two histograms in DTrace's layout ([`hist::Log2Hist`]).
+//! - [`database`]: which database server ([`database::ServerKind`]).
+//! - [`nan`]: figures that were not a number, read back from JSON's `null`.
 //! - [`UsageError`]: the one marker for "the command line was wrong" (exit code 2).
 //!
 //! ```
@@ -29,11 +33,15 @@
 pub mod args;
 pub mod core_clock;
 pub mod counter;
+pub mod database;
 pub mod fsroot;
 pub mod gate;
+pub mod hist;
 pub mod metric;
+pub mod nan;
 pub mod procstat;
 pub mod progress;
+pub mod rng;
 pub mod say;
 pub mod stop;
 pub mod summary;

@@ -38,35 +38,6 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// CPU time: exact per-process CPU over an interval (pstime) and per-CPU utilization as
-    /// floating-point percentages, over an interval or exactly one command's lifetime.
-    #[command(arg_required_else_help = true)]
-    Cpu {
-        #[command(subcommand)]
-        command: crate::commands::cpu::CpuCommand,
-    },
-    /// Databases: query latency, cache hits and pre-emption of PostgreSQL and MariaDB servers.
-    #[command(arg_required_else_help = true)]
-    Db {
-        #[command(subcommand)]
-        command: crate::commands::db::DbCommand,
-    },
-    /// Database load at a steady rate (open loop): latency from each transaction's intended
-    /// start, late and skipped counts, errors by SQLSTATE, and the server's CPU per
-    /// transaction; `load prepare` makes the tables; `--sweep-rate` draws the curve.
-    Load(Box<crate::commands::load::LoadArgs>),
-    /// Compress or decompress files with a reader, N workers and a writer (seed 004's Tamp):
-    /// standard LZ4 and zstd output, MB/s, CPU time, each thread's busy share, and why it did
-    /// not go faster.
-    Compress(crate::commands::compress::CompressArgs),
-    /// The allocator bake-off (seed 004): one workload — the built-in multi-threaded
-    /// allocation workload, any command, or a throwaway PostgreSQL/MariaDB — under glibc,
-    /// jemalloc, tcmalloc, mimalloc, tbbmalloc and glibc tunables, each preload verified in the
-    /// measured process; throughput, CPU per operation and memory per thread count.
-    Alloc(crate::commands::alloc::AllocArgs),
-    /// Internal: the built-in workload of `alloc`, in a child process under the allocator.
-    #[command(hide = true)]
-    AllocWorker(crate::commands::alloc::AllocWorkerArgs),
     /// Run a compatibility tool by name (as if invoked through a link of that name):
     /// memhammer, create_sem, trigger, cpu_bind, thread_read, nicstat, pstime.
     Compat {

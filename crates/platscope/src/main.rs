@@ -38,12 +38,6 @@ fn main() -> ExitCode {
         ));
     };
     let result = match command {
-        Command::Cpu { command } => commands::cpu::run(command, cli.json, &cli.store_options()),
-        Command::Db { command } => commands::db::run(command, cli.json, &cli.store_options()),
-        Command::Load(args) => commands::load::run(args, cli.json, &cli.store_options()),
-        Command::Compress(args) => commands::compress::run(args, cli.json, &cli.store_options()),
-        Command::Alloc(args) => commands::alloc::run(args, cli.json, &cli.store_options()),
-        Command::AllocWorker(args) => commands::alloc::worker(args),
         Command::Compat { name, args } => {
             // clap takes `--json` anywhere as the global flag; hand it back to the tool.
             let mut args = args.clone();
@@ -127,10 +121,6 @@ fn exit_code(err: &anyhow::Error) -> u8 {
                 .is_some_and(results::StoreError::is_usage)
             || cause.downcast_ref::<suite::SuiteError>().is_some_and(suite::SuiteError::is_usage)
             || cause.downcast_ref::<iopattern::Error>().is_some_and(iopattern::Error::is_usage)
-            || cause.downcast_ref::<tamp::TampError>().is_some_and(tamp::TampError::is_usage)
-            || cause.downcast_ref::<querystat::Error>().is_some_and(querystat::Error::is_usage)
-            || cause.downcast_ref::<allocbench::Error>().is_some_and(allocbench::Error::is_usage)
-            || cause.downcast_ref::<loadgen::Error>().is_some_and(loadgen::Error::is_usage)
             || cause
                 .downcast_ref::<exporter::ServeError>()
                 .is_some_and(exporter::ServeError::is_usage)

@@ -1,7 +1,9 @@
 //! `platscope cpu pstime`, `platscope cpu util` and the `pstime` compat name as users run them:
 //! the exact CPU time of a child that burns a known amount (± 2 %, the requirement), the
 //! seed's layout, threads, vanished PIDs, the notes about what needs BPF, bad input (one line,
-//! exit 2), utilization since boot, per interval and over one command's lifetime, --busy-only.
+//! exit 2), utilization since boot, per interval and over one command's lifetime, --busy-only,
+//! and `cpu util --from` on captured mpstat logs, stdin and garbage (pure: no root, no live
+//! system).
 //!
 //! The burning child is this test binary run again with `PLATSCOPE_TEST_BURN` set
 //! ([`burner_child`]); it measures its own CPU time, so nothing else needs installing.
@@ -282,7 +284,11 @@ fn util_busy_only_hides_idle_cpus() {
     let hidden = v["hidden_idle"].as_array().unwrap();
     assert_eq!(shown.len() + hidden.len(), cpu_count(), "{v}");
     for cpu in shown {
-        assert!(cpu["busy"].as_f64().unwrap() > 0.0, "an idle CPU was shown: {cpu}");
+        assert!(cpu["idle"].as_f64().unwrap() < 99.995, "an idle CPU was shown: {cpu}");
+    }
+    for cpu in hidden {
+        let n = cpu.as_u64().unwrap();
+        assert!(n < cpu_count() as u64, "{v}");
     }
     // Without the flag, nothing is hidden.
     let v = json(&platscope(&["--json", "cpu", "util", "0.2", "1"]));
@@ -338,4 +344,109 @@ fn pstime_counts_a_process_that_starts_and_exits_inside_the_interval() {
     assert_eq!(row["lifetime"], "started_and_exited", "{row}");
     assert_eq!(row["comm"], "sh");
     assert!(row["cpu_ns"].as_u64().unwrap() > 10_000_000, "{row}");
+}
+
+fn mpstat_fixture(name: &str) -> String {
+    format!("{}/../cpuacct/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn util_from_reads_a_captured_mpstat_log() {
+    let log = mpstat_fixture("mpstat_sysstat12_debian12_2cpu_24h_ctime_each_line.txt");
+    let out = platscope(&["cpu", "util", "--from", &log]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    // One table per mpstat interval, mpstat's own times, the live command's columns.
+    let headers: Vec<&str> = stdout.lines().filter(|l| l.contains("%usr")).collect();
+    assert_eq!(headers.len(), 5, "{stdout}");
+    assert!(headers[0].starts_with("21:13:42  CPU    %usr"), "{stdout}");
+    assert_eq!(stdout.lines().filter(|l| l.split_whitespace().nth(1) == Some("all")).count(), 5);
+
+    // --json: one object per interval, the live command's keys.
+    let out = platscope(&["--json", "cpu", "util", "--from", &log]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let lines: Vec<serde_json::Value> =
+        text(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 5);
+    for v in &lines {
+        assert_eq!(v["cpus"].as_array().unwrap().len(), 2, "{v}");
+        assert!(v["all"]["usr"].is_f64() && v["hidden_idle"].is_array());
+        assert_eq!(v["logged_at"]["zone"], "UTC");
+    }
+
+    // -: standard input; --busy-only and --node-cpus on the hand-made 256-CPU log.
+    let big = std::fs::read(mpstat_fixture("mpstat_sysstat12_handmade_256cpu_24h.txt")).unwrap();
+    let mut child = Command::new(BIN)
+        .args(["cpu", "util", "--from", "-", "--busy-only", "--node-cpus", "0-127,128-255"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&big).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert_eq!(stdout.matches(" NODE ").count(), 3, "{stdout}");
+    assert!(stdout.lines().all(|l| !l.ends_with(" 100.00")), "{stdout}");
+    assert!(stdout.contains("   48  100.00"), "{stdout}");
+}
+
+#[test]
+fn util_from_garbage_a_missing_file_and_bad_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let garbage = dir.path().join("vmstat.txt");
+    std::fs::write(&garbage, "procs -----------memory----------\n r  b   swpd   free\n").unwrap();
+    let garbage = garbage.to_str().unwrap();
+    let out = platscope(&["cpu", "util", "--from", garbage]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.starts_with(&format!("platscope: {garbage} is not mpstat output: expected")),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+
+    let missing = dir.path().join("no-such.log");
+    let missing = missing.to_str().unwrap();
+    let out = platscope(&["cpu", "util", "--from", missing]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with(&format!("platscope: cannot read {missing}: ")), "{stderr}");
+
+    // One bad interval among good ones: named, counted, the rest printed, exit 0.
+    let log = std::fs::read_to_string(mpstat_fixture("mpstat_sysstat12_debian12_2cpu_24h.txt"))
+        .unwrap()
+        .replacen("21:13:28       1   76.77", "21:13:28       1   7x.77", 1);
+    let path = dir.path().join("one-bad.log");
+    std::fs::write(&path, log).unwrap();
+    let out = platscope(&["cpu", "util", "--from", path.to_str().unwrap()]);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        stderr.lines().collect::<Vec<_>>(),
+        [
+            "platscope: interval at 21:13:28 (line 16): CPU 1: %usr is '7x.77', not a number",
+            "platscope: 1 of 5 intervals could not be read",
+        ]
+    );
+    assert_eq!(text(&out.stdout).matches("%usr").count(), 4);
+
+    // Usage errors: exit 2, one line.
+    let log = mpstat_fixture("mpstat_sysstat12_debian12_2cpu_24h.txt");
+    for args in [
+        &["cpu", "util", "--node-cpus", "0-1"][..],
+        &["cpu", "util", "--from", &log, "1"],
+        &["cpu", "util", "--from", &log, "--event"],
+        &["cpu", "util", "--from", &log, "--node-cpus", "3-1"],
+        &["cpu", "util", "--from", &log, "--", "true"],
+    ] {
+        let out = platscope(args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+    }
 }

@@ -3,7 +3,8 @@
 //! from the stored run — byte for byte. Then all of those runs, of every kind, on one page.
 //!
 //! Tiny arguments may name things the test provides: `{file}` (a 4 MiB file of mixed data),
-//! `{pg}` (the libpq conninfo of a throwaway PostgreSQL 15 the test starts and stops).
+//! `{pg}` (the libpq conninfo of a throwaway PostgreSQL 15 the test starts and stops, with
+//! `load prepare`'s tables in it), `{pgpid}` (that server's postmaster PID).
 
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
@@ -49,11 +50,15 @@ impl Provided {
         path
     }
 
-    fn pg(&mut self) -> String {
+    fn pg(&mut self) -> &testdb::Postgres {
         if self.pg.is_none() {
-            self.pg = Some(testdb::Postgres::start(&testdb::PgOptions::default()).unwrap());
+            let pg = testdb::Postgres::start(&testdb::PgOptions::default()).unwrap();
+            let prepare = ["load", "prepare", "--server", "postgres", "--url", &pg.conninfo()];
+            let out = Command::new(BIN).arg("--no-store").args(prepare).output().unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            self.pg = Some(pg);
         }
-        self.pg.as_ref().unwrap().conninfo()
+        self.pg.as_ref().unwrap()
     }
 
     fn args(&mut self, tiny: &[&str]) -> Vec<String> {
@@ -64,7 +69,10 @@ impl Provided {
                     a = a.replace("{file}", &self.file().display().to_string());
                 }
                 if a.contains("{pg}") {
-                    a = a.replace("{pg}", &self.pg());
+                    a = a.replace("{pg}", &self.pg().conninfo());
+                }
+                if a.contains("{pgpid}") {
+                    a = a.replace("{pgpid}", &self.pg().pid().to_string());
                 }
                 a
             })

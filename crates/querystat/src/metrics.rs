@@ -4,7 +4,6 @@
 use measure::{Metric, ToMetrics, Unit};
 
 use crate::report::Report;
-use crate::server::ServerKind;
 use crate::By;
 
 /// Completed queries (or transactions) per second, one sample per interval.
@@ -14,10 +13,7 @@ pub const LATENCY_MEAN: &str = "db_latency_mean";
 
 impl ToMetrics for Report {
     fn to_metrics(&self) -> Vec<Metric> {
-        let server = match self.server.kind {
-            ServerKind::Postgres => "postgres",
-            ServerKind::MariaDb => "mariadb",
-        };
+        let server = self.server.kind.name();
         let by = match self.by {
             By::Query => "query",
             By::Transaction => "transaction",

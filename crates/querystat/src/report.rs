@@ -1,12 +1,12 @@
 //! What a run measured, and its text in seed 004's layout (pure functions: golden-tested).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::hist::Log2Hist;
 use crate::server::{Server, ServerKind};
+use measure::hist::Log2Hist;
 
 /// What one traced unit is.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum By {
     /// A statement: PostgreSQL's `query__execute__start/done`, MariaDB's COM_QUERY and
@@ -36,7 +36,7 @@ impl By {
 }
 
 /// A moment, as seconds since the epoch and as local time in the seed's format.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stamp {
     /// Seconds since 1970 (UTC).
     pub epoch_s: i64,
@@ -61,7 +61,7 @@ pub fn local_time(epoch: i64) -> String {
 }
 
 /// Count, mean and distribution of some latency.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Latency {
     /// How many.
     pub count: u64,
@@ -91,7 +91,7 @@ impl Latency {
 }
 
 /// Hit vs miss: MariaDB's query cache, or PostgreSQL's shared buffers.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CacheStats {
     /// "query cache" or "shared buffer".
     pub label: String,
@@ -108,7 +108,7 @@ pub struct CacheStats {
 }
 
 /// Time queries spent off the CPU, by why, per query that had any.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct OffCpu {
     /// Waiting on the run queue after being pre-empted (state R at the switch).
     pub run_queue: Latency,
@@ -119,7 +119,7 @@ pub struct OffCpu {
 }
 
 /// A task that took the CPU from a server thread in the middle of a query.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Preemptor {
     /// Its command name.
     pub comm: String,
@@ -128,7 +128,7 @@ pub struct Preemptor {
 }
 
 /// One interval's throughput.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Interval {
     /// When it ended.
     pub at: Stamp,
@@ -139,7 +139,7 @@ pub struct Interval {
 }
 
 /// One query slower than `--slower`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SlowQuery {
     /// When it was reported.
     pub at: Stamp,
@@ -162,7 +162,7 @@ pub struct SlowQuery {
 }
 
 /// Why the run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EndReason {
     /// The stop flag (Ctrl-C).
@@ -174,7 +174,7 @@ pub enum EndReason {
 }
 
 /// Everything a run measured, cumulative from attach to the end.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
     /// The server traced.
     pub server: Server,
@@ -263,7 +263,7 @@ pub fn render_report(r: &Report) -> String {
     if r.end == EndReason::ServerExited {
         out.push_str(&format!(
             "The {} server (PID {}) exited during the run; what was measured until then:\n",
-            r.server.kind.name(),
+            r.server.kind.title(),
             r.server.pid
         ));
     }
@@ -364,10 +364,10 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
-    use crate::hist::slot_of;
+    use measure::hist::slot_of;
 
     fn hist(values: &[(u64, u64)]) -> Log2Hist {
-        let mut slots = [0u64; crate::hist::SLOTS];
+        let mut slots = [0u64; measure::hist::SLOTS];
         for &(v, c) in values {
             slots[slot_of(v)] += c;
         }

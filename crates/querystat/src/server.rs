@@ -4,42 +4,17 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::elf;
 use crate::error::{Error, Result};
 
-/// Which database.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ServerKind {
-    /// PostgreSQL (traced with its USDT probes).
-    Postgres,
-    /// MariaDB or MySQL's `mariadbd`/`mysqld` (traced with uprobes).
-    MariaDb,
-}
-
-impl ServerKind {
-    /// "PostgreSQL" or "MariaDB".
-    pub fn name(self) -> &'static str {
-        match self {
-            ServerKind::Postgres => "PostgreSQL",
-            ServerKind::MariaDb => "MariaDB",
-        }
-    }
-
-    /// The kind a binary's file name says, if any.
-    pub fn from_binary(path: &Path) -> Option<Self> {
-        match path.file_name()?.to_str()? {
-            "postgres" | "postmaster" => Some(ServerKind::Postgres),
-            "mariadbd" | "mysqld" => Some(ServerKind::MariaDb),
-            _ => None,
-        }
-    }
-}
+/// Which database (the workspace's one kind: PostgreSQL is traced with its USDT probes,
+/// MariaDB or MySQL's `mariadbd`/`mysqld` with uprobes).
+pub use measure::database::ServerKind;
 
 /// A running server: its top process (the postmaster, or mariadbd).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Server {
     /// The top process's PID.
     pub pid: u32,
@@ -60,7 +35,13 @@ impl Server {
 
     /// One line naming the server: "PostgreSQL 15.20, PID 1234, /usr/lib/postgresql/15/bin/postgres".
     pub fn describe(&self) -> String {
-        format!("{}, PID {}, {} ({})", self.kind.name(), self.pid, self.exe.display(), self.version)
+        format!(
+            "{}, PID {}, {} ({})",
+            self.kind.title(),
+            self.pid,
+            self.exe.display(),
+            self.version
+        )
     }
 }
 
@@ -209,13 +190,13 @@ fn choose(
         }
     }
     match servers.len() {
-        0 => Err(Error::NoServer(selector.kind.map_or("PostgreSQL or MariaDB", ServerKind::name))),
+        0 => Err(Error::NoServer(selector.kind.map_or("PostgreSQL or MariaDB", ServerKind::title))),
         1 => Ok(servers.remove(0)),
         count => {
             let list = servers
                 .iter()
                 .map(|(pid, kind, exe)| {
-                    format!("  {pid:>8}  {:<10}  {}", kind.name(), exe.display())
+                    format!("  {pid:>8}  {:<10}  {}", kind.title(), exe.display())
                 })
                 .collect::<Vec<_>>()
                 .join("\n");

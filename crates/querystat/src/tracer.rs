@@ -9,12 +9,12 @@ use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Link, MapCore, MapFlags, RingBuffer, RingBufferBuilder, UprobeOpts};
 
 use crate::error::{Error, Result};
-use crate::hist::{Log2Hist, SLOTS};
 use crate::report::{By, Preemptor, SlowQuery, Stamp};
 use crate::server::{check_traceable, process_tree, Server, ServerKind};
 use crate::server::{MARIADB_DISPATCH, MARIADB_QC_SEND};
-use crate::skel::types::qs_slow_event;
-use crate::skel::{QuerystatSkel, QuerystatSkelBuilder};
+use crate::skel::querystat::types::qs_slow_event;
+use crate::skel::querystat::{QuerystatSkel, QuerystatSkelBuilder};
+use measure::hist::{Log2Hist, SLOTS};
 
 /// What to trace.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -5,7 +5,6 @@
 //!
 //! The page is plain HTML and SVG (no script), so it can be mailed, archived and opened anywhere.
 
-pub mod alloc;
 pub mod compare;
 pub mod file;
 pub mod html;

@@ -9,6 +9,8 @@
 //! - [`scale`]: throughput against threads and against units (several pipelines at once), with
 //!   per-CPU busy time from /proc/stat, and a summary of where one instance stops scaling and why.
 //! - [`render`]: text tables; every result is `serde::Serialize` for JSON.
+//! - [`chart`]: the report sections (`cpu scale`'s chart, which `report --full` draws too, and a
+//!   compress run's); [`experiments`]: `compress` and `cpu scale` as the product runs them.
 //!
 //! ```no_run
 //! use std::path::Path;
@@ -22,12 +24,14 @@
 //! # Ok::<(), tamp::TampError>(())
 //! ```
 
+pub mod chart;
 mod clock;
 pub mod codec;
 mod compress;
 pub mod corpus;
 mod decompress;
 mod error;
+pub mod experiments;
 pub mod metrics;
 mod output;
 mod pipeline;

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use crate::process::{on_free_port, require, spawn_logged, wait_ready, ServerProcess, TempDir};
-use crate::{io_err, Result};
+use scratchdb::process::{on_free_port, require, spawn_logged, wait_ready, ServerProcess, TempDir};
+use scratchdb::{io_err, Result};
 
 /// Where Debian's `prometheus-node-exporter` puts its binary.
 pub const DEFAULT_BINARY: &str = "/usr/bin/prometheus-node-exporter";

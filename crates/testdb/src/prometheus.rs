@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use crate::process::{on_free_port, require, spawn_logged, wait_ready, ServerProcess, TempDir};
-use crate::{io_err, Result};
+use scratchdb::process::{on_free_port, require, spawn_logged, wait_ready, ServerProcess, TempDir};
+use scratchdb::{io_err, Result};
 
 /// Where Debian's `prometheus` package puts the server.
 pub const DEFAULT_BINARY: &str = "/usr/bin/prometheus";
@@ -113,7 +113,7 @@ impl Prometheus {
 
     /// The last `lines` lines of the server's log (for failure messages).
     pub fn log_tail(&self, lines: usize) -> String {
-        crate::process::tail(&self.dir.path().join("prometheus.log"), lines)
+        scratchdb::process::tail(&self.dir.path().join("prometheus.log"), lines)
     }
 
     /// `GET path` (with its query string) on the server: the status and the body.

@@ -14,9 +14,15 @@
 //!   pass an [`EventReading`] with each snapshot and the report carries, per CPU, the measured
 //!   busy percentage and its difference from the tick-sampled one ([`EventBusy`]).
 //!
+//! - [`mpstat_log`] reads the same figures from mpstat output someone sent (text, JSON, with a
+//!   date before every line); [`replay`] turns each of its intervals into a [`Report`] and prints
+//!   it with the same renderer as the live command (`cpu util --from FILE`).
+//!
 //! See `crate::cpustat` for which figures are sampled and which are measured.
 
+pub mod mpstat_log;
 pub mod render;
+pub mod replay;
 
 use std::collections::BTreeSet;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -91,9 +97,10 @@ impl EventBusy {
 /// One CPU (or all) over one interval: percentages of the ticks counted.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CpuUtil {
-    /// The CPU's number; `None` for the all-CPU line.
+    /// The CPU's number; `None` for the all-CPU line (and for a node's line).
     pub cpu: Option<u32>,
-    /// Clock ticks counted in all states (the denominator).
+    /// Clock ticks counted in all states (the denominator); 0 for a report read from an mpstat
+    /// log, which gives percentages only.
     pub ticks: u64,
     pub usr: f64,
     pub nice: f64,
@@ -114,24 +121,55 @@ pub struct CpuUtil {
 }
 
 impl CpuUtil {
-    /// No tick charged to anything but idle or iowait.
+    /// `%idle` prints as 100.00: the seed's `mpstat | grep -v ' 100$'`, for the live
+    /// machine and for logs alike. A CPU that waited for I/O part of the interval is shown.
     pub fn is_idle(&self) -> bool {
-        self.busy == 0.0
+        self.idle >= 99.995
     }
+}
+
+/// One NUMA node's CPUs together over one interval.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NodeUtil {
+    pub node: u32,
+    /// The CPUs whose figures make up the node's; empty when the node's line came as such from
+    /// an mpstat log (`-N`), which does not say.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cpus: Vec<u32>,
+    /// The node's figures (`cpu` is `None`): its CPUs' ticks summed when ticks are known, else
+    /// the mean of its CPUs' percentages.
+    pub util: CpuUtil,
+}
+
+/// When a report read from a log was taken, as the log says it (mpstat's own clock).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LoggedAt {
+    /// `YYYY-MM-DD`, when the log gives a date (mpstat's first line, or a date before a line).
+    pub date: Option<String>,
+    /// `HH:MM:SS`, 24-hour, as mpstat printed it (AM/PM converted).
+    pub time: String,
+    /// The zone a date before the lines named (`UTC`, `+01:00`, `CET`); mpstat does not say.
+    pub zone: Option<String>,
 }
 
 /// Everything measured over one interval.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Report {
-    /// Wall-clock end of the interval, seconds since the Unix epoch.
-    pub epoch_s: f64,
+    /// Wall-clock end of the interval, seconds since the Unix epoch. `None` only for a report
+    /// read from a log that does not say its time zone (see [`Report::logged_at`]).
+    pub epoch_s: Option<f64>,
     /// Length of the interval (monotonic clock); for a since-boot report, the ticks counted
-    /// per CPU in seconds.
+    /// per CPU in seconds. From a log: the difference of mpstat's timestamps (whole seconds),
+    /// 0 when the log does not say.
     pub elapsed_s: f64,
     pub since_boot: bool,
+    /// `USER_HZ`; 0 for a report read from a log.
     pub ticks_per_s: u64,
     pub all: CpuUtil,
     pub cpus: Vec<CpuUtil>,
+    /// Per-NUMA-node figures, when asked for or when the log has them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<NodeUtil>,
     /// CPUs left out by `busy_only`.
     pub hidden_idle: Vec<u32>,
     /// CPUs online at the end but not at the start (left out).
@@ -139,6 +177,57 @@ pub struct Report {
     /// CPUs online at the start but not at the end (left out).
     pub offlined: Vec<u32>,
     pub context_switches_per_s: Option<f64>,
+    /// For a report read from an mpstat log: its time as the log gives it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub logged_at: Option<LoggedAt>,
+}
+
+/// A node's figures from its CPUs' (`members`, none of them an all-CPU line): each state's
+/// ticks summed when every member has ticks (what the kernel's own sums would give), else the
+/// mean of their percentages (a log gives percentages only). `None` without members.
+pub fn node_util(node: u32, members: &[&CpuUtil]) -> Option<NodeUtil> {
+    if members.is_empty() {
+        return None;
+    }
+    let by_ticks = members.iter().all(|c| c.ticks > 0);
+    let weight = |c: &CpuUtil| if by_ticks { c.ticks as f64 } else { 1.0 };
+    let total: f64 = members.iter().map(|c| weight(c)).sum();
+    let mean =
+        |f: fn(&CpuUtil) -> f64| members.iter().map(|c| f(c) * weight(c)).sum::<f64>() / total;
+    let util = CpuUtil {
+        cpu: None,
+        ticks: members.iter().map(|c| c.ticks).sum(),
+        usr: mean(|c| c.usr),
+        nice: mean(|c| c.nice),
+        sys: mean(|c| c.sys),
+        iowait: mean(|c| c.iowait),
+        irq: mean(|c| c.irq),
+        soft: mean(|c| c.soft),
+        steal: mean(|c| c.steal),
+        guest: mean(|c| c.guest),
+        gnice: mean(|c| c.gnice),
+        idle: mean(|c| c.idle),
+        busy: mean(|c| c.busy),
+        went_back: members.iter().any(|c| c.went_back),
+        event: None,
+    };
+    Some(NodeUtil { node, cpus: members.iter().filter_map(|c| c.cpu).collect(), util })
+}
+
+/// `busy_only`: takes the idle CPUs out of `cpus` and returns their numbers (the one rule for
+/// the live command and logs: `%idle` at 100.00, [`CpuUtil::is_idle`]).
+pub fn hide_idle(cpus: &mut Vec<CpuUtil>, opts: &Options) -> Vec<u32> {
+    let mut hidden = Vec::new();
+    if opts.busy_only {
+        cpus.retain(|c| {
+            let keep = !c.is_idle();
+            if !keep {
+                hidden.extend(c.cpu);
+            }
+            keep
+        });
+    }
+    hidden
 }
 
 /// Per-state tick deltas of one CPU.
@@ -310,27 +399,20 @@ pub fn compute(
             (None, Some(b)) if prev.is_none() && elapsed_s > 0.0 => Some(b as f64 / elapsed_s),
             _ => None,
         };
-    let mut hidden_idle = Vec::new();
-    if opts.busy_only {
-        cpus.retain(|c| {
-            let keep = !c.is_idle();
-            if !keep {
-                hidden_idle.extend(c.cpu);
-            }
-            keep
-        });
-    }
+    let hidden_idle = hide_idle(&mut cpus, opts);
     Report {
-        epoch_s: cur.epoch_s,
+        epoch_s: Some(cur.epoch_s),
         elapsed_s,
         since_boot: prev.is_none(),
         ticks_per_s: ticks_per_s.per_second(),
         all,
         cpus,
+        nodes: Vec::new(),
         hidden_idle,
         onlined,
         offlined,
         context_switches_per_s,
+        logged_at: None,
     }
 }
 

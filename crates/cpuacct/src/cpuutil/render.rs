@@ -1,8 +1,10 @@
 //! Utilization as text: mpstat's column order with two decimals, `%idle` last (so the seed's
 //! `grep -v ' 100.00$'` still finds idle CPUs), and the event-based columns appended when
-//! present.
+//! present. [`emit`] is the one way an interval is printed, live or read from a log: text or one
+//! JSON object per line, notes through the caller's sink.
 
 use std::fmt::Write;
+use std::io;
 
 use serde::Serialize;
 
@@ -14,7 +16,11 @@ const FIGURES: [&str; 10] =
 
 /// The header line (with `events`: the sampled-vs-event columns too).
 pub fn header(stamp: &Stamp, events: bool) -> String {
-    let mut out = format!("{:<w$} {:>4}", stamp.clock, "CPU", w = stamp_width(stamp));
+    header_named(stamp, "CPU", events)
+}
+
+fn header_named(stamp: &Stamp, what: &str, events: bool) -> String {
+    let mut out = format!("{:<w$} {what:>4}", stamp.clock, w = stamp_width(stamp));
     for name in FIGURES {
         let _ = write!(out, " {name:>7}");
     }
@@ -28,11 +34,7 @@ fn stamp_width(stamp: &Stamp) -> usize {
     stamp.clock.len().max(8)
 }
 
-fn row(out: &mut String, stamp: &Stamp, u: &CpuUtil, events: bool) {
-    let label = match u.cpu {
-        Some(n) => n.to_string(),
-        None => "all".into(),
-    };
+fn row(out: &mut String, stamp: &Stamp, label: &str, u: &CpuUtil, events: bool) {
     let _ = write!(out, "{:<w$} {label:>4}", stamp.clock, w = stamp_width(stamp));
     for v in [u.usr, u.nice, u.sys, u.iowait, u.irq, u.soft, u.steal, u.guest, u.gnice, u.idle] {
         let _ = write!(out, " {v:>7.2}");
@@ -55,17 +57,82 @@ fn row(out: &mut String, stamp: &Stamp, u: &CpuUtil, events: bool) {
     out.push('\n');
 }
 
-/// One report: header, the all-CPU line, then each CPU shown. Event columns appear when any
-/// line has event figures.
+fn cpu_label(u: &CpuUtil) -> String {
+    match u.cpu {
+        Some(n) => n.to_string(),
+        None => "all".into(),
+    }
+}
+
+/// One report: header, the all-CPU line, then each CPU shown; then, when the report has
+/// per-node figures, a `NODE` header and a line per node (as `mpstat -N` prints them). Event
+/// columns appear when any line has event figures.
 pub fn render_report(report: &Report, stamp: &Stamp) -> String {
     let events = report.all.event.is_some() || report.cpus.iter().any(|c| c.event.is_some());
     let mut out = header(stamp, events);
     out.push('\n');
-    row(&mut out, stamp, &report.all, events);
+    row(&mut out, stamp, "all", &report.all, events);
     for cpu in &report.cpus {
-        row(&mut out, stamp, cpu, events);
+        row(&mut out, stamp, &cpu_label(cpu), cpu, events);
+    }
+    if !report.nodes.is_empty() {
+        out.push_str(&header_named(stamp, "NODE", events));
+        out.push('\n');
+        for node in &report.nodes {
+            row(&mut out, stamp, &node.node.to_string(), &node.util, events);
+        }
     }
     out
+}
+
+/// The time a report is shown at: the log's own clock for a report read from a log, else the
+/// local time of its end (with milliseconds when `subsecond`).
+pub fn stamp_for(report: &Report, subsecond: bool) -> Stamp {
+    match &report.logged_at {
+        Some(at) => {
+            let epoch = report.epoch_s.map(|e| format!("{}", e.floor() as i64)).unwrap_or_default();
+            Stamp::fixed(&at.time, &epoch)
+        }
+        None => Stamp::local(report.epoch_s.unwrap_or(0.0), subsecond),
+    }
+}
+
+/// How [`emit`] prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Format {
+    /// One JSON object per line instead of the table.
+    pub json: bool,
+    /// Milliseconds in the time column (live sub-second intervals).
+    pub subsecond: bool,
+    /// The first report of a run: no blank line before the table, the column legend noted.
+    pub first: bool,
+}
+
+/// Where [`emit`] writes: `out` takes stdout text and answers `Ok(false)` when the reader has
+/// gone away; `note` takes one stderr line (without a program name).
+#[allow(missing_debug_implementations)] // two closures
+pub struct Sink<'a> {
+    pub out: &'a mut dyn FnMut(&str) -> io::Result<bool>,
+    pub note: &'a mut dyn FnMut(&str),
+}
+
+/// Prints one interval — the live command's and `--from`'s — its notes first (the column
+/// legend only with the first report); `Ok(false)` when the reader has gone away.
+pub fn emit(report: &Report, format: Format, sink: &mut Sink<'_>) -> io::Result<bool> {
+    for note in notes(report) {
+        if format.first || !note.starts_with("%busy-tk") {
+            (sink.note)(&note);
+        }
+    }
+    let text = if format.json {
+        let mut line = serde_json::to_string(report).map_err(io::Error::other)?;
+        line.push('\n');
+        line
+    } else {
+        let gap = if format.first { "" } else { "\n" };
+        format!("{gap}{}", render_report(report, &stamp_for(report, format.subsecond)))
+    };
+    (sink.out)(&text)
 }
 
 /// Remarks about a report that belong on their own lines (hot-plugged CPUs, counters that
@@ -80,10 +147,11 @@ pub fn notes(report: &Report) -> Vec<String> {
         ));
     }
     if !report.offlined.is_empty() {
-        notes.push(format!(
-            "CPU {} went offline during the interval: left out",
-            list(&report.offlined)
-        ));
+        let when = match &report.logged_at {
+            Some(at) => format!("the {} interval of the log", at.time),
+            None => "the interval".into(),
+        };
+        notes.push(format!("CPU {} went offline during {when}: left out", list(&report.offlined)));
     }
     let back: Vec<u32> = report.cpus.iter().filter(|c| c.went_back).filter_map(|c| c.cpu).collect();
     if !back.is_empty() {

@@ -1,8 +1,7 @@
-//! The charts this crate draws itself: `cpu_scale` (seed 004's Tamp). The memory sections are
-//! drawn by `membench::chart` from the outcomes they show.
+//! The charts this crate draws itself: none of its own now. `cpu scale`'s is `tamp`'s
+//! (`tamp::chart::cpu_scale`), the memory sections are drawn by `membench::chart` from the
+//! outcomes they show.
 
-mod cpu_scale;
-
-pub(super) use cpu_scale::chart_cpu_scale;
+pub(super) use tamp::chart::cpu_scale as chart_cpu_scale;
 
 pub(super) use chart::Figure;

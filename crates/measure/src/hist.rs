@@ -1,7 +1,19 @@
-//! Power-of-two latency histograms, and their text in DTrace's `quantize()` layout.
+//! Power-of-two histograms (DTrace's `quantize()`): what querystat's kernel programs keep and
+//! what `load` counts its latencies in, with their text in DTrace's layout.
+//!
+//! ```
+//! use measure::hist::Log2Hist;
+//!
+//! let mut h = Log2Hist::default();
+//! h.add(40);
+//! h.add(50);
+//! assert_eq!(h.total(), 2);
+//! assert_eq!(serde_json::to_string(&h).unwrap(), r#"[{"low_us":32,"count":2}]"#);
+//! ```
 
+use serde::de::Error as _;
 use serde::ser::SerializeSeq;
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// Number of slots: slot 0 holds the value 0, slot `i > 0` holds `[2^(i-1), 2^i)`.
 pub const SLOTS: usize = 64;
@@ -110,6 +122,30 @@ impl Serialize for Log2Hist {
     }
 }
 
+impl<'de> Deserialize<'de> for Log2Hist {
+    /// The buckets as [`Serialize`] writes them; a bucket whose `low_us` is not a slot's
+    /// lower bound (0 or a power of two) is refused rather than moved.
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Bucket {
+            low_us: u64,
+            count: u64,
+        }
+        let mut h = Log2Hist::default();
+        for b in Vec::<Bucket>::deserialize(deserializer)? {
+            let slot = slot_of(b.low_us);
+            if slot >= SLOTS || slot_low(slot) != b.low_us {
+                return Err(D::Error::custom(format!(
+                    "{} is not the lower bound of a log2 bucket (0 or a power of two)",
+                    b.low_us
+                )));
+            }
+            h.counts[slot] = h.counts[slot].saturating_add(b.count);
+        }
+        Ok(h)
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
@@ -201,5 +237,52 @@ mod tests {
             serde_json::to_string(&h).unwrap(),
             r#"[{"low_us":2,"count":1},{"low_us":32,"count":2}]"#
         );
+    }
+
+    #[test]
+    fn reads_back_what_it_writes_and_refuses_odd_bounds() {
+        let mut h = Log2Hist::default();
+        for v in [0, 1, 3, 40, 50, 1 << 40, u64::MAX] {
+            h.add(v);
+        }
+        let text = serde_json::to_string(&h).unwrap();
+        assert_eq!(serde_json::from_str::<Log2Hist>(&text).unwrap(), h);
+        assert_eq!(serde_json::from_str::<Log2Hist>("[]").unwrap(), Log2Hist::default());
+        assert!(serde_json::from_str::<Log2Hist>(r#"[{"low_us":3,"count":1}]"#).is_err());
+        assert!(serde_json::from_str::<Log2Hist>(r#"[{"low_us":2}]"#).is_err());
+    }
+
+    /// Any bytes: an error or a histogram that writes back to what it read, never a panic.
+    #[test]
+    fn arbitrary_json_never_panics() {
+        let mut rng = crate::rng::SplitMix64::new(26);
+        let pieces = [
+            "[",
+            "]",
+            "{",
+            "}",
+            ",",
+            ":",
+            "\"low_us\"",
+            "\"count\"",
+            "0",
+            "1",
+            "2",
+            "4",
+            "18446744073709551615",
+            "-1",
+            "1e3",
+            "null",
+            "\"x\"",
+        ];
+        for _ in 0..5000 {
+            let n = rng.below(12) as usize;
+            let text: String =
+                (0..n).map(|_| pieces[rng.below(pieces.len() as u64) as usize]).collect();
+            if let Ok(h) = serde_json::from_str::<Log2Hist>(&text) {
+                let again = serde_json::to_string(&h).unwrap();
+                assert_eq!(serde_json::from_str::<Log2Hist>(&again).unwrap(), h, "{text}");
+            }
+        }
     }
 }

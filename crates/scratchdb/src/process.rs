@@ -1,5 +1,6 @@
-//! What both servers share: the temp dir, the child process stopped by PID, bounded waits,
-//! log tails and running a client.
+//! What every throwaway server shares (the databases here, and `testdb`'s Prometheus and
+//! node_exporter): the temp dir, the child process stopped by PID, bounded waits, log tails and
+//! running a client.
 
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
@@ -11,18 +12,18 @@ use crate::{io_err, Error, Result};
 
 /// A directory under the system temp dir, removed (with everything in it) on drop.
 #[derive(Debug)]
-pub(crate) struct TempDir {
+pub struct TempDir {
     path: PathBuf,
 }
 
 impl TempDir {
-    /// Creates `/tmp/platscope-testdb-<kind>-<pid>-<n>` with mode 0700.
-    pub(crate) fn new(kind: &str) -> Result<Self> {
+    /// Creates `/tmp/platscope-scratchdb-<kind>-<pid>-<n>` with mode 0700.
+    pub fn new(kind: &str) -> Result<Self> {
         static NEXT: AtomicU32 = AtomicU32::new(0);
         let base = std::env::temp_dir();
         for _ in 0..100 {
             let n = NEXT.fetch_add(1, Ordering::Relaxed);
-            let path = base.join(format!("platscope-testdb-{kind}-{}-{n}", std::process::id()));
+            let path = base.join(format!("platscope-scratchdb-{kind}-{}-{n}", std::process::id()));
             match std::fs::create_dir(&path) {
                 Ok(()) => {
                     use std::os::unix::fs::PermissionsExt;
@@ -39,12 +40,12 @@ impl TempDir {
         )))
     }
 
-    pub(crate) fn path(&self) -> &Path {
+    pub fn path(&self) -> &Path {
         &self.path
     }
 
     /// Gives the directory to `uid:gid`.
-    pub(crate) fn chown(&self, uid: u32, gid: u32) -> Result<()> {
+    pub fn chown(&self, uid: u32, gid: u32) -> Result<()> {
         std::os::unix::fs::chown(&self.path, Some(uid), Some(gid))
             .map_err(io_err(format!("chown {}", self.path.display())))
     }
@@ -58,7 +59,7 @@ impl Drop for TempDir {
 
 /// A server process this process started; stopped by its PID on drop.
 #[derive(Debug)]
-pub(crate) struct ServerProcess {
+pub struct ServerProcess {
     child: Option<Child>,
     /// The signal that asks for a clean, fast shutdown.
     stop_signal: libc::c_int,
@@ -66,22 +67,22 @@ pub(crate) struct ServerProcess {
 }
 
 impl ServerProcess {
-    pub(crate) fn new(child: Child, stop_signal: libc::c_int, stop_timeout: Duration) -> Self {
+    pub fn new(child: Child, stop_signal: libc::c_int, stop_timeout: Duration) -> Self {
         ServerProcess { child: Some(child), stop_signal, stop_timeout }
     }
 
-    pub(crate) fn pid(&self) -> u32 {
+    pub fn pid(&self) -> u32 {
         self.child.as_ref().map_or(0, Child::id)
     }
 
     /// `Some(status)` if the process has exited.
-    pub(crate) fn exited(&mut self) -> Option<std::process::ExitStatus> {
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
         self.child.as_mut().and_then(|c| c.try_wait().ok().flatten())
     }
 
     /// Sends the stop signal, waits up to the stop timeout, then SIGKILLs and reaps. Returns
     /// true if the clean shutdown finished in time.
-    pub(crate) fn stop(&mut self) -> bool {
+    pub fn stop(&mut self) -> bool {
         let Some(mut child) = self.child.take() else { return true };
         if matches!(child.try_wait(), Ok(Some(_))) {
             return true;
@@ -110,7 +111,7 @@ impl Drop for ServerProcess {
 }
 
 /// The last `lines` lines of a file (or a note that it could not be read).
-pub(crate) fn tail(path: &Path, lines: usize) -> String {
+pub fn tail(path: &Path, lines: usize) -> String {
     match std::fs::read(path) {
         Ok(bytes) => {
             let text = String::from_utf8_lossy(&bytes);
@@ -122,7 +123,7 @@ pub(crate) fn tail(path: &Path, lines: usize) -> String {
 }
 
 /// Polls `ready` every 50 ms until it says yes, the server exits, or `timeout` passes.
-pub(crate) fn wait_ready(
+pub fn wait_ready(
     server: &'static str,
     process: &mut ServerProcess,
     log: &Path,
@@ -155,7 +156,7 @@ pub(crate) fn wait_ready(
 }
 
 /// Runs a setup command to completion; its output goes to `log`.
-pub(crate) fn run_setup(mut command: Command, log: &Path) -> Result<()> {
+pub fn run_setup(mut command: Command, log: &Path) -> Result<()> {
     let name = format!("{:?}", command.get_program());
     let file = std::fs::File::create(log).map_err(io_err(format!("creating {}", log.display())))?;
     let err = file.try_clone().map_err(io_err("duplicating a log file handle"))?;
@@ -173,7 +174,7 @@ pub(crate) fn run_setup(mut command: Command, log: &Path) -> Result<()> {
 }
 
 /// Runs a client command, returning its stdout without the trailing newline.
-pub(crate) fn run_client(mut command: Command, sql: &str) -> Result<String> {
+pub fn run_client(mut command: Command, sql: &str) -> Result<String> {
     let Output { status, stdout, stderr } = command
         .stdin(std::process::Stdio::null())
         .output()
@@ -193,7 +194,7 @@ pub(crate) fn run_client(mut command: Command, sql: &str) -> Result<String> {
 }
 
 /// `(uid, gid)` of a system user.
-pub(crate) fn user_ids(name: &'static str) -> Result<(u32, u32)> {
+pub fn user_ids(name: &'static str) -> Result<(u32, u32)> {
     let c_name = CString::new(name).map_err(|_| Error::NoUser(name))?;
     // SAFETY: getpwnam reads a NUL-terminated string; the returned record (static storage)
     // is read at once, before any other call could overwrite it. Tests may call this from
@@ -208,7 +209,7 @@ pub(crate) fn user_ids(name: &'static str) -> Result<(u32, u32)> {
 }
 
 /// A TCP port on 127.0.0.1 that was free a moment ago (the kernel picked it).
-pub(crate) fn free_port() -> Result<u16> {
+pub fn free_port() -> Result<u16> {
     let listener =
         std::net::TcpListener::bind("127.0.0.1:0").map_err(io_err("finding a free TCP port"))?;
     let port = listener.local_addr().map_err(io_err("finding a free TCP port"))?.port();
@@ -216,7 +217,7 @@ pub(crate) fn free_port() -> Result<u16> {
 }
 
 /// Checks a binary is there, naming the package that provides it.
-pub(crate) fn require(path: &Path, package: &'static str) -> Result<PathBuf> {
+pub fn require(path: &Path, package: &'static str) -> Result<PathBuf> {
     if path.is_file() {
         Ok(path.to_path_buf())
     } else {
@@ -225,14 +226,14 @@ pub(crate) fn require(path: &Path, package: &'static str) -> Result<PathBuf> {
 }
 
 /// True if a Unix socket at `path` accepts a connection.
-pub(crate) fn socket_accepts(path: &Path) -> bool {
+pub fn socket_accepts(path: &Path) -> bool {
     std::os::unix::net::UnixStream::connect(path).is_ok()
 }
 
 /// Runs `start` on a free port of 127.0.0.1, and on another when the server reports the port
 /// taken (one the kernel picked a moment ago can be bound by someone else meanwhile): three
 /// tries in all. `start` stops its own server when it does not get ready.
-pub(crate) fn on_free_port<T>(
+pub fn on_free_port<T>(
     server: &'static str,
     log: &Path,
     mut start: impl FnMut(u16) -> Result<T>,
@@ -261,12 +262,7 @@ pub(crate) fn on_free_port<T>(
 
 /// Spawns `command` in `dir` with no stdin and its stdout and stderr going to `log` (appended
 /// to when `append`, else made anew).
-pub(crate) fn spawn_logged(
-    command: &mut Command,
-    dir: &Path,
-    log: &Path,
-    append: bool,
-) -> Result<Child> {
+pub fn spawn_logged(command: &mut Command, dir: &Path, log: &Path, append: bool) -> Result<Child> {
     let file = std::fs::OpenOptions::new()
         .create(true)
         .write(true)
