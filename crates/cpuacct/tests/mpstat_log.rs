@@ -8,6 +8,7 @@
 
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
+use measure::Usage;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 

@@ -49,13 +49,6 @@ pub enum Command {
     },
 }
 
-impl Cli {
-    /// Where this invocation's results go.
-    pub fn store_options(&self) -> results::StoreOptions {
-        results::StoreOptions { db: self.db.clone(), no_store: self.no_store }
-    }
-}
-
 /// What every registry command gets from the global flags (read from the parsed command line,
 /// where clap propagates global flags to the top).
 pub fn globals(matches: &clap::ArgMatches) -> experiment::Globals {

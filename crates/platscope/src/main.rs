@@ -3,7 +3,6 @@
 
 mod cli;
 mod commands;
-mod output;
 
 use std::io::Write as _;
 use std::process::ExitCode;

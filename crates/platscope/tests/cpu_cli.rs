@@ -10,6 +10,7 @@
 
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
+use std::io::Write;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 use test_support::{platscope, text, Burner};

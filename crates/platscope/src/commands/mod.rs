@@ -1,4 +1,3 @@
 //! One module per command: each turns parsed arguments into library calls and output.
 
 pub mod compat;
-pub mod record;
