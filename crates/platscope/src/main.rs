@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches};
 use cli::{Cli, Command};
+use measure::Classified;
 use platscope::registry::REGISTRY;
 
 fn main() -> ExitCode {
@@ -24,7 +25,7 @@ fn main() -> ExitCode {
         Err(err) => return usage_error(&err),
     };
     if let Some((entry, leaf)) = REGISTRY.find(&matches) {
-        return finish(entry.run(leaf, &cli::globals(&matches)).map_err(anyhow::Error::from));
+        return finish(entry.run(leaf, &cli::globals(&matches)));
     }
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
@@ -50,28 +51,28 @@ fn main() -> ExitCode {
 }
 
 /// Exit status and the one-line error for a command's outcome.
-fn finish(result: anyhow::Result<()>) -> ExitCode {
+fn finish(result: Result<(), Classified>) -> ExitCode {
     finish_as("platscope", result)
 }
 
-/// As [`finish`], the error line prefixed with `program` (a compat tool's own name).
-fn finish_as(program: &str, result: anyhow::Result<()>) -> ExitCode {
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        // A wrapped command's own status, passed on quietly (it spoke for itself).
-        Err(err) if passed_on(&err).is_some() => ExitCode::from(passed_on(&err).unwrap_or(1)),
-        Err(err) => {
-            // A closed stderr (`2>&1 | head`) must not turn the exit code into a panic's.
-            measure::say!("{program}: {err:#}");
-            ExitCode::from(exit_code(&err))
-        }
+/// As [`finish`], the error line prefixed with `program` (a compat tool's own name): 2 when
+/// the user can fix the command line, 1 when the system failed (`measure::Usage` decides).
+fn finish_as(program: &str, result: Result<(), Classified>) -> ExitCode {
+    let Err(err) = result else { return ExitCode::SUCCESS };
+    // A wrapped command's own status, passed on quietly (it spoke for itself).
+    if let Some(status) = err.passed_on_status() {
+        return ExitCode::from(status);
     }
-}
-
-/// The exit status of a command platscope ran and passes on (`cpu util -- CMD`), if that is
-/// how it ended.
-fn passed_on(err: &anyhow::Error) -> Option<u8> {
-    err.downcast_ref::<measure::Classified>().and_then(measure::Classified::passed_on_status)
+    // The error and its causes on one line; a closed stderr (`2>&1 | head`) must not turn
+    // the exit code into a panic's.
+    let mut line = err.to_string();
+    let mut cause = std::error::Error::source(&err);
+    while let Some(c) = cause {
+        line.push_str(&format!(": {c}"));
+        cause = c.source();
+    }
+    measure::say!("{program}: {line}");
+    ExitCode::from(if err.is_usage() { 2 } else { 1 })
 }
 
 /// Help and version go to stdout as clap writes them; a usage error becomes one line on stderr
@@ -98,35 +99,4 @@ fn usage_error(err: &clap::Error) -> ExitCode {
     let message = message.strip_prefix("error: ").unwrap_or(&message);
     measure::say!("platscope: {message} (see --help)");
     ExitCode::from(2)
-}
-
-/// 2 when the request was wrong (the user can fix the command), 1 when the system failed.
-/// Libraries mark usage errors with `measure::UsageError` or answer `is_usage()` on their own
-/// error type; nothing else decides the exit code.
-fn exit_code(err: &anyhow::Error) -> u8 {
-    if measure::usage::exit_code(err.chain()) == 2 {
-        return 2;
-    }
-    let usage = err.chain().any(|cause| {
-        cause.is::<measure::UsageError>()
-            || cause.is::<topo::units::SizeError>()
-            || cause.downcast_ref::<measure::Error>().is_some_and(measure::Error::is_usage)
-            || cause.downcast_ref::<place::PlaceError>().is_some_and(place::PlaceError::is_usage)
-            || cause
-                .downcast_ref::<membench::BenchError>()
-                .is_some_and(membench::BenchError::is_usage)
-            || cause
-                .downcast_ref::<results::StoreError>()
-                .is_some_and(results::StoreError::is_usage)
-            || cause.downcast_ref::<suite::SuiteError>().is_some_and(suite::SuiteError::is_usage)
-            || cause.downcast_ref::<iopattern::Error>().is_some_and(iopattern::Error::is_usage)
-            || cause
-                .downcast_ref::<exporter::ServeError>()
-                .is_some_and(exporter::ServeError::is_usage)
-    });
-    if usage {
-        2
-    } else {
-        1
-    }
 }

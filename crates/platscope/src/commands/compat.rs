@@ -4,7 +4,7 @@
 use std::ffi::{OsStr, OsString};
 use std::path::Path;
 
-use measure::UsageError;
+use measure::Classified;
 use membench::kit::tools as kit;
 
 /// The compatibility names this binary answers to.
@@ -18,18 +18,18 @@ pub fn invoked_as(argv0: &OsStr) -> Option<&'static str> {
 }
 
 /// Runs the compat tool `name` with `args`.
-pub fn run(name: &str, args: &[OsString]) -> anyhow::Result<()> {
+pub fn run(name: &str, args: &[OsString]) -> Result<(), Classified> {
     match name {
-        "create_sem" => Ok(kit::create_sem(args)?),
-        "memhammer" => Ok(kit::memhammer(args)?),
-        "trigger" => Ok(kit::trigger(args)?),
-        "cpu_bind" => Ok(kit::cpu_bind(args)?),
-        "thread_read" => Ok(membench::thread_read::tool(args)?),
-        "nicstat" => Ok(nicstat::command::compat(args, crate::cli::VERSION)?),
-        "pstime" => Ok(cpuacct::command::pstime_compat(args)?),
-        _ => {
-            let known = NAMES.join(", ");
-            Err(UsageError::Message(format!("unknown compat tool {name:?}; known: {known}")).into())
-        }
+        "create_sem" => kit::create_sem(args),
+        "memhammer" => kit::memhammer(args),
+        "trigger" => kit::trigger(args),
+        "cpu_bind" => kit::cpu_bind(args),
+        "thread_read" => membench::thread_read::tool(args),
+        "nicstat" => nicstat::command::compat(args, crate::cli::VERSION),
+        "pstime" => cpuacct::command::pstime_compat(args),
+        _ => Err(Classified::usage(format!(
+            "unknown compat tool {name:?}; known: {}",
+            NAMES.join(", ")
+        ))),
     }
 }
