@@ -68,6 +68,13 @@ impl Steps {
         }
     }
 
+    /// The step called `name` begins (no-op for a name not in the list).
+    pub fn begin_named(&self, name: &str) {
+        if let Some(index) = self.names.iter().position(|n| n == name) {
+            self.begin(index);
+        }
+    }
+
     /// Removes the bar from the terminal.
     pub fn finish(&self) {
         self.bar.finish_and_clear();

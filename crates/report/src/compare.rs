@@ -38,6 +38,9 @@ pub struct ReportComparison {
     pub baseline: String,
     pub comparison: Vec<FigureComparison>,
     pub config_diff: Vec<SettingDiff>,
+    /// The baseline machine's facts, for the Machine section's side-by-side table.
+    #[serde(default)]
+    pub baseline_machine: Vec<topo::Fact>,
 }
 
 /// The verdict as the page marks it: a word and a symbol, so it reads without colour.

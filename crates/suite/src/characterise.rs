@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use experiment::Globals;
 use measure::metric::Step;
 use measure::progress::{hidden, Steps};
 use measure::stop;
@@ -15,10 +16,11 @@ use membench::loaded::{self, LoadMix, LoadedOptions};
 use membench::scenarios::{self, scale_counts, shared_scenarios, NotRun, SlbWork};
 use membench::slb_shared::{self, LockKind, SharedSlbPlan};
 use place::{MemPolicy, PageSize, PlacementRequest};
-use report::html::{Note, ReportData, Section};
+use report::html::{Note, ReportData, Section as PageSection};
 use results::Recorder;
 use topo::Topology;
 
+use crate::sections::{self, Section};
 use crate::SuiteError;
 
 /// The command name the whole report's data is recorded under (see [`crate::from_db`]).
@@ -55,9 +57,7 @@ pub struct Budget {
     pub loaded: Duration,
     pub slb_pages: u64,
     pub slb_loops: u64,
-    /// Corpus bytes per unit for `cpu scale`; `None`: not run in this mode.
-    pub cpu_scale_bytes: Option<usize>,
-    /// Sampling time per CPU pair of the core-to-core step (full reports only).
+    /// Sampling time per CPU pair of the core-to-core step.
     pub c2c_pair: Duration,
 }
 
@@ -76,7 +76,6 @@ impl Budget {
                 loaded: Duration::from_millis(500),
                 slb_pages: 262_144,
                 slb_loops: 100,
-                cpu_scale_bytes: Some(128 << 20),
                 c2c_pair: Duration::from_millis(500),
             },
             Mode::Quick => Budget {
@@ -90,20 +89,22 @@ impl Budget {
                 loaded: Duration::from_millis(150),
                 slb_pages: 65_536,
                 slb_loops: 60,
-                cpu_scale_bytes: None,
                 c2c_pair: Duration::from_millis(150),
             },
         }
     }
 }
 
-/// Runs every step and returns the page's data; `version` is the binary's version line.
+/// Runs every step of the chosen `sections` and returns the page's data.
 pub fn run(
     mode: Mode,
+    sections: &[Section],
     topology: &Topology,
     rec: &mut Recorder,
-    version: &str,
+    globals: &Globals,
 ) -> Result<ReportData, SuiteError> {
+    let version = globals.version;
+    let memory = sections.contains(&Section::Memory);
     let budget = Budget::new(mode, topology);
     let cpus =
         PlacementRequest { cpus: None, policy: MemPolicy::Inherit }.allowed_cpus(topology)?;
@@ -112,7 +113,7 @@ pub fn run(
     let cpu_nodes = topology.nodes.iter().filter(|n| !n.cpus.is_empty()).count() as f64;
     let n = cpus.len() as f64;
     let factor = if mode == Mode::Full { 3.0 } else { 1.0 };
-    let mut steps = vec![
+    let memory_steps = vec![
         ("latency by working-set size", 12.0 * factor),
         ("prefetch self-check", 2.0 * factor),
         ("node×node latency", 1.5 * nodes * cpu_nodes * factor),
@@ -123,18 +124,18 @@ pub fn run(
         ("SLB by worker count", 2.0 * n * factor),
         ("SLB under local, interleaved and remote memory", 6.0 * factor),
     ];
-    let pairs = n * (n - 1.0) / 2.0;
-    if mode == Mode::Full {
-        steps.push(("core to core", pairs * budget.c2c_pair.as_secs_f64() + 0.5));
-        steps.push(("lock contention", 4.0 * scale_counts(cpus.len()).len() as f64 * 0.3));
-        steps.push(("throughput by threads and units", 10.0));
+    // The memory steps keep their indices (0..9) when memory is chosen; every other step is
+    // begun by name.
+    let mut steps = if memory { memory_steps } else { Vec::new() };
+    for section in sections {
+        steps.extend(section.steps(mode, cpus.len()));
     }
     let progress = Steps::new(&steps);
 
     let mut data = ReportData::new(mode.name(), version, topology.clone(), rec.database());
     data.sweep_cpu = first_cpu;
     let note =
-        |data: &mut ReportData, section: Section, step: &str, err: &dyn std::fmt::Display| {
+        |data: &mut ReportData, section: PageSection, step: &str, err: &dyn std::fmt::Display| {
             data.notes.push(Note::new(section, format!("{step}: not measured ({err})")));
         };
     let latency_opts = LatencyOptions { duration: budget.sweep, ..LatencyOptions::default() };
@@ -143,14 +144,16 @@ pub fn run(
     measure::core_clock::core_ghz();
 
     // 1. Latency by size.
-    progress.begin(0);
-    let sizes = latency::sweep_sizes(16 << 10, budget.sweep_to);
-    let swept = scenarios::latency_sweep(first_cpu, &sizes, &latency_opts, topology, |_| {
-        Ok::<(), SuiteError>(())
-    })?;
-    data.latency_sweep = swept.done;
-    if let Some((bytes, e)) = swept.failed {
-        note(&mut data, Section::LatencySize, &format!("latency at {bytes} bytes"), &e);
+    if memory {
+        progress.begin(0);
+        let sizes = latency::sweep_sizes(16 << 10, budget.sweep_to);
+        let swept = scenarios::latency_sweep(first_cpu, &sizes, &latency_opts, topology, |_| {
+            Ok::<(), SuiteError>(())
+        })?;
+        data.latency_sweep = swept.done;
+        if let Some((bytes, e)) = swept.failed {
+            note(&mut data, PageSection::LatencySize, &format!("latency at {bytes} bytes"), &e);
+        }
     }
     if !data.latency_sweep.is_empty() {
         let sweep = &data.latency_sweep;
@@ -160,18 +163,18 @@ pub fn run(
     }
 
     // 2. Prefetch self-check on the largest size.
-    if !stop::requested() {
+    if memory && !stop::requested() {
         progress.begin(1);
         if let Some(last) = data.latency_sweep.last() {
             match latency::prefetch_check(first_cpu, last, &latency_opts, topology) {
                 Ok(c) => data.prefetch_check = Some(c),
-                Err(e) => note(&mut data, Section::LatencySize, "prefetch self-check", &e),
+                Err(e) => note(&mut data, PageSection::LatencySize, "prefetch self-check", &e),
             }
         }
     }
 
     // 3. Node×node latency.
-    if !stop::requested() {
+    if memory && !stop::requested() {
         progress.begin(2);
         let opts = LatencyOptions { duration: budget.matrix, ..LatencyOptions::default() };
         match latency::matrix(budget.matrix_bytes, &opts, topology) {
@@ -181,7 +184,7 @@ pub fn run(
                 }
                 data.latency_matrix = Some(m);
             }
-            Err(e) => note(&mut data, Section::LatencyMatrix, "node×node latency", &e),
+            Err(e) => note(&mut data, PageSection::LatencyMatrix, "node×node latency", &e),
         }
     }
 
@@ -195,7 +198,7 @@ pub fn run(
     };
 
     // 4. Node×node bandwidth, all of a node's CPUs reading.
-    if !stop::requested() {
+    if memory && !stop::requested() {
         progress.begin(3);
         let per_node = topology.nodes.iter().map(|n| n.cpus.len()).max().unwrap_or(1);
         match bandwidth::matrix(per_node, &bw_opts(per_node), topology, &hidden()) {
@@ -206,12 +209,12 @@ pub fn run(
                 }
                 data.bandwidth_matrix = Some(m);
             }
-            Err(e) => note(&mut data, Section::BandwidthMatrix, "node×node bandwidth", &e),
+            Err(e) => note(&mut data, PageSection::BandwidthMatrix, "node×node bandwidth", &e),
         }
     }
 
     // 5. Bandwidth by thread count.
-    if !stop::requested() {
+    if memory && !stop::requested() {
         progress.begin(4);
         match bandwidth::scale(
             &cpus,
@@ -228,14 +231,16 @@ pub fn run(
                 }
                 data.bandwidth_scaling = Some(s);
             }
-            Err(e) => note(&mut data, Section::BandwidthThreads, "bandwidth by thread count", &e),
+            Err(e) => {
+                note(&mut data, PageSection::BandwidthThreads, "bandwidth by thread count", &e)
+            }
         }
     }
 
     // 6. Copy with ordinary and with non-temporal stores, every CPU: the headline copy figure
     // is the better of the two, as MLC and STREAM users read it.
     for kernel in [Kernel::Copy, Kernel::CopyNt] {
-        if stop::requested() {
+        if !memory || stop::requested() {
             break;
         }
         progress.begin(5);
@@ -246,7 +251,7 @@ pub fn run(
         let opts = BandwidthOptions { kernel, ..bw_opts(cpus.len()) };
         match bandwidth::run(&threads, &opts, topology) {
             Ok(r) => data.copy_bandwidth.push(r),
-            Err(e) => note(&mut data, Section::BandwidthThreads, kernel.info().name, &e),
+            Err(e) => note(&mut data, PageSection::BandwidthThreads, kernel.info().name, &e),
         }
     }
     if !data.copy_bandwidth.is_empty() {
@@ -258,7 +263,7 @@ pub fn run(
     }
 
     // 7. Loaded latency.
-    if !stop::requested() {
+    if memory && !stop::requested() {
         progress.begin(6);
         match first_cpu {
             Some(chase_cpu) if cpus.len() >= 2 => {
@@ -286,11 +291,11 @@ pub fn run(
                         }
                         data.loaded_latency = Some(c);
                     }
-                    Err(e) => note(&mut data, Section::LoadedLatency, "loaded latency", &e),
+                    Err(e) => note(&mut data, PageSection::LoadedLatency, "loaded latency", &e),
                 }
             }
             _ => data.notes.push(Note::new(
-                Section::LoadedLatency,
+                PageSection::LoadedLatency,
                 "loaded latency: not measured (needs at least two CPUs: one chases, the others \
                  load)",
             )),
@@ -299,7 +304,7 @@ pub fn run(
 
     // 8. SLB by worker count.
     let work = SlbWork { pages: budget.slb_pages, loops: budget.slb_loops, page: PageSize::Base };
-    if !stop::requested() {
+    if memory && !stop::requested() {
         progress.begin(7);
         let counts = scale_counts(cpus.len());
         let scaled =
@@ -308,7 +313,7 @@ pub fn run(
             })?;
         data.slb_scaling = scaled.done;
         if let Some((count, e)) = scaled.failed {
-            note(&mut data, Section::Slb, &format!("SLB with {count} workers"), &e);
+            note(&mut data, PageSection::Slb, &format!("SLB with {count} workers"), &e);
         }
         let steps: Vec<Step<'_, _>> =
             data.slb_scaling.iter().map(|r| Step::new("workers", r.workers.len(), r)).collect();
@@ -323,7 +328,7 @@ pub fn run(
     }
 
     // 9. SLB under each placement policy, one worker per CPU.
-    if !stop::requested() {
+    if memory && !stop::requested() {
         progress.begin(8);
         scenarios::slb_policies(&work, cpus.len() as u64, topology, |name, outcome| {
             let outcome = outcome.map_err(|why| match why {
@@ -349,30 +354,25 @@ pub fn run(
             }
         }
     }
-    if mode == Mode::Full {
-        full_only(&budget, &cpus, topology, rec, &progress, &mut data)?;
+    if sections.contains(&Section::Contention) {
+        contention(&budget, &cpus, topology, rec, &progress, &mut data)?;
     }
-    // 10. Throughput by threads and units (seed 004's Tamp), `--full` only.
-    if let (Some(bytes), false) = (budget.cpu_scale_bytes, stop::requested()) {
-        progress.begin(11);
-        let input = tamp::corpus::generate(tamp::corpus::DEFAULT_SEED, bytes);
-        let plan = tamp::scale::ScalePlan::for_machine(cpus.len());
-        let outcome = tamp::codec::codec_for(tamp::Format::Lz4, 1)
-            .and_then(|codec| tamp::scale::run(&input, codec.as_ref(), &plan, stop::flag()));
-        match outcome {
-            Ok(r) => {
-                if let Some(id) = rec.record("report: cpu scale", &r, &r, r.interrupted)? {
-                    data.stored_runs.push(("throughput by threads and units".into(), id));
-                }
-                data.cpu_scale = Some(r);
-            }
-            Err(e) => note(&mut data, Section::CpuScale, "throughput by threads and units", &e),
-        }
+    let mut run = sections::Run {
+        mode,
+        topology,
+        globals,
+        rec,
+        progress: &progress,
+        data: &mut data,
+        cpus: cpus.len(),
+    };
+    for &section in sections {
+        run.section(section);
     }
     progress.finish();
     if stop::requested() {
         data.notes.push(Note::new(
-            Section::Run,
+            PageSection::Run,
             format!(
                 "interrupted with {}: the sections after the interruption were not measured",
                 stop::cause()
@@ -388,9 +388,9 @@ pub fn run(
 const CONTENTION_PAGES: u64 = 4096;
 const CONTENTION_LOOPS: u64 = 50;
 
-/// The `--full` steps: core to core (every CPU pair) and lock contention (the shared-memory
-/// SLB with each lock at 1, 2, 4 … workers).
-fn full_only(
+/// The contention steps: core to core (every CPU pair) and lock contention (the
+/// shared-memory SLB with each lock at 1, 2, 4 … workers).
+fn contention(
     budget: &Budget,
     cpus: &[u32],
     topology: &Topology,
@@ -400,7 +400,7 @@ fn full_only(
 ) -> Result<(), SuiteError> {
     // 11. Core to core.
     if !stop::requested() {
-        progress.begin(9);
+        progress.begin_named(sections::C2C);
         let options = C2cOptions {
             cpus: cpus.to_vec(),
             mode: C2cMode::Read,
@@ -416,12 +416,12 @@ fn full_only(
             }
             Err(e) => data
                 .notes
-                .push(Note::new(Section::C2c, format!("core to core: not measured ({e})"))),
+                .push(Note::new(PageSection::C2c, format!("core to core: not measured ({e})"))),
         }
     }
     // 12. Lock contention.
     if !stop::requested() {
-        progress.begin(10);
+        progress.begin_named(sections::LOCKS);
         'locks: for lock in [LockKind::Spin, LockKind::Ticket, LockKind::Mutex, LockKind::None] {
             for count in scale_counts(cpus.len()) {
                 let plan = SharedSlbPlan {
@@ -437,7 +437,7 @@ fn full_only(
                     Ok(r) => data.contention.push(r),
                     Err(e) => {
                         data.notes.push(Note::new(
-                            Section::Contention,
+                            PageSection::Contention,
                             format!(
                                 "lock contention ({} lock, {count} workers): not measured ({e})",
                                 lock.name()

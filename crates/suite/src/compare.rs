@@ -148,7 +148,13 @@ pub fn compare(
             p_value: judged.p_value,
         });
     }
-    ReportComparison { baseline: baseline_name, comparison, config_diff: Vec::new() }
+    let this_machine = topo::machine_facts(&this.data.topology);
+    let baseline_machine = topo::machine_facts(&baseline.data.topology);
+    let config_diff = topo::config_diff(&this_machine, &baseline_machine)
+        .into_iter()
+        .map(|d| SettingDiff { setting: d.setting, this: d.this, baseline: d.baseline })
+        .collect();
+    ReportComparison { baseline: baseline_name, comparison, config_diff, baseline_machine }
 }
 
 /// Where `--baseline REF` points: a run id in `--db`, `FILE.db` (its newest report run),

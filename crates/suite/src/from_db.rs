@@ -33,7 +33,18 @@ pub fn rebuild(
         });
     };
     let mut data = if first.command == REPORT_COMMAND {
-        parse::<ReportData>(first)?
+        let mut data = parse::<ReportData>(first)?;
+        // The steps that are experiments of their own (contention aside: c2c, cpu scale,
+        // compression, allocators, the database, the network) draw their sections again from
+        // their stored runs; the memory steps are in the page's data.
+        for (_, id) in &data.stored_runs {
+            let run = store.run(*id)?;
+            if !run.command.starts_with("report") {
+                let (outcome, topology) = registry.read_back(&run)?;
+                data.parts.extend(outcome.parts(&topology));
+            }
+        }
+        data
     } else {
         let topology: Topology = parse_value(first, first.topology.clone())?;
         let mut data =

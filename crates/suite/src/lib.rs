@@ -5,6 +5,8 @@
 //!   and by placement. Each step is recorded as it finishes; a failing step becomes a note and
 //!   the others still run; Ctrl-C keeps what was measured. The whole page's data is recorded
 //!   too, so the page can be rebuilt.
+//! - [`sections`]: the report's sections beyond memory (contention, CPU, compression,
+//!   allocators, a throwaway PostgreSQL, network), each composed of registered experiments.
 //! - [`from_db`]: a report rebuilt from stored runs — a whole `report` run, or any mix of
 //!   runs, each drawing the sections it belongs to.
 //! - [`summary`]: the terminal summary printed after a report.
@@ -18,6 +20,7 @@ pub mod characterise;
 pub mod commands;
 pub mod compare;
 pub mod from_db;
+pub mod sections;
 pub mod summary;
 
 /// Why an experiment could not run.

@@ -100,6 +100,9 @@ pub struct ReportData {
     /// (`report --from-db` with runs of any kind); each outcome draws its own.
     #[serde(skip)]
     pub parts: Vec<chart::Part>,
+    /// Sections of the report that could not run here, each with why (stored with the page).
+    #[serde(default)]
+    pub skipped: Vec<SkippedSection>,
     /// `report --baseline`: this report against another (kept with the stored page).
     #[serde(default)]
     pub comparison: Option<crate::compare::ReportComparison>,
@@ -131,9 +134,20 @@ impl ReportData {
             contention: Vec::new(),
             lock_placement: Vec::new(),
             parts: Vec::new(),
+            skipped: Vec::new(),
             comparison: None,
         }
     }
+}
+
+/// A section of the report that did not run here, and why in one line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkippedSection {
+    pub area: chart::Area,
+    /// The chart id of its place on the page.
+    pub id: String,
+    pub title: String,
+    pub why: String,
 }
 
 /// Renders the whole report as one HTML5 page.
@@ -157,7 +171,15 @@ pub fn render_html(data: &ReportData) -> String {
         page.push_str(&crate::compare::comparison_html(c));
     }
     page.push_str("<main class=\"charts\">\n");
+    // The machine first: its facts, beside the baseline's when compared (the differing rows
+    // marked), so a configuration diff is read next to the results diff.
+    let baseline_machine = data.comparison.as_ref().map(|c| c.baseline_machine.as_slice());
+    let machine = topo::render::facts_part(
+        &topo::machine_facts(&data.topology),
+        baseline_machine.filter(|facts| !facts.is_empty()),
+    );
     let mut sections: Vec<chart::Part> = vec![
+        machine,
         mem::LATENCY_SIZE.part(mem::latency_size(
             &data.latency_sweep,
             data.sweep_cpu,
@@ -215,6 +237,11 @@ pub fn render_html(data: &ReportData) -> String {
         if !placed {
             page.push_str(&chart::render_part(part, &not_measured_reason(&part.id, &data.notes)));
         }
+    }
+    for s in &data.skipped {
+        let mut part = chart::Part::new(s.area, &s.id, &s.title, false);
+        part.notes.push(s.why.clone());
+        page.push_str(&chart::render_part(&part, ""));
     }
     page.push_str("</main>\n");
     page.push_str(&footer(data));

@@ -15,6 +15,7 @@ use topo::Topology;
 
 use crate::characterise::{self, Mode, REPORT_COMMAND};
 use crate::compare::{self, BaselineRef, StoredReport};
+use crate::sections::Section;
 
 /// Characterise this machine: topology, latency by size and node, bandwidth, loaded latency,
 /// SLB scaling and placement; writes report.html and records every run.
@@ -38,6 +39,10 @@ pub struct ReportArgs {
     /// store). Every headline figure gets the ratio and a verdict: faster, slower or same.
     #[arg(long, value_name = "REF")]
     pub baseline: Option<String>,
+    /// The sections to run, comma-separated (default: all): memory, contention, cpu,
+    /// compression, allocators, database, network. The machine facts are always shown.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', conflicts_with = "from_db")]
+    pub sections: Vec<Section>,
     /// Replace host names, IP and MAC addresses and serial numbers with stable pseudonyms on the
     /// page, in JSON and in the summary (the key stays beside the local results database).
     #[arg(long)]
@@ -50,10 +55,12 @@ pub struct Report;
 
 impl Tool for Report {
     const PATH: &'static [&'static str] = &["report"];
-    const ABOUT: &'static str = "Characterise this machine: topology, latency by size and node, \
-                                 bandwidth, loaded latency, SLB scaling and placement; writes \
-                                 report.html and records every run. --baseline REF puts another \
-                                 report beside it with tested verdicts.";
+    const ABOUT: &'static str = "Characterise this machine: its facts, memory (latency by size \
+                                 and node, bandwidth, loaded latency, SLB), contention, CPU \
+                                 scaling, compression, allocators, a throwaway PostgreSQL and \
+                                 the network; writes report.html and records every run. \
+                                 --baseline REF puts another report beside it with tested \
+                                 verdicts.";
     type Args = ReportArgs;
 
     fn run(args: &ReportArgs, globals: &Globals) -> Result<(), Classified> {
@@ -67,7 +74,12 @@ impl Tool for Report {
             stop::install();
             let mut rec = globals.recorder(&topology)?;
             let mode = if args.full { Mode::Full } else { Mode::Quick };
-            let mut data = characterise::run(mode, &topology, &mut rec, globals.version)?;
+            let sections = if args.sections.is_empty() {
+                Section::ALL.to_vec()
+            } else {
+                args.sections.clone()
+            };
+            let mut data = characterise::run(mode, &sections, &topology, &mut rec, globals)?;
             if let Some(reference) = &baseline_ref {
                 // The steps are stored: compare through the store, as --from-db would.
                 let db = crate::commands::results::open_read_only(&globals.store).map_err(|e| {
