@@ -178,7 +178,7 @@ impl Experiment for Alloc {
         let custom = args.custom.iter().map(|c| parse_custom(c)).collect::<Result<Vec<_>, _>>()?;
         let cache = ldconfig_cache();
         let resolved = resolve(&names, &custom, &cache)?;
-        for m in &resolved.missing {
+        for m in resolved.missing.iter().filter(|_| !ctx.quiet) {
             measure::say!("alloc: skipping {m}");
         }
         let default_threads = if args.command.is_empty() { vec![1, 2] } else { vec![1] };
@@ -190,7 +190,14 @@ impl Experiment for Alloc {
             workload: workload(args)?,
         };
         plan.validate()?;
-        let bakeoff = crate::bakeoff::run(&plan, &cache, stop::flag(), &mut progress)?;
+        // A step of a report stays quiet: its bar says what runs.
+        let quiet = ctx.quiet;
+        let mut on_run = |outcome: &RunOutcome| {
+            if !quiet {
+                progress(outcome);
+            }
+        };
+        let bakeoff = crate::bakeoff::run(&plan, &cache, stop::flag(), &mut on_run)?;
         if let Some(path) = &args.html {
             let parts = bakeoff.parts(ctx.topology);
             experiment::output::write_page(path, "alloc", ctx.globals.version, &parts)

@@ -359,6 +359,7 @@ impl Experiment for Load {
         let target = target(&args.conn)?;
         let plan = plan(&args.run)?;
         let mut first = true;
+        let quiet = ctx.quiet;
         let mut on_interval = |line: &IntervalLine| {
             let mut text = String::new();
             if first {
@@ -372,7 +373,11 @@ impl Experiment for Load {
         };
         let outcome = match &args.run.sweep_rate {
             Some(rates) => {
-                let mut on_step = |rate: f64| measure::say!("platscope: step at {rate} tx/s");
+                let mut on_step = |rate: f64| {
+                    if !quiet {
+                        measure::say!("platscope: step at {rate} tx/s");
+                    }
+                };
                 let steps = crate::sweep(
                     &target,
                     &plan,
@@ -391,14 +396,16 @@ impl Experiment for Load {
                 &mut on_interval,
             )?)),
         };
-        if let LoadOutcome::Sweep { .. } = &outcome {
+        // A step of a report draws its sections on the report's page, not in a file of its own.
+        let sweep_page = matches!(outcome, LoadOutcome::Sweep { .. }) && !ctx.quiet;
+        if sweep_page {
             let parts = outcome.parts(ctx.topology);
             experiment::output::write_page(&args.run.out, SWEEP, ctx.globals.version, &parts)
                 .map_err(Classified::runtime)?;
         }
         // Everything is streamed: the summary follows the interval lines.
         let _ = ctx.live(&outcome.summary_text());
-        if let LoadOutcome::Sweep { .. } = &outcome {
+        if sweep_page {
             measure::say!("platscope: chart written to {}", args.run.out.display());
         }
         Ok(outcome)

@@ -30,14 +30,33 @@ fn quick_report_writes_html_records_runs_and_results_reads_them() {
         .trim_end()
         .ends_with(&format!("report: {}", report.canonicalize().expect("exists").display())));
     let html = std::fs::read_to_string(&report).expect("report.html");
+    // Every section (the database too: the tests run as root with PostgreSQL 15 installed).
     for id in [
+        "chart-machine",
         "chart-latency-size",
         "chart-latency-matrix",
         "chart-bandwidth-matrix",
         "chart-bandwidth-threads",
         "chart-slb",
+        "chart-c2c",
+        "chart-contention",
+        "chart-cpu-scale",
+        "chart-timer",
+        "chart-compress-lz4",
+        "chart-compress-zstd",
+        "chart-alloc-relative",
+        "chart-load-throughput",
+        "chart-network",
     ] {
-        assert!(html.contains(id), "{id} missing from the report");
+        assert!(
+            html.contains(&format!("<section id=\"{}\"", id.replacen("chart-", "sec-", 1))),
+            "{id} missing from the report"
+        );
+    }
+    assert!(!html.contains("-skipped-"), "a section did not run: {}", text(&run.stderr));
+    // The terminal carries the sections' headline figures.
+    for figure in ["single-thread compression", "core to core"] {
+        assert!(stdout.contains(figure), "{figure} missing from the summary: {stdout}");
     }
     assert!(!html.contains("<script"), "self-contained, no scripts");
     assert!(stdout.contains("latency"), "{stdout}");

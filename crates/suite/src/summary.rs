@@ -180,6 +180,15 @@ pub fn summary_text(d: &ReportData) -> String {
     if let Some(c) = &d.cpu_scale {
         let _ = writeln!(out, "  cpu scale: {}", c.summary.text);
     }
+    // The other sections' headline figures, as their sections show them.
+    for part in &d.parts {
+        for h in &part.headlines {
+            let _ = writeln!(out, "  {:<17} {} ({})", format!("{}:", h.name), h.value, h.detail);
+        }
+    }
+    for s in &d.skipped {
+        let _ = writeln!(out, "  {} not measured: {}", s.title, s.why);
+    }
     for note in &d.notes {
         let _ = writeln!(out, "  note: {note}");
     }

@@ -131,7 +131,7 @@ pub fn scale_part(r: &ScaleReport) -> Part {
         Area::Cpu,
         "chart-cpu-scale",
         "Throughput by threads and units (compression)",
-        true,
+        false,
     )
     .with_figure(cpu_scale(r));
     let metrics = r.to_metrics();
@@ -163,13 +163,16 @@ pub fn scale_part(r: &ScaleReport) -> Part {
 /// One compress or decompress run's section: each thread's busy and CPU share (why it went no
 /// faster), with MB/s, CPU seconds per MB and the verdict.
 pub fn run_part(r: &RunResult) -> Part {
-    let (id, title, op) = match r.operation {
-        Operation::Compress => ("chart-compress", "Compression: where the time went", "compress"),
-        Operation::Decompress => {
-            ("chart-decompress", "Decompression: where the time went", "decompress")
-        }
+    let (op, what) = match r.operation {
+        Operation::Compress => ("compress", "Compression"),
+        Operation::Decompress => ("decompress", "Decompression"),
     };
-    let mut part = Part::new(Area::Compression, id, title, false);
+    // One section per format, so lz4 and zstd runs sit side by side on one page.
+    let format: String = r.format.chars().filter(char::is_ascii_alphanumeric).collect();
+    let id = format!("chart-{op}-{}", format.to_ascii_lowercase());
+    let title = format!("{what} ({}): where the time went", r.format);
+    let id = id.as_str();
+    let mut part = Part::new(Area::Compression, id, &title, false);
     let mb = r.bytes_in.max(r.bytes_out) as f64 / 1e6;
     let cpu_per_mb = (mb > 0.0).then(|| (r.cpu_user_s + r.cpu_sys_s) / mb);
     if !r.thread_busy.is_empty() {

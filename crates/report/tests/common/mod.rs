@@ -327,6 +327,7 @@ pub fn sample() -> ReportData {
         notes: vec![report::html::Note::new(report::html::Section::LatencySize, NASTY_NOTE)],
         cpu_scale: None,
         parts: Vec::new(),
+        skipped: Vec::new(),
         comparison: None,
     }
 }
