@@ -107,6 +107,19 @@ fn run_chromium(dir: &Path, label: &str, page: &Path, args: &[String]) -> Run {
     run
 }
 
+/// A screenshot of `page` at the test's window size into `png`, decoded.
+fn screenshot(dir: &Path, page: &Path, png: &Path) -> (Run, Image) {
+    let run = run_chromium(
+        dir,
+        "screenshot",
+        page,
+        &[format!("--screenshot={}", png.display()), format!("--window-size={WIDTH},{HEIGHT}")],
+    );
+    let image = decode_png(&std::fs::read(png).expect("the screenshot was written"))
+        .unwrap_or_else(|e| panic!("{}: {e}", png.display()));
+    (run, image)
+}
+
 fn file_url(path: &Path) -> String {
     format!("file://{}", path.display())
 }
@@ -142,14 +155,7 @@ fn report_in_headless_chromium_has_every_chart_and_no_errors() {
 
     // (i) The screenshot shows something: decoded, it is the window's size and holds many
     // colours, among them the fills of the heatmap extremes and the bars.
-    let shot = run_chromium(
-        &dir,
-        "screenshot",
-        &page,
-        &[format!("--screenshot={}", png.display()), format!("--window-size={WIDTH},{HEIGHT}")],
-    );
-    let image = decode_png(&std::fs::read(&png).expect("the screenshot was written"))
-        .unwrap_or_else(|e| panic!("{}: {e}", png.display()));
+    let (shot, image) = screenshot(&dir, &page, &png);
 
     assert_eq!((image.width, image.height), (WIDTH, HEIGHT), "screenshot size");
     let colours = image.colour_counts();
@@ -292,4 +298,76 @@ fn decode_png(file: &[u8]) -> Result<Image, String> {
     };
     pixels.truncate(frame.buffer_size());
     Ok(Image { width: frame.width, height: frame.height, channels, pixels })
+}
+
+/// A page compared with a baseline, as a person reads it: the verdicts are words and symbols
+/// (`▲ faster`, `▼ slower`, `= same`), the differing machine settings are marked `≠` beside
+/// both values, so both machines read apart without colour.
+#[test]
+#[ignore = "browser tier: headless Chromium; scripts/test.sh runs it"]
+fn compared_page_reads_both_machines_without_colour() {
+    use measure::verdict::Verdict;
+    use report::compare::{FigureComparison, ReportComparison, SettingDiff};
+
+    let mut data = sample();
+    let mut baseline_machine = topo::machine_facts(&data.topology);
+    let changed = baseline_machine.iter_mut().find(|f| f.setting == "Sockets").expect("sockets");
+    changed.value = "2".into();
+    let figure = |name: &str, this: f64, baseline: f64, verdict| FigureComparison {
+        figure: name.into(),
+        unit: "ns".into(),
+        this,
+        baseline,
+        ratio: this / baseline,
+        verdict,
+        p_value: 0.001,
+    };
+    data.comparison = Some(ReportComparison {
+        baseline: "other-host, run 7".into(),
+        comparison: vec![
+            figure("Idle DRAM latency", 130.0, 100.0, Verdict::Slower),
+            figure("L1 latency", 1.2, 1.2, Verdict::Same),
+        ],
+        config_diff: vec![SettingDiff {
+            setting: "Sockets".into(),
+            this: "1".into(),
+            baseline: "2".into(),
+        }],
+        baseline_machine,
+    });
+    let html = render_html(&data);
+    let dir = workdir("report-browser-compared");
+    let page = dir.join("compared.html");
+    std::fs::write(&page, &html).expect("write the page");
+    let png = dir.join("compared.png");
+    let (shot, image) = screenshot(&dir, &page, &png);
+    assert!(image.colour_counts().len() > 200, "a blank or unstyled page");
+
+    let dom = run_chromium(&dir, "dom", &page, &["--dump-dom".to_string()]);
+    let text = &dom.stdout;
+    assert!(text.contains("Compared with other-host, run 7"), "the baseline is named");
+    assert!(text.contains("▼ slower") && text.contains("= same"), "verdicts in words and symbols");
+    let machine = text
+        .split("<section id=\"sec-machine\"")
+        .nth(1)
+        .and_then(|rest| rest.split("</section>").next())
+        .expect("the machine section in the DOM");
+    let differs: Vec<&str> =
+        machine.split("<tr").filter(|row| row.contains("class=\"differs\"")).collect();
+    assert_eq!(differs.len(), 1, "one differing setting: {machine}");
+    assert!(
+        differs[0].contains("≠") && differs[0].contains("Sockets") && differs[0].contains(">2<"),
+        "marked with ≠ beside both values: {}",
+        differs[0]
+    );
+    for (label, run) in [("screenshot", &shot), ("dump-dom", &dom)] {
+        let messages = page_messages(&run.log, &page);
+        assert!(
+            messages.is_empty(),
+            "the page logged in the {label} run:\n{}",
+            messages.join("\n")
+        );
+    }
+    keep(&[&page, &png]);
+    let _ = std::fs::remove_dir_all(&dir);
 }
