@@ -159,6 +159,16 @@ fn target(c: &ConnArgs) -> Result<Target, Classified> {
     })
 }
 
+/// The plan `load ARGS…` would run (`argv` as on its command line, without the connection
+/// flags): for a multi-step experiment that drives load beside another measurement.
+pub fn plan_from_argv(argv: &[&str]) -> Result<Plan, Classified> {
+    use clap::FromArgMatches as _;
+    let command = <RunArgs as Args>::augment_args(clap::Command::new("load")).no_binary_name(true);
+    let matches =
+        command.try_get_matches_from(argv).map_err(|e| Classified::usage(e.to_string()))?;
+    plan(&RunArgs::from_arg_matches(&matches).map_err(|e| Classified::usage(e.to_string()))?)
+}
+
 fn plan(r: &RunArgs) -> Result<Plan, Classified> {
     let arrivals = match (r.arrivals.as_str(), r.jitter) {
         ("poisson", Some(_)) => {

@@ -78,7 +78,7 @@ impl Section {
             Section::Cpu => vec![(SCALE, 4.0 * full), (TIMER, 1.0)],
             Section::Compression => vec![(COMPRESS, 2.0 * full)],
             Section::Allocators => vec![(ALLOC, 8.0 * full)],
-            Section::Database => vec![(DATABASE, 12.0 * full)],
+            Section::Database => vec![(DATABASE, 12.0 * full), (QUERIES, 5.0)],
             Section::Network => vec![(NETWORK, 1.0)],
         }
     }
@@ -102,6 +102,7 @@ const TIMER: &str = "the timer's cost";
 const COMPRESS: &str = "lz4 and zstd -1 over every CPU";
 const ALLOC: &str = "every installed allocator";
 const DATABASE: &str = "a throwaway PostgreSQL 15: a rate sweep";
+const QUERIES: &str = "query latency and pre-emption at the top rate";
 const NETWORK: &str = "network links";
 
 /// What a section step needs.
@@ -260,9 +261,39 @@ impl Run<'_> {
             seconds,
         ];
         if let Err(e) = self.step::<loadgen::experiments::Load>(DATABASE, &argv) {
-            self.skipped(Section::Database, DATABASE, e);
+            return self.skipped(Section::Database, DATABASE, e);
+        }
+        if !stop::requested() {
+            self.queries_at(&target, pg.pid(), rates.rsplit(',').next().unwrap_or("100"));
         }
         drop(pg);
+    }
+
+    /// `db querystat` on the server while a steady load runs at `rate` beside it: each
+    /// query's latency histogram and who pre-empted the server's processes.
+    fn queries_at(&mut self, target: &loadgen::Target, server_pid: u32, rate: &str) {
+        self.progress.begin_named(QUERIES);
+        let plan = match loadgen::experiments::plan_from_argv(&["--rate", rate, "--duration", "4"])
+        {
+            Ok(plan) => plan,
+            Err(e) => return self.skipped(Section::Database, QUERIES, e),
+        };
+        let pid = server_pid.to_string();
+        let measured = std::thread::scope(|scope| {
+            let load = scope.spawn(|| loadgen::run(target, &plan, stop::flag(), &mut |_| {}));
+            // The load's connections are up before the probes attach.
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            let measured =
+                self.step::<querystat::experiments::Querystat>(QUERIES, &["1", "2", "--pid", &pid]);
+            let load = load.join();
+            (measured, load)
+        });
+        match measured {
+            (Err(e), _) => self.skipped(Section::Database, QUERIES, e),
+            (Ok(()), Ok(Err(e))) => self.skipped(Section::Database, QUERIES, e),
+            (Ok(()), Err(_)) => self.skipped(Section::Database, QUERIES, "the load thread panicked"),
+            (Ok(()), Ok(Ok(_))) => {}
+        }
     }
 
     fn network(&mut self) {
