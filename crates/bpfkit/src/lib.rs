@@ -1,7 +1,7 @@
 //! bpfkit: what platscope's BPF crates (`iopattern`, `cpuacct`, and the database tracers) share.
 //!
 //! - `build` (feature `build`, for `build.rs`): compiles `src/bpf/*.bpf.c` against the vendored
-//!   `vmlinux.h` into libbpf-rs skeletons.
+//!   `vmlinux.h` of the target architecture (`x86_64` or `aarch64`) into libbpf-rs skeletons.
 //! - [`preflight`] and [`missing_tracepoints`]: say why a program cannot load before trying.
 //! - [`Error`]: no BTF, missing privileges, or what libbpf said — each naming the fix.
 //! - [`as_bytes`], [`from_bytes`], [`c_string`]: plain `repr(C)` values to and from map bytes.
@@ -17,6 +17,8 @@
 
 #[cfg(feature = "build")]
 pub mod build;
+#[cfg(any(feature = "build", test))]
+mod headers;
 
 /// The generated skeletons of a BPF crate as `mod skel { pub mod NAME { … } }`, one module per
 /// program its `build.rs` compiled (`bpfkit::build::build_programs(&["NAME", …])`), with the
