@@ -291,7 +291,9 @@ impl Run<'_> {
         match measured {
             (Err(e), _) => self.skipped(Section::Database, QUERIES, e),
             (Ok(()), Ok(Err(e))) => self.skipped(Section::Database, QUERIES, e),
-            (Ok(()), Err(_)) => self.skipped(Section::Database, QUERIES, "the load thread panicked"),
+            (Ok(()), Err(_)) => {
+                self.skipped(Section::Database, QUERIES, "the load thread panicked")
+            }
             (Ok(()), Ok(Ok(_))) => {}
         }
     }
