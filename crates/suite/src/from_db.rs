@@ -91,7 +91,8 @@ fn place(data: &mut ReportData, run: &StoredRun, registry: &Registry) -> Result<
         "report: copy bandwidth" => data.copy_bandwidth = parse(run)?,
         "report: loaded latency" => data.loaded_latency = Some(parse::<LoadedCurve>(run)?),
         "report: SLB scaling" => data.slb_scaling = parse(run)?,
-        "cpu scale" | "report: cpu scale" => data.cpu_scale = Some(parse(run)?),
+        // Older reports' own step; a `cpu scale` run draws itself through the registry.
+        "report: cpu scale" => data.cpu_scale = Some(parse(run)?),
         "report: SLB placement" => data.slb_policies = parse(run)?,
         _ => {
             let (outcome, topology) = registry.read_back(run)?;

@@ -18,9 +18,10 @@
 //! [`ReportData::notes`]: each [`Note`] names its [`Section`] (set by the step that wrote it);
 //! a section without notes of its own shows the run's, e.g. an interruption.
 //!
-//! Layout: `page` (header, headline figures, footer), `notes` (which note explains which
-//! section), `charts` (the charts of this crate's own data); the memory sections are drawn by
-//! `membench::chart` from the outcomes they show, the style sheet is `chart::CSS`. Sections of
+//! Layout: `page` (header, headline figures, footer) and `notes` (which note explains which
+//! section); this crate draws no chart of its own: the memory sections are drawn by
+//! `membench::chart` from the outcomes they show, the machine's by `topo::render`, the others
+//! by their crates; the style sheet is `chart::CSS`. Sections of
 //! other stored runs ([`ReportData::parts`]) take the place of the page's empty section of the
 //! same id, or follow the page's own.
 
@@ -35,7 +36,6 @@ use membench::slb_shared::SharedSlbResult;
 use serde::{Deserialize, Serialize};
 use topo::Topology;
 
-mod charts;
 pub mod headline;
 mod notes;
 mod page;
@@ -44,7 +44,6 @@ pub use notes::{Note, Section};
 
 use chart::svg::esc;
 use chart::CSS;
-use charts::{chart_cpu_scale, Figure};
 use membench::chart as mem;
 use notes::not_measured_reason;
 use page::{footer, header, summary};
@@ -204,16 +203,16 @@ pub fn render_html(data: &ReportData) -> String {
     // An experiment of `--full` only: drawn when it ran, or explained when it was tried.
     let scale_tried = data.notes.iter().any(|n| n.section == Section::CpuScale);
     if data.cpu_scale.is_some() || scale_tried {
-        let figure: Option<Figure> = data.cpu_scale.as_ref().and_then(chart_cpu_scale);
-        sections.push(
-            chart::Part::new(
-                chart::Area::Memory,
+        // Drawn as `cpu scale` draws it (older stored reports kept the run in the page).
+        sections.push(match &data.cpu_scale {
+            Some(run) => tamp::chart::scale_part(run),
+            None => chart::Part::new(
+                chart::Area::Cpu,
                 "chart-cpu-scale",
                 "Throughput by threads and units (compression)",
-                true,
-            )
-            .with_figure(figure),
-        );
+                false,
+            ),
+        });
     }
     // Sections of the other stored runs shown with this page, each drawn by its own outcome:
     // in place of a section of the same id this page has no data for, else after the page's.
