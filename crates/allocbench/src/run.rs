@@ -161,6 +161,19 @@ impl Subject {
     }
 }
 
+impl Subject {
+    /// Verifies where the process `pid` says its allocation functions resolve (`resolved`, from
+    /// the process itself) against this subject and the process's maps.
+    pub fn verify_symbols(
+        &self,
+        pid: u32,
+        resolved: &[crate::workload::Resolved],
+    ) -> Result<Verdict, Error> {
+        let maps = read_maps(pid)?;
+        Ok(procfs::verify_symbols(&self.allocator, self.library, &maps, resolved))
+    }
+}
+
 fn read_maps(pid: u32) -> Result<Vec<procfs::Mapping>, Error> {
     let path = format!("/proc/{pid}/maps");
     let text = std::fs::read_to_string(&path).map_err(Error::io(format!("reading {path}")))?;
@@ -293,9 +306,9 @@ fn drive_builtin(
     let mut lines = BufReader::new(stdout);
     let mut line = String::new();
     lines.read_line(&mut line).map_err(Error::io("reading from the worker"))?;
-    if line.trim() != "ready" {
+    let Some(resolved) = crate::workload::parse_ready(&line) else {
         return Err(worker_failed(child, "it did not start"));
-    }
+    };
     let reject = |reason: String| {
         Outcome::Refused(Refusal {
             allocator: subject.allocator.name.clone(),
@@ -304,8 +317,13 @@ fn drive_builtin(
             reason,
         })
     };
+    // Mapped (and, for glibc runs, no other allocator mapped, tunables in place), then serving:
+    // the worker's own malloc, free, realloc, calloc and posix_memalign are the allocator's.
     let verified = match subject.verify(pid)? {
-        Verdict::Verified(v) => v,
+        Verdict::Verified(_) => match subject.verify_symbols(pid, &resolved)? {
+            Verdict::Verified(v) => v,
+            Verdict::Refused(r) => return Ok(reject(r)),
+        },
         Verdict::Refused(r) => return Ok(reject(r)),
     };
     if stop.load(std::sync::atomic::Ordering::Relaxed) {

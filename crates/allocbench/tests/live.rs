@@ -81,6 +81,41 @@ fn a_library_that_cannot_be_preloaded_is_refused() {
     assert!(matches!(o, Outcome::Refused(_)), "{o:?}");
 }
 
+/// Issue 29: a real library that is mapped but is not an allocator (libz, libm) is refused
+/// before measuring, naming where malloc resolved (glibc's libc); a real allocator still counts.
+#[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+fn a_mapped_library_that_is_not_an_allocator_is_refused_naming_where_malloc_went() {
+    let cache = ldconfig_cache();
+    let find = |name: &str| {
+        cache
+            .iter()
+            .find(|e| e.name == name)
+            .map(|e| e.path.clone())
+            .unwrap_or_else(|| panic!("{name} is not in the linker cache (apt-get install it)"))
+    };
+    for lib in ["libz.so.1", "libm.so.6"] {
+        let a = Allocator { name: "x".into(), kind: Kind::Preload { library: find(lib) } };
+        match run_once(&a, &small(1)) {
+            Outcome::Refused(r) => {
+                assert!(r.reason.starts_with("malloc resolves to "), "{lib}: {}", r.reason);
+                assert!(r.reason.contains("libc.so"), "{lib}: {}", r.reason);
+                assert!(r.reason.contains(lib), "{lib}: {}", r.reason);
+            }
+            other => panic!("{lib} was measured as an allocator: {other:?}"),
+        }
+    }
+    let je = Allocator {
+        name: "jemalloc".into(),
+        kind: Kind::Preload { library: find("libjemalloc.so.2") },
+    };
+    let rec = measured(run_once(&je, &small(1)));
+    assert!(rec.verified.contains("posix_memalign resolve to"), "{}", rec.verified);
+    assert!(rec.verified.contains("libjemalloc"), "{}", rec.verified);
+    let glibc = measured(run_once(&Allocator::glibc(), &small(1)));
+    assert!(glibc.verified.contains("libc.so"), "{}", glibc.verified);
+}
+
 const ARENA: f64 = 64.0 * 1024.0 * 1024.0;
 
 #[test]
