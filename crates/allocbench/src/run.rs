@@ -286,6 +286,39 @@ pub fn run_builtin(
     result
 }
 
+/// Starts the built-in workload's worker under `subject` only to ask it where its allocation
+/// functions resolve, checks that against its maps (mapped, then serving), and ends it: the
+/// check a command or server workload cannot run in its own process.
+pub fn probe(worker: &WorkerCommand, subject: &Subject) -> Result<Verdict, Error> {
+    let params =
+        BuiltinParams { threads: 1, ops_per_thread: 1, working_set: 1, ..Default::default() };
+    let mut cmd = Command::new(&worker.program);
+    cmd.args(&worker.args).args(params.to_args());
+    subject.allocator.apply(&mut cmd);
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd
+        .spawn()
+        .map_err(Error::io(format!("starting the worker {}", worker.program.display())))?;
+    let pid = child.id();
+    let verdict = (|| {
+        let stdout = child.stdout.take().ok_or_else(|| Error::Worker("no stdout".into()))?;
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .map_err(Error::io("reading from the worker"))?;
+        let Some(resolved) = crate::workload::parse_ready(&line) else {
+            return Err(worker_failed(&mut child, "it did not start"));
+        };
+        match subject.verify(pid)? {
+            Verdict::Verified(_) => subject.verify_symbols(pid, &resolved),
+            refused => Ok(refused),
+        }
+    })();
+    // Its stdin is still open: it waits for a start that never comes.
+    end_child(pid, libc::SIGKILL);
+    verdict
+}
+
 fn worker_failed(child: &mut Child, what: &str) -> Error {
     let mut err = String::new();
     if let Some(mut e) = child.stderr.take() {
