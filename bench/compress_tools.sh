@@ -11,7 +11,7 @@
 # gate anything.
 #   bench/compress_tools.sh [SIZE_MIB [ROUNDS]]   (default 512 MiB, 3 rounds)
 #
-# tamp runs as `platscope --no-store --json compress …` (release build).
+# tamp runs as `platscope --no-store --json compress -f …` (release build; -f as the other tools).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -27,7 +27,7 @@ for t in lz4 zstd pzstd pigz /usr/bin/time; do
 done
 cargo build --release -q -p platscope
 P=target/release/platscope
-T="$P --no-store --json compress"
+T="$P --no-store --json compress -f"
 work=/dev/shm/tamp-bench.$$
 logs=target/bench/compress-tools
 rm -rf "$logs"

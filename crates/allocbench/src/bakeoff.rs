@@ -50,6 +50,12 @@ pub struct Plan {
     pub threads: Vec<u32>,
     pub repeat: u32,
     pub workload: Workload,
+    /// For command and server workloads, which cannot be asked where their `malloc` resolves:
+    /// the built-in workload's worker, started once under each preloaded library before the
+    /// first run, whose own `malloc`, `free`, `realloc`, `calloc` and `posix_memalign` must
+    /// resolve to the library ([`run::probe`]); a library that fails is refused there. The
+    /// built-in workload checks in its measured worker itself, so this is unused for it.
+    pub probe: Option<run::WorkerCommand>,
 }
 
 impl Plan {
@@ -170,6 +176,25 @@ pub fn run(
     let mut refused: Vec<Refusal> = Vec::new();
     let mut interrupted = false;
     let mut notes = Vec::new();
+    if let (Some(worker), Workload::Command(_) | Workload::Server(_)) =
+        (&plan.probe, &plan.workload)
+    {
+        for subject in &subjects {
+            if !matches!(subject.allocator.kind, crate::allocator::Kind::Preload { .. }) {
+                continue;
+            }
+            if let crate::procfs::Verdict::Refused(reason) = run::probe(worker, subject)? {
+                let refusal = Refusal {
+                    allocator: subject.allocator.name.clone(),
+                    threads: plan.threads.first().copied().unwrap_or(1),
+                    round: 0,
+                    reason: format!("in a program started under it, {reason}"),
+                };
+                on_outcome(&Outcome::Refused(refusal.clone()));
+                refused.push(refusal);
+            }
+        }
+    }
     'rounds: for round in 0..plan.repeat {
         for &threads in &plan.threads {
             // Round-robin with a rotating start: no allocator always runs first (cold caches)

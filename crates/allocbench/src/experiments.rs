@@ -112,9 +112,6 @@ fn workload(args: &AllocArgs) -> Result<Workload, Classified> {
     if args.metric.is_some() {
         return Err(Classified::usage("--metric needs a command after --"));
     }
-    let exe = std::env::current_exe().map_err(|e| {
-        Classified::runtime(format!("finding this program to start the worker: {e}"))
-    })?;
     let params = BuiltinParams {
         threads: 1,
         ops_per_thread: args.ops.unwrap_or(BuiltinParams::default().ops_per_thread),
@@ -123,10 +120,15 @@ fn workload(args: &AllocArgs) -> Result<Workload, Classified> {
         ..BuiltinParams::default()
     };
     params.validate()?;
-    Ok(Workload::Builtin {
-        worker: WorkerCommand { program: exe, args: vec![AllocWorker::PATH[0].into()] },
-        params,
-    })
+    Ok(Workload::Builtin { worker: worker_command()?, params })
+}
+
+/// This program's hidden `alloc-worker`.
+fn worker_command() -> Result<WorkerCommand, Classified> {
+    let exe = std::env::current_exe().map_err(|e| {
+        Classified::runtime(format!("finding this program to start the worker: {e}"))
+    })?;
+    Ok(WorkerCommand { program: exe, args: vec![AllocWorker::PATH[0].into()] })
 }
 
 /// One stderr line per run as it ends.
@@ -188,6 +190,7 @@ impl Experiment for Alloc {
             threads: args.threads.clone().unwrap_or(default_threads),
             repeat: args.repeat,
             workload: workload(args)?,
+            probe: Some(worker_command()?),
         };
         plan.validate()?;
         // A step of a report stays quiet: its bar says what runs.

@@ -5,7 +5,9 @@
 //! ships (jemalloc, tcmalloc, mimalloc, tbbmalloc), any other library, and glibc tunables as
 //! pseudo-allocators — interleaved round-robin for `repeat` rounds at each thread count. Every
 //! run is **verified**: the allocator's library must be mapped in the measured process
-//! (`/proc/PID/maps`), or the run is refused and said so. Per run it measures throughput, CPU
+//! (`/proc/PID/maps`) and serve its `malloc`, `free`, `realloc`, `calloc` and `posix_memalign`
+//! (resolved in the built-in worker, or in a probe worker for commands and servers), or the run
+//! is refused and said so. Per run it measures throughput, CPU
 //! per operation (the process's own CPU clock or rusage, and system-wide `/proc/stat`), peak
 //! and final RSS, PSS, address-space growth with PROT_NONE reservations set apart, and minor
 //! faults; [`bakeoff::BakeOff`] summarizes them as medians with spread and refuses to rank

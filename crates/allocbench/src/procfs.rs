@@ -1,6 +1,6 @@
 //! The process facts a run is judged by, parsed without touching the system: mappings
-//! (`/proc/PID/maps`), memory (`smaps_rollup`, `status`), and the check that an allocator's
-//! library really is mapped in the measured process.
+//! (`/proc/PID/maps`), memory (`smaps_rollup`, `status`), and the checks that an allocator's
+//! library really is mapped in the measured process and serves its allocation functions.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -9,6 +9,7 @@ use measure::ParseError;
 use serde::{Deserialize, Serialize};
 
 use crate::allocator::{Allocator, Kind};
+use crate::workload::{Resolved, ALLOCATION_SYMBOLS};
 
 /// One line of `/proc/PID/maps`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -221,6 +222,90 @@ pub fn verify(
     }
 }
 
+/// Whether a path names glibc's C library (`libc.so.6`, or `libc-2.31.so` before glibc 2.34).
+fn is_glibc_libc(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name.starts_with("libc.so") || (name.starts_with("libc-") && name.ends_with(".so"))
+}
+
+/// Checks where the measured process's allocation functions resolve ([`Resolved`], from the
+/// process itself) against the allocator it was started under: for a preload, every one of
+/// [`ALLOCATION_SYMBOLS`] must lie in a mapping of the library (by device and inode); for glibc
+/// runs, in glibc's libc. A library that is mapped but does not serve `malloc` (libz, libm, a
+/// library that lacks one of the functions) is refused, naming where `malloc` resolved.
+///
+/// [`ALLOCATION_SYMBOLS`]: crate::workload::ALLOCATION_SYMBOLS
+pub fn verify_symbols(
+    allocator: &Allocator,
+    library: Option<FileId>,
+    maps: &[Mapping],
+    resolved: &[Resolved],
+) -> Verdict {
+    let mapping =
+        |address: u64| maps.iter().find(|m| address != 0 && m.start <= address && address < m.end);
+    // Where a symbol went, in words: the loader's name for the object, else the mapping's path.
+    let place = |symbol: &str| -> String {
+        match resolved.iter().find(|r| r.symbol == symbol) {
+            None => "nothing (the process did not say)".to_string(),
+            Some(r) if r.address == 0 => "nothing (it is not defined)".to_string(),
+            Some(r) => r
+                .object
+                .clone()
+                .or_else(|| mapping(r.address).and_then(|m| m.path.clone()))
+                .unwrap_or_else(|| format!("an anonymous mapping at {:x}", r.address)),
+        }
+    };
+    let serves = |symbol: &str, ok: &dyn Fn(&Mapping) -> bool| {
+        resolved
+            .iter()
+            .find(|r| r.symbol == symbol)
+            .and_then(|r| mapping(r.address))
+            .is_some_and(ok)
+    };
+    // The library's identity for a preload; `None`: glibc's libc.
+    let (wanted, id) = match &allocator.kind {
+        Kind::Preload { library: path } => {
+            let Some(id) = library else {
+                return Verdict::Refused(format!("{} cannot be read", path.display()));
+            };
+            (path.display().to_string(), Some(id))
+        }
+        Kind::Glibc { .. } => ("glibc's libc".to_string(), None),
+    };
+    let ok = |m: &Mapping| match id {
+        Some(id) => {
+            m.inode == id.inode && m.dev_major == id.dev_major && m.dev_minor == id.dev_minor
+        }
+        None => m.path.as_deref().is_some_and(is_glibc_libc),
+    };
+    let missing: Vec<&str> =
+        ALLOCATION_SYMBOLS.iter().copied().filter(|s| !serves(s, &ok)).collect();
+    if missing.is_empty() {
+        return Verdict::Verified(format!(
+            "{} resolve to {} in the measured process",
+            ALLOCATION_SYMBOLS.join(", "),
+            place("malloc")
+        ));
+    }
+    let why = match &allocator.kind {
+        Kind::Preload { .. } => "it is not an allocator, or does not replace all of them",
+        Kind::Glibc { .. } => "a preload from /etc/ld.so.preload or the program itself?",
+    };
+    let malloc_ok = !missing.contains(&"malloc");
+    Verdict::Refused(if malloc_ok {
+        format!(
+            "{} resolves to {} in the measured process, not to {wanted} (malloc does): {why}",
+            missing[0],
+            place(missing[0])
+        )
+    } else {
+        format!(
+            "malloc resolves to {} in the measured process, not to {wanted}: {why}",
+            place("malloc")
+        )
+    })
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
@@ -281,5 +366,109 @@ mod tests {
         let env = b"A=1\0GLIBC_TUNABLES=glibc.malloc.arena_max=1\0";
         assert!(matches!(verify(&tuned, None, &maps, env, &[other]), Verdict::Verified(_)));
         assert!(matches!(verify(&tuned, None, &maps, b"A=1\0", &[]), Verdict::Refused(_)));
+    }
+
+    // Debian 12, x86-64: a worker under LD_PRELOAD=libz.so.1 (libz is mapped, malloc is libc's)
+    // and one under libjemalloc.so.2. Trimmed.
+    const MAPS_LIBZ_PRELOAD: &str = "\
+7f10a0000000-7f10a0003000 r--p 00000000 fe:01 1308001                    /usr/lib/x86_64-linux-gnu/libz.so.1.2.13
+7f10a0003000-7f10a0013000 r-xp 00003000 fe:01 1308001                    /usr/lib/x86_64-linux-gnu/libz.so.1.2.13
+7f10a1000000-7f10a1026000 r--p 00000000 fe:01 1302301                    /usr/lib/x86_64-linux-gnu/libc.so.6
+7f10a1026000-7f10a117b000 r-xp 00026000 fe:01 1302301                    /usr/lib/x86_64-linux-gnu/libc.so.6
+7f10a2000000-7f10a2010000 r-xp 00010000 fe:01 1311029                    /usr/lib/x86_64-linux-gnu/libjemalloc.so.2
+7f10a3000000-7f10a3001000 rw-p 00000000 00:00 0 
+";
+
+    fn at(symbol: &str, address: u64, object: &str) -> Resolved {
+        Resolved { symbol: symbol.into(), address, object: Some(object.into()) }
+    }
+
+    fn all_at(address: u64, object: &str) -> Vec<Resolved> {
+        ALLOCATION_SYMBOLS
+            .iter()
+            .enumerate()
+            .map(|(i, s)| at(s, address + i as u64, object))
+            .collect()
+    }
+
+    const LIBC: &str = "/lib/x86_64-linux-gnu/libc.so.6";
+    const JE: &str = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
+
+    #[test]
+    fn a_mapped_library_that_does_not_serve_malloc_is_refused_naming_where_malloc_went() {
+        let maps = parse_maps(MAPS_LIBZ_PRELOAD).unwrap();
+        let libz = FileId { dev_major: 0xfe, dev_minor: 1, inode: 1308001 };
+        let x = Allocator {
+            name: "x".into(),
+            kind: Kind::Preload { library: "/usr/lib/x86_64-linux-gnu/libz.so.1".into() },
+        };
+        // The old check passes: libz is mapped.
+        assert!(matches!(verify(&x, Some(libz), &maps, b"", &[]), Verdict::Verified(_)));
+        let libc_calls = all_at(0x7f10a1030000, LIBC);
+        match verify_symbols(&x, Some(libz), &maps, &libc_calls) {
+            Verdict::Refused(r) => {
+                assert!(r.starts_with(&format!("malloc resolves to {LIBC}")), "{r}");
+                assert!(r.contains("libz.so.1"), "{r}");
+            }
+            v => panic!("{v:?}"),
+        }
+    }
+
+    #[test]
+    fn an_allocator_serving_all_five_is_verified_and_one_missing_is_named() {
+        let maps = parse_maps(MAPS_LIBZ_PRELOAD).unwrap();
+        let je_id = FileId { dev_major: 0xfe, dev_minor: 1, inode: 1311029 };
+        let je = Allocator { name: "jemalloc".into(), kind: Kind::Preload { library: JE.into() } };
+        let served = all_at(0x7f10a2000100, JE);
+        match verify_symbols(&je, Some(je_id), &maps, &served) {
+            Verdict::Verified(v) => assert!(v.contains(JE) && v.contains("posix_memalign"), "{v}"),
+            v => panic!("{v:?}"),
+        }
+        // The same addresses judged against another library's identity: refused.
+        let other = FileId { inode: 7, ..je_id };
+        assert!(matches!(verify_symbols(&je, Some(other), &maps, &served), Verdict::Refused(_)));
+        // Each function on its own: one left to libc is named.
+        for (i, symbol) in ALLOCATION_SYMBOLS.iter().enumerate() {
+            let mut partial = served.clone();
+            partial[i] = at(symbol, 0x7f10a1030000, LIBC);
+            match verify_symbols(&je, Some(je_id), &maps, &partial) {
+                Verdict::Refused(r) => {
+                    assert!(r.starts_with(&format!("{symbol} resolves to {LIBC}")), "{r}")
+                }
+                v => panic!("{symbol}: {v:?}"),
+            }
+            // Unresolved, or not reported at all.
+            partial[i].address = 0;
+            assert!(matches!(
+                verify_symbols(&je, Some(je_id), &maps, &partial),
+                Verdict::Refused(_)
+            ));
+            partial.remove(i);
+            assert!(matches!(
+                verify_symbols(&je, Some(je_id), &maps, &partial),
+                Verdict::Refused(_)
+            ));
+        }
+        assert!(matches!(verify_symbols(&je, None, &maps, &served), Verdict::Refused(_)));
+    }
+
+    #[test]
+    fn glibc_runs_need_malloc_in_libc() {
+        let maps = parse_maps(MAPS_LIBZ_PRELOAD).unwrap();
+        let glibc = Allocator::glibc();
+        let in_libc = all_at(0x7f10a1030000, LIBC);
+        assert!(matches!(verify_symbols(&glibc, None, &maps, &in_libc), Verdict::Verified(_)));
+        let tuned = crate::allocator::parse_glibc("glibc:arena_max=1").unwrap().unwrap();
+        assert!(matches!(verify_symbols(&tuned, None, &maps, &in_libc), Verdict::Verified(_)));
+        match verify_symbols(&glibc, None, &maps, &all_at(0x7f10a2000100, JE)) {
+            Verdict::Refused(r) => {
+                assert!(r.starts_with(&format!("malloc resolves to {JE}")), "{r}")
+            }
+            v => panic!("{v:?}"),
+        }
+        // An address in no file mapping (JIT, or a lie) is not libc.
+        let anon = all_at(0x7f10a3000000, "?");
+        assert!(matches!(verify_symbols(&glibc, None, &maps, &anon), Verdict::Refused(_)));
+        assert!(is_glibc_libc("/lib/libc-2.31.so") && !is_glibc_libc("/lib/libcrypt.so.1"));
     }
 }

@@ -161,6 +161,19 @@ impl Subject {
     }
 }
 
+impl Subject {
+    /// Verifies where the process `pid` says its allocation functions resolve (`resolved`, from
+    /// the process itself) against this subject and the process's maps.
+    pub fn verify_symbols(
+        &self,
+        pid: u32,
+        resolved: &[crate::workload::Resolved],
+    ) -> Result<Verdict, Error> {
+        let maps = read_maps(pid)?;
+        Ok(procfs::verify_symbols(&self.allocator, self.library, &maps, resolved))
+    }
+}
+
 fn read_maps(pid: u32) -> Result<Vec<procfs::Mapping>, Error> {
     let path = format!("/proc/{pid}/maps");
     let text = std::fs::read_to_string(&path).map_err(Error::io(format!("reading {path}")))?;
@@ -273,6 +286,39 @@ pub fn run_builtin(
     result
 }
 
+/// Starts the built-in workload's worker under `subject` only to ask it where its allocation
+/// functions resolve, checks that against its maps (mapped, then serving), and ends it: the
+/// check a command or server workload cannot run in its own process.
+pub fn probe(worker: &WorkerCommand, subject: &Subject) -> Result<Verdict, Error> {
+    let params =
+        BuiltinParams { threads: 1, ops_per_thread: 1, working_set: 1, ..Default::default() };
+    let mut cmd = Command::new(&worker.program);
+    cmd.args(&worker.args).args(params.to_args());
+    subject.allocator.apply(&mut cmd);
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd
+        .spawn()
+        .map_err(Error::io(format!("starting the worker {}", worker.program.display())))?;
+    let pid = child.id();
+    let verdict = (|| {
+        let stdout = child.stdout.take().ok_or_else(|| Error::Worker("no stdout".into()))?;
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .map_err(Error::io("reading from the worker"))?;
+        let Some(resolved) = crate::workload::parse_ready(&line) else {
+            return Err(worker_failed(&mut child, "it did not start"));
+        };
+        match subject.verify(pid)? {
+            Verdict::Verified(_) => subject.verify_symbols(pid, &resolved),
+            refused => Ok(refused),
+        }
+    })();
+    // Its stdin is still open: it waits for a start that never comes.
+    end_child(pid, libc::SIGKILL);
+    verdict
+}
+
 fn worker_failed(child: &mut Child, what: &str) -> Error {
     let mut err = String::new();
     if let Some(mut e) = child.stderr.take() {
@@ -293,9 +339,9 @@ fn drive_builtin(
     let mut lines = BufReader::new(stdout);
     let mut line = String::new();
     lines.read_line(&mut line).map_err(Error::io("reading from the worker"))?;
-    if line.trim() != "ready" {
+    let Some(resolved) = crate::workload::parse_ready(&line) else {
         return Err(worker_failed(child, "it did not start"));
-    }
+    };
     let reject = |reason: String| {
         Outcome::Refused(Refusal {
             allocator: subject.allocator.name.clone(),
@@ -304,8 +350,13 @@ fn drive_builtin(
             reason,
         })
     };
+    // Mapped (and, for glibc runs, no other allocator mapped, tunables in place), then serving:
+    // the worker's own malloc, free, realloc, calloc and posix_memalign are the allocator's.
     let verified = match subject.verify(pid)? {
-        Verdict::Verified(v) => v,
+        Verdict::Verified(_) => match subject.verify_symbols(pid, &resolved)? {
+            Verdict::Verified(v) => v,
+            Verdict::Refused(r) => return Ok(reject(r)),
+        },
         Verdict::Refused(r) => return Ok(reject(r)),
     };
     if stop.load(std::sync::atomic::Ordering::Relaxed) {

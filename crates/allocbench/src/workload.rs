@@ -7,7 +7,8 @@
 //! most) — and a new one is allocated with a size drawn log-uniformly from 16 B to 4 KiB, and
 //! its first cache line written. Threads start together and the clock covers only the loop.
 //!
-//! The parent and the worker talk over stdin/stdout: the worker prints `ready`, waits for a line,
+//! The parent and the worker talk over stdin/stdout: the worker prints `ready` and where its
+//! allocation functions resolve ([`Resolved`], a JSON array on the same line), waits for a line,
 //! runs, prints one JSON line ([`WorkerReport`]), then waits for stdin to close so the parent can
 //! read its maps and memory while everything it allocated is still mapped.
 
@@ -108,6 +109,64 @@ impl BuiltinParams {
         p.validate()?;
         Ok(p)
     }
+}
+
+/// The functions an allocator must serve for a run under it to count.
+pub const ALLOCATION_SYMBOLS: [&str; 5] = ["malloc", "free", "realloc", "calloc", "posix_memalign"];
+
+/// Where one allocation function resolves in a process: the address the dynamic linker binds
+/// (`dlsym(RTLD_DEFAULT, …)`, what every call in the process reaches) and the object `dladdr`
+/// says holds it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Resolved {
+    pub symbol: String,
+    /// 0: the symbol did not resolve.
+    pub address: u64,
+    /// The file name of the object holding it, as the loader knows it (`dli_fname`).
+    pub object: Option<String>,
+}
+
+/// Resolves [`ALLOCATION_SYMBOLS`] in this process, as its own calls are resolved.
+pub fn resolve_allocation_symbols() -> Vec<Resolved> {
+    ALLOCATION_SYMBOLS
+        .iter()
+        .map(|&symbol| {
+            let Ok(name) = std::ffi::CString::new(symbol) else {
+                return Resolved { symbol: symbol.into(), address: 0, object: None };
+            };
+            // SAFETY: dlsym with the RTLD_DEFAULT pseudo-handle and a NUL-terminated name only
+            // looks the name up in the global scope; it does not call what it finds.
+            let address = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+            let mut object = None;
+            if !address.is_null() {
+                // SAFETY: Dl_info is plain old data (pointers and integers): all-zero is valid.
+                let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+                // SAFETY: dladdr only reads the loader's tables for `address` and fills `info`,
+                // which is valid for writes.
+                let found = unsafe { libc::dladdr(address, &mut info) };
+                if found != 0 && !info.dli_fname.is_null() {
+                    // SAFETY: on success dli_fname points to the loader's NUL-terminated name of
+                    // the object, which lives as long as the object stays loaded (we unload
+                    // nothing).
+                    let fname = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
+                    object = Some(fname.to_string_lossy().into_owned());
+                }
+            }
+            Resolved { symbol: symbol.into(), address: address as u64, object }
+        })
+        .collect()
+}
+
+/// The worker's first line: `ready` and the resolved allocation functions.
+pub fn ready_line(resolved: &[Resolved]) -> String {
+    let json = serde_json::to_string(resolved).unwrap_or_else(|_| "[]".into());
+    format!("ready {json}")
+}
+
+/// Reads the worker's first line ([`ready_line`]); `None` when it is not one.
+pub fn parse_ready(line: &str) -> Option<Vec<Resolved>> {
+    let rest = line.trim().strip_prefix("ready")?;
+    serde_json::from_str(rest.trim()).ok()
 }
 
 /// What the worker reports after its loop.
@@ -269,7 +328,9 @@ pub fn serve(
         let what = what.to_string();
         move |source| Error::Io { what: what.clone(), source }
     };
-    writeln!(output, "ready").and_then(|()| output.flush()).map_err(io("writing to the parent"))?;
+    writeln!(output, "{}", ready_line(&resolve_allocation_symbols()))
+        .and_then(|()| output.flush())
+        .map_err(io("writing to the parent"))?;
     let mut line = String::new();
     input.read_line(&mut line).map_err(io("reading from the parent"))?;
     if line.is_empty() {
@@ -334,8 +395,45 @@ mod tests {
         serve(&p, &mut input, &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
         let mut lines = text.lines();
-        assert_eq!(lines.next(), Some("ready"));
+        let resolved = parse_ready(lines.next().unwrap()).unwrap();
+        assert_eq!(resolved.len(), ALLOCATION_SYMBOLS.len());
         let r: WorkerReport = serde_json::from_str(lines.next().unwrap()).unwrap();
         assert_eq!(r.ops, 2000);
+    }
+
+    /// In a test binary (no preload), every allocation function is glibc's, and lies in a
+    /// mapping of libc in this process's own maps.
+    #[test]
+    fn allocation_functions_resolve_to_libc_here() {
+        let resolved = resolve_allocation_symbols();
+        let names: Vec<&str> = resolved.iter().map(|r| r.symbol.as_str()).collect();
+        assert_eq!(names, ALLOCATION_SYMBOLS);
+        let maps = crate::procfs::parse_maps(&std::fs::read_to_string("/proc/self/maps").unwrap())
+            .unwrap();
+        for r in &resolved {
+            assert_ne!(r.address, 0, "{r:?}");
+            let object = r.object.as_deref().unwrap();
+            assert!(object.contains("libc.so"), "{r:?}");
+            let m = maps.iter().find(|m| m.start <= r.address && r.address < m.end).unwrap();
+            assert!(m.path.as_deref().is_some_and(|p| p.contains("libc.so")), "{m:?}");
+        }
+    }
+
+    #[test]
+    fn the_ready_line_round_trips_and_anything_else_is_not_one() {
+        let r = vec![Resolved { symbol: "malloc".into(), address: 0x7f00, object: None }];
+        assert_eq!(parse_ready(&ready_line(&r)), Some(r));
+        assert_eq!(parse_ready("ready []\n"), Some(vec![]));
+        assert_eq!(parse_ready("ready"), None);
+        assert_eq!(parse_ready("{\"ops\":1}"), None);
+        // Arbitrary lines (what a broken or foreign worker might print): never a panic.
+        let mut rng = Rng::new(29);
+        let alphabet = b"ready []{}\",:0123456789symboladdressobjectnul\\\n\xff";
+        for _ in 0..5000 {
+            let len = rng.below(64) as usize;
+            let bytes: Vec<u8> =
+                (0..len).map(|_| alphabet[rng.below(alphabet.len() as u64) as usize]).collect();
+            let _ = parse_ready(&String::from_utf8_lossy(&bytes));
+        }
     }
 }

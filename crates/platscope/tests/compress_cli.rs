@@ -95,3 +95,60 @@ fn bad_compress_input_is_a_usage_error_and_writes_nothing() {
     assert!(!Path::new(&format!("{missing}.lz4")).exists());
     assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0, "nothing written");
 }
+
+/// Issue 29: an existing output is refused without `--force` in both directions (exit 1, one
+/// line naming `--force`), left byte for byte as it was with nothing beside it, and replaced
+/// with `--force`.
+#[test]
+fn compress_refuses_to_overwrite_without_force_in_both_directions() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let at = |name: &str| dir.path().join(name).display().to_string();
+    let (input, lz4, back) = (at("in.tsv"), at("in.tsv.lz4"), at("back.tsv"));
+    let original: Vec<u8> = (0..200_000u32).flat_map(|i| (i % 251).to_le_bytes()).collect();
+    std::fs::write(&input, &original).expect("input");
+    let precious = b"precious bytes, not a frame\n";
+    let refused = |args: &[&str], path: &str| {
+        std::fs::write(path, precious).expect("the file in the way");
+        let out = platscope(args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+        assert!(err.contains("--force") && err.contains(path), "{err}");
+        assert_eq!(std::fs::read(path).expect("still there"), precious, "left as it was");
+    };
+    let names = || {
+        let mut n: Vec<String> = std::fs::read_dir(dir.path())
+            .expect("dir")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        n.sort();
+        n
+    };
+
+    // Compress: the default name and -o.
+    refused(&["--no-store", "compress", "-t", "2", &input], &lz4);
+    refused(&["--no-store", "compress", "-t", "2", &input, "-o", &back], &back);
+    assert_eq!(names(), ["back.tsv", "in.tsv", "in.tsv.lz4"], "no temporary left behind");
+    ok(&platscope(&["--no-store", "compress", "-t", "2", "--force", &input]));
+    assert_ne!(std::fs::read(&lz4).expect("lz4"), precious, "--force replaced it");
+
+    // Decompress: -o, and the name with the suffix taken off (the input itself).
+    refused(&["--no-store", "compress", "-d", "-t", "2", &lz4, "-o", &back], &back);
+    let copy = at("copy.tsv.lz4");
+    std::fs::copy(&lz4, &copy).expect("copy");
+    refused(&["--no-store", "compress", "-d", &copy], &at("copy.tsv"));
+    ok(&platscope(&["--no-store", "compress", "-d", "-t", "2", "-f", &lz4, "-o", &back]));
+    assert!(std::fs::read(&back).expect("back") == original, "-f replaced it with the original");
+
+    // Several inputs: one taken name refuses the whole command before any run.
+    let other = at("other.tsv");
+    std::fs::write(&other, &original).expect("other");
+    refused(&["--no-store", "compress", "-t", "2", &other, &input], &lz4);
+    assert!(!Path::new(&format!("{other}.lz4")).exists(), "the first input was not run either");
+
+    // --make-corpus too.
+    refused(&["--no-store", "compress", "--make-corpus", "64KiB", &other], &other);
+    ok(&platscope(&["--no-store", "compress", "--force", "--make-corpus", "64KiB", &other]));
+    assert_eq!(std::fs::metadata(&other).expect("corpus").len(), 64 << 10);
+    assert!(names().iter().all(|n| !n.starts_with('.')), "no temporary left: {:?}", names());
+}

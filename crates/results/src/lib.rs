@@ -38,6 +38,7 @@ mod recorder;
 pub mod render;
 mod row;
 mod schema;
+mod secrets;
 pub mod sql;
 mod sqlite;
 
@@ -54,6 +55,7 @@ pub use measure::{Metric, WorkerPlacement};
 pub use postgres::{PgStore, PushOutcome};
 pub use recorder::{RecordError, Recorder, RunContext, StoreOptions};
 pub use schema::SCHEMA_VERSION;
+pub use secrets::{redact, redact_argv, MASK};
 pub use sqlite::SqliteStore;
 
 /// A run to record.

@@ -23,7 +23,8 @@ pub struct StoreOptions {
 /// The facts every recorded run carries.
 #[derive(Debug, Clone, Default)]
 pub struct RunContext {
-    /// The command line, lossily as text (arguments need not be UTF-8).
+    /// The command line, lossily as text (arguments need not be UTF-8); [`Recorder::open`]
+    /// redacts passwords from it before anything is stored.
     pub argv: Vec<String>,
     /// platscope version and git commit.
     pub version: String,
@@ -66,7 +67,9 @@ fn warn(text: &str) {
 impl Recorder {
     /// Opens the store before anything is measured, so a bad `--db` fails fast. Without `--db`,
     /// a default location that cannot be used is a warning, not a failure.
-    pub fn open(options: &StoreOptions, context: RunContext) -> Result<Self, StoreError> {
+    /// The command line is kept with its secrets redacted ([`crate::redact_argv`]).
+    pub fn open(options: &StoreOptions, mut context: RunContext) -> Result<Self, StoreError> {
+        context.argv = crate::redact_argv(&context.argv);
         let location = options.db.as_deref().map(Location::parse);
         let (local, push_to) = match location {
             Some(Location::File(path)) => (Some(path), None),

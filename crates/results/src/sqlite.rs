@@ -1,5 +1,6 @@
 //! The local results database: one SQLite file (WAL), the source of truth on each machine.
 
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -44,7 +45,12 @@ impl SqliteStore {
     pub fn open(path: &Path) -> Result<Self, StoreError> {
         let open_error = |reason: String| StoreError::Open { path: path.to_path_buf(), reason };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
+            // Directories made here are the owner's alone (0700); existing ones are left as
+            // they are.
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
                 .map_err(|e| open_error(format!("creating {}: {e}", dir.display())))?;
         }
         match std::fs::metadata(path) {
@@ -52,7 +58,21 @@ impl SqliteStore {
             Ok(meta) if !meta.is_file() => {
                 return Err(open_error("it is not a regular file".into()));
             }
-            _ => {}
+            Ok(_) => {}
+            // A new store is readable by its owner only (0600): runs carry command lines and
+            // query text. SQLite gives its journal and WAL files the database file's mode. An
+            // existing file keeps its mode (a shared store may be group-readable on purpose).
+            Err(_) => match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(path)
+            {
+                Ok(_) => {}
+                // Another run made it first: open it as it is.
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(open_error(format!("creating it: {e}"))),
+            },
         }
         let mut conn = Connection::open(path).map_err(|e| StoreError::sql(path, &e))?;
         conn.busy_timeout(Duration::from_secs(10)).at(path)?;

@@ -314,3 +314,72 @@ fn latest_metrics_finds_the_newest_run_with_that_metric_and_label() {
     assert!((m.recorded_at_unix - now.as_secs_f64()).abs() < 86_400.0, "{}", m.recorded_at_unix);
     assert!(store.latest_metrics("mem_bandwidth", None).expect("store").is_none());
 }
+
+/// Issue 29: a new store (and a directory made for it) is its owner's alone; an existing file
+/// keeps the mode it has.
+#[test]
+fn a_new_store_is_0600_in_a_0700_directory_and_an_old_one_keeps_its_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = temp_dir("mode");
+    let mode =
+        |p: &std::path::Path| std::fs::metadata(p).expect("exists").permissions().mode() & 0o777;
+    let path = dir.path().join("made/for/it/results.db");
+    let mut store = Store::open(&path).expect("opens");
+    store.record(&run(0.0)).expect("records");
+    drop(store);
+    assert_eq!(mode(&path), 0o600);
+    assert_eq!(mode(&dir.path().join("made/for/it")), 0o700);
+    assert_eq!(mode(&dir.path().join("made")), 0o700);
+    for side in ["results.db-wal", "results.db-shm"] {
+        let p = path.with_file_name(side);
+        if p.exists() {
+            assert_eq!(mode(&p) & 0o077, 0, "{side} is not readable by others");
+        }
+    }
+
+    let shared = dir.path().join("shared.db");
+    std::fs::write(&shared, b"").expect("an empty file");
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let mut store = Store::open(&shared).expect("opens an empty file as a new store");
+    store.record(&run(0.0)).expect("records");
+    assert_eq!(mode(&shared), 0o644, "an existing file keeps its mode");
+}
+
+/// Issue 29: the recorder stores the command line with its passwords redacted.
+#[test]
+fn the_recorder_stores_argv_without_passwords() {
+    use results::{Recorder, RunContext, StoreOptions};
+    let dir = temp_dir("argv");
+    let db = dir.path().join("results.db");
+    let argv: Vec<String> = [
+        "platscope",
+        "load",
+        "--url",
+        "postgresql://app:Hunter2Secret@db1/orders",
+        "--also",
+        "host=db1 password='Hunter2 Secret' dbname=x",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let context = RunContext { argv, ..RunContext::default() };
+    let options = StoreOptions { db: Some(db.clone()), no_store: false };
+    let mut recorder = Recorder::open(&options, context).expect("opens");
+    let metric = [Metric::new("x", Unit::Nanoseconds, vec![1.0])];
+    let id = recorder.record("load", &json!({}), &metric[..], false).expect("records").expect("id");
+    drop(recorder);
+    let stored = Store::open_read_only(&db).expect("opens").run(id).expect("run");
+    let words: Vec<&str> = stored.parameters["argv"]
+        .as_array()
+        .expect("argv")
+        .iter()
+        .filter_map(|w| w.as_str())
+        .collect();
+    assert_eq!(words[3], "postgresql://app:***@db1/orders");
+    assert_eq!(words[5], "host=db1 password='***' dbname=x");
+    let bytes = std::fs::read(&db).expect("db");
+    let wal = std::fs::read(db.with_file_name("results.db-wal")).unwrap_or_default();
+    for file in [&bytes, &wal] {
+        assert!(!file.windows(7).any(|w| w == b"Hunter2"), "the password is not in the file");
+    }
+}

@@ -33,6 +33,12 @@ pub enum TampError {
         /// What the OS said.
         source: io::Error,
     },
+    /// The output file exists and was not to be replaced ([`crate::Output::NewFile`]).
+    #[error("{path} exists: not replacing it (pass --force to overwrite, or name another -o)")]
+    Exists {
+        /// The output file, left as it was.
+        path: PathBuf,
+    },
     /// The compressed input ends before its frame does.
     #[error(
         "{path} is truncated at byte {offset}: {what} is cut short (the file was not written completely; get an intact copy)"

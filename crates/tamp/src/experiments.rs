@@ -39,6 +39,10 @@ pub struct CompressArgs {
     /// Compress to nowhere: measure only.
     #[arg(long)]
     pub discard: bool,
+    /// Replace an output (or a --make-corpus file) that already exists; without it such a run
+    /// is refused before it starts and the file is left as it was (as lz4, zstd and gzip do).
+    #[arg(short = 'f', long)]
+    pub force: bool,
     /// Write a seeded, database-like corpus of SIZE bytes to OUT instead (`--make-corpus 1GiB
     /// corpus.tsv`), about 50% smaller with lz4 and 65% with zstd -1.
     #[arg(long, num_args = 2, value_names = ["SIZE", "OUT"], conflicts_with_all = ["decompress", "output", "discard"])]
@@ -86,8 +90,9 @@ fn output_for(args: &CompressArgs, input: &Path) -> Result<Output, Classified> {
     if args.discard {
         return Ok(Output::Discard);
     }
+    let file = |path: PathBuf| if args.force { Output::File(path) } else { Output::NewFile(path) };
     if let Some(o) = &args.output {
-        return Ok(Output::File(o.clone()));
+        return Ok(file(o.clone()));
     }
     let name = input
         .file_name()
@@ -111,7 +116,7 @@ fn output_for(args: &CompressArgs, input: &Path) -> Result<Output, Classified> {
         with.push(suffix(args.format.unwrap_or(Format::Lz4)));
         out.set_file_name(with);
     }
-    Ok(Output::File(out))
+    Ok(file(out))
 }
 
 /// What `compress` did: a compress or decompress run (stored as `compress` / `compress -d`),
@@ -192,7 +197,7 @@ impl Experiment for Compress {
                 return Err(Classified::usage("--make-corpus takes SIZE OUT"));
             };
             let bytes = parse_bytes(size)?;
-            return make_corpus(args.seed, bytes, Path::new(out));
+            return make_corpus(args.seed, bytes, Path::new(out), args.force);
         }
         if args.output.is_some() && args.inputs.len() > 1 {
             return Err(Classified::usage(
@@ -208,9 +213,19 @@ impl Experiment for Compress {
             )));
         }
         let threads = args.threads.map_or_else(crate::online_cpus, |t| t as usize);
-        let mut inputs = args.inputs.iter().peekable();
-        while let Some(input) = inputs.next() {
-            let output = output_for(args, input)?;
+        // Every output is named and checked before the first run: a taken name among several
+        // inputs refuses the whole command, not the runs after the others.
+        let outputs =
+            args.inputs.iter().map(|i| output_for(args, i)).collect::<Result<Vec<_>, _>>()?;
+        for output in &outputs {
+            if let Output::NewFile(path) = output {
+                if path.symlink_metadata().is_ok() {
+                    return Err(crate::TampError::Exists { path: path.clone() }.into());
+                }
+            }
+        }
+        let mut inputs = args.inputs.iter().zip(outputs).peekable();
+        while let Some((input, output)) = inputs.next() {
             let result = if args.decompress {
                 let opts = DecompressOptions { threads, format: args.format };
                 crate::decompress(input, &output, &opts, stop::flag())?
@@ -230,7 +245,11 @@ impl Experiment for Compress {
     }
 }
 
-fn make_corpus(seed: u64, bytes: u64, out: &Path) -> Result<Compressed, Classified> {
+fn make_corpus(seed: u64, bytes: u64, out: &Path, force: bool) -> Result<Compressed, Classified> {
+    let exists = || crate::TampError::Exists { path: out.to_path_buf() }.into();
+    if !force && out.symlink_metadata().is_ok() {
+        return Err(exists());
+    }
     let dir = out.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let writing =
         |e: std::io::Error| Classified::runtime(format!("writing {}: {e}", out.display()));
@@ -242,7 +261,11 @@ fn make_corpus(seed: u64, bytes: u64, out: &Path) -> Result<Compressed, Classifi
             .and_then(|()| std::io::Write::flush(&mut w))
             .map_err(writing)?;
     }
-    tmp.persist(out).map_err(|e| writing(e.error))?;
+    let persisted = if force { tmp.persist(out) } else { tmp.persist_noclobber(out) };
+    persisted.map_err(|e| match e.error.kind() {
+        std::io::ErrorKind::AlreadyExists if !force => exists(),
+        _ => writing(e.error),
+    })?;
     Ok(Compressed::Corpus { corpus: out.to_path_buf(), bytes, seed })
 }
 

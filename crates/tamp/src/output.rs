@@ -1,5 +1,7 @@
 //! Where the output goes: a temporary file in the target directory, renamed into place only when
 //! the whole run succeeded (so a failure or a stop never leaves a half-written file), or nowhere.
+//! A [`Output::NewFile`] never replaces a file: one already there is refused before the run
+//! starts, and one that appears during it is refused at the rename (which cannot clobber).
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
@@ -10,8 +12,13 @@ use crate::TampError;
 /// Where a run writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Output {
-    /// This file: written under a temporary name beside it, renamed at the end.
+    /// This file: written under a temporary name beside it, renamed at the end, replacing
+    /// whatever had the name (`compress --force`).
     File(PathBuf),
+    /// This file, which must not exist: as [`Output::File`], but a file of that name (there at
+    /// the start, or made by someone else during the run) is an error
+    /// ([`TampError::Exists`]) and is left as it was.
+    NewFile(PathBuf),
     /// Nowhere: the output is produced and counted, then dropped (the seed's "output discarded").
     Discard,
 }
@@ -20,14 +27,17 @@ pub enum Output {
 #[derive(Debug)]
 pub(crate) struct Target {
     file: Option<(BufWriter<File>, PathBuf, PathBuf)>,
+    /// Whether the rename may replace an existing file.
+    replace: bool,
     pub written: u64,
 }
 
 impl Target {
     pub fn open(output: &Output) -> Result<Self, TampError> {
+        let replace = matches!(output, Output::File(_));
         let file = match output {
             Output::Discard => None,
-            Output::File(path) => {
+            Output::File(path) | Output::NewFile(path) => {
                 let dir = match path.parent() {
                     Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
                     _ => PathBuf::from("."),
@@ -39,6 +49,9 @@ impl Target {
                         path.display()
                     )));
                 };
+                if !replace && path.symlink_metadata().is_ok() {
+                    return Err(TampError::Exists { path: path.clone() });
+                }
                 let tmp = dir.join(format!(".{name}.tamp-{}.tmp", std::process::id()));
                 let f = OpenOptions::new()
                     .write(true)
@@ -49,7 +62,7 @@ impl Target {
                 Some((BufWriter::with_capacity(1 << 20, f), tmp, path.clone()))
             }
         };
-        Ok(Self { file, written: 0 })
+        Ok(Self { file, replace, written: 0 })
     }
 
     pub fn write(&mut self, data: &[u8]) -> Result<(), TampError> {
@@ -60,14 +73,29 @@ impl Target {
         Ok(())
     }
 
-    /// Flushes and renames the temporary file into place.
+    /// Flushes and renames the temporary file into place; without `replace`, the rename fails
+    /// (atomically: `renameat2(RENAME_NOREPLACE)`, or link and unlink) if the name is taken.
     pub fn commit(&mut self) -> Result<(), TampError> {
         if let Some((mut w, tmp, path)) = self.file.take() {
-            let r = w.flush().and_then(|()| std::fs::rename(&tmp, &path));
-            if let Err(source) = r {
+            let flushed = w.flush();
+            drop(w);
+            let r = match flushed {
+                Err(source) => Err(TampError::Write { path: path.clone(), source }),
+                Ok(()) if self.replace => std::fs::rename(&tmp, &path)
+                    .map_err(|source| TampError::Write { path: path.clone(), source }),
+                Ok(()) => tempfile::TempPath::try_from_path(&tmp)
+                    .and_then(|t| t.persist_noclobber(&path).map_err(|e| e.error))
+                    .map_err(|source| match source.kind() {
+                        std::io::ErrorKind::AlreadyExists => {
+                            TampError::Exists { path: path.clone() }
+                        }
+                        _ => TampError::Write { path: path.clone(), source },
+                    }),
+            };
+            if r.is_err() {
                 let _ = std::fs::remove_file(&tmp);
-                return Err(TampError::Write { path, source });
             }
+            r?;
         }
         Ok(())
     }
@@ -88,5 +116,70 @@ impl Drop for Target {
             drop(w);
             let _ = std::fs::remove_file(tmp);
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may unwrap
+mod tests {
+    use super::*;
+
+    fn leftovers(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn a_new_file_already_there_is_refused_before_anything_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out.lz4");
+        std::fs::write(&out, b"precious").unwrap();
+        let e = Target::open(&Output::NewFile(out.clone())).unwrap_err();
+        assert!(matches!(&e, TampError::Exists { path } if path == &out), "{e}");
+        assert!(e.to_string().contains("--force"), "{e}");
+        assert_eq!(std::fs::read(&out).unwrap(), b"precious");
+        assert_eq!(leftovers(dir.path()), ["out.lz4"]);
+    }
+
+    #[test]
+    fn a_new_file_made_by_someone_else_during_the_run_is_kept_and_the_run_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out.lz4");
+        let mut t = Target::open(&Output::NewFile(out.clone())).unwrap();
+        t.write(b"ours").unwrap();
+        std::fs::write(&out, b"theirs").unwrap();
+        let e = t.commit().unwrap_err();
+        assert!(matches!(&e, TampError::Exists { path } if path == &out), "{e}");
+        assert_eq!(std::fs::read(&out).unwrap(), b"theirs");
+        assert_eq!(leftovers(dir.path()), ["out.lz4"], "no temporary left");
+    }
+
+    #[test]
+    fn a_new_file_is_written_when_the_name_is_free_and_a_file_output_replaces() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out.lz4");
+        let mut t = Target::open(&Output::NewFile(out.clone())).unwrap();
+        t.write(b"new").unwrap();
+        t.commit().unwrap();
+        assert_eq!(std::fs::read(&out).unwrap(), b"new");
+        let mut t = Target::open(&Output::File(out.clone())).unwrap();
+        t.write(b"newer").unwrap();
+        t.commit().unwrap();
+        assert_eq!(std::fs::read(&out).unwrap(), b"newer");
+        assert_eq!(leftovers(dir.path()), ["out.lz4"]);
+    }
+
+    #[test]
+    fn a_dangling_symlink_counts_as_taken() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out.lz4");
+        std::os::unix::fs::symlink(dir.path().join("nowhere"), &out).unwrap();
+        let e = Target::open(&Output::NewFile(out.clone())).unwrap_err();
+        assert!(matches!(e, TampError::Exists { .. }), "{e}");
+        assert!(!dir.path().join("nowhere").exists());
     }
 }
