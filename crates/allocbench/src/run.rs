@@ -263,6 +263,20 @@ fn last_line(text: &str) -> String {
     }
 }
 
+/// The built-in workload's worker with `params`, under `subject`'s allocator, its standard
+/// streams piped.
+fn spawn_worker(
+    worker: &WorkerCommand,
+    params: &BuiltinParams,
+    subject: &Subject,
+) -> Result<std::process::Child, Error> {
+    let mut cmd = Command::new(&worker.program);
+    cmd.args(&worker.args).args(params.to_args());
+    subject.allocator.apply(&mut cmd);
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.spawn().map_err(Error::io(format!("starting the worker {}", worker.program.display())))
+}
+
 /// Runs the built-in workload once under `subject`.
 pub fn run_builtin(
     worker: &WorkerCommand,
@@ -271,13 +285,7 @@ pub fn run_builtin(
     round: u32,
     stop: &std::sync::atomic::AtomicBool,
 ) -> Result<Outcome, Error> {
-    let mut cmd = Command::new(&worker.program);
-    cmd.args(&worker.args).args(params.to_args());
-    subject.allocator.apply(&mut cmd);
-    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = cmd
-        .spawn()
-        .map_err(Error::io(format!("starting the worker {}", worker.program.display())))?;
+    let mut child = spawn_worker(worker, params, subject)?;
     let pid = child.id();
     let result = drive_builtin(&mut child, pid, params, subject, round, stop);
     if result.is_err() || matches!(result, Ok(Outcome::Refused(_) | Outcome::Interrupted)) {
@@ -292,13 +300,7 @@ pub fn run_builtin(
 pub fn probe(worker: &WorkerCommand, subject: &Subject) -> Result<Verdict, Error> {
     let params =
         BuiltinParams { threads: 1, ops_per_thread: 1, working_set: 1, ..Default::default() };
-    let mut cmd = Command::new(&worker.program);
-    cmd.args(&worker.args).args(params.to_args());
-    subject.allocator.apply(&mut cmd);
-    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = cmd
-        .spawn()
-        .map_err(Error::io(format!("starting the worker {}", worker.program.display())))?;
+    let mut child = spawn_worker(worker, &params, subject)?;
     let pid = child.id();
     let verdict = (|| {
         let stdout = child.stdout.take().ok_or_else(|| Error::Worker("no stdout".into()))?;
