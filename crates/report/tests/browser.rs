@@ -312,7 +312,7 @@ fn compared_page_reads_both_machines_without_colour() {
     let mut data = sample();
     let mut baseline_machine = topo::machine_facts(&data.topology);
     let changed = baseline_machine.iter_mut().find(|f| f.setting == "Sockets").expect("sockets");
-    changed.value = "2".into();
+    changed.value = "8".into();
     let figure = |name: &str, this: f64, baseline: f64, verdict| FigureComparison {
         figure: name.into(),
         unit: "ns".into(),
@@ -330,8 +330,8 @@ fn compared_page_reads_both_machines_without_colour() {
         ],
         config_diff: vec![SettingDiff {
             setting: "Sockets".into(),
-            this: "1".into(),
-            baseline: "2".into(),
+            this: "2".into(),
+            baseline: "8".into(),
         }],
         baseline_machine,
     });
@@ -356,7 +356,7 @@ fn compared_page_reads_both_machines_without_colour() {
         machine.split("<tr").filter(|row| row.contains("class=\"differs\"")).collect();
     assert_eq!(differs.len(), 1, "one differing setting: {machine}");
     assert!(
-        differs[0].contains("≠") && differs[0].contains("Sockets") && differs[0].contains(">2<"),
+        differs[0].contains("≠") && differs[0].contains("Sockets") && differs[0].contains(">8<"),
         "marked with ≠ beside both values: {}",
         differs[0]
     );
