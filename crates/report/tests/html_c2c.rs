@@ -130,7 +130,17 @@ fn quick_reports_have_no_c2c_sections_and_old_reports_load() {
     let mut full = sample();
     full.mode = "full".into();
     let html = render_html(&full);
-    assert!(html.contains("id=\"sec-c2c\""), "a full report says the section was not measured");
+    assert!(!html.contains("id=\"sec-c2c\""), "contention not chosen (--sections): no section");
+    full.notes.push(report::html::Note::new(
+        report::html::Section::C2c,
+        "core to core: not measured (one CPU)",
+    ));
+    let html = render_html(&full);
+    assert!(
+        html.contains("id=\"sec-c2c\""),
+        "a report that tried says the section was not measured"
+    );
+    assert!(html.contains("core to core: not measured (one CPU)"));
     // A report stored before these fields existed.
     let mut json = serde_json::to_value(&data).expect("json");
     let object = json.as_object_mut().expect("object");

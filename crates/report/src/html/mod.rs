@@ -177,8 +177,27 @@ pub fn render_html(data: &ReportData) -> String {
         &topo::machine_facts(&data.topology),
         baseline_machine.filter(|facts| !facts.is_empty()),
     );
-    let mut sections: Vec<chart::Part> = vec![
-        machine,
+    let noted = |sections: &[Section]| data.notes.iter().any(|n| sections.contains(&n.section));
+    // The memory sections when memory was measured (or tried: its notes say why not); a report
+    // of other `--sections`, or of other kinds of run, leaves them out.
+    let memory_ran = !data.latency_sweep.is_empty()
+        || data.latency_matrix.is_some()
+        || data.bandwidth_matrix.is_some()
+        || data.bandwidth_scaling.is_some()
+        || !data.copy_bandwidth.is_empty()
+        || data.loaded_latency.is_some()
+        || !data.slb_scaling.is_empty()
+        || !data.slb_policies.is_empty()
+        || noted(&[
+            Section::LatencySize,
+            Section::LatencyMatrix,
+            Section::BandwidthMatrix,
+            Section::BandwidthThreads,
+            Section::LoadedLatency,
+            Section::Slb,
+        ]);
+    let mut sections: Vec<chart::Part> = vec![machine];
+    let memory = [
         mem::LATENCY_SIZE.part(mem::latency_size(
             &data.latency_sweep,
             data.sweep_cpu,
@@ -194,8 +213,14 @@ pub fn render_html(data: &ReportData) -> String {
         mem::LOADED_LATENCY.part(data.loaded_latency.as_ref().and_then(mem::loaded_latency)),
         mem::SLB.part(mem::slb(&data.slb_scaling, &data.slb_policies)),
     ];
-    // Full reports only: quick ones do not measure them.
-    if data.mode == "full" || data.c2c.is_some() || !data.contention.is_empty() {
+    if memory_ran {
+        sections.extend(memory);
+    }
+    // When contention was measured or tried.
+    if data.c2c.is_some()
+        || !data.contention.is_empty()
+        || noted(&[Section::C2c, Section::Contention])
+    {
         sections.push(mem::C2C.part(data.c2c.as_ref().and_then(mem::c2c)));
         sections
             .push(mem::CONTENTION.part(mem::contention(&data.contention, &data.lock_placement)));
