@@ -24,7 +24,7 @@ mod headers;
 /// program its `build.rs` compiled (`bpfkit::build::build_programs(&["NAME", …])`), with the
 /// lints the generated code does not meet allowed there and only there.
 ///
-/// ```ignore
+/// ```text
 /// bpfkit::skeletons!(cputime, tasks); // crate::skel::cputime::CputimeSkelBuilder, …
 /// ```
 #[macro_export]
