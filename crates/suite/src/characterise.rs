@@ -113,7 +113,7 @@ pub fn run(
     let cpu_nodes = topology.nodes.iter().filter(|n| !n.cpus.is_empty()).count() as f64;
     let n = cpus.len() as f64;
     let factor = if mode == Mode::Full { 3.0 } else { 1.0 };
-    let memory_steps = vec![
+    let memory_weights = vec![
         ("latency by working-set size", 12.0 * factor),
         ("prefetch self-check", 2.0 * factor),
         ("node×node latency", 1.5 * nodes * cpu_nodes * factor),
@@ -126,7 +126,7 @@ pub fn run(
     ];
     // The memory steps keep their indices (0..9) when memory is chosen; every other step is
     // begun by name.
-    let mut steps = if memory { memory_steps } else { Vec::new() };
+    let mut steps = if memory { memory_weights } else { Vec::new() };
     for section in sections {
         steps.extend(section.steps(mode, cpus.len()));
     }
@@ -134,225 +134,11 @@ pub fn run(
 
     let mut data = ReportData::new(mode.name(), version, topology.clone(), rec.database());
     data.sweep_cpu = first_cpu;
-    let note =
-        |data: &mut ReportData, section: PageSection, step: &str, err: &dyn std::fmt::Display| {
-            data.notes.push(Note::new(section, format!("{step}: not measured ({err})")));
-        };
-    let latency_opts = LatencyOptions { duration: budget.sweep, ..LatencyOptions::default() };
-    // Measure the core clock first: it also wakes the core from any idle state before the
-    // smallest (cache-resident) sizes, which would otherwise absorb the ramp-up.
-    measure::core_clock::core_ghz();
-
-    // 1. Latency by size.
     if memory {
-        progress.begin(0);
-        let sizes = latency::sweep_sizes(16 << 10, budget.sweep_to);
-        let swept = scenarios::latency_sweep(first_cpu, &sizes, &latency_opts, topology, |_| {
-            Ok::<(), SuiteError>(())
-        })?;
-        data.latency_sweep = swept.done;
-        if let Some((bytes, e)) = swept.failed {
-            note(&mut data, PageSection::LatencySize, &format!("latency at {bytes} bytes"), &e);
-        }
-    }
-    if !data.latency_sweep.is_empty() {
-        let sweep = &data.latency_sweep;
-        if let Some(id) = rec.record("report: latency by size", sweep, sweep, stop::requested())? {
-            data.stored_runs.push(("latency by size".into(), id));
-        }
-    }
-
-    // 2. Prefetch self-check on the largest size.
-    if memory && !stop::requested() {
-        progress.begin(1);
-        if let Some(last) = data.latency_sweep.last() {
-            match latency::prefetch_check(first_cpu, last, &latency_opts, topology) {
-                Ok(c) => data.prefetch_check = Some(c),
-                Err(e) => note(&mut data, PageSection::LatencySize, "prefetch self-check", &e),
-            }
-        }
-    }
-
-    // 3. Node×node latency.
-    if memory && !stop::requested() {
-        progress.begin(2);
-        let opts = LatencyOptions { duration: budget.matrix, ..LatencyOptions::default() };
-        match latency::matrix(budget.matrix_bytes, &opts, topology) {
-            Ok(m) => {
-                if let Some(id) = rec.record("report: latency matrix", &m, &m, false)? {
-                    data.stored_runs.push(("node×node latency".into(), id));
-                }
-                data.latency_matrix = Some(m);
-            }
-            Err(e) => note(&mut data, PageSection::LatencyMatrix, "node×node latency", &e),
-        }
-    }
-
-    let bw_opts = |threads: usize| BandwidthOptions {
-        kernel: Kernel::Read,
-        isa: Isa::best(),
-        bytes_per_thread: bandwidth::default_bytes_per_thread(topology, threads),
-        page: PageSize::Base,
-        duration: budget.bandwidth,
-        rounds: budget.bandwidth_rounds,
-    };
-
-    // 4. Node×node bandwidth, all of a node's CPUs reading.
-    if memory && !stop::requested() {
-        progress.begin(3);
-        let per_node = topology.nodes.iter().map(|n| n.cpus.len()).max().unwrap_or(1);
-        match bandwidth::matrix(per_node, &bw_opts(per_node), topology, &hidden()) {
-            Ok(m) => {
-                let interrupted = m.interrupted;
-                if let Some(id) = rec.record("report: bandwidth matrix", &m, &m, interrupted)? {
-                    data.stored_runs.push(("node×node bandwidth".into(), id));
-                }
-                data.bandwidth_matrix = Some(m);
-            }
-            Err(e) => note(&mut data, PageSection::BandwidthMatrix, "node×node bandwidth", &e),
-        }
-    }
-
-    // 5. Bandwidth by thread count.
-    if memory && !stop::requested() {
-        progress.begin(4);
-        match bandwidth::scale(
-            &cpus,
-            &MemPolicy::Inherit,
-            &bw_opts(cpus.len()),
-            topology,
-            &hidden(),
-        ) {
-            Ok(s) => {
-                if let Some(id) =
-                    rec.record("report: bandwidth scaling", &s, &s, stop::requested())?
-                {
-                    data.stored_runs.push(("bandwidth by threads".into(), id));
-                }
-                data.bandwidth_scaling = Some(s);
-            }
-            Err(e) => {
-                note(&mut data, PageSection::BandwidthThreads, "bandwidth by thread count", &e)
-            }
-        }
-    }
-
-    // 6. Copy with ordinary and with non-temporal stores, every CPU: the headline copy figure
-    // is the better of the two, as MLC and STREAM users read it.
-    for kernel in [Kernel::Copy, Kernel::CopyNt] {
-        if !memory || stop::requested() {
-            break;
-        }
-        progress.begin(5);
-        let threads: Vec<ThreadSpec> = cpus
-            .iter()
-            .map(|&cpu| ThreadSpec { cpu: Some(cpu), policy: MemPolicy::Inherit })
-            .collect();
-        let opts = BandwidthOptions { kernel, ..bw_opts(cpus.len()) };
-        match bandwidth::run(&threads, &opts, topology) {
-            Ok(r) => data.copy_bandwidth.push(r),
-            Err(e) => note(&mut data, PageSection::BandwidthThreads, kernel.info().name, &e),
-        }
-    }
-    if !data.copy_bandwidth.is_empty() {
-        let interrupted = data.copy_bandwidth.iter().any(|r| r.interrupted);
-        let runs = &data.copy_bandwidth;
-        if let Some(id) = rec.record("report: copy bandwidth", runs, runs, interrupted)? {
-            data.stored_runs.push(("copy bandwidth".into(), id));
-        }
-    }
-
-    // 7. Loaded latency.
-    if memory && !stop::requested() {
-        progress.begin(6);
-        match first_cpu {
-            Some(chase_cpu) if cpus.len() >= 2 => {
-                let load_cpus: Vec<u32> =
-                    cpus.iter().copied().filter(|&c| c != chase_cpu).collect();
-                let opts = LoadedOptions {
-                    chase: LatencyOptions::default(),
-                    chase_bytes: budget.matrix_bytes,
-                    mix: LoadMix::Reads,
-                    isa: Isa::best(),
-                    load_bytes_per_thread: bandwidth::default_bytes_per_thread(
-                        topology,
-                        load_cpus.len(),
-                    ),
-                    load_policy: MemPolicy::Inherit,
-                    delays: budget.loaded_delays.clone(),
-                    point_duration: budget.loaded,
-                };
-                match loaded::run(chase_cpu, &load_cpus, &opts, topology, &hidden()) {
-                    Ok(c) => {
-                        if let Some(id) =
-                            rec.record("report: loaded latency", &c, &c, c.interrupted)?
-                        {
-                            data.stored_runs.push(("loaded latency".into(), id));
-                        }
-                        data.loaded_latency = Some(c);
-                    }
-                    Err(e) => note(&mut data, PageSection::LoadedLatency, "loaded latency", &e),
-                }
-            }
-            _ => data.notes.push(Note::new(
-                PageSection::LoadedLatency,
-                "loaded latency: not measured (needs at least two CPUs: one chases, the others \
-                 load)",
-            )),
-        }
-    }
-
-    // 8. SLB by worker count.
-    let work = SlbWork { pages: budget.slb_pages, loops: budget.slb_loops, page: PageSize::Base };
-    if memory && !stop::requested() {
-        progress.begin(7);
-        let counts = scale_counts(cpus.len());
-        let scaled =
-            scenarios::slb_scale(&work, &counts, &cpus, &MemPolicy::Inherit, topology, |_| {
-                Ok::<(), SuiteError>(())
-            })?;
-        data.slb_scaling = scaled.done;
-        if let Some((count, e)) = scaled.failed {
-            note(&mut data, PageSection::Slb, &format!("SLB with {count} workers"), &e);
-        }
-        let steps: Vec<Step<'_, _>> =
-            data.slb_scaling.iter().map(|r| Step::new("workers", r.workers.len(), r)).collect();
-        if !steps.is_empty() {
-            let scaling = &data.slb_scaling;
-            if let Some(id) =
-                rec.record("report: SLB scaling", scaling, &steps, stop::requested())?
-            {
-                data.stored_runs.push(("SLB by workers".into(), id));
-            }
-        }
-    }
-
-    // 9. SLB under each placement policy, one worker per CPU.
-    if memory && !stop::requested() {
-        progress.begin(8);
-        scenarios::slb_policies(&work, cpus.len() as u64, topology, |name, outcome| {
-            let outcome = outcome.map_err(|why| match why {
-                NotRun::Skipped(why) => why.to_string(),
-                NotRun::Failed(e) => e.to_string(),
-            });
-            data.slb_policies.push((name.to_string(), outcome));
-            Ok::<bool, SuiteError>(true)
-        })?;
-        let steps: Vec<Step<'_, _>> = data
-            .slb_policies
-            .iter()
-            .filter_map(|(name, outcome)| {
-                outcome.as_ref().ok().map(|r| Step::new("policy", name, r))
-            })
-            .collect();
-        if !steps.is_empty() {
-            let policies = &data.slb_policies;
-            if let Some(id) =
-                rec.record("report: SLB placement", policies, &steps, stop::requested())?
-            {
-                data.stored_runs.push(("SLB by placement".into(), id));
-            }
-        }
+        // Measure the core clock first: it also wakes the core from any idle state before the
+        // smallest (cache-resident) sizes, which would otherwise absorb the ramp-up.
+        measure::core_clock::core_ghz();
+        memory_steps(&budget, &cpus, topology, rec, &progress, &mut data)?;
     }
     if sections.contains(&Section::Contention) {
         contention(&budget, &cpus, topology, rec, &progress, &mut data)?;
@@ -382,6 +168,228 @@ pub fn run(
     // The page's own data is recorded by the caller (`commands::report`), after anything it
     // adds (a comparison with a baseline), so `report --from-db` rebuilds all of it.
     Ok(data)
+}
+
+/// The memory steps (1–9): latency by size and the prefetch check, node×node latency and
+/// bandwidth, bandwidth by threads, copy, loaded latency, the SLB by workers and by placement;
+/// each recorded as it finishes, a failing one noted on the page.
+fn memory_steps(
+    budget: &Budget,
+    cpus: &[u32],
+    topology: &Topology,
+    rec: &mut Recorder,
+    progress: &Steps,
+    data: &mut ReportData,
+) -> Result<(), SuiteError> {
+    let first_cpu = cpus.first().copied();
+    let note =
+        |data: &mut ReportData, section: PageSection, step: &str, err: &dyn std::fmt::Display| {
+            data.notes.push(Note::new(section, format!("{step}: not measured ({err})")));
+        };
+    let latency_opts = LatencyOptions { duration: budget.sweep, ..LatencyOptions::default() };
+    // 1. Latency by size.
+    progress.begin(0);
+    let sizes = latency::sweep_sizes(16 << 10, budget.sweep_to);
+    let swept = scenarios::latency_sweep(first_cpu, &sizes, &latency_opts, topology, |_| {
+        Ok::<(), SuiteError>(())
+    })?;
+    data.latency_sweep = swept.done;
+    if let Some((bytes, e)) = swept.failed {
+        note(data, PageSection::LatencySize, &format!("latency at {bytes} bytes"), &e);
+    }
+    if !data.latency_sweep.is_empty() {
+        let sweep = &data.latency_sweep;
+        if let Some(id) = rec.record("report: latency by size", sweep, sweep, stop::requested())? {
+            data.stored_runs.push(("latency by size".into(), id));
+        }
+    }
+
+    // 2. Prefetch self-check on the largest size.
+    if !stop::requested() {
+        progress.begin(1);
+        if let Some(last) = data.latency_sweep.last() {
+            match latency::prefetch_check(first_cpu, last, &latency_opts, topology) {
+                Ok(c) => data.prefetch_check = Some(c),
+                Err(e) => note(data, PageSection::LatencySize, "prefetch self-check", &e),
+            }
+        }
+    }
+
+    // 3. Node×node latency.
+    if !stop::requested() {
+        progress.begin(2);
+        let opts = LatencyOptions { duration: budget.matrix, ..LatencyOptions::default() };
+        match latency::matrix(budget.matrix_bytes, &opts, topology) {
+            Ok(m) => {
+                if let Some(id) = rec.record("report: latency matrix", &m, &m, false)? {
+                    data.stored_runs.push(("node×node latency".into(), id));
+                }
+                data.latency_matrix = Some(m);
+            }
+            Err(e) => note(data, PageSection::LatencyMatrix, "node×node latency", &e),
+        }
+    }
+
+    let bw_opts = |threads: usize| BandwidthOptions {
+        kernel: Kernel::Read,
+        isa: Isa::best(),
+        bytes_per_thread: bandwidth::default_bytes_per_thread(topology, threads),
+        page: PageSize::Base,
+        duration: budget.bandwidth,
+        rounds: budget.bandwidth_rounds,
+    };
+
+    // 4. Node×node bandwidth, all of a node's CPUs reading.
+    if !stop::requested() {
+        progress.begin(3);
+        let per_node = topology.nodes.iter().map(|n| n.cpus.len()).max().unwrap_or(1);
+        match bandwidth::matrix(per_node, &bw_opts(per_node), topology, &hidden()) {
+            Ok(m) => {
+                let interrupted = m.interrupted;
+                if let Some(id) = rec.record("report: bandwidth matrix", &m, &m, interrupted)? {
+                    data.stored_runs.push(("node×node bandwidth".into(), id));
+                }
+                data.bandwidth_matrix = Some(m);
+            }
+            Err(e) => note(data, PageSection::BandwidthMatrix, "node×node bandwidth", &e),
+        }
+    }
+
+    // 5. Bandwidth by thread count.
+    if !stop::requested() {
+        progress.begin(4);
+        match bandwidth::scale(cpus, &MemPolicy::Inherit, &bw_opts(cpus.len()), topology, &hidden())
+        {
+            Ok(s) => {
+                if let Some(id) =
+                    rec.record("report: bandwidth scaling", &s, &s, stop::requested())?
+                {
+                    data.stored_runs.push(("bandwidth by threads".into(), id));
+                }
+                data.bandwidth_scaling = Some(s);
+            }
+            Err(e) => note(data, PageSection::BandwidthThreads, "bandwidth by thread count", &e),
+        }
+    }
+
+    // 6. Copy with ordinary and with non-temporal stores, every CPU: the headline copy figure
+    // is the better of the two, as MLC and STREAM users read it.
+    for kernel in [Kernel::Copy, Kernel::CopyNt] {
+        if stop::requested() {
+            break;
+        }
+        progress.begin(5);
+        let threads: Vec<ThreadSpec> = cpus
+            .iter()
+            .map(|&cpu| ThreadSpec { cpu: Some(cpu), policy: MemPolicy::Inherit })
+            .collect();
+        let opts = BandwidthOptions { kernel, ..bw_opts(cpus.len()) };
+        match bandwidth::run(&threads, &opts, topology) {
+            Ok(r) => data.copy_bandwidth.push(r),
+            Err(e) => note(data, PageSection::BandwidthThreads, kernel.info().name, &e),
+        }
+    }
+    if !data.copy_bandwidth.is_empty() {
+        let interrupted = data.copy_bandwidth.iter().any(|r| r.interrupted);
+        let runs = &data.copy_bandwidth;
+        if let Some(id) = rec.record("report: copy bandwidth", runs, runs, interrupted)? {
+            data.stored_runs.push(("copy bandwidth".into(), id));
+        }
+    }
+
+    // 7. Loaded latency.
+    if !stop::requested() {
+        progress.begin(6);
+        match first_cpu {
+            Some(chase_cpu) if cpus.len() >= 2 => {
+                let load_cpus: Vec<u32> =
+                    cpus.iter().copied().filter(|&c| c != chase_cpu).collect();
+                let opts = LoadedOptions {
+                    chase: LatencyOptions::default(),
+                    chase_bytes: budget.matrix_bytes,
+                    mix: LoadMix::Reads,
+                    isa: Isa::best(),
+                    load_bytes_per_thread: bandwidth::default_bytes_per_thread(
+                        topology,
+                        load_cpus.len(),
+                    ),
+                    load_policy: MemPolicy::Inherit,
+                    delays: budget.loaded_delays.clone(),
+                    point_duration: budget.loaded,
+                };
+                match loaded::run(chase_cpu, &load_cpus, &opts, topology, &hidden()) {
+                    Ok(c) => {
+                        if let Some(id) =
+                            rec.record("report: loaded latency", &c, &c, c.interrupted)?
+                        {
+                            data.stored_runs.push(("loaded latency".into(), id));
+                        }
+                        data.loaded_latency = Some(c);
+                    }
+                    Err(e) => note(data, PageSection::LoadedLatency, "loaded latency", &e),
+                }
+            }
+            _ => data.notes.push(Note::new(
+                PageSection::LoadedLatency,
+                "loaded latency: not measured (needs at least two CPUs: one chases, the others \
+                 load)",
+            )),
+        }
+    }
+
+    // 8. SLB by worker count.
+    let work = SlbWork { pages: budget.slb_pages, loops: budget.slb_loops, page: PageSize::Base };
+    if !stop::requested() {
+        progress.begin(7);
+        let counts = scale_counts(cpus.len());
+        let scaled =
+            scenarios::slb_scale(&work, &counts, cpus, &MemPolicy::Inherit, topology, |_| {
+                Ok::<(), SuiteError>(())
+            })?;
+        data.slb_scaling = scaled.done;
+        if let Some((count, e)) = scaled.failed {
+            note(data, PageSection::Slb, &format!("SLB with {count} workers"), &e);
+        }
+        let steps: Vec<Step<'_, _>> =
+            data.slb_scaling.iter().map(|r| Step::new("workers", r.workers.len(), r)).collect();
+        if !steps.is_empty() {
+            let scaling = &data.slb_scaling;
+            if let Some(id) =
+                rec.record("report: SLB scaling", scaling, &steps, stop::requested())?
+            {
+                data.stored_runs.push(("SLB by workers".into(), id));
+            }
+        }
+    }
+
+    // 9. SLB under each placement policy, one worker per CPU.
+    if !stop::requested() {
+        progress.begin(8);
+        scenarios::slb_policies(&work, cpus.len() as u64, topology, |name, outcome| {
+            let outcome = outcome.map_err(|why| match why {
+                NotRun::Skipped(why) => why.to_string(),
+                NotRun::Failed(e) => e.to_string(),
+            });
+            data.slb_policies.push((name.to_string(), outcome));
+            Ok::<bool, SuiteError>(true)
+        })?;
+        let steps: Vec<Step<'_, _>> = data
+            .slb_policies
+            .iter()
+            .filter_map(|(name, outcome)| {
+                outcome.as_ref().ok().map(|r| Step::new("policy", name, r))
+            })
+            .collect();
+        if !steps.is_empty() {
+            let policies = &data.slb_policies;
+            if let Some(id) =
+                rec.record("report: SLB placement", policies, &steps, stop::requested())?
+            {
+                data.stored_runs.push(("SLB by placement".into(), id));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Shared-SLB work per worker in the lock contention step: 4096 pages × 50 loops.
