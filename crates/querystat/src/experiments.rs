@@ -78,7 +78,9 @@ impl Experiment for Querystat {
         let server = find_server(&selector)?;
         let by = if args.by == "transaction" { By::Transaction } else { By::Query };
         let options = Options { by, slower: args.slower, buffer_hits: args.buffer_hits };
-        measure::say!("platscope: tracing {}", server.describe());
+        if !ctx.quiet {
+            measure::say!("platscope: tracing {}", server.describe());
+        }
         let tracer = Tracer::attach(&server, &options)?;
         let run_options = RunOptions { interval: args.interval, count: args.count };
         let report = crate::run(&tracer, &run_options, stop::flag(), &mut Live(ctx))?;
