@@ -124,16 +124,49 @@ impl Part {
 /// (an outcome that says why it drew nothing says so wherever it is shown), else
 /// `reason_if_empty`.
 pub fn render_part(part: &Part, reason_if_empty: &str) -> String {
+    render_part_of(part, reason_if_empty, None)
+}
+
+/// Whose section it is on a page that shows two machines: a symbol and a word in the heading,
+/// so the two read apart without colour, and a class for the border.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Machine {
+    This,
+    Baseline,
+}
+
+impl Machine {
+    fn tag(self) -> (&'static str, &'static str) {
+        match self {
+            Machine::This => ("this", "■ this machine"),
+            Machine::Baseline => ("baseline", "□ baseline"),
+        }
+    }
+}
+
+/// [`render_part`], tagged with the machine it shows when two are on the page (the baseline's
+/// sections get their own element ids, so ids stay unique).
+pub fn render_part_of(part: &Part, reason_if_empty: &str, machine: Option<Machine>) -> String {
     let mut out = String::new();
     let class = match (part.wide, part.figure.is_some()) {
         (true, _) => "wide",
         (false, true) => "half",
         (false, false) => "half empty",
     };
+    let mut id = part.id.replacen("chart-", "sec-", 1);
+    let (class, tag) = match machine.map(Machine::tag) {
+        Some((name, label)) => {
+            if machine == Some(Machine::Baseline) {
+                id.push_str("-baseline");
+            }
+            (format!("{class} {name}"), format!("<span class=\"machine-tag\">{label}</span> "))
+        }
+        None => (class.to_string(), String::new()),
+    };
     let _ = write!(
         out,
-        "<section id=\"{}\" class=\"{class}\"><h2>{}</h2>",
-        esc(&part.id.replacen("chart-", "sec-", 1)),
+        "<section id=\"{}\" class=\"{class}\"><h2>{tag}{}</h2>",
+        esc(&id),
         esc(&part.title)
     );
     match &part.figure {

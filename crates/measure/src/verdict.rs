@@ -76,10 +76,16 @@ fn median(values: &[f64]) -> f64 {
     }
 }
 
+/// The median of `this` over the median of `baseline` (finite samples only; NaN when either
+/// has none).
+pub fn ratio_of_medians(this: &[f64], baseline: &[f64]) -> f64 {
+    median(this) / median(baseline)
+}
+
 /// Judges `this` against `baseline` for a figure where smaller is better (`lower_is_better`,
 /// e.g. latency) or larger is (bandwidth), with the minimum relative effect `min_effect`.
 pub fn judge(this: &[f64], baseline: &[f64], lower_is_better: bool, min_effect: f64) -> Judgement {
-    let ratio = median(this) / median(baseline);
+    let ratio = ratio_of_medians(this, baseline);
     let p_value = mann_whitney_p(this, baseline);
     let beyond_effect = ratio.is_finite() && (ratio - 1.0).abs() > min_effect;
     let verdict = if beyond_effect && p_value < ALPHA {

@@ -66,6 +66,23 @@ fn compare(db: &str, this: &str, baseline: &str, out: &str) -> Vec<serde_json::V
     v["comparison"].as_array().expect("comparison").clone()
 }
 
+/// The chart sections of a page, by id.
+fn section_ids(page: &str) -> Vec<String> {
+    let html = std::fs::read_to_string(page).expect("the compared page");
+    html.split("<section id=\"")
+        .skip(1)
+        .filter_map(|s| s.split('"').next())
+        .map(String::from)
+        .collect()
+}
+
+fn figure<'a>(figures: &'a [serde_json::Value], name: &str) -> &'a serde_json::Value {
+    figures
+        .iter()
+        .find(|f| f["figure"] == name)
+        .unwrap_or_else(|| panic!("no figure {name:?}: {figures:?}"))
+}
+
 #[test]
 #[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn a_report_with_a_spinner_on_cpu_1_is_compared_figure_by_figure() {
@@ -92,7 +109,36 @@ fn a_report_with_a_spinner_on_cpu_1_is_compared_figure_by_figure() {
     let ratio = two["ratio"].as_f64().unwrap();
     assert!((ratio - this / base).abs() < 1e-9, "the ratio of the two medians: {two}");
 
-    // A run against itself: every figure `same`, ratio 1.
+    // Every chart is shown for both machines: each section of this run is followed by the
+    // baseline's of the same id.
+    let ids = section_ids(&path("cmp/report.html"));
+    let own: Vec<&String> = ids
+        .iter()
+        .filter(|id| !id.ends_with("-baseline") && *id != "sec-machine" && *id != "sec-comparison")
+        .collect();
+    assert!(own.len() >= 6, "the memory sections: {ids:?}");
+    for id in own {
+        let at = ids.iter().position(|i| i == id).expect("own");
+        assert_eq!(ids.get(at + 1), Some(&format!("{id}-baseline")), "{id}'s twin: {ids:?}");
+    }
+    // Every minimum effect is the default while no earlier report of the host can calibrate it
+    // (so far the store holds only the two compared).
+    for f in &figures {
+        assert_eq!(f["min_effect"].as_f64(), Some(measure::verdict::MIN_EFFECT), "{f}");
+    }
+
+    // A second quiet report: the two quiet ones are the history a comparison of the burned
+    // run with itself calibrates on — each figure's minimum effect is the larger of the default
+    // and the two quiet runs' difference of that figure.
+    let quiet2 = report(&db, &path("b"));
+    let quiet_pair = compare(&db, &quiet2, &quiet, &path("quiet"));
     let figures = compare(&db, &burned, &burned, &path("self"));
     assert!(figures.iter().all(|f| f["verdict"] == "same" && f["ratio"] == 1.0), "{figures:?}");
+    for name in ["Idle DRAM latency", "L1 latency", "Bandwidth (read), 1 thread(s)"] {
+        let pair = figure(&quiet_pair, name);
+        let r = pair["ratio"].as_f64().expect("ratio");
+        let expected = (r.max(1.0 / r) - 1.0).max(measure::verdict::MIN_EFFECT);
+        let got = figure(&figures, name)["min_effect"].as_f64().expect("min effect");
+        assert!((got - expected).abs() < 1e-9, "{name}: min effect {got}, quiet runs {pair}");
+    }
 }

@@ -21,6 +21,14 @@ pub struct FigureComparison {
     pub verdict: Verdict,
     /// The Mann–Whitney U test's two-sided p-value.
     pub p_value: f64,
+    /// The relative difference of medians below which the verdict is `same`: the figure's
+    /// run-to-run noise on earlier reports of the same host, or the default when none.
+    #[serde(default = "default_min_effect")]
+    pub min_effect: f64,
+}
+
+fn default_min_effect() -> f64 {
+    measure::verdict::MIN_EFFECT
 }
 
 /// A machine setting that differs.
@@ -41,6 +49,29 @@ pub struct ReportComparison {
     /// The baseline machine's facts, for the Machine section's side-by-side table.
     #[serde(default)]
     pub baseline_machine: Vec<topo::Fact>,
+    /// The baseline's own sections as its page drew them, (chart id, HTML), each shown beside
+    /// this machine's section of the same id ([`baseline_sections`]).
+    #[serde(default)]
+    pub baseline_sections: Vec<(String, String)>,
+    /// How many earlier reports of the two hosts calibrated the minimum effects (0: the
+    /// default [`measure::verdict::MIN_EFFECT`] everywhere).
+    #[serde(default)]
+    pub calibrated_from: usize,
+}
+
+/// The baseline's page sections, tagged as the baseline's, with their element ids (charts,
+/// gradients, titles) prefixed so they stay unique beside this machine's.
+pub fn baseline_sections(baseline: &crate::html::ReportData) -> Vec<(String, String)> {
+    crate::html::sections_html(baseline, Some(chart::Machine::Baseline))
+        .into_iter()
+        .map(|(id, html)| {
+            let html = html
+                .replace("id=\"chart-", "id=\"baseline-chart-")
+                .replace("url(#chart-", "url(#baseline-chart-")
+                .replace("aria-labelledby=\"chart-", "aria-labelledby=\"baseline-chart-");
+            (id, html)
+        })
+        .collect()
 }
 
 /// The verdict as the page marks it: a word and a symbol, so it reads without colour.
@@ -58,30 +89,27 @@ pub fn comparison_html(c: &ReportComparison) -> String {
     let _ = write!(out, "<h2>Compared with {}</h2>", esc(&c.baseline));
     out.push_str(
         "<table class=\"facts-table comparison\"><thead><tr><th>figure</th><th>this</th>\
-         <th>baseline</th><th>ratio</th><th>verdict</th></tr></thead><tbody>",
+         <th>baseline</th><th>ratio</th><th>min effect</th><th>verdict</th></tr></thead><tbody>",
     );
     for f in &c.comparison {
         let _ = write!(
             out,
             "<tr class=\"verdict-{v}\"><td>{}</td><td class=\"data\" data-value=\"{}\">{} {u}</td>\
-             <td class=\"data\" data-value=\"{}\">{} {u}</td><td>{}</td><td>{}</td></tr>",
+             <td class=\"data\" data-value=\"{}\">{} {u}</td><td>{}</td><td>±{}%</td><td>{}</td></tr>",
             esc(&f.figure),
             f.this,
             fmt3(f.this),
             f.baseline,
             fmt3(f.baseline),
             fmt3(f.ratio),
+            fmt3(f.min_effect * 100.0),
             verdict_mark(f.verdict),
             v = f.verdict.name(),
             u = esc(&f.unit),
         );
     }
     out.push_str("</tbody></table>");
-    out.push_str(
-        "<p class=\"how\">Verdicts: the ratio of medians must differ from 1 by more than the \
-         run-to-run noise (10%) and the stored samples by a two-sided Mann–Whitney U test at \
-         p &lt; 0.01; otherwise same (docs/comparing.md).</p>",
-    );
+    let _ = write!(out, "<p class=\"how\">{}</p>", esc(&method(c)));
     if c.config_diff.is_empty() {
         out.push_str("<p>No machine setting differs.</p>");
     } else {
@@ -104,21 +132,47 @@ pub fn comparison_html(c: &ReportComparison) -> String {
     out
 }
 
+/// How the verdicts were reached, in one paragraph: the method and where its minimum effects
+/// come from.
+fn method(c: &ReportComparison) -> String {
+    let calibration = if c.calibrated_from == 0 {
+        format!(
+            "the default {}% (no earlier reports of either host to calibrate on: run the report \
+             a few more times, or bench/verdict_calibration.sh)",
+            fmt3(measure::verdict::MIN_EFFECT * 100.0)
+        )
+    } else {
+        format!(
+            "each figure's largest difference between two of {} earlier reports of the same \
+             host, at least {}%",
+            c.calibrated_from,
+            fmt3(measure::verdict::MIN_EFFECT * 100.0)
+        )
+    };
+    format!(
+        "Verdicts: the ratio of medians must differ from 1 by more than the minimum effect — \
+         {calibration} — and the stored samples by a two-sided Mann–Whitney U test at p < 0.01; \
+         otherwise same (docs/comparing.md)."
+    )
+}
+
 /// The comparison as the terminal summary prints it.
 pub fn comparison_text(c: &ReportComparison) -> String {
     let mut out = format!("compared with {}:\n", c.baseline);
     for f in &c.comparison {
         let _ = writeln!(
             out,
-            "  {:<40} {:>10} {:>10} {:<5} {:>6}  {}",
+            "  {:<40} {:>10} {:>10} {:<5} {:>6} ±{:>4}%  {}",
             f.figure,
             fmt3(f.this),
             fmt3(f.baseline),
             f.unit,
             fmt3(f.ratio),
+            fmt3(f.min_effect * 100.0),
             f.verdict.name()
         );
     }
+    let _ = writeln!(out, "  {}", method(c));
     for d in &c.config_diff {
         let _ = writeln!(out, "  differs: {}: {} (baseline {})", d.setting, d.this, d.baseline);
     }

@@ -321,6 +321,7 @@ fn compared_page_reads_both_machines_without_colour() {
         ratio: this / baseline,
         verdict,
         p_value: 0.001,
+        min_effect: 0.1,
     };
     data.comparison = Some(ReportComparison {
         baseline: "other-host, run 7".into(),
@@ -334,6 +335,9 @@ fn compared_page_reads_both_machines_without_colour() {
             baseline: "8".into(),
         }],
         baseline_machine,
+        // The baseline's own page: the same kind of run, drawn beside this one.
+        baseline_sections: report::compare::baseline_sections(&sample()),
+        calibrated_from: 0,
     });
     let html = render_html(&data);
     let dir = workdir("report-browser-compared");
@@ -360,6 +364,32 @@ fn compared_page_reads_both_machines_without_colour() {
         "marked with ≠ beside both values: {}",
         differs[0]
     );
+    // Every chart of this machine has the baseline's right after it, each tagged in words.
+    let own: Vec<&str> = text
+        .split("<section id=\"")
+        .skip(1)
+        .filter_map(|s| s.split('"').next())
+        .filter(|id| *id != "sec-machine" && *id != "sec-comparison" && !id.ends_with("-baseline"))
+        .collect();
+    assert!(own.len() >= 5, "the sample's sections: {own:?}");
+    for id in &own {
+        let at = |needle: &str| text.find(needle).unwrap_or_else(|| panic!("{needle} missing"));
+        let mine = at(&format!("<section id=\"{id}\""));
+        let twin = at(&format!("<section id=\"{id}-baseline\""));
+        assert!(twin > mine, "{id}: the baseline's section follows this machine's");
+        let between = &text[mine..twin];
+        assert!(between.contains("■ this machine"), "{id}: tagged as this machine in words");
+        assert!(
+            text[twin..].split("</section>").next().is_some_and(|s| s.contains("□ baseline")),
+            "{id}: the twin is tagged as the baseline"
+        );
+    }
+    let mut ids: Vec<&str> =
+        text.split(" id=\"").skip(1).filter_map(|s| s.split('"').next()).collect();
+    let total = ids.len();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), total, "element ids stay unique with two machines on the page");
     for (label, run) in [("screenshot", &shot), ("dump-dom", &dom)] {
         let messages = page_messages(&run.log, &page);
         assert!(

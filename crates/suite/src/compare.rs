@@ -3,9 +3,18 @@
 //! samples ([`measure::verdict`]), and the machine settings that differ.
 //!
 //! A figure is found in both reports by the step that measured it (its label in the report's
-//! stored runs) and the metric's key (name and labels), never by its printed text.
+//! stored runs, or the section its step drew) and the metric's key (name and labels), never by
+//! its printed text. Every chart is shown for both machines: the baseline's sections, drawn
+//! from its stored steps, sit beside this machine's of the same id.
+//!
+//! The minimum effect of each figure is calibrated when the stores hold earlier reports of the
+//! same host: the largest difference of that figure between two of them (never less than
+//! [`MIN_EFFECT`]); without such history it is [`MIN_EFFECT`] (docs/comparing.md).
 
-use measure::verdict::{judge, MIN_EFFECT};
+use std::collections::HashMap;
+
+use experiment::Registry;
+use measure::verdict::{judge, ratio_of_medians, MIN_EFFECT};
 pub use report::compare::{FigureComparison, ReportComparison, SettingDiff};
 use report::html::ReportData;
 use results::{ResultStore, StoredMetric, StoredRun};
@@ -61,8 +70,8 @@ fn size_of(m: &StoredMetric) -> Option<u64> {
     m.labels.get("size").and_then(|s| topo::units::parse_bytes(s).ok())
 }
 
-/// The headline figures of `report`, each with the step and metric key that back it.
-fn figures(report: &StoredReport) -> Vec<FigureSpec> {
+/// The memory headline figures of `report`, each with the step and metric key that back it.
+fn memory_figures(report: &StoredReport) -> Vec<FigureSpec> {
     let mut out = Vec::new();
     let spec = |name: String, step: &'static str, m: &StoredMetric| FigureSpec {
         name,
@@ -122,30 +131,121 @@ fn figures(report: &StoredReport) -> Vec<FigureSpec> {
     out
 }
 
-/// Compares `this` report with `baseline`, headline figure by headline figure.
+/// A headline figure of a stored report with the stored metric (samples) behind it.
+struct Figure {
+    name: String,
+    metric: StoredMetric,
+}
+
+/// Every headline figure of `report` that names its stored metric: the memory steps' (found by
+/// step label and key), then those of the sections its other steps draw (compression,
+/// allocators, database, network, …), as the page names them.
+fn figures(report: &StoredReport, registry: &Registry) -> Vec<Figure> {
+    let mut out: Vec<Figure> = memory_figures(report)
+        .into_iter()
+        .filter_map(|spec| {
+            let run = report.step(spec.step)?;
+            let metric = run.metrics.iter().find(|m| m.key() == spec.key)?.clone();
+            Some(Figure { name: spec.name, metric })
+        })
+        .collect();
+    for (_, run) in &report.steps {
+        // A step whose stored result no longer reads draws nothing and has no figures.
+        let Ok(parts) = crate::from_db::step_parts(run, registry) else { continue };
+        for headline in parts.iter().flat_map(|p| &p.headlines) {
+            let Some(key) = &headline.metric else { continue };
+            if out.iter().any(|f| f.name == headline.name) {
+                continue;
+            }
+            if let Some(m) = run.metrics.iter().find(|m| &m.key() == key) {
+                out.push(Figure { name: headline.name.clone(), metric: m.clone() });
+            }
+        }
+    }
+    out
+}
+
+/// Run-to-run noise of each figure: the largest relative difference of its median between two
+/// earlier reports of the same host (`history`), with how many reports it rests on.
+#[derive(Debug, Default)]
+struct Noise {
+    largest: HashMap<String, f64>,
+    reports: usize,
+}
+
+impl Noise {
+    fn from_history(history: &[StoredReport], registry: &Registry) -> Self {
+        let mut by_host: HashMap<&str, Vec<Vec<Figure>>> = HashMap::new();
+        for report in history {
+            by_host.entry(report.run.host.as_str()).or_default().push(figures(report, registry));
+        }
+        Self::from_figures(&by_host)
+    }
+
+    /// The noise of each figure from the figures of each host's reports.
+    fn from_figures(by_host: &HashMap<&str, Vec<Vec<Figure>>>) -> Self {
+        let mut noise = Noise::default();
+        for runs in by_host.values().filter(|runs| runs.len() >= 2) {
+            noise.reports += runs.len();
+            for (i, a) in runs.iter().enumerate() {
+                for b in &runs[i + 1..] {
+                    for fa in a {
+                        let Some(fb) = b.iter().find(|f| f.name == fa.name) else { continue };
+                        if fa.metric.key() != fb.metric.key() {
+                            continue;
+                        }
+                        let ratio = ratio_of_medians(&fa.metric.samples, &fb.metric.samples);
+                        if !ratio.is_finite() || ratio <= 0.0 {
+                            continue;
+                        }
+                        let difference = ratio.max(1.0 / ratio) - 1.0;
+                        let largest = noise.largest.entry(fa.name.clone()).or_insert(0.0);
+                        *largest = largest.max(difference);
+                    }
+                }
+            }
+        }
+        noise
+    }
+
+    /// The minimum effect for `figure`: its calibrated noise, never below [`MIN_EFFECT`].
+    fn min_effect(&self, figure: &str) -> f64 {
+        self.largest.get(figure).map_or(MIN_EFFECT, |&n| n.max(MIN_EFFECT))
+    }
+}
+
+/// Compares `this` report with `baseline`, headline figure by headline figure, each against a
+/// minimum effect calibrated on `history` (earlier reports of either host, the two compared
+/// left out), and puts the baseline's sections beside this machine's.
 pub fn compare(
     this: &StoredReport,
     baseline: &StoredReport,
     baseline_name: String,
+    history: &[StoredReport],
+    registry: &Registry,
 ) -> ReportComparison {
+    let noise = Noise::from_history(history, registry);
+    let theirs = figures(baseline, registry);
     let mut comparison = Vec::new();
-    for spec in figures(this) {
-        let find = |r: &StoredReport| {
-            r.step(spec.step)
-                .and_then(|run| run.metrics.iter().find(|m| m.key() == spec.key))
-                .cloned()
+    for mine in figures(this, registry) {
+        let Some(b) =
+            theirs.iter().find(|f| f.name == mine.name && f.metric.key() == mine.metric.key())
+        else {
+            continue;
         };
-        let (Some(a), Some(b)) = (find(this), find(baseline)) else { continue };
+        let (a, b) = (&mine.metric, &b.metric);
         let lower = measure::Unit::from_symbol(&a.unit).is_some_and(measure::Unit::lower_is_better);
-        let judged = judge(&a.samples, &b.samples, lower, MIN_EFFECT);
+        let min_effect = noise.min_effect(&mine.name);
+        let judged = judge(&a.samples, &b.samples, lower, min_effect);
         comparison.push(FigureComparison {
-            figure: spec.name,
+            figure: mine.name,
             unit: a.unit.clone(),
             this: a.median,
             baseline: b.median,
             ratio: judged.ratio,
             verdict: judged.verdict,
             p_value: judged.p_value,
+            min_effect,
         });
     }
     let this_machine = topo::machine_facts(&this.data.topology);
@@ -154,7 +254,52 @@ pub fn compare(
         .into_iter()
         .map(|d| SettingDiff { setting: d.setting, this: d.this, baseline: d.baseline })
         .collect();
-    ReportComparison { baseline: baseline_name, comparison, config_diff, baseline_machine }
+    let mut drawn = baseline.data.clone();
+    for (_, run) in &baseline.steps {
+        if let Ok(parts) = crate::from_db::step_parts(run, registry) {
+            drawn.parts.extend(parts);
+        }
+    }
+    ReportComparison {
+        baseline: baseline_name,
+        comparison,
+        config_diff,
+        baseline_machine,
+        baseline_sections: report::compare::baseline_sections(&drawn),
+        calibrated_from: noise.reports,
+    }
+}
+
+/// Earlier report runs of `hosts` in `store` (newest first, at most `per_host` each), leaving
+/// out the runs `skip` names by uuid: the history a comparison calibrates its noise on.
+pub fn history(
+    store: &dyn ResultStore,
+    hosts: &[&str],
+    skip: &[&str],
+    per_host: usize,
+) -> Result<Vec<StoredReport>, SuiteError> {
+    let command = crate::characterise::REPORT_COMMAND;
+    let mut taken: HashMap<String, usize> = HashMap::new();
+    let mut out = Vec::new();
+    for run in store.list(usize::MAX)? {
+        if run.command != command
+            || run.interrupted
+            || (!run.uuid.is_empty() && skip.contains(&run.uuid.as_str()))
+            || !hosts.contains(&run.host.as_str())
+        {
+            continue;
+        }
+        let count = taken.entry(run.host.clone()).or_default();
+        if *count >= per_host {
+            continue;
+        }
+        // A report whose page or steps no longer read is left out of the history.
+        if let Ok(report) = StoredReport::read(store, run.id) {
+            *count += 1;
+            out.push(report);
+        }
+    }
+    Ok(out)
 }
 
 /// Where `--baseline REF` points: a run id in `--db`, `FILE.db` (its newest report run),
@@ -208,11 +353,18 @@ fn newest_report(store: &dyn ResultStore, host: Option<&str>) -> Result<Option<i
     Ok(store.list(usize::MAX)?.into_iter().find(|r| r.command == command).map(|r| r.id))
 }
 
-/// Reads the baseline `reference` names; `local` is this run's store (for a bare run id).
+/// How many earlier reports of each host a comparison calibrates its noise on.
+const HISTORY_PER_HOST: usize = 8;
+
+/// Reads the baseline `reference` names; `local` is this run's store (for a bare run id). With
+/// it comes the history its minimum effects are calibrated on: earlier reports of this host and
+/// of the baseline's, in `local` and in the baseline's own store, `this` and the baseline left
+/// out.
 pub fn read_baseline(
     reference: &BaselineRef,
     local: &dyn ResultStore,
-) -> Result<(StoredReport, String), measure::Classified> {
+    this: &StoredReport,
+) -> Result<(StoredReport, String, Vec<StoredReport>), measure::Classified> {
     let describe = |r: &StoredReport, location: &str| {
         format!(
             "run {} of {} ({}, {})",
@@ -227,11 +379,13 @@ pub fn read_baseline(
             "--baseline: no report run in {location} (run `platscope report` there first)"
         ))
     };
-    match reference {
+    // The baseline, its description, and its own store when that is not `local`.
+    let (base, name, remote): (StoredReport, String, Option<Box<dyn ResultStore>>) = match reference
+    {
         BaselineRef::Id(id) => {
             let r = StoredReport::read(local, *id)?;
             let name = describe(&r, &local.location());
-            Ok((r, name))
+            (r, name, None)
         }
         BaselineRef::File { path, id } => {
             if !path.exists() {
@@ -247,7 +401,7 @@ pub fn read_baseline(
             };
             let r = StoredReport::read(&store, id)?;
             let name = describe(&r, &store.location());
-            Ok((r, name))
+            (r, name, Some(Box::new(store)))
         }
         BaselineRef::Host { url, host } => {
             let store = results::PgStore::connect(url)?;
@@ -255,14 +409,73 @@ pub fn read_baseline(
                 .ok_or_else(|| none(&format!("{} for host {host}", store.location())))?;
             let r = StoredReport::read(&store, id)?;
             let name = describe(&r, &store.location());
-            Ok((r, name))
+            (r, name, Some(Box::new(store)))
+        }
+    };
+    let skip = [this.run.uuid.as_str(), base.run.uuid.as_str()];
+    let hosts = [this.run.host.as_str(), base.run.host.as_str()];
+    let mut earlier = history(local, &hosts, &skip, HISTORY_PER_HOST)?;
+    if let Some(store) = &remote {
+        for report in history(store.as_ref(), &[base.run.host.as_str()], &skip, HISTORY_PER_HOST)? {
+            if !earlier.iter().any(|r| !r.run.uuid.is_empty() && r.run.uuid == report.run.uuid) {
+                earlier.push(report);
+            }
         }
     }
+    Ok((base, name, earlier))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn figure(name: &str, size: &str, median: f64) -> Figure {
+        let metric = StoredMetric {
+            name: "mem_latency".into(),
+            unit: "ns".into(),
+            labels: [("size".to_string(), size.to_string())].into(),
+            samples: vec![median],
+            median,
+            p25: median,
+            p75: median,
+            min: median,
+            max: median,
+        };
+        Figure { name: name.into(), metric }
+    }
+
+    #[test]
+    fn noise_is_the_largest_difference_between_reports_of_one_host() {
+        let mut by_host: HashMap<&str, Vec<Vec<Figure>>> = HashMap::new();
+        // Host a: three reports, DRAM latency 100, 110 and 95 ns: largest pair 110/95.
+        by_host.insert(
+            "a",
+            [100.0, 110.0, 95.0].iter().map(|&v| vec![figure("DRAM", "256MiB", v)]).collect(),
+        );
+        // Host b: one report only — no pair, no calibration from it.
+        by_host.insert("b", vec![vec![figure("DRAM", "256MiB", 300.0)]]);
+        let noise = Noise::from_figures(&by_host);
+        assert_eq!(noise.reports, 3, "only host a's reports calibrate");
+        let expected = 110.0 / 95.0 - 1.0;
+        assert!((noise.min_effect("DRAM") - expected).abs() < 1e-12);
+        // A figure never seen in history keeps the default; a quieter one is floored at it.
+        assert_eq!(noise.min_effect("L1"), MIN_EFFECT);
+        let quiet: HashMap<&str, Vec<Vec<Figure>>> = HashMap::from([(
+            "a",
+            vec![vec![figure("L1", "16KiB", 1.30)], vec![figure("L1", "16KiB", 1.31)]],
+        )]);
+        assert_eq!(Noise::from_figures(&quiet).min_effect("L1"), MIN_EFFECT);
+    }
+
+    #[test]
+    fn noise_compares_a_figure_only_with_the_same_metric() {
+        // The same page name over different sizes (another sweep's end) is not noise.
+        let by_host: HashMap<&str, Vec<Vec<Figure>>> = HashMap::from([(
+            "a",
+            vec![vec![figure("DRAM", "256MiB", 100.0)], vec![figure("DRAM", "1GiB", 200.0)]],
+        )]);
+        assert_eq!(Noise::from_figures(&by_host).min_effect("DRAM"), MIN_EFFECT);
+    }
 
     #[test]
     fn baseline_references_parse() {

@@ -38,11 +38,7 @@ pub fn rebuild(
         // compression, allocators, the database, the network) draw their sections again from
         // their stored runs; the memory steps are in the page's data.
         for (_, id) in &data.stored_runs {
-            let run = store.run(*id)?;
-            if !run.command.starts_with("report") {
-                let (outcome, topology) = registry.read_back(&run)?;
-                data.parts.extend(outcome.parts(&topology));
-            }
+            data.parts.extend(step_parts(&store.run(*id)?, registry)?);
         }
         data
     } else {
@@ -101,6 +97,20 @@ fn place(data: &mut ReportData, run: &StoredRun, registry: &Registry) -> Result<
     }
     data.stored_runs.push((run.command.clone(), run.id));
     Ok(())
+}
+
+/// The sections a report's step draws when it is an experiment of its own (c2c, cpu scale,
+/// compression, allocators, the database, the network); none for the memory steps, whose data
+/// is in the page's.
+pub(crate) fn step_parts(
+    run: &StoredRun,
+    registry: &Registry,
+) -> Result<Vec<chart::Part>, SuiteError> {
+    if run.command.starts_with("report") {
+        return Ok(Vec::new());
+    }
+    let (outcome, topology) = registry.read_back(run)?;
+    Ok(outcome.parts(&topology))
 }
 
 fn not_reportable(run: &StoredRun, why: &str) -> SuiteError {

@@ -193,11 +193,23 @@ impl Run<'_> {
         drop(input);
         let threads = self.cpus.to_string();
         let file = path.to_string_lossy().into_owned();
+        let corpus = "the generated corpus (database-like TSV)";
         for format in ["lz4", "zstd"] {
             if stop::requested() {
                 break;
             }
-            let argv = ["--discard", "-t", &threads, "--format", format, "--level", "1", &file];
+            let argv = [
+                "--discard",
+                "-t",
+                &threads,
+                "--format",
+                format,
+                "--level",
+                "1",
+                "--input-name",
+                corpus,
+                &file,
+            ];
             let label = format!("compression ({format})");
             if let Err(e) = self.step::<tamp::experiments::Compress>(&label, &argv) {
                 self.skipped(Section::Compression, &label, e);
@@ -273,16 +285,23 @@ impl Run<'_> {
     /// query's latency histogram and who pre-empted the server's processes.
     fn queries_at(&mut self, target: &loadgen::Target, server_pid: u32, rate: &str) {
         self.progress.begin_named(QUERIES);
-        let plan = match loadgen::experiments::plan_from_argv(&["--rate", rate, "--duration", "4"])
+        let plan = match loadgen::experiments::plan_from_argv(&["--rate", rate, "--duration", "6"])
         {
             Ok(plan) => plan,
             Err(e) => return self.skipped(Section::Database, QUERIES, e),
         };
         let pid = server_pid.to_string();
         let measured = std::thread::scope(|scope| {
-            let load = scope.spawn(|| loadgen::run(target, &plan, stop::flag(), &mut |_| {}));
-            // The load's connections are up before the probes attach.
-            std::thread::sleep(std::time::Duration::from_millis(500));
+            let (running, first_interval) = std::sync::mpsc::channel();
+            let load = scope.spawn(move || {
+                loadgen::run(target, &plan, stop::flag(), &mut |_| {
+                    let _ = running.send(());
+                })
+            });
+            // The probes attach once the load has run a whole interval at its rate (a fixed
+            // pause was too short on a busy machine: querystat then saw no query complete). A
+            // load that fails to start ends the wait early; its error is reported below.
+            let _ = first_interval.recv_timeout(std::time::Duration::from_secs(10));
             let measured =
                 self.step::<querystat::experiments::Querystat>(QUERIES, &["1", "2", "--pid", &pid]);
             let load = load.join();

@@ -50,6 +50,10 @@ pub struct CompressArgs {
     /// The corpus generator's seed.
     #[arg(long, default_value_t = crate::corpus::DEFAULT_SEED)]
     pub seed: u64,
+    /// How the input is named in the printout and the stored run instead of its path (the
+    /// report names its generated corpus so, not the temporary file it sits in).
+    #[arg(long, hide = true, value_name = "TEXT")]
+    pub input_name: Option<String>,
     /// Files to compress or decompress.
     #[arg(value_name = "IN", required_unless_present = "make_corpus")]
     pub inputs: Vec<PathBuf>,
@@ -226,7 +230,7 @@ impl Experiment for Compress {
         }
         let mut inputs = args.inputs.iter().zip(outputs).peekable();
         while let Some((input, output)) = inputs.next() {
-            let result = if args.decompress {
+            let mut result = if args.decompress {
                 let opts = DecompressOptions { threads, format: args.format };
                 crate::decompress(input, &output, &opts, stop::flag())?
             } else {
@@ -235,6 +239,9 @@ impl Experiment for Compress {
                     CompressOptions { format, level: args.level, threads, block_size: block };
                 crate::compress(input, &output, &opts, stop::flag())?
             };
+            if let Some(name) = &args.input_name {
+                result.input = name.clone();
+            }
             let outcome = Compressed::Run(Box::new(result));
             if outcome.interrupted() || inputs.peek().is_none() {
                 return Ok(outcome);

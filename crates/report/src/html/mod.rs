@@ -177,6 +177,36 @@ pub fn render_html(data: &ReportData) -> String {
         &topo::machine_facts(&data.topology),
         baseline_machine.filter(|facts| !facts.is_empty()),
     );
+    page.push_str(&chart::render_part(&machine, ""));
+    // Compared: each section of this machine, then the baseline's of the same id beside it
+    // (a half section pairs with its half, a wide one stacks above its twin); the baseline's
+    // sections this page has no twin for come last.
+    let compared = data.comparison.as_ref();
+    let own = sections_html(data, compared.map(|_| chart::Machine::This));
+    let twins = compared.map(|c| c.baseline_sections.as_slice()).unwrap_or_default();
+    let mut paired = vec![false; twins.len()];
+    for (id, html) in &own {
+        page.push_str(html);
+        if let Some(i) = twins.iter().position(|(twin, _)| twin == id) {
+            paired[i] = true;
+            page.push_str(&twins[i].1);
+        }
+    }
+    for ((_, html), paired) in twins.iter().zip(paired) {
+        if !paired {
+            page.push_str(html);
+        }
+    }
+    page.push_str("</main>\n");
+    page.push_str(&footer(data));
+    page.push_str("</div></body></html>\n");
+    page
+}
+
+/// The page's sections after the machine facts, in page order, each as (chart id, HTML),
+/// tagged with whose they are when two machines share the page.
+pub fn sections_html(data: &ReportData, machine: Option<chart::Machine>) -> Vec<(String, String)> {
+    let mut out = Vec::new();
     let noted = |sections: &[Section]| data.notes.iter().any(|n| sections.contains(&n.section));
     // The memory sections when memory was measured (or tried: its notes say why not); a report
     // of other `--sections`, or of other kinds of run, leaves them out.
@@ -196,7 +226,7 @@ pub fn render_html(data: &ReportData) -> String {
             Section::LoadedLatency,
             Section::Slb,
         ]);
-    let mut sections: Vec<chart::Part> = vec![machine];
+    let mut sections: Vec<chart::Part> = Vec::new();
     let memory = [
         mem::LATENCY_SIZE.part(mem::latency_size(
             &data.latency_sweep,
@@ -246,29 +276,36 @@ pub fn render_html(data: &ReportData) -> String {
         let own: Vec<usize> =
             (0..data.parts.len()).filter(|&i| data.parts[i].id == section.id).collect();
         if section.figure.is_some() || own.is_empty() {
-            page.push_str(&chart::render_part(
-                section,
-                &not_measured_reason(&section.id, &data.notes),
+            out.push((
+                section.id.clone(),
+                chart::render_part_of(
+                    section,
+                    &not_measured_reason(&section.id, &data.notes),
+                    machine,
+                ),
             ));
         }
         for i in own {
             placed[i] = true;
             let part = &data.parts[i];
-            page.push_str(&chart::render_part(part, &not_measured_reason(&part.id, &data.notes)));
+            out.push((
+                part.id.clone(),
+                chart::render_part_of(part, &not_measured_reason(&part.id, &data.notes), machine),
+            ));
         }
     }
     for (part, placed) in data.parts.iter().zip(placed) {
         if !placed {
-            page.push_str(&chart::render_part(part, &not_measured_reason(&part.id, &data.notes)));
+            out.push((
+                part.id.clone(),
+                chart::render_part_of(part, &not_measured_reason(&part.id, &data.notes), machine),
+            ));
         }
     }
     for s in &data.skipped {
         let mut part = chart::Part::new(s.area, &s.id, &s.title, false);
         part.notes.push(s.why.clone());
-        page.push_str(&chart::render_part(&part, ""));
+        out.push((part.id.clone(), chart::render_part_of(&part, "", machine)));
     }
-    page.push_str("</main>\n");
-    page.push_str(&footer(data));
-    page.push_str("</div></body></html>\n");
-    page
+    out
 }

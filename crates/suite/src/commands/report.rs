@@ -86,9 +86,10 @@ impl Tool for Report {
                     e.context("--baseline compares stored samples (drop --no-store)")
                 })?;
                 let this = StoredReport::from_steps(&db, data.clone())?;
-                let (base, name) = compare::read_baseline(reference, &db)?;
+                let (base, name, history) = compare::read_baseline(reference, &db, &this)?;
                 baseline_host = Some(base.run.host.clone());
-                data.comparison = Some(compare::compare(&this, &base, name));
+                data.comparison =
+                    Some(compare::compare(&this, &base, name, &history, &globals.registry));
             }
             // The page's own data, so `report --from-db` can rebuild it, comparison included;
             // its figures are the steps'.
@@ -100,9 +101,10 @@ impl Tool for Report {
                 crate::from_db::rebuild(&db as &dyn ResultStore, &args.from_db, &globals.registry)?;
             if let Some(reference) = &baseline_ref {
                 let this = StoredReport::read(&db, args.from_db[0])?;
-                let (base, name) = compare::read_baseline(reference, &db)?;
+                let (base, name, history) = compare::read_baseline(reference, &db, &this)?;
                 baseline_host = Some(base.run.host.clone());
-                data.comparison = Some(compare::compare(&this, &base, name));
+                data.comparison =
+                    Some(compare::compare(&this, &base, name, &history, &globals.registry));
             }
             data
         };
@@ -123,6 +125,7 @@ impl Tool for Report {
                     "comparison": c.map(|c| c.comparison.clone()).unwrap_or_default(),
                     "config_diff": c.map(|c| c.config_diff.clone()).unwrap_or_default(),
                     "baseline": c.map(|c| c.baseline.clone()),
+                    "calibrated_from": c.map(|c| c.calibrated_from),
                 });
                 let text = serde_json::to_string_pretty(&value)?;
                 experiment::output::emit(&clean(format!("{text}\n")))?;
