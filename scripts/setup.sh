@@ -35,6 +35,8 @@ packages=(
   openssl curl
   # cpu util --from: mpstat, to capture the logs its fixtures came from (and to compare by hand)
   sysstat
+  # the .deb's test reads an installed man page; the Ansible role's venv (ansible-core from PyPI)
+  man-db python3-venv python3-pip
 )
 
 missing=()
@@ -55,6 +57,25 @@ fi
 if ! command -v cargo >/dev/null 2>&1; then
   echo "setup: cargo not found; install Rust 1.89 or newer (https://rustup.rs) and run again" >&2
   exit 1
+fi
+
+# cargo-deb builds the .deb (scripts/deb.sh); Debian 12 does not package it. 3.7 is the first
+# that writes symlinks listed in the manifest (the kit links).
+cargo_deb_version=3.8.0
+if ! cargo deb --version 2>/dev/null | grep -F "$cargo_deb_version" >/dev/null; then
+  echo "setup: installing cargo-deb $cargo_deb_version (cargo install)" >&2
+  cargo install --locked --quiet cargo-deb --version "$cargo_deb_version"
+fi
+
+# ansible-core from PyPI, pinned, in its own venv (Debian's python3, not the system site):
+# deploy/ansible's role and its test run ansible-playbook from there.
+ansible_core_version=2.18.19
+ansible_venv=${PLATSCOPE_ANSIBLE_VENV:-$HOME/.local/share/platscope/ansible}
+if ! "$ansible_venv/bin/ansible-playbook" --version 2>/dev/null | grep -F "core $ansible_core_version]" >/dev/null; then
+  echo "setup: installing ansible-core $ansible_core_version in $ansible_venv" >&2
+  /usr/bin/python3 -m venv "$ansible_venv"
+  "$ansible_venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+    "ansible-core==$ansible_core_version"
 fi
 
 [ "${1:-}" = "--deps" ] && exit 0

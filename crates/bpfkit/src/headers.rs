@@ -55,6 +55,14 @@ mod tests {
     }
 
     #[test]
+    fn the_vendored_btf_named_for_this_build_is_the_targets() {
+        let btf = crate::VENDORED_BTF.unwrap();
+        assert_eq!(btf.arch, std::env::consts::ARCH);
+        let (dir, _) = arch_include(btf.arch).unwrap();
+        assert!(dir.join("vmlinux.h").is_file());
+    }
+
+    #[test]
     fn unsupported_arch_names_the_supported_ones() {
         let e = arch_include("riscv64").unwrap_err();
         assert!(e.contains("`riscv64`"), "{e}");

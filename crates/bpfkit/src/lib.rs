@@ -49,8 +49,36 @@ macro_rules! skeletons {
                 }
             )+
         }
+
+        /// The BPF programs compiled into this crate (`src/bpf/<name>.bpf.c`, each built by
+        /// its `build.rs` into a skeleton the crate includes): what `platscope version
+        /// --verbose` lists.
+        pub const BPF_PROGRAMS: &[&str] = &[$(stringify!($name)),+];
     };
 }
+
+/// The vendored `vmlinux.h` the BPF programs of this build were compiled against: the one of
+/// the target architecture (`include/<arch>/vmlinux.h`, see the `build` module).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VendoredBtf {
+    /// The architecture (cargo's `target_arch`), also the directory under `include/`.
+    pub arch: &'static str,
+    /// The kernel whose BTF it was dumped from.
+    pub source: &'static str,
+}
+
+/// The vendored BTF header of this build's target architecture; `None` on an architecture
+/// without one (where the BPF crates do not build).
+pub const VENDORED_BTF: Option<VendoredBtf> = if cfg!(target_arch = "x86_64") {
+    Some(VendoredBtf { arch: "x86_64", source: "Linux 6.18 (x86-64), /sys/kernel/btf/vmlinux" })
+} else if cfg!(target_arch = "aarch64") {
+    Some(VendoredBtf {
+        arch: "aarch64",
+        source: "Debian 12 linux-image-6.1.0-56-arm64 (6.1.192-2)",
+    })
+} else {
+    None
+};
 mod error;
 
 use std::path::Path;

@@ -47,6 +47,36 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<std::ffi::OsString>,
     },
+    /// Print a shell completion script for every command and option (bash, zsh, fish, …).
+    ///
+    /// bash: `platscope completions bash > ~/.local/share/bash-completion/completions/platscope`;
+    /// zsh: into a directory on `$fpath` as `_platscope`; fish: into
+    /// `~/.config/fish/completions/platscope.fish`. The .deb installs all three.
+    Completions {
+        /// The shell to complete for.
+        shell: clap_complete::Shell,
+    },
+    /// Write a man page for platscope and for every subcommand (platscope-mem-latency.1, …)
+    /// into a directory.
+    Man {
+        /// The directory to write the pages into (created if missing).
+        #[arg(long, value_name = "DIR")]
+        out: std::path::PathBuf,
+    },
+    /// Print the version; with --verbose also the git commit, the build date, the BPF
+    /// programs built in and the vendored BTF's architecture (also `platscope --version
+    /// --verbose`).
+    Version {
+        /// Name the build's commit, date and capabilities.
+        #[arg(long)]
+        verbose: bool,
+    },
+}
+
+/// The whole command line: the fixed commands above and every registry command.
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    platscope::registry::REGISTRY.augment(Cli::command())
 }
 
 /// What every registry command gets from the global flags (read from the parsed command line,

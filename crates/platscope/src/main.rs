@@ -7,7 +7,7 @@ mod commands;
 use std::io::Write as _;
 use std::process::ExitCode;
 
-use clap::{CommandFactory, FromArgMatches};
+use clap::FromArgMatches;
 use cli::{Cli, Command};
 use measure::Classified;
 use platscope::registry::REGISTRY;
@@ -20,7 +20,11 @@ fn main() -> ExitCode {
         let args: Vec<std::ffi::OsString> = argv.collect();
         return finish_as(name, commands::compat::run(name, &args));
     }
-    let matches = match REGISTRY.augment(Cli::command()).try_get_matches() {
+    let args: Vec<std::ffi::OsString> = argv.collect();
+    if let Some(format) = commands::version::asks_verbose_version(&args) {
+        return finish(commands::version::run(true, format));
+    }
+    let matches = match cli::command().try_get_matches_from(std::iter::once(argv0).chain(args)) {
         Ok(matches) => matches,
         Err(err) => return usage_error(&err),
     };
@@ -32,7 +36,7 @@ fn main() -> ExitCode {
         Err(err) => return usage_error(&err),
     };
     let Some(command) = &cli.command else {
-        return usage_error(&REGISTRY.augment(Cli::command()).error(
+        return usage_error(&cli::command().error(
             clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand,
             "a command is required",
         ));
@@ -45,6 +49,11 @@ fn main() -> ExitCode {
                 args.insert(0, "--json".into());
             }
             commands::compat::run(name, &args)
+        }
+        Command::Completions { shell } => commands::shell::completions(*shell),
+        Command::Man { out } => commands::shell::man(out),
+        Command::Version { verbose } => {
+            commands::version::run(*verbose, cli::globals(&matches).format)
         }
     };
     finish(result)
