@@ -59,26 +59,29 @@ if ! command -v cargo >/dev/null 2>&1; then
   exit 1
 fi
 
-# cargo-deb builds the .deb (scripts/deb.sh); Debian 12 does not package it. 3.7 is the first
-# that writes symlinks listed in the manifest (the kit links).
-cargo_deb_version=3.8.0
-if ! cargo deb --version 2>/dev/null | grep -F "$cargo_deb_version" >/dev/null; then
-  echo "setup: installing cargo-deb $cargo_deb_version (cargo install)" >&2
-  cargo install --locked --quiet cargo-deb --version "$cargo_deb_version"
-fi
+# The test tools beyond Debian's packages, for `--deps` (scripts/test.sh) only: the main job
+# (`report`) needs neither.
+if [ "${1:-}" = "--deps" ]; then
+  # cargo-deb builds the .deb (scripts/deb.sh); Debian 12 does not package it. 3.7 is the first
+  # that writes symlinks listed in the manifest (the kit links).
+  cargo_deb_version=3.8.0
+  if ! cargo deb --version 2>/dev/null | grep -F "$cargo_deb_version" >/dev/null; then
+    echo "setup: installing cargo-deb $cargo_deb_version (cargo install)" >&2
+    cargo install --locked --quiet cargo-deb --version "$cargo_deb_version"
+  fi
 
-# ansible-core from PyPI, pinned, in its own venv (Debian's python3, not the system site):
-# deploy/ansible's role and its test run ansible-playbook from there.
-ansible_core_version=2.18.19
-ansible_venv=${PLATSCOPE_ANSIBLE_VENV:-$HOME/.local/share/platscope/ansible}
-if ! "$ansible_venv/bin/ansible-playbook" --version 2>/dev/null | grep -F "core $ansible_core_version]" >/dev/null; then
-  echo "setup: installing ansible-core $ansible_core_version in $ansible_venv" >&2
-  /usr/bin/python3 -m venv "$ansible_venv"
-  "$ansible_venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-    "ansible-core==$ansible_core_version"
+  # ansible-core from PyPI, pinned, in its own venv (Debian's python3, not the system site):
+  # deploy/ansible's role and its test run ansible-playbook from there.
+  ansible_core_version=2.18.19
+  ansible_venv=${PLATSCOPE_ANSIBLE_VENV:-$HOME/.local/share/platscope/ansible}
+  if ! "$ansible_venv/bin/ansible-playbook" --version 2>/dev/null | grep -F "core $ansible_core_version]" >/dev/null; then
+    echo "setup: installing ansible-core $ansible_core_version in $ansible_venv" >&2
+    /usr/bin/python3 -m venv "$ansible_venv"
+    "$ansible_venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+      "ansible-core==$ansible_core_version"
+  fi
+  exit 0
 fi
-
-[ "${1:-}" = "--deps" ] && exit 0
 
 cargo build --release --locked -p platscope
 # Multi-call links for the original tools' names (memhammer, create_sem, trigger, cpu_bind,
