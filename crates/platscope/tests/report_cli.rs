@@ -60,6 +60,13 @@ fn quick_report_writes_html_records_runs_and_results_reads_them() {
     }
     assert!(!html.contains("<script"), "self-contained, no scripts");
     assert!(stdout.contains("latency"), "{stdout}");
+    // The whole page as a person opens it: Chromium builds every section and logs nothing
+    // about the page; the screenshot stays in target/tmp/report-browser/quick-report.png.
+    test_support::browser::open_page(
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
+        &report,
+        "quick-report",
+    );
 
     // Every step was stored; list, show, compare and export read them back.
     let list = platscope(&["results", "list", "--db", &db, "--json"]);

@@ -112,6 +112,14 @@ fn a_report_with_a_spinner_on_cpu_1_is_compared_figure_by_figure() {
     // Every chart is shown for both machines: each section of this run is followed by the
     // baseline's of the same id.
     let ids = section_ids(&path("cmp/report.html"));
+    // As a person opens it: every section built, nothing logged; the screenshot is kept
+    // (target/tmp/report-browser/compared-report.png).
+    let dom = test_support::browser::open_page(
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")),
+        std::path::Path::new(&path("cmp/report.html")),
+        "compared-report",
+    );
+    assert!(dom.contains("■ this machine") && dom.contains("□ baseline"), "tagged in words");
     let own: Vec<&String> = ids
         .iter()
         .filter(|id| !id.ends_with("-baseline") && *id != "sec-machine" && *id != "sec-comparison")

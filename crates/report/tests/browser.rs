@@ -9,30 +9,16 @@
 mod common;
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use common::*;
 use report::html::render_html;
+use test_support::browser::{self, page_messages, run_chromium, Run};
 
 const WIDTH: u32 = 1280;
 const HEIGHT: u32 = 4000;
-const TIME_LIMIT: Duration = Duration::from_secs(60);
-
-fn chromium() -> PathBuf {
-    let path = std::env::var_os("PLATSCOPE_CHROMIUM")
-        .map_or_else(|| PathBuf::from("/usr/bin/chromium"), PathBuf::from);
-    assert!(
-        path.is_file(),
-        "headless Chromium not found at {}: install Debian's `chromium` package \
-         (apt-get install chromium, or run scripts/setup.sh --deps)",
-        path.display()
-    );
-    path
-}
 
 /// A fresh directory of this process under the test target dir (other test runs may share
 /// the target dir), emptied first. It is removed when the test passes and kept when it fails.
@@ -45,101 +31,15 @@ fn workdir(name: &str) -> PathBuf {
 
 /// Where the last passing run leaves the page and its screenshot for people to look at.
 fn keep(files: &[&Path]) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-browser");
-    std::fs::create_dir_all(&dir).expect("create the kept directory");
-    for f in files {
-        if let Some(name) = f.file_name() {
-            std::fs::copy(f, dir.join(name)).expect("keep a copy");
-        }
-    }
-    dir
-}
-
-/// What one Chromium run left: its stdout and its log (stderr).
-struct Run {
-    stdout: String,
-    log: String,
-}
-
-/// Runs headless Chromium on `page` with `args`, a fresh profile, logging to stderr. Output
-/// goes to files, not pipes: helper processes that outlive the browser cannot block us.
-fn run_chromium(dir: &Path, label: &str, page: &Path, args: &[String]) -> Run {
-    let profile = dir.join(format!("profile-{label}"));
-    let (out_path, err_path) = (dir.join(format!("{label}.out")), dir.join(format!("{label}.log")));
-    let mut child = Command::new(chromium())
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-            "--hide-scrollbars",
-            "--enable-logging=stderr",
-            "--v=0",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .args(args)
-        .arg(file_url(page))
-        .stdin(Stdio::null())
-        .stdout(File::create(&out_path).expect("stdout file"))
-        .stderr(File::create(&err_path).expect("stderr file"))
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {}: {e}", chromium().display()));
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for chromium") {
-            break status;
-        }
-        if started.elapsed() > TIME_LIMIT {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("chromium {label} ran past {TIME_LIMIT:?}; log in {}", err_path.display());
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let run = Run {
-        stdout: std::fs::read_to_string(&out_path).unwrap_or_default(),
-        log: std::fs::read_to_string(&err_path).unwrap_or_default(),
-    };
-    assert!(status.success(), "chromium {label} failed ({status}):\n{}", run.log);
-    run
+    browser::keep(Path::new(env!("CARGO_TARGET_TMPDIR")), files)
 }
 
 /// A screenshot of `page` at the test's window size into `png`, decoded.
 fn screenshot(dir: &Path, page: &Path, png: &Path) -> (Run, Image) {
-    let run = run_chromium(
-        dir,
-        "screenshot",
-        page,
-        &[format!("--screenshot={}", png.display()), format!("--window-size={WIDTH},{HEIGHT}")],
-    );
+    let run = browser::screenshot(dir, page, png, WIDTH, HEIGHT);
     let image = decode_png(&std::fs::read(png).expect("the screenshot was written"))
         .unwrap_or_else(|e| panic!("{}: {e}", png.display()));
     (run, image)
-}
-
-fn file_url(path: &Path) -> String {
-    format!("file://{}", path.display())
-}
-
-/// Lines of Chromium's log about the page: console messages (script errors, SVG attribute
-/// errors, Content-Security-Policy violations all arrive as `CONSOLE`) and anything naming the
-/// page's file. Chromium's own start-up noise in a container (D-Bus, VA-API, sandbox, the
-/// Debian launcher's shell warning) names neither and is left out.
-fn page_messages(log: &str, page: &Path) -> Vec<String> {
-    let url = file_url(page);
-    let name = page.file_name().and_then(|n| n.to_str()).unwrap_or("report.html");
-    log.lines()
-        .filter(|l| {
-            l.contains(":CONSOLE")
-                || l.contains("Content Security Policy")
-                || l.contains(&url)
-                || (l.contains(name) && !l.contains("bytes written to file"))
-        })
-        .map(str::to_string)
-        .collect()
 }
 
 #[test]

@@ -3,6 +3,7 @@
 //!
 //! - [`cli`]: run the `platscope` binary as users do ([`platscope`], [`text`]).
 //! - [`burner`]: a child process that burns a known amount of its own CPU time on request.
+//! - [`browser`]: Debian's headless Chromium on a page: screenshot, DOM, what it logged.
 //! - [`tree`]: a `/proc` + `/sys` fixture tree in a temporary directory ([`Tree`]).
 //!
 //! ```no_run
@@ -10,6 +11,7 @@
 //! assert!(out.status.success(), "{}", test_support::text(&out.stderr));
 //! ```
 
+pub mod browser;
 pub mod burner;
 pub mod cli;
 pub mod tree;
