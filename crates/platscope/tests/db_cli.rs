@@ -53,3 +53,59 @@ fn querystat_without_root_or_with_a_bad_pid_says_why() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("notapid"), "{}", text(&out.stderr));
 }
+
+/// Runs `db querystat 1 3 --slower 50` (plus `extra`) while a slow statement carrying a secret
+/// literal runs; returns what the terminal showed and the stored run as `results show --json`.
+fn slow_query_run(pg: &Postgres, db: &str, extra: &[&str]) -> (String, String) {
+    let pid = pg.pid().to_string();
+    let mut args = vec!["--db", db, "db", "querystat", "1", "3", "--pid", &pid, "--slower", "50"];
+    args.extend_from_slice(extra);
+    let tracer = Command::new(env!("CARGO_BIN_EXE_platscope"))
+        .args(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("platscope runs");
+    std::thread::sleep(Duration::from_millis(1500));
+    let psql = pg
+        .command("psql")
+        .args(["-q", "-c", "SELECT pg_sleep(0.1), 'SECRET-customer-42'"])
+        .output()
+        .expect("psql runs");
+    assert!(psql.status.success(), "{}", text(&psql.stderr));
+    let out = tracer.wait_with_output().expect("platscope ends after COUNT intervals");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let list = Command::new(env!("CARGO_BIN_EXE_platscope"))
+        .args(["results", "list", "--db", db, "--json"])
+        .output()
+        .expect("runs");
+    let runs: serde_json::Value = serde_json::from_slice(&list.stdout).expect("json");
+    let newest = runs
+        .as_array()
+        .and_then(|r| r.iter().filter_map(|r| r["id"].as_i64()).max())
+        .expect("a stored run")
+        .to_string();
+    let show = Command::new(env!("CARGO_BIN_EXE_platscope"))
+        .args(["results", "show", &newest, "--db", db, "--json"])
+        .output()
+        .expect("show");
+    assert!(show.status.success(), "{}", text(&show.stderr));
+    (text(&out.stdout), text(&show.stdout))
+}
+
+#[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+fn slow_query_text_is_printed_whole_and_stored_without_its_literals() {
+    let pg = Postgres::start(&PgOptions::default()).expect("PostgreSQL 15 starts");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("results.db").display().to_string();
+
+    let (terminal, stored) = slow_query_run(&pg, &db, &[]);
+    assert!(terminal.contains("'SECRET-customer-42'"), "the terminal shows it whole: {terminal}");
+    assert!(!stored.contains("SECRET"), "the literal reached the store: {stored}");
+    assert!(stored.contains("SELECT pg_sleep($1), $2"), "stored normalized: {stored}");
+
+    // Asked for, the text is stored whole.
+    let (_, stored) = slow_query_run(&pg, &db, &["--store-query-text"]);
+    assert!(stored.contains("SELECT pg_sleep(0.1), 'SECRET-customer-42'"), "{stored}");
+}

@@ -46,6 +46,11 @@ pub struct QuerystatArgs {
     /// Count exact shared-buffer hits (one probe per buffer lookup: costs more; PostgreSQL).
     #[arg(long)]
     pub buffer_hits: bool,
+    /// Store the text of --slower queries whole. By default the terminal shows it whole but the
+    /// results database keeps it normalized — literals replaced by $1, $2, … (? for MariaDB),
+    /// as pg_stat_statements shows statements — so no password or customer data is stored.
+    #[arg(long, requires = "slower")]
+    pub store_query_text: bool,
 }
 
 fn parse_ms(text: &str) -> Result<Duration, String> {
@@ -83,8 +88,14 @@ impl Experiment for Querystat {
         }
         let tracer = Tracer::attach(&server, &options)?;
         let run_options = RunOptions { interval: args.interval, count: args.count };
-        let report = crate::run(&tracer, &run_options, stop::flag(), &mut Live(ctx))?;
+        let mut report = crate::run(&tracer, &run_options, stop::flag(), &mut Live(ctx))?;
         drop(tracer);
+        // Printed whole as they happened; stored without their literals unless asked.
+        if !args.store_query_text {
+            for q in &mut report.slow {
+                q.text = crate::normalize::normalize(&q.text, server.kind);
+            }
+        }
         let _ = ctx.live(&render_report(&report));
         Ok(report)
     }

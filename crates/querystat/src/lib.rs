@@ -42,6 +42,7 @@ mod elf;
 pub mod error;
 pub mod experiments;
 pub mod metrics;
+pub mod normalize;
 pub mod report;
 pub mod run;
 pub mod server;
