@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use chart::Part;
 use experiment::{Context, Experiment, Outcome};
+use measure::args::parse_count;
 use measure::Classified;
 use place::{lists, MemPolicy, PlacementRequest};
 use topo::Topology;
@@ -35,7 +36,7 @@ pub struct C2cArgs {
     /// round trip's cost depends on the line's address, so a pair's figure is the summary over
     /// all its lines, with the spread between lines.
     #[arg(long, value_name = "N", default_value_t = c2c::DEFAULT_LINES as u64,
-          value_parser = clap::value_parser!(u64).range(1..=c2c::MAX_LINES as u64))]
+          value_parser = parse_count, allow_hyphen_values = true)]
     pub lines: u64,
 }
 
