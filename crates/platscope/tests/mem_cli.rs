@@ -158,7 +158,10 @@ fn c2c_and_shared_slb_print_their_tables() {
     let stdout = text(&out.stdout);
     assert!(stdout.contains("round trip between CPUs"), "{stdout}");
     assert!(stdout.contains("verified on node"), "{stdout}");
-    assert!(stdout.contains("each pair on 8 lines, each on its own page"), "{stdout}");
+    assert!(
+        stdout.contains("across lines: each pair on 8 lines, each on its own page"),
+        "{stdout}"
+    );
     assert!(stdout.contains("page+offset ns: 0+0x000 "), "{stdout}");
     let out =
         platscope(&["--no-store", "mem", "c2c", "--duration-ms", "20", "--lines", "3", "--json"]);

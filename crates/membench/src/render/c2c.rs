@@ -133,18 +133,19 @@ pub fn lines_text(r: &C2cResult) -> String {
         .count();
     let _ = writeln!(
         out,
-        "\nlines: each pair on {lines} lines, each on its own page at its own offset, {PASSES} \
-         passes over them; spread = slowest line's median − fastest's, noise = the largest move \
-         of one line between passes"
+        "\nacross lines: each pair on {lines} lines, each on its own page at its own offset, \
+         {PASSES} passes over them; spread = slowest line's median − fastest's, noise = the \
+         largest move of one line between passes"
     );
-    let verdict = match (wider, measured.len()) {
-        (0, _) => "on no pair is".to_string(),
-        (w, n) if w == n => format!("on {} is", if n == 1 { "the pair" } else { "every pair" }),
-        (w, n) => format!("on {w} of {n} pairs is"),
+    let whom = match (wider, measured.len()) {
+        (0, _) => "on no pair is the spread".to_string(),
+        (1, 1) => "on the pair, the spread is".to_string(),
+        (w, n) if w == n => "on every pair, the spread is".to_string(),
+        (w, n) => format!("on {w} of {n} pairs, the spread is"),
     };
     let _ = writeln!(
         out,
-        "the spread across lines {verdict} wider than {ADDRESS_FACTOR:.0}× the within-line noise{}",
+        "{whom} wider than {ADDRESS_FACTOR:.0}× the noise{}",
         if wider > 0 {
             ": the round trip depends on the line's address; compare pairs by their medians over lines"
         } else {
@@ -327,8 +328,11 @@ mod tests {
     #[test]
     fn the_text_says_when_lines_differ_beyond_the_noise() {
         let text = c2c_text(&run(&[57.0, 63.0, 80.0, 61.0], 0.5));
-        assert!(text.contains("each pair on 4 lines, each on its own page"), "{text}");
-        assert!(text.contains("the spread across lines on the pair is wider than 2×"), "{text}");
+        assert!(
+            text.contains("across lines: each pair on 4 lines, each on its own page"),
+            "{text}"
+        );
+        assert!(text.contains("on the pair, the spread is wider than 2× the noise"), "{text}");
         assert!(text.contains("depends on the line's address"), "{text}");
         assert!(text.contains("0-1: median over lines 62.2 ns, lines 57.2 to 80.2"), "{text}");
         assert!(text.contains("page+offset ns: 0+0x000 57.2, 1+0x140 63.2"), "{text}");
@@ -337,14 +341,14 @@ mod tests {
         assert!(text.contains("(each about 0.5 ms)"), "{text}");
 
         let text = c2c_text(&run(&[57.0, 63.0, 80.0, 61.0], 30.0));
-        assert!(text.contains("on no pair is wider than 2×"), "{text}");
+        assert!(text.contains("on no pair is the spread wider than 2× the noise"), "{text}");
         assert!(text.contains("the lines agree within the noise"), "{text}");
     }
 
     #[test]
     fn one_line_has_no_lines_section() {
         let text = c2c_text(&run(&[70.0], 0.0));
-        assert!(!text.contains("lines:") && !text.contains("spread"), "{text}");
+        assert!(!text.contains("across lines") && !text.contains("spread"), "{text}");
         assert!(text.contains("\nline: first touched by CPU 0's thread"), "{text}");
     }
 }
