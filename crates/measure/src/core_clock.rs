@@ -76,6 +76,14 @@ pub struct CoreClock {
     pub cpufreq_max_mhz: Option<f64>,
     /// The cpufreq driver (`scaling_driver`) of that CPU.
     pub cpufreq_driver: Option<String>,
+    /// cpufreq `scaling_cur_freq` of the CPU the chains ran on, read just after them, MHz: the
+    /// kernel's estimate (an APERF/MPERF average over its last tick on x86, the last requested
+    /// frequency with some drivers), shown beside the measured figure, never a bound.
+    #[serde(default)]
+    pub cpufreq_cur_mhz: Option<f64>,
+    /// The CPU `cpufreq_cur_mhz` was read for.
+    #[serde(default)]
+    pub cpufreq_cur_cpu: Option<u32>,
     /// Sources of a stated frequency that were absent, and why.
     pub notes: Vec<String>,
     /// Why `ghz` is `None`.
@@ -94,6 +102,8 @@ impl CoreClock {
             cpuid_max_mhz: stated.cpuid_max_mhz,
             cpufreq_max_mhz: stated.cpufreq_max_mhz,
             cpufreq_driver: stated.cpufreq_driver,
+            cpufreq_cur_mhz: stated.cpufreq_cur_mhz,
+            cpufreq_cur_cpu: stated.cpufreq_cur_cpu,
             notes: stated.notes,
             why_unknown: None,
         }
@@ -215,6 +225,13 @@ impl CoreClock {
         )
     }
 
+    /// How far the measured clock is from cpufreq's current frequency, as a fraction (+0.05:
+    /// measured 5% above); `None` when either is missing.
+    pub fn cur_freq_gap(&self) -> Option<f64> {
+        let (ghz, cur) = (self.ghz?, self.cpufreq_cur_mhz?);
+        (cur > 0.0).then(|| ghz * 1000.0 / cur - 1.0)
+    }
+
     /// One line for reports: the figure and both methods, or why cycles are unknown.
     pub fn summary(&self) -> String {
         let methods = self.methods();
@@ -236,11 +253,14 @@ pub struct Stated {
     pub cpuid_max_mhz: Option<f64>,
     pub cpufreq_max_mhz: Option<f64>,
     pub cpufreq_driver: Option<String>,
+    pub cpufreq_cur_mhz: Option<f64>,
+    pub cpufreq_cur_cpu: Option<u32>,
     pub notes: Vec<String>,
 }
 
 impl Stated {
-    /// Reads CPUID leaf 0x16 and cpufreq under `root`.
+    /// Reads CPUID leaf 0x16 and cpufreq under `root`; the current frequency is that of the CPU
+    /// the calling thread runs on.
     pub fn read(root: &FsRoot) -> Self {
         let mut stated = Stated::default();
         match cpuid_leaf_16() {
@@ -258,6 +278,14 @@ impl Stated {
             None => stated.notes.push(
                 "no cpufreq cpuinfo_max_freq in sysfs (usual under a hypervisor)".to_string(),
             ),
+        }
+        // SAFETY: sched_getcpu takes no arguments and only returns a number (-1 on error).
+        let cpu = u32::try_from(unsafe { libc::sched_getcpu() }).ok();
+        if let Some(cpu) = cpu {
+            let path =
+                root.path(&format!("sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_cur_freq"));
+            stated.cpufreq_cur_mhz = std::fs::read_to_string(path).ok().and_then(|t| parse_khz(&t));
+            stated.cpufreq_cur_cpu = stated.cpufreq_cur_mhz.map(|_| cpu);
         }
         stated
     }
@@ -523,6 +551,8 @@ mod tests {
             cpuid_max_mhz: cpuid_max,
             cpufreq_max_mhz: cpufreq.map(|c| c.0),
             cpufreq_driver: cpufreq.map(|c| c.1.to_string()),
+            cpufreq_cur_mhz: None,
+            cpufreq_cur_cpu: None,
             notes: Vec::new(),
         }
     }
@@ -565,6 +595,23 @@ mod tests {
             ),
             "{why}"
         );
+    }
+
+    // A renamer that folds the add chain makes it read ~5.3× the clock, whatever the clock is;
+    // the multiply chain cannot follow it there, so the figure is refused at any speed.
+    #[test]
+    fn a_chain_folded_at_any_clock_is_refused() {
+        for ghz in [0.8, 1.5, 2.45, 3.08, 4.19, 5.7] {
+            for (add, mul) in [(5.3 * ghz, ghz), (ghz, 5.3 * ghz), (1.05 * ghz, ghz)] {
+                let c = CoreClock::new(Some(add), Some(mul), Stated::default());
+                assert_eq!(c.ghz, None, "add {add} mul {mul}");
+                assert!(c.why_unknown.as_deref().is_some_and(|w| w.contains("apart")));
+                assert_eq!(c.busy_ghz(), 1.0, "busy work falls back to time");
+                assert!(c.busy_caveat().is_some());
+            }
+            let c = CoreClock::new(Some(1.02 * ghz), Some(ghz), Stated::default());
+            assert!(c.ghz.is_some_and(|g| (g - 1.01 * ghz).abs() < 1e-9), "{ghz}: {c:?}");
+        }
     }
 
     #[test]
@@ -624,6 +671,22 @@ mod tests {
     }
 
     #[test]
+    fn the_current_frequency_is_shown_beside_the_clock_never_judges_it() {
+        let mut s = stated(None, None);
+        s.cpufreq_cur_mhz = Some(2000.0);
+        s.cpufreq_cur_cpu = Some(3);
+        // A stale current frequency (read while the core idled) does not make cycles unknown.
+        let c = CoreClock::new(Some(3.0), Some(3.0), s.clone());
+        assert_eq!(c.ghz, Some(3.0));
+        let gap = c.cur_freq_gap().expect("gap");
+        assert!((gap - 0.5).abs() < 1e-9, "{gap}");
+        // No clock, no gap.
+        let c = CoreClock::new(Some(22.3), Some(4.19), s);
+        assert_eq!((c.ghz, c.cur_freq_gap()), (None, None));
+        assert_eq!(c.cpufreq_cur_cpu, Some(3));
+    }
+
+    #[test]
     fn cpufreq_khz_files() {
         assert_eq!(parse_khz("4200000\n"), Some(4200.0));
         assert_eq!(parse_khz(" 800000 "), Some(800.0));
@@ -669,11 +732,24 @@ mod tests {
         write("sys/devices/system/cpu/cpu16/cpufreq/scaling_driver", "intel_pstate\n");
         write("sys/devices/system/cpu/cpufreq/policy0/cpuinfo_max_freq", "9900000\n");
         write("sys/devices/system/cpu/cpuidle/current_driver", "none\n");
+        // The current frequency of every CPU this thread may run on: 1000 + its number, MHz.
+        // SAFETY: as in Stated::read.
+        let now = u32::try_from(unsafe { libc::sched_getcpu() }).expect("sched_getcpu");
+        for cpu in 0..=now.max(63) + 64 {
+            let khz = (1000 + cpu) * 1000;
+            write(
+                &format!("sys/devices/system/cpu/cpu{cpu}/cpufreq/scaling_cur_freq"),
+                &format!("{khz}\n"),
+            );
+        }
         let stated = Stated::read(&FsRoot::at(&dir));
         assert_eq!(stated.cpufreq_max_mhz, Some(5400.0));
         assert_eq!(stated.cpufreq_driver.as_deref(), Some("intel_pstate"));
+        let cpu = stated.cpufreq_cur_cpu.expect("the current CPU's file was read");
+        assert_eq!(stated.cpufreq_cur_mhz, Some(1000.0 + f64::from(cpu)));
         let empty = Stated::read(&FsRoot::at(dir.join("nothing")));
         assert_eq!(empty.cpufreq_max_mhz, None);
+        assert_eq!((empty.cpufreq_cur_mhz, empty.cpufreq_cur_cpu), (None, None));
         assert!(empty.notes.iter().any(|n| n.contains("no cpufreq")), "{:?}", empty.notes);
         std::fs::remove_dir_all(&dir).expect("cleanup");
     }

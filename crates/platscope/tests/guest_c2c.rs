@@ -57,7 +57,8 @@ fn shared_region_and_c2c_line_are_placed_on_the_requested_node() {
 
     for (i, node) in [(2, 1u64), (3, 0)] {
         let c2c = json(&r[i]);
-        assert_eq!(per_node(&c2c["line"]), vec![(node, 1)], "line on node {node}");
+        // The default 8 lines, each on its own page.
+        assert_eq!(per_node(&c2c["line"]), vec![(node, 8)], "lines on node {node}");
         let pairs = c2c["pairs"].as_array().expect("pairs");
         assert_eq!(pairs.len(), 1);
         assert_eq!(pairs[0]["class"], "other-node", "CPUs 0 and 1 are on different nodes");

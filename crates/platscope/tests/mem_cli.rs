@@ -117,6 +117,10 @@ fn c2c_and_shared_slb_refuse_bad_input_in_one_line() {
         (&["mem", "c2c", "--cpus", "0,0"], "needs two CPUs"),
         (&["mem", "c2c", "--line-on", "9"], "node 9 does not exist"),
         (&["mem", "c2c", "--mode", "lock"], "unknown mode"),
+        (&["mem", "c2c", "--lines", "65"], "--lines 65: give 1 to 64 lines per pair"),
+        (&["mem", "c2c", "--lines", "0"], "0 is not allowed"),
+        (&["mem", "c2c", "--lines", "-3"], "is negative"),
+        (&["mem", "c2c", "--lines", "eight"], "not a whole number"),
         (
             &["mem", "slb", "--shared", "--workers", "4096", "--pages", "1", "--loops", "1"],
             "CPUs allowed",
@@ -154,6 +158,22 @@ fn c2c_and_shared_slb_print_their_tables() {
     let stdout = text(&out.stdout);
     assert!(stdout.contains("round trip between CPUs"), "{stdout}");
     assert!(stdout.contains("verified on node"), "{stdout}");
+    assert!(
+        stdout.contains("across lines: each pair on 8 lines, each on its own page"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("page+offset ns: 0+0x000 "), "{stdout}");
+    let out =
+        platscope(&["--no-store", "mem", "c2c", "--duration-ms", "20", "--lines", "3", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let pair = &v["pairs"][0];
+    assert!(pair["round_trip_ns"]["median"].is_f64(), "{pair}");
+    let lines = pair["lines"].as_array().expect("lines");
+    let pages: Vec<u64> = lines.iter().map(|l| l["page"].as_u64().expect("page")).collect();
+    assert_eq!(pages, [0, 1, 2], "{pair}");
+    assert!(lines.iter().all(|l| l["median_ns"].is_f64() && l["offset"].is_u64()), "{pair}");
+    assert_eq!(pair["line_spread"]["lines"], 3, "{pair}");
     let out = platscope(&[
         "--no-store",
         "mem",

@@ -27,6 +27,8 @@ fn c2c(data: &ReportData) -> C2cResult {
                 class: pair_class(t, a, b),
                 round_trip_ns,
                 batch_rounds: 900,
+                lines: Vec::new(),
+                line_spread: None,
             });
         }
     }

@@ -414,6 +414,7 @@ fn contention(
             mode: C2cMode::Read,
             line_on: None,
             duration: budget.c2c_pair,
+            lines: c2c::DEFAULT_LINES,
         };
         match c2c::run(&options, topology, |_, _| {}) {
             Ok(r) => {

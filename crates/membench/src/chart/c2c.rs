@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use crate::c2c::C2cResult;
+use crate::c2c::{C2cResult, ADDRESS_FACTOR};
 use crate::slb_shared::{LockKind, SharedSlbResult};
 
 use super::heatmap::{heatmap, Cell, Heatmap};
@@ -26,14 +26,21 @@ pub fn c2c(r: &C2cResult) -> Option<Figure> {
                         value: p.round_trip_ns.median,
                         note: p.class.name().to_string(),
                         tip: format!(
-                            "round trip median {} ns, p99 {} ns, best {} ns over {} batches of {} round trips; one hand-off {} ns; {}",
+                            "round trip median {} ns, p99 {} ns, best {} ns over {} batches of {} round trips; one hand-off {} ns; {}{}",
                             fmt3(p.round_trip_ns.median),
                             fmt3(p.round_trip_ns.p99),
                             fmt3(p.round_trip_ns.min),
                             p.round_trip_ns.samples,
                             p.batch_rounds,
                             fmt3(p.one_way_ns()),
-                            p.class.name()
+                            p.class.name(),
+                            p.line_spread.as_ref().map_or(String::new(), |s| format!(
+                                "; {} lines from {} to {} ns{}",
+                                s.lines,
+                                fmt3(s.min_ns),
+                                fmt3(s.max_ns),
+                                if s.wider_than_noise { ", wider than the noise" } else { "" }
+                            ))
                         ),
                     },
                     _ => Cell {
@@ -76,15 +83,35 @@ pub fn c2c(r: &C2cResult) -> Option<Figure> {
     let home = r
         .line_on
         .map_or("first touched by the first CPU".to_string(), |n| format!("bound to node {n}"));
+    let lines = r.pairs.iter().map(|p| p.lines.len()).max().unwrap_or(0);
+    let words = if lines > 1 {
+        format!("an 8-byte word, alone on its page, on each of {lines} lines (pages)")
+    } else {
+        "one 8-byte word, alone on its page,".to_string()
+    };
     let mut caption = format!(
-        "Two threads pinned to each pair of CPUs hand one 8-byte word, alone on its page, back and forth ({} mode); \
-         cells: {} of the round trip (two hand-offs); darker is slower. The line was {}, verified on {}. \
-         p99 is over batches of about 0.5 ms, not single hand-offs.",
+        "Two threads pinned to each pair of CPUs hand {} back and forth ({} mode); \
+         cells: {} of the round trip (two hand-offs) over all lines; darker is slower. The {} {}, verified on {}. \
+         p99 is over batches of round trips, not single hand-offs.",
+        esc(&words),
         esc(r.mode.name()),
         samples_text("batches", r.pairs.iter().map(|p| &p.round_trip_ns)),
+        if lines > 1 { "lines were" } else { "line was" },
         esc(&home),
         esc(&placement_text(&r.line))
     );
+    let spread: Vec<_> = r.pairs.iter().filter_map(|p| p.line_spread.as_ref()).collect();
+    if !spread.is_empty() {
+        let wider = spread.iter().filter(|s| s.wider_than_noise).count();
+        let widest = spread.iter().map(|s| s.range_ns()).fold(0.0, f64::max);
+        caption.push_str(&format!(
+            " Across lines, the spread of a pair's line medians is wider than {ADDRESS_FACTOR:.0}× \
+             the noise (the largest move of one line between two passes) on {wider} of {} pairs; \
+             the widest spread is {} ns.",
+            spread.len(),
+            esc(&fmt3(widest))
+        ));
+    }
     if r.interrupted {
         caption.push_str(" INTERRUPTED: blank cells were not measured.");
     }

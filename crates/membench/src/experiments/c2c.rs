@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use chart::Part;
 use experiment::{Context, Experiment, Outcome};
+use measure::args::parse_count;
 use measure::Classified;
 use place::{lists, MemPolicy, PlacementRequest};
 use topo::Topology;
@@ -27,9 +28,16 @@ pub struct C2cArgs {
     /// touched by the first CPU's thread.
     #[arg(long, value_name = "NODE")]
     pub line_on: Option<u32>,
-    /// Sampling time per pair, in milliseconds.
+    /// Sampling time per pair, in milliseconds, shared among its lines and their two passes
+    /// (each visit times at least one batch).
     #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(10..=600_000))]
     pub duration_ms: u64,
+    /// Lines each pair is measured on, each on its own page at its own offset (1 to 64): a
+    /// round trip's cost depends on the line's address, so a pair's figure is the summary over
+    /// all its lines, with the spread between lines.
+    #[arg(long, value_name = "N", default_value_t = c2c::DEFAULT_LINES as u64,
+          value_parser = parse_count, allow_hyphen_values = true)]
+    pub lines: u64,
 }
 
 /// `platscope mem c2c`.
@@ -41,7 +49,8 @@ impl Experiment for C2c {
     const ABOUT: &'static str = "Core to core: the round trip of one cache line handed back and \
                                  forth between every pair of CPUs, as a CPU×CPU matrix folded to \
                                  SMT sibling / same L3 / same node / other node and node×node, \
-                                 median and p99, with the line's home node placed and verified";
+                                 median and p99 over several lines on their own pages with the \
+                                 spread between lines, their home node placed and verified";
     const TINY: &'static [&'static str] = &["--duration-ms", "10"];
     type Args = C2cArgs;
     type Outcome = C2cResult;
@@ -58,6 +67,7 @@ impl Experiment for C2c {
             mode: args.mode,
             line_on: args.line_on,
             duration: Duration::from_millis(args.duration_ms),
+            lines: usize::try_from(args.lines).unwrap_or(usize::MAX),
         };
         c2c::check(&options, topology)?;
         let n = options.cpus.len() as u64;

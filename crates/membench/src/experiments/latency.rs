@@ -175,6 +175,7 @@ fn sweep(
         Ok::<(), Classified>(())
     })?;
     bar.finish_and_clear();
+    ctx.live(render::cycles_note(&swept.done))?;
     if let Some((_, e)) = swept.failed {
         return Err(e.into());
     }
@@ -240,6 +241,7 @@ impl Outcome for LatencyOutcome {
                 for point in &sweep.points {
                     text.push_str(&render::sweep_row(point, &sweep.caches));
                 }
+                text.push_str(render::cycles_note(&sweep.points));
                 if sweep.interrupted {
                     text.push_str("interrupted: the sizes above were measured\n");
                 }

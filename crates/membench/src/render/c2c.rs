@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use crate::c2c::C2cResult;
+use crate::c2c::{C2cPair, C2cResult, ADDRESS_FACTOR, PASSES};
 use crate::slb_shared::SharedSlbResult;
 use place::Placement;
 
@@ -72,19 +72,120 @@ pub fn c2c_text(r: &C2cResult) -> String {
             );
         }
     }
+    out.push_str(&lines_text(r));
     let asked = r
         .line_on
         .map_or("first touched by CPU's thread".to_string(), |n| format!("bound to node {n}"));
     let asked = asked.replace("CPU's", &format!("CPU {}'s", r.cpus.first().copied().unwrap_or(0)));
-    let _ = writeln!(out, "\nline: {asked}; verified on {}", where_pages_were(&r.line));
+    let pages = r.line.total_pages();
+    let what = if pages == 1 { "line" } else { "lines" };
+    let _ = writeln!(out, "\n{what}: {asked}; verified on {}", where_pages_were(&r.line));
     let _ = writeln!(
         out,
-        "p99 is over batches of round trips (each batch ~0.5 ms), not single hand-offs"
+        "matrix and classes: medians over the batches of all lines; p99 is over batches of round \
+         trips (each about {}), not single hand-offs",
+        batch_length(r)
     );
     if r.interrupted {
         let _ = writeln!(
             out,
             "interrupted: the pairs shown were measured (the last possibly for less time), the rest were not"
+        );
+    }
+    out
+}
+
+/// The length of one timed batch: round trips per batch × the median round trip.
+fn batch_length(r: &C2cResult) -> String {
+    let ns: Vec<f64> = r
+        .pairs
+        .iter()
+        .map(|p| p.batch_rounds as f64 * p.round_trip_ns.median)
+        .filter(|ns| ns.is_finite() && *ns > 0.0)
+        .collect();
+    match ns.first() {
+        None => "? ms".into(),
+        Some(_) => {
+            let mean = ns.iter().sum::<f64>() / ns.len() as f64;
+            if mean >= 1e5 {
+                format!("{:.1} ms", mean / 1e6)
+            } else {
+                format!("{:.0} µs", mean / 1e3)
+            }
+        }
+    }
+}
+
+/// Pairs listed one by one in the lines section; the rest are counted.
+const LINES_LISTED: usize = 8;
+
+/// How far each pair's lines are apart: a count of the pairs whose spread is wider than the
+/// noise, then the pairs with the widest spread, each with its lines.
+pub fn lines_text(r: &C2cResult) -> String {
+    let mut out = String::new();
+    let measured: Vec<&C2cPair> = r.pairs.iter().filter(|p| p.line_spread.is_some()).collect();
+    let Some(lines) = measured.iter().map(|p| p.lines.len()).max() else {
+        return out;
+    };
+    let wider = measured
+        .iter()
+        .filter(|p| p.line_spread.as_ref().is_some_and(|s| s.wider_than_noise))
+        .count();
+    let _ = writeln!(
+        out,
+        "\nacross lines: each pair on {lines} lines, each on its own page at its own offset, \
+         {PASSES} passes over them; spread = slowest line's median − fastest's, noise = the \
+         largest move of one line between passes"
+    );
+    let whom = match (wider, measured.len()) {
+        (0, _) => "on no pair is the spread".to_string(),
+        (1, 1) => "on the pair, the spread is".to_string(),
+        (w, n) if w == n => "on every pair, the spread is".to_string(),
+        (w, n) => format!("on {w} of {n} pairs, the spread is"),
+    };
+    let _ = writeln!(
+        out,
+        "{whom} wider than {ADDRESS_FACTOR:.0}× the noise{}",
+        if wider > 0 {
+            ": the round trip depends on the line's address; compare pairs by their medians over lines"
+        } else {
+            ": the lines agree within the noise"
+        }
+    );
+    let mut widest = measured.clone();
+    widest.sort_by(|x, y| {
+        let range = |p: &C2cPair| p.line_spread.as_ref().map_or(0.0, |s| s.range_ns());
+        range(y).total_cmp(&range(x)).then((x.a, x.b).cmp(&(y.a, y.b)))
+    });
+    for p in widest.iter().take(LINES_LISTED) {
+        let Some(s) = &p.line_spread else { continue };
+        let noise = s.noise_ns.map_or("noise unknown".to_string(), |n| format!("noise {n:.1}"));
+        let _ = writeln!(
+            out,
+            "  {}-{}: median over lines {:.1} ns, lines {:.1} to {:.1} (spread {:.1}, {noise}){}",
+            p.a,
+            p.b,
+            s.median_ns,
+            s.min_ns,
+            s.max_ns,
+            s.range_ns(),
+            if s.wider_than_noise { " wider than noise" } else { "" }
+        );
+        let each: Vec<String> = p
+            .lines
+            .iter()
+            .map(|l| format!("{}+{:#05x} {:.1}", l.page, l.offset, l.median_ns))
+            .collect();
+        for (i, chunk) in each.chunks(8).enumerate() {
+            let head = if i == 0 { "page+offset ns:" } else { "" };
+            let _ = writeln!(out, "    {head:<15} {}", chunk.join(", "));
+        }
+    }
+    if widest.len() > LINES_LISTED {
+        let _ = writeln!(
+            out,
+            "  ({} more pairs; the JSON output has every pair's lines)",
+            widest.len() - LINES_LISTED
         );
     }
     out
@@ -176,4 +277,78 @@ pub fn contention_row(r: &SharedSlbResult, baseline: f64) -> String {
         mm,
         jain
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::c2c::{fold_classes, fold_pair_lines, pair_class, C2cMode, PairSamples};
+    use place::{MemPolicy, NodePages, PageSize};
+    use topo::Topology;
+
+    /// A two-CPU run whose one pair has lines at `ns`, moving `drift` ns between passes.
+    fn run(ns: &[f64], drift: f64) -> C2cResult {
+        let t =
+            Topology::from_synthetic("pack:1 [numa(memory=1GiB)] core:2 pu:1").expect("topology");
+        let batch = |n: f64| vec![n - 0.2, n, n + 0.2];
+        let mut per_visit: Vec<Vec<f64>> = ns.iter().map(|&n| batch(n)).collect();
+        per_visit.extend(ns.iter().map(|&n| batch(n + drift)));
+        let samples = PairSamples { per_visit, batch_rounds: 8000 };
+        let (round_trip_ns, lines, line_spread) =
+            fold_pair_lines(&samples, ns.len()).expect("folded");
+        let pairs = vec![C2cPair {
+            a: 0,
+            b: 1,
+            class: pair_class(&t, 0, 1),
+            round_trip_ns,
+            batch_rounds: 8000,
+            lines,
+            line_spread,
+        }];
+        C2cResult {
+            mode: C2cMode::Read,
+            cpus: vec![0, 1],
+            line_on: None,
+            line: Placement {
+                requested: MemPolicy::Inherit,
+                page: PageSize::Base,
+                bytes: 4096 * ns.len() as u64,
+                page_bytes: 4096,
+                per_node: vec![NodePages { node: 0, pages: ns.len() as u64 }],
+                not_present: 0,
+                thp_bytes: None,
+            },
+            classes: fold_classes(&pairs),
+            nodes: Vec::new(),
+            pairs,
+            interrupted: false,
+        }
+    }
+
+    #[test]
+    fn the_text_says_when_lines_differ_beyond_the_noise() {
+        let text = c2c_text(&run(&[57.0, 63.0, 80.0, 61.0], 0.5));
+        assert!(
+            text.contains("across lines: each pair on 4 lines, each on its own page"),
+            "{text}"
+        );
+        assert!(text.contains("on the pair, the spread is wider than 2× the noise"), "{text}");
+        assert!(text.contains("depends on the line's address"), "{text}");
+        assert!(text.contains("0-1: median over lines 62.2 ns, lines 57.2 to 80.2"), "{text}");
+        assert!(text.contains("page+offset ns: 0+0x000 57.2, 1+0x140 63.2"), "{text}");
+        assert!(text.contains("lines: first touched by CPU 0's thread; verified on node 0 100%"));
+        // 8000 round trips of ~62 ns: about half a millisecond per batch.
+        assert!(text.contains("(each about 0.5 ms)"), "{text}");
+
+        let text = c2c_text(&run(&[57.0, 63.0, 80.0, 61.0], 30.0));
+        assert!(text.contains("on no pair is the spread wider than 2× the noise"), "{text}");
+        assert!(text.contains("the lines agree within the noise"), "{text}");
+    }
+
+    #[test]
+    fn one_line_has_no_lines_section() {
+        let text = c2c_text(&run(&[70.0], 0.0));
+        assert!(!text.contains("across lines") && !text.contains("spread"), "{text}");
+        assert!(text.contains("\nline: first touched by CPU 0's thread"), "{text}");
+    }
 }

@@ -24,7 +24,8 @@ fn where_memory_was(p: &Placement) -> String {
 
 /// One latency figure with its spread and where its memory was.
 pub fn latency_line(point: &LatencyPoint) -> String {
-    let cycles = point.cycles.map_or(String::new(), |c| format!(" ({c:.0} cycles)"));
+    let cycles =
+        point.cycles.map_or(" (cycles unknown)".to_string(), |c| format!(" ({c:.0} cycles)"));
     let cpu = point.cpu.map_or("?".to_string(), |c| c.to_string());
     format!(
         "{}: median {:.1} ns{cycles}, p99 {:.1} ns, best {:.1} ns over {} samples{}; CPU {cpu}, memory on {} ({} pages)",
@@ -60,6 +61,20 @@ pub fn sweep_header() -> String {
         "{:>12} {:>10} {:>8} {:>10} {:>10}  {}\n",
         "size", "median ns", "cycles", "p99 ns", "best ns", ""
     )
+}
+
+/// Said under a latency sweep whose cycles column is empty: the core clock is unknown, and a
+/// cycle count computed from a wrong clock would be wrong by the same factor.
+pub const CYCLES_UNKNOWN: &str = "cycles unknown (-): the core clock's two methods disagree or \
+                                  exceed what the platform states; `platscope timer` says why\n";
+
+/// [`CYCLES_UNKNOWN`] when any of `points` has no cycles.
+pub fn cycles_note(points: &[LatencyPoint]) -> &'static str {
+    if points.iter().any(|p| p.cycles.is_none()) {
+        CYCLES_UNKNOWN
+    } else {
+        ""
+    }
 }
 
 /// One sweep row; marks the cache level the size has just outgrown.
@@ -211,4 +226,45 @@ pub fn compare_header() -> String {
         "{:<12} {:>12} {:>10} {:>14}  {}\n",
         "policy", "median ns/op", "spread %", "aggregate M/s", "memory (verified)"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use measure::summary::summarize;
+    use place::{MemPolicy, NodePages, PageSize};
+
+    fn point(cycles: Option<f64>) -> LatencyPoint {
+        LatencyPoint {
+            bytes: 32 << 10,
+            ns: summarize(&[1.0, 1.1, 1.2]).expect("samples"),
+            cycles,
+            cpu: Some(0),
+            placement: Placement {
+                requested: MemPolicy::Inherit,
+                page: PageSize::Base,
+                bytes: 32 << 10,
+                page_bytes: 4096,
+                per_node: vec![NodePages { node: 0, pages: 8 }],
+                not_present: 0,
+                thp_bytes: None,
+            },
+            loads: 1000,
+        }
+    }
+
+    // A wrong clock makes every cycle count wrong by its factor: none is printed, and the
+    // text says why the column is empty.
+    #[test]
+    fn unknown_cycles_are_said_not_guessed() {
+        let known = latency_line(&point(Some(5.0)));
+        assert!(known.contains("median 1.1 ns (5 cycles)"), "{known}");
+        let unknown = latency_line(&point(None));
+        assert!(unknown.contains("median 1.1 ns (cycles unknown)"), "{unknown}");
+        assert_eq!(cycles_note(&[point(Some(5.0))]), "");
+        assert_eq!(cycles_note(&[point(Some(5.0)), point(None)]), CYCLES_UNKNOWN);
+        let row = sweep_row(&point(None), &[]);
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(cells[..4], ["32.0", "KiB", "1.10", "-"], "{row}");
+    }
 }

@@ -51,6 +51,15 @@ fn stated(c: &CoreClock) -> String {
         let driver = c.cpufreq_driver.as_deref().unwrap_or("unknown driver");
         parts.push(format!("cpufreq ({driver}) max {m:.0} MHz"));
     }
+    if let Some(m) = c.cpufreq_cur_mhz {
+        let cpu = c.cpufreq_cur_cpu.map_or("?".to_string(), |n| n.to_string());
+        let gap = c
+            .cur_freq_gap()
+            .map_or(String::new(), |g| format!(", the measured clock {:+.0}% from it", g * 100.0));
+        parts.push(format!(
+            "cpufreq scaling_cur_freq {m:.0} MHz on CPU {cpu}{gap} (the kernel's estimate, not a bound)"
+        ));
+    }
     if parts.is_empty() {
         format!("none: {}", c.notes.join("; "))
     } else {
@@ -329,12 +338,16 @@ mod tests {
                 cpuid_max_mhz: Some(4200.0),
                 cpufreq_max_mhz: Some(4200.0),
                 cpufreq_driver: Some("intel_pstate".into()),
+                cpufreq_cur_mhz: Some(3990.0),
+                cpufreq_cur_cpu: Some(2),
                 notes: vec![],
             },
         );
         assert_eq!(
             stated(&c),
-            "CPUID leaf 0x16 base 2100 MHz, max 4200 MHz; cpufreq (intel_pstate) max 4200 MHz"
+            "CPUID leaf 0x16 base 2100 MHz, max 4200 MHz; cpufreq (intel_pstate) max 4200 MHz; \
+             cpufreq scaling_cur_freq 3990 MHz on CPU 2, the measured clock +5% from it (the \
+             kernel's estimate, not a bound)"
         );
     }
 }
