@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Side by side: `mem c2c` against multichase's `pingpong` (modified-line hand-off, -u plain
+# Side by side (one line against one line: --lines 1): `mem c2c` against multichase's `pingpong` (modified-line hand-off, -u plain
 # loads and stores, -l compare-and-swap), and the shared-memory SLB's lock figures against
 # multichase's `fairness` (contended atomic increments per thread), in one run, interleaved
 # round by round so both see the same machine noise. Writes its section of docs/benchmarks.md.
@@ -40,7 +40,7 @@ mc_c2c=() ps_c2c=() ps_best=() ps_mean=()
 for ((r = 1; r <= rounds; r++)); do
   for i in "${!modes[@]}"; do
     mc_c2c[i]+="$(taskset -c "$cpus" "$mc/pingpong" ${flags[i]} | mc_pair) "
-    j=$($P --no-store mem c2c --cpus "$cpus" --mode "${modes[i]}" --duration-ms 1250 --json)
+    j=$($P --no-store mem c2c --cpus "$cpus" --mode "${modes[i]}" --duration-ms 1250 --lines 1 --json)
     ps_c2c[i]+="$(echo "$j" | jpath pairs.0.round_trip_ns.median | awk '{print $1/2}') "
     ps_best[i]+="$(echo "$j" | jpath pairs.0.round_trip_ns.min | awk '{print $1/2}') "
     ps_mean[i]+="$(echo "$j" | jpath pairs.0.round_trip_ns.mean | awk '{print $1/2}') "
