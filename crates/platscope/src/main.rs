@@ -80,6 +80,9 @@ fn finish_as(program: &str, result: Result<(), Classified>) -> ExitCode {
         line.push_str(&format!(": {c}"));
         cause = c.source();
     }
+    // A connection error may quote the URL it was given: its password never reaches the
+    // terminal or a log.
+    let line = results::redact(&line);
     measure::say!("{program}: {line}");
     ExitCode::from(if err.is_usage() { 2 } else { 1 })
 }

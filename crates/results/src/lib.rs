@@ -55,7 +55,7 @@ pub use measure::{Metric, WorkerPlacement};
 pub use postgres::{PgStore, PushOutcome};
 pub use recorder::{RecordError, Recorder, RunContext, StoreOptions};
 pub use schema::SCHEMA_VERSION;
-pub use secrets::{redact, redact_argv, MASK};
+pub use secrets::{redact, redact_argv, scrub_parameters, MASK};
 pub use sqlite::SqliteStore;
 
 /// A run to record.

@@ -69,7 +69,12 @@ impl RunRow {
                 host: crate::host_name(),
                 recorded_at: recorded_now(),
                 command: run.command.clone(),
-                parameters: run.parameters.to_string(),
+                parameters: {
+                    // Whoever records a run (not only the Recorder) stores no password.
+                    let mut parameters = run.parameters.clone();
+                    crate::secrets::scrub_parameters(&mut parameters);
+                    parameters.to_string()
+                },
                 version: run.version.clone(),
                 environment: run.environment.to_string(),
                 topology: run.topology.to_string(),
@@ -99,7 +104,12 @@ impl RunRow {
                 host: run.host.clone(),
                 recorded_at: run.recorded_at.clone(),
                 command: run.command.clone(),
-                parameters: run.parameters.to_string(),
+                parameters: {
+                    // Runs recorded before argv was redacted leave no secret on a push.
+                    let mut parameters = run.parameters.clone();
+                    crate::secrets::scrub_parameters(&mut parameters);
+                    parameters.to_string()
+                },
                 version: run.version.clone(),
                 environment: run.environment.to_string(),
                 topology: run.topology.to_string(),

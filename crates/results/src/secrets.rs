@@ -37,6 +37,25 @@ pub fn redact_argv(argv: &[String]) -> Vec<String> {
     out
 }
 
+/// A stored run's parameters with the secrets of its recorded `argv` replaced: runs recorded
+/// before argv was redacted are scrubbed by this when a store is opened for writing and when
+/// they are pushed. True when something changed.
+pub fn scrub_parameters(parameters: &mut serde_json::Value) -> bool {
+    let Some(argv) = parameters.get_mut("argv").and_then(|a| a.as_array_mut()) else {
+        return false;
+    };
+    let words: Vec<String> = argv.iter().filter_map(|w| w.as_str().map(String::from)).collect();
+    if words.len() != argv.len() {
+        return false;
+    }
+    let clean = redact_argv(&words);
+    if clean == words {
+        return false;
+    }
+    *argv = clean.into_iter().map(serde_json::Value::String).collect();
+    true
+}
+
 /// One word with its secrets replaced by [`MASK`]: URL passwords first, then key values.
 pub fn redact(word: &str) -> String {
     redact_keys(&redact_urls(word))
@@ -263,6 +282,19 @@ mod tests {
             let masked = if quoted { "'***'" } else { MASK };
             assert_eq!(r, format!("host={host} user={user} password{eq}{masked} dbname={db}"));
         }
+    }
+
+    #[test]
+    fn stored_parameters_are_scrubbed_once() {
+        let mut p = serde_json::json!({
+            "argv": ["platscope", "load", "--url", "postgresql://app:hunter2@db1/x"],
+            "rate": 10
+        });
+        assert!(scrub_parameters(&mut p));
+        assert_eq!(p["argv"][3], "postgresql://app:***@db1/x");
+        assert_eq!(p["rate"], 10, "the rest is kept");
+        assert!(!scrub_parameters(&mut p), "a scrubbed run is left alone");
+        assert!(!scrub_parameters(&mut serde_json::json!({"no": "argv"})));
     }
 
     /// Arbitrary words: never a panic (byte slicing stays on char boundaries), and a word with no

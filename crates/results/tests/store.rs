@@ -383,3 +383,49 @@ fn the_recorder_stores_argv_without_passwords() {
         assert!(!file.windows(7).any(|w| w == b"Hunter2"), "the password is not in the file");
     }
 }
+
+/// A store written before command lines were redacted: opening it for writing scrubs the
+/// passwords from the runs it holds, and a push never carries one.
+#[test]
+fn runs_stored_with_a_password_are_scrubbed_when_the_store_is_opened() {
+    let dir = temp_dir("scrub");
+    let path = dir.path().join("results.db");
+    let mut old = run(0.0);
+    old.parameters = json!({
+        "argv": ["platscope", "load", "--url", "postgresql://app:hunter2@db1/orders",
+                 "--password", "s3cret"],
+    });
+    let mut s = Store::open(&path).expect("opens");
+    let id = s.record(&run(0.0)).expect("records");
+    // Recording scrubs too: write the run's parameters as an old version stored them.
+    drop(s);
+    let conn = rusqlite::Connection::open(&path).expect("opens the file");
+    conn.execute("UPDATE runs SET parameters = ?1 WHERE id = ?2", (old.parameters.to_string(), id))
+        .expect("writes the old row");
+    drop(conn);
+    let s = Store::open_read_only(&path).expect("opens to read");
+    assert!(s.run(id).expect("reads").parameters.to_string().contains("hunter2"));
+    drop(s);
+
+    let s = Store::open(&path).expect("reopens");
+    let argv = s.run(id).expect("reads").parameters["argv"].clone();
+    assert_eq!(
+        argv,
+        json!([
+            "platscope",
+            "load",
+            "--url",
+            "postgresql://app:***@db1/orders",
+            "--password",
+            "***"
+        ])
+    );
+    let raw = std::fs::read(&path).expect("the file");
+    let wal = std::fs::read(dir.path().join("results.db-wal")).unwrap_or_default();
+    for bytes in [&raw, &wal] {
+        assert!(
+            !bytes.windows(7).any(|w| w == b"hunter2"),
+            "the password is still in the file's pages"
+        );
+    }
+}
