@@ -650,8 +650,9 @@ fn a_full_stdout_still_stores_the_run_and_says_so() {
     stored_although_printing_failed("full-text", &latency, "mem latency");
     let json: Vec<&str> = [&latency[..], &["--json"]].concat();
     stored_although_printing_failed("full-json", &json, "mem latency");
-    let csv: Vec<&str> = [&latency[..], &["--csv"]].concat();
-    stored_although_printing_failed("full-csv", &csv, "mem latency");
+    // `net links` is the command with a CSV form.
+    let csv = ["net", "links", "--seconds", "0.2", "--csv"];
+    stored_although_printing_failed("full-csv", &csv, "net links");
 }
 
 #[test]
