@@ -365,3 +365,24 @@ fn print<O: Outcome>(
 pub fn no_placements() -> Vec<WorkerPlacement> {
     Vec::new()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_output_failure_is_one_line_naming_the_stored_run() {
+        let full = io::Error::from_raw_os_error(libc_enospc());
+        let stored = output_failed(&full, Some(7)).to_string();
+        assert_eq!(stored, "writing the output: No space left on device (the run is stored as 7)");
+        let unstored = output_failed(&full, None).to_string();
+        assert_eq!(unstored, "writing the output: No space left on device");
+        let other = output_failed(&io::Error::other("odd (not an os error)"), Some(1)).to_string();
+        assert!(other.contains("odd (not an os error)") && !other.contains('\n'), "{other}");
+    }
+
+    /// ENOSPC on Linux.
+    fn libc_enospc() -> i32 {
+        28
+    }
+}

@@ -860,3 +860,37 @@ fn silent_and_trickling_clients_are_dropped_after_the_head_deadline() {
     assert_eq!(scrape_within(serve.addr, Duration::from_secs(30)), Some(200));
     assert!(serve.stop().success());
 }
+
+/// Sends `request` raw and returns the status of the answer.
+fn raw_status(addr: SocketAddr, request: &[u8]) -> u16 {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+    let mut writer = stream.try_clone().expect("clone");
+    let request = request.to_vec();
+    // The server may stop reading early (a refused body): a write error is expected then.
+    let sender = std::thread::spawn(move || {
+        let _ = writer.write_all(&request);
+    });
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    sender.join().expect("sender");
+    let answer = String::from_utf8_lossy(&answer);
+    answer.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0)
+}
+
+#[test]
+#[ignore = "live tier: real TCP clients against a real serve on loopback; scripts/test.sh runs it"]
+fn request_bodies_are_bounded() {
+    let mut serve = Serve::start(&[]);
+    let small = b"GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n0123456789";
+    assert_eq!(raw_status(serve.addr, small), 200, "a small body is read and ignored");
+    let mut big = b"GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n".to_vec();
+    big.extend(vec![b'b'; 1_000_000]);
+    assert_eq!(raw_status(serve.addr, &big), 413);
+    let chunked =
+        b"GET /metrics HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n";
+    assert_eq!(raw_status(serve.addr, chunked), 411);
+    assert_eq!(raw_status(serve.addr, b"GET /metrics HTTP/1.1\r\nBad header\r\n\r\n"), 400);
+    assert_eq!(raw_status(serve.addr, b"HEAD /metrics HTTP/1.0\r\n\r\n"), 200);
+    assert!(serve.stop().success());
+}
