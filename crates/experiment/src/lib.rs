@@ -199,13 +199,16 @@ pub struct Context<'a> {
     pub globals: &'a Globals,
     recorder: &'a mut Recorder,
     streamed: bool,
+    /// The first failure writing streamed text (stdout on a full disk): the run goes on
+    /// without printing, is stored, and the command then fails saying so.
+    print_error: Option<io::Error>,
     /// A step of a multi-step experiment: its text is not printed (the whole prints its own).
     pub quiet: bool,
 }
 
 impl<'a> Context<'a> {
     pub fn new(topology: &'a Topology, globals: &'a Globals, recorder: &'a mut Recorder) -> Self {
-        Self { topology, globals, recorder, streamed: false, quiet: false }
+        Self { topology, globals, recorder, streamed: false, print_error: None, quiet: false }
     }
 
     pub fn format(&self) -> Format {
@@ -222,7 +225,7 @@ impl<'a> Context<'a> {
     /// returns; the seam stores and prints it (and draws `--html-out` from it).
     pub fn finished<O: Outcome>(&mut self, outcome: &O) -> Result<Option<i64>, Classified> {
         let id = if outcome.worth_storing() { self.record(outcome)? } else { None };
-        print(outcome, self.globals.format, self.streamed)?;
+        print(outcome, self.globals.format, self.streamed, id)?;
         Ok(id)
     }
 
@@ -233,13 +236,29 @@ impl<'a> Context<'a> {
 
     /// Prints text as it is measured (rows of a sweep, a monitor's intervals) when the output
     /// is text; an experiment that streams prints all of its text this way, and the seam does
-    /// not print the outcome's text again. `Ok(false)`: the reader has gone away.
+    /// not print the outcome's text again. `Ok(false)`: the reader has gone away, or writing
+    /// failed (kept for the seam, which stores the run and then reports it): nothing more is
+    /// printed, the run goes on.
     pub fn live(&mut self, text: &str) -> io::Result<bool> {
         if self.quiet || self.globals.format != Format::Text {
             return Ok(true);
         }
         self.streamed = true;
-        output::write_out(text)
+        if self.print_error.is_some() {
+            return Ok(false);
+        }
+        match output::write_out(text) {
+            Ok(open) => Ok(open),
+            Err(e) => {
+                self.print_error = Some(e);
+                Ok(false)
+            }
+        }
+    }
+
+    /// The failure writing streamed text, if any (taken: the seam reports it once).
+    pub fn take_print_error(&mut self) -> Option<io::Error> {
+        self.print_error.take()
     }
 
     /// Whether the run was asked to stop (Ctrl-C, SIGTERM).
@@ -283,7 +302,19 @@ pub fn present<O: Outcome>(
     globals: &Globals,
     streamed: bool,
 ) -> Result<(), Classified> {
-    print(outcome, globals.format, streamed)?;
+    present_stored(outcome, topology, globals, streamed, None)
+}
+
+/// [`present`] for an outcome already stored as run `id`: a failure to print says the run is
+/// kept.
+pub fn present_stored<O: Outcome>(
+    outcome: &O,
+    topology: &Topology,
+    globals: &Globals,
+    streamed: bool,
+    id: Option<i64>,
+) -> Result<(), Classified> {
+    print(outcome, globals.format, streamed, id)?;
     if let Some(path) = &globals.html_out {
         let parts = outcome.parts(topology);
         output::write_page(path, outcome.kind(), globals.version, &parts)?;
@@ -291,12 +322,32 @@ pub fn present<O: Outcome>(
     Ok(())
 }
 
+/// A failure writing the output, naming the stored run it did not lose.
+pub fn output_failed(error: &io::Error, id: Option<i64>) -> Classified {
+    // "No space left on device", without the "(os error 28)" the kind already says.
+    let text = error.to_string();
+    let text = match text.rfind(" (os error ") {
+        Some(at) if text.ends_with(')') => text[..at].to_string(),
+        _ => text,
+    };
+    Classified::runtime(match id {
+        Some(id) => format!("writing the output: {text} (the run is stored as {id})"),
+        None => format!("writing the output: {text}"),
+    })
+}
+
 /// An outcome on stdout in `format` (nothing in text when it was streamed as measured).
-fn print<O: Outcome>(outcome: &O, format: Format, streamed: bool) -> Result<(), Classified> {
+fn print<O: Outcome>(
+    outcome: &O,
+    format: Format,
+    streamed: bool,
+    id: Option<i64>,
+) -> Result<(), Classified> {
+    let emit = |text: &str| output::emit(text).map_err(|e| output_failed(&e, id));
     match format {
-        Format::Json => output::emit(&outcome.json_text()?)?,
+        Format::Json => emit(&outcome.json_text()?)?,
         Format::Csv => match outcome.csv() {
-            Some(text) => output::emit(&text)?,
+            Some(text) => emit(&text)?,
             None => {
                 return Err(Classified::usage(format!(
                     "{} has no CSV form; use --json or the text output",
@@ -305,7 +356,7 @@ fn print<O: Outcome>(outcome: &O, format: Format, streamed: bool) -> Result<(), 
             }
         },
         Format::Text if streamed => {}
-        Format::Text => output::emit(&outcome.text())?,
+        Format::Text => emit(&outcome.text())?,
     }
     Ok(())
 }
@@ -313,4 +364,25 @@ fn print<O: Outcome>(outcome: &O, format: Format, streamed: bool) -> Result<(), 
 /// Workers and what they ran on, for outcomes without placements of their own.
 pub fn no_placements() -> Vec<WorkerPlacement> {
     Vec::new()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_output_failure_is_one_line_naming_the_stored_run() {
+        let full = io::Error::from_raw_os_error(libc_enospc());
+        let stored = output_failed(&full, Some(7)).to_string();
+        assert_eq!(stored, "writing the output: No space left on device (the run is stored as 7)");
+        let unstored = output_failed(&full, None).to_string();
+        assert_eq!(unstored, "writing the output: No space left on device");
+        let other = output_failed(&io::Error::other("odd (not an os error)"), Some(1)).to_string();
+        assert!(other.contains("odd (not an os error)") && !other.contains('\n'), "{other}");
+    }
+
+    /// ENOSPC on Linux.
+    fn libc_enospc() -> i32 {
+        28
+    }
 }

@@ -7,7 +7,7 @@ use experiment::{Globals, Tool};
 use measure::{Classified, FsRoot};
 
 use crate::collect::{self, Collector as _, Config};
-use crate::{Exporter, Server, WebConfig};
+use crate::{Exporter, Limits, Server, WebConfig};
 
 /// `platscope serve` arguments.
 #[derive(Debug, clap::Args)]
@@ -37,6 +37,12 @@ pub struct ServeArgs {
     /// `other`, so the number of series stays bounded.
     #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub process_top: u64,
+
+    /// Most connections open at once. At the cap, the connection that has waited longest
+    /// without sending its request is closed to make room (scrapers are not locked out by idle
+    /// or slow clients); a line on stderr says so, at most every 10 s.
+    #[arg(long, value_name = "N", default_value_t = crate::server::MAX_CONNECTIONS as u64, value_parser = clap::value_parser!(u64).range(1..=65536))]
+    pub max_connections: u64,
 }
 
 /// `platscope serve`: serves until Ctrl-C or SIGTERM.
@@ -82,7 +88,8 @@ impl Tool for Serve {
         let exporter = Exporter::new(collectors);
         let names = exporter.names().join(",");
         measure::stop::install();
-        let server = Server::bind(args.listen, exporter, web)?;
+        let limits = Limits { max_connections: args.max_connections as usize };
+        let server = Server::bind(args.listen, exporter, web)?.with_limits(limits);
         measure::say!("platscope serve: serving on {} (collectors: {names})", server.url());
         server.run(measure::stop::flag())?;
         measure::say!("platscope serve: stopped by {}", measure::stop::cause());

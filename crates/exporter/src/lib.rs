@@ -9,6 +9,7 @@
 pub mod collect;
 pub mod commands;
 pub mod family;
+pub mod http;
 pub mod render;
 pub mod server;
 pub mod textfile;
@@ -16,5 +17,5 @@ pub mod web;
 
 pub use family::{Family, Kind, Sample, Unit, Value};
 pub use render::{negotiate, render, Format};
-pub use server::{Exporter, ServeError, Server};
+pub use server::{Exporter, Limits, ServeError, Server};
 pub use web::WebConfig;

@@ -1,25 +1,29 @@
 //! The HTTP side of `platscope serve`: `GET /metrics` collects every configured collector at
 //! scrape time and answers in the format the scraper's `Accept` asks for.
 //!
-//! Concurrency is bounded: tiny_http reads requests on its own connection threads and queues
-//! them; a fixed pool of [`WORKERS`] threads takes them off the queue, so scrapes arriving while
-//! one is in progress wait their turn instead of each spawning a collection of its own.
+//! Concurrency is bounded: one thread per open connection, at most
+//! [`Limits::max_connections`] of them, each reading its request under the bounds of
+//! [`crate::http`] (16 KiB head, one 5 s deadline); at most [`WORKERS`] collections run at once,
+//! so scrapes arriving while one is in progress wait their turn. At the cap, the connection that
+//! has waited longest without sending a request is closed to make room: idle or trickling
+//! clients cannot lock scrapers out.
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use tiny_http::{Header, Method, Request, Response};
-
 use crate::collect::Collector;
+use crate::http::{self, Conn, Head, ReadError, Status};
 use crate::web::Auth;
 use crate::{negotiate, render, Family, Format, Kind, Unit};
 
-/// Request-handling threads: scrapes collected at the same time, at most.
+/// Scrapes collected at the same time, at most.
 pub const WORKERS: usize = 4;
 
-/// How often an idle worker looks at the stop flag.
+/// How often the accept loop looks at the stop flag.
 const POLL: Duration = Duration::from_millis(100);
 
 /// What can go wrong starting or running the server.
@@ -129,13 +133,177 @@ impl Exporter {
     }
 }
 
+/// Limits that hold `serve` against hostile or broken clients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Most connections open at once. At the cap, the connection that has waited longest
+    /// without sending its whole request is closed to make room for the new one.
+    pub max_connections: usize,
+}
+
+/// The default cap on open connections.
+pub const MAX_CONNECTIONS: usize = 64;
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_connections: MAX_CONNECTIONS }
+    }
+}
+
+/// The socket the server accepts on: TCP, or the private Unix socket behind the TLS front end.
+enum Listener {
+    Tcp(TcpListener),
+    Unix(UnixListener),
+}
+
+/// One accepted connection.
+enum Stream {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl Stream {
+    fn try_clone(&self) -> std::io::Result<Stream> {
+        Ok(match self {
+            Stream::Tcp(s) => Stream::Tcp(s.try_clone()?),
+            Stream::Unix(s) => Stream::Unix(s.try_clone()?),
+        })
+    }
+
+    fn shutdown(&self, how: Shutdown) {
+        let _ = match self {
+            Stream::Tcp(s) => s.shutdown(how),
+            Stream::Unix(s) => s.shutdown(how),
+        };
+    }
+
+    fn conn(&mut self) -> &mut dyn Conn {
+        match self {
+            Stream::Tcp(s) => s,
+            Stream::Unix(s) => s,
+        }
+    }
+
+    fn set_write_timeout(&self, timeout: Duration) {
+        let _ = match self {
+            Stream::Tcp(s) => s.set_write_timeout(Some(timeout)),
+            Stream::Unix(s) => s.set_write_timeout(Some(timeout)),
+        };
+    }
+}
+
+impl Listener {
+    fn fd(&self) -> i32 {
+        match self {
+            Listener::Tcp(l) => l.as_raw_fd(),
+            Listener::Unix(l) => l.as_raw_fd(),
+        }
+    }
+
+    fn set_nonblocking(&self) -> std::io::Result<()> {
+        match self {
+            Listener::Tcp(l) => l.set_nonblocking(true),
+            Listener::Unix(l) => l.set_nonblocking(true),
+        }
+    }
+
+    fn accept(&self) -> std::io::Result<Stream> {
+        let stream = match self {
+            Listener::Tcp(l) => Stream::Tcp(l.accept()?.0),
+            Listener::Unix(l) => Stream::Unix(l.accept()?.0),
+        };
+        // Accepted sockets inherit nothing from the non-blocking listener on Linux, but say so.
+        match &stream {
+            Stream::Tcp(s) => s.set_nonblocking(false)?,
+            Stream::Unix(s) => s.set_nonblocking(false)?,
+        }
+        Ok(stream)
+    }
+
+    /// Waits up to `timeout` for a connection to accept.
+    fn wait(&self, timeout: Duration) {
+        let mut fd = libc::pollfd { fd: self.fd(), events: libc::POLLIN, revents: 0 };
+        let ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
+        // SAFETY: `fd` is one valid pollfd for the duration of the call.
+        unsafe { libc::poll(&mut fd, 1, ms) };
+    }
+}
+
+/// One open connection as the accept loop sees it.
+struct Slot {
+    id: u64,
+    since: Instant,
+    /// Still waiting for its request (or draining after a refusal): may be closed to make room.
+    waiting: bool,
+    /// A second handle on the socket, to shut it down from the accept loop.
+    handle: Stream,
+}
+
+/// The open connections and the cap's log state.
+struct Table {
+    next: u64,
+    open: Vec<Slot>,
+    /// When the cap was last reported, and how many connections it closed or refused since.
+    reported: Option<Instant>,
+    unreported: u64,
+}
+
+/// Connections and the gate on collections, shared by the accept loop and connection threads.
+struct Shared {
+    table: Mutex<Table>,
+    exporter: Exporter,
+    auth: Option<Arc<Auth>>,
+    /// Collections in progress (at most [`WORKERS`]).
+    busy: Mutex<usize>,
+    freed: Condvar,
+}
+
+/// How often the cap is reported at most.
+const REPORT_EVERY: Duration = Duration::from_secs(10);
+
+impl Shared {
+    fn set_waiting(&self, id: u64, waiting: bool) {
+        if let Ok(mut table) = self.table.lock() {
+            if let Some(slot) = table.open.iter_mut().find(|s| s.id == id) {
+                slot.waiting = waiting;
+            }
+        }
+    }
+
+    fn close(&self, id: u64) {
+        if let Ok(mut table) = self.table.lock() {
+            table.open.retain(|s| s.id != id);
+        }
+    }
+
+    /// Runs `f` once fewer than [`WORKERS`] collections are in progress.
+    fn collect<T>(&self, f: impl FnOnce() -> T) -> T {
+        if let Ok(mut busy) = self.busy.lock() {
+            while *busy >= WORKERS {
+                busy = match self.freed.wait(busy) {
+                    Ok(b) => b,
+                    Err(_) => return f(),
+                };
+            }
+            *busy += 1;
+        }
+        let out = f();
+        if let Ok(mut busy) = self.busy.lock() {
+            *busy = busy.saturating_sub(1);
+        }
+        self.freed.notify_one();
+        out
+    }
+}
+
 /// A bound, not yet serving HTTP server.
 pub struct Server {
-    http: Arc<tiny_http::Server>,
+    listener: Listener,
     addr: SocketAddr,
-    exporter: Arc<Exporter>,
+    exporter: Exporter,
     auth: Option<Arc<Auth>>,
     scheme: &'static str,
+    limits: Limits,
     /// The TLS front end, when the web configuration asks for TLS.
     tls: Option<crate::web::TlsFront>,
 }
@@ -174,27 +342,23 @@ impl Server {
             }
             None => (None, None),
         };
-        let (http, tls, scheme) = match tls {
-            None => {
-                let http = tiny_http::Server::from_listener(listener, None)
-                    .map_err(|e| ServeError::Http(e.to_string()))?;
-                (http, None, "http")
-            }
+        let (listener, tls, scheme) = match tls {
+            None => (Listener::Tcp(listener), None, "http"),
             Some(config) => {
-                // TLS is terminated in front of tiny_http, which then listens on a private
-                // Unix socket: tiny_http's own TLS cannot verify client certificates.
-                let (http, front) = crate::web::TlsFront::start(listener, config)?;
-                (http, Some(front), "https")
+                // TLS is terminated in front of the HTTP server, which then listens on a
+                // private Unix socket.
+                let (unix, front) = crate::web::TlsFront::start(listener, config)?;
+                (Listener::Unix(unix), Some(front), "https")
             }
         };
-        Ok(Server {
-            http: Arc::new(http),
-            addr: local,
-            exporter: Arc::new(exporter),
-            auth,
-            scheme,
-            tls,
-        })
+        listener.set_nonblocking().map_err(|e| ServeError::Http(format!("listener: {e}")))?;
+        Ok(Server { listener, addr: local, exporter, auth, scheme, limits: Limits::default(), tls })
+    }
+
+    /// The same server with these limits.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
     }
 
     /// The address the server listens on.
@@ -207,32 +371,45 @@ impl Server {
         format!("{}://{}/metrics", self.scheme, self.addr)
     }
 
-    /// Serves until `stop` is set, then returns once the workers are done.
+    /// Serves until `stop` is set. One thread per open connection, at most
+    /// [`Limits::max_connections`]; collections run at most [`WORKERS`] at a time.
     pub fn run(self, stop: &'static AtomicBool) -> Result<(), ServeError> {
-        let mut workers = Vec::with_capacity(WORKERS);
-        for n in 0..WORKERS {
-            let http = Arc::clone(&self.http);
-            let exporter = Arc::clone(&self.exporter);
-            let auth = self.auth.clone();
-            let worker = std::thread::Builder::new()
-                .name(format!("serve-{n}"))
-                .spawn(move || {
-                    while !stop.load(Ordering::Relaxed) {
-                        match http.recv_timeout(POLL) {
-                            Ok(Some(request)) => handle(request, &exporter, auth.as_deref()),
-                            Ok(None) => {}
-                            Err(e) => {
-                                measure::say!("platscope serve: {e}");
-                                std::thread::sleep(POLL);
-                            }
-                        }
-                    }
-                })
-                .map_err(|e| ServeError::Http(format!("starting a worker thread: {e}")))?;
-            workers.push(worker);
+        let max = self.limits.max_connections.max(1);
+        let shared = Arc::new(Shared {
+            table: Mutex::new(Table { next: 0, open: Vec::new(), reported: None, unreported: 0 }),
+            exporter: self.exporter,
+            auth: self.auth,
+            busy: Mutex::new(0),
+            freed: Condvar::new(),
+        });
+        while !stop.load(Ordering::Relaxed) {
+            let stream = match self.listener.accept() {
+                Ok(stream) => stream,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    self.listener.wait(POLL);
+                    continue;
+                }
+                Err(e) => {
+                    // Out of descriptors and the like: say so, then let the others finish.
+                    measure::say!("platscope serve: accepting a connection: {e}");
+                    std::thread::sleep(POLL);
+                    continue;
+                }
+            };
+            let Some(id) = admit(&shared, &stream, max) else { continue };
+            let conn_shared = Arc::clone(&shared);
+            let spawned = std::thread::Builder::new().name("serve-conn".into()).spawn(move || {
+                serve_connection(stream, id, &conn_shared);
+                conn_shared.close(id);
+            });
+            if spawned.is_err() {
+                shared.close(id);
+            }
         }
-        for worker in workers {
-            let _ = worker.join();
+        if let Ok(table) = shared.table.lock() {
+            for slot in &table.open {
+                slot.handle.shutdown(Shutdown::Both);
+            }
         }
         if let Some(tls) = self.tls {
             tls.stop();
@@ -241,52 +418,106 @@ impl Server {
     }
 }
 
-fn header(name: &str, value: &str) -> Option<Header> {
-    Header::from_bytes(name.as_bytes(), value.as_bytes()).ok()
+/// Registers a new connection, making room at the cap by closing the connection that has
+/// waited longest for its request; `None` when it cannot be admitted (it is then dropped).
+fn admit(shared: &Shared, stream: &Stream, max: usize) -> Option<u64> {
+    let handle = stream.try_clone().ok()?;
+    let mut table = shared.table.lock().ok()?;
+    let mut admitted = true;
+    if table.open.len() >= max {
+        let oldest = table
+            .open
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.waiting)
+            .min_by_key(|(_, s)| s.since)
+            .map(|(i, _)| i);
+        match oldest {
+            Some(i) => table.open.swap_remove(i).handle.shutdown(Shutdown::Both),
+            None => admitted = false,
+        }
+        table.unreported += 1;
+        let due = table.reported.is_none_or(|at| at.elapsed() >= REPORT_EVERY);
+        if due {
+            measure::say!(
+                "platscope serve: {max} connections open (--max-connections): closing the ones \
+                 that wait longest without sending a request ({} since the last report)",
+                table.unreported
+            );
+            table.reported = Some(Instant::now());
+            table.unreported = 0;
+        }
+    }
+    if !admitted {
+        return None;
+    }
+    table.next += 1;
+    let id = table.next;
+    table.open.push(Slot { id, since: Instant::now(), waiting: true, handle });
+    Some(id)
 }
 
-fn request_header<'r>(request: &'r Request, name: &'static str) -> Option<&'r str> {
-    request.headers().iter().find(|h| h.field.equiv(name)).map(|h| h.value.as_str())
+/// Reads one request within the head deadline, answers it, closes.
+fn serve_connection(mut stream: Stream, id: u64, shared: &Shared) {
+    stream.set_write_timeout(http::WRITE_TIMEOUT);
+    let deadline = Instant::now() + http::HEAD_DEADLINE;
+    match http::read_request(stream.conn(), deadline) {
+        Ok(head) => {
+            shared.set_waiting(id, false);
+            let _ = handle(&head, stream.conn(), shared);
+            stream.shutdown(Shutdown::Write);
+        }
+        Err(ReadError::Gone) => {}
+        Err(ReadError::Refuse(status)) => {
+            shared.set_waiting(id, false);
+            let refused = http::refuse(stream.conn(), status);
+            stream.shutdown(Shutdown::Write);
+            shared.set_waiting(id, true);
+            if refused.is_ok() {
+                http::linger(stream.conn());
+            }
+        }
+    }
 }
 
 /// Answers one request. Authentication comes first: without it, nothing but 401.
-fn handle(request: Request, exporter: &Exporter, auth: Option<&Auth>) {
-    if let Some(auth) = auth {
-        if !auth.allows(request_header(&request, "Authorization")) {
-            let mut response = Response::from_string("401 Unauthorized\n").with_status_code(401);
-            if let Some(h) = header("WWW-Authenticate", "Basic realm=\"platscope\"") {
-                response.add_header(h);
-            }
-            let _ = request.respond(response);
-            return;
+fn handle(head: &Head, conn: &mut dyn Conn, shared: &Shared) -> std::io::Result<()> {
+    let head_only = head.method == "HEAD";
+    if let Some(auth) = &shared.auth {
+        if !auth.allows(head.header("Authorization")) {
+            return http::respond(
+                conn,
+                Status::UNAUTHORIZED,
+                &[("WWW-Authenticate", "Basic realm=\"platscope\"")],
+                b"401 Unauthorized\n",
+                head_only,
+            );
         }
     }
-    let path = request.url().split('?').next().unwrap_or("");
-    let get = matches!(request.method(), Method::Get | Method::Head);
-    let response = match (get, path) {
+    let get = head.method == "GET" || head_only;
+    match (get, head.path()) {
         (true, "/metrics") => {
-            let (format, body) = exporter.scrape(request_header(&request, "Accept"));
-            // The whole body is at hand: always a Content-Length, never chunked (tiny_http
-            // chunks bodies over 32 KiB by default), which every scraper and script reads.
-            let mut response = Response::from_string(body).with_chunked_threshold(usize::MAX);
-            if let Some(h) = header("Content-Type", format.content_type()) {
-                response.add_header(h);
-            }
-            response
+            let (format, body) = shared.collect(|| shared.exporter.scrape(head.header("Accept")));
+            http::respond(
+                conn,
+                Status::OK,
+                &[("Content-Type", format.content_type())],
+                body.as_bytes(),
+                head_only,
+            )
         }
-        (true, "/") => {
-            let mut response = Response::from_string(INDEX);
-            if let Some(h) = header("Content-Type", "text/html; charset=utf-8") {
-                response.add_header(h);
-            }
-            response
-        }
+        (true, "/") => http::respond(
+            conn,
+            Status::OK,
+            &[("Content-Type", "text/html; charset=utf-8")],
+            INDEX.as_bytes(),
+            head_only,
+        ),
         (false, "/" | "/metrics") => {
-            Response::from_string("405 Method Not Allowed\n").with_status_code(405)
+            http::respond(conn, Status::METHOD_NOT_ALLOWED, &[], b"405 Method Not Allowed\n", false)
         }
-        _ => Response::from_string("404 Not Found\n").with_status_code(404),
-    };
-    let _ = request.respond(response);
+        _ => http::respond(conn, Status::NOT_FOUND, &[], b"404 Not Found\n", head_only),
+    }
 }
 
 const INDEX: &str = "<!DOCTYPE html>\n<html><head><title>platscope</title></head><body>\n\

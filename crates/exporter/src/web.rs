@@ -15,8 +15,8 @@
 //! refused by name rather than ignored (a misspelt `client_auth_type` must not silently serve
 //! without client certificates).
 //!
-//! TLS is terminated by [`TlsFront`] in front of tiny_http (whose own TLS cannot verify client
-//! certificates): the public listener speaks TLS and hands the plain bytes to tiny_http on a
+//! TLS is terminated by [`TlsFront`] in front of the HTTP server: the public listener speaks
+//! TLS and hands the plain bytes to the HTTP server on a
 //! Unix socket in a private (0700) directory.
 
 use std::collections::{BTreeMap, HashSet};
@@ -312,7 +312,7 @@ const MAX_TLS_CONNECTIONS: usize = 64;
 const IDLE: Duration = Duration::from_secs(120);
 
 /// The TLS front end: accepts TLS on the public listener and relays the plain bytes to
-/// tiny_http on a private Unix socket.
+/// the HTTP server on a private Unix socket.
 #[derive(Debug)]
 pub struct TlsFront {
     stop: Arc<AtomicBool>,
@@ -321,11 +321,12 @@ pub struct TlsFront {
 }
 
 impl TlsFront {
-    /// Starts tiny_http on a private Unix socket and the TLS accept loop on `listener`.
+    /// Binds the private Unix socket the HTTP server is to accept on, and starts the TLS
+    /// accept loop on `listener`.
     pub(crate) fn start(
         listener: TcpListener,
         config: Arc<ServerConfig>,
-    ) -> Result<(tiny_http::Server, TlsFront), ServeError> {
+    ) -> Result<(UnixListener, TlsFront), ServeError> {
         let http_err =
             |what: &str, e: &dyn std::fmt::Display| ServeError::Http(format!("{what}: {e}"));
         // tempfile makes the directory 0700: only this user reaches the plain-text socket.
@@ -336,8 +337,6 @@ impl TlsFront {
         let socket = dir.path().join("http.sock");
         let unix =
             UnixListener::bind(&socket).map_err(|e| http_err("binding a Unix socket", &e))?;
-        let http =
-            tiny_http::Server::from_listener(unix, None).map_err(|e| http_err("tiny_http", &e))?;
         listener.set_nonblocking(true).map_err(|e| http_err("listener", &e))?;
         let stop = Arc::new(AtomicBool::new(false));
         let accept_stop = Arc::clone(&stop);
@@ -345,7 +344,7 @@ impl TlsFront {
             .name("serve-tls".into())
             .spawn(move || accept_loop(listener, config, socket, accept_stop))
             .map_err(|e| http_err("starting the TLS thread", &e))?;
-        Ok((http, TlsFront { stop, accept: Some(accept), _dir: dir }))
+        Ok((unix, TlsFront { stop, accept: Some(accept), _dir: dir }))
     }
 
     /// Stops accepting; connections in progress end with the process.

@@ -593,3 +593,80 @@ fn io_pattern_ends_with_a_note_when_its_process_exits() {
     assert!(took < Duration::from_secs(3), "ended {took:?} after the process, not at the interval");
     assert!(stdout(&out).contains("Sample interval"), "{}", stdout(&out));
 }
+
+// ---- issue 29: store before print -----------------------------------------------------------
+
+/// Runs platscope ARGS with stdout on /dev/full (every write fails with ENOSPC).
+fn onto_dev_full(args: &[&str]) -> Output {
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(full))
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_within(child, Duration::from_secs(120)).0
+}
+
+/// The stored runs' (id, command) in `db`.
+fn stored_runs(db: &Path) -> Vec<(i64, String)> {
+    let out =
+        Command::new(BIN).args(["results", "list", "--json", "--db"]).arg(db).output().unwrap();
+    assert!(out.status.success(), "results list: {}", stderr(&out));
+    let runs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    runs.as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["id"].as_i64().unwrap(), r["command"].as_str().unwrap().to_string()))
+        .collect()
+}
+
+/// A full stdout fails the command with one line naming the stored run, which is in the store.
+fn stored_although_printing_failed(tag: &str, args: &[&str], command: &str) {
+    let dir = scratch(tag);
+    let db = dir.path().join("results.db");
+    let mut argv: Vec<&str> = args.to_vec();
+    argv.extend(["--db", db.to_str().unwrap()]);
+    let out = onto_dev_full(&argv);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{argv:?}: {err}");
+    let line = err
+        .lines()
+        .find(|l| l.contains("writing the output"))
+        .unwrap_or_else(|| panic!("{argv:?}: no output failure line in {err:?}"));
+    assert!(line.contains("No space left on device"), "{line}");
+    let runs = stored_runs(&db);
+    assert_eq!(runs.len(), 1, "{argv:?}: one run stored: {runs:?}");
+    assert_eq!(runs[0].1, command, "{runs:?}");
+    assert!(line.contains(&format!("(the run is stored as {})", runs[0].0)), "{line}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+fn a_full_stdout_still_stores_the_run_and_says_so() {
+    let latency = ["mem", "latency", "--size", "64KiB", "--duration-ms", "50"];
+    stored_although_printing_failed("full-text", &latency, "mem latency");
+    let json: Vec<&str> = [&latency[..], &["--json"]].concat();
+    stored_although_printing_failed("full-json", &json, "mem latency");
+    // `net links` is the command with a CSV form.
+    let csv = ["net", "links", "--seconds", "0.2", "--csv"];
+    stored_although_printing_failed("full-csv", &csv, "net links");
+}
+
+#[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+fn a_full_stdout_still_stores_a_compress_run() {
+    let dir = scratch("full-compress");
+    let corpus = dir.path().join("corpus");
+    let made = Command::new(BIN)
+        .args(["--no-store", "compress", "--make-corpus", "1MiB"])
+        .arg(&corpus)
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{}", stderr(&made));
+    let out = dir.path().join("corpus.lz4");
+    let args = ["compress", "-t", "1", corpus.to_str().unwrap(), "-o", out.to_str().unwrap()];
+    stored_although_printing_failed("full-compress-run", &args, "compress");
+}

@@ -18,6 +18,8 @@ const BIN: &str = env!("CARGO_BIN_EXE_platscope");
 struct Serve {
     child: Child,
     addr: SocketAddr,
+    /// Its stderr lines after the "serving on" one.
+    lines: mpsc::Receiver<String>,
 }
 
 impl Serve {
@@ -50,7 +52,7 @@ impl Serve {
                         let hostport = url.split("://").nth(1).and_then(|r| r.split('/').next());
                         let addr = hostport.and_then(|h| h.parse().ok());
                         let addr = addr.unwrap_or_else(|| panic!("no address in {line:?}"));
-                        return Serve { child, addr };
+                        return Serve { child, addr, lines: rx };
                     }
                 }
                 Err(_) => {
@@ -480,8 +482,8 @@ fn a_thousand_concurrent_scrapes_all_answered_in_bounded_memory() {
         failures.len(),
         &failures[..failures.len().min(5)]
     );
-    // Threads follow open connections (tiny_http reads each on a pooled thread; 4 workers
-    // collect), never requests: after 1,000 requests from 50 clients, far fewer than 1,000.
+    // Threads follow open connections (one each, capped by --max-connections; 4 collect at
+    // once), never requests: after 1,000 requests from 50 clients, far fewer than 1,000.
     let threads = proc_status_field(serve.pid(), "Threads:");
     println!("serve threads after 1,000 scrapes: {threads}");
     assert!(threads <= 50 + 4 + 16, "serve has {threads} threads after 50 concurrent clients");
@@ -739,4 +741,156 @@ fn basic_auth_without_tls_answers_401_and_sigterm_ends_serve_cleanly() {
     assert!(body.contains("platscope_build_info{") && body.ends_with("# EOF\n"), "{body}");
     let status = serve.stop();
     assert!(status.success(), "{status:?}");
+}
+
+// Hostile clients (issue 29): loopback only, no root.
+
+/// Starts a scrape in a thread; its status if answered within `limit`.
+fn scrape_within(addr: SocketAddr, limit: Duration) -> Option<u16> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(get(addr, "/metrics", &[]).0);
+    });
+    rx.recv_timeout(limit).ok()
+}
+
+#[test]
+#[ignore = "live tier: real TCP clients against a real serve on loopback; scripts/test.sh runs it"]
+fn a_two_megabyte_header_gets_431_and_no_memory() {
+    let mut serve = Serve::start(&[]);
+    assert_eq!(scrape_within(serve.addr, Duration::from_secs(30)), Some(200));
+    let before = rss_kib(serve.pid());
+    for _ in 0..3 {
+        let mut stream = TcpStream::connect(serve.addr).expect("connect");
+        stream.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+        let mut writer = stream.try_clone().expect("clone");
+        let sender = std::thread::spawn(move || {
+            let mut request = b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: ".to_vec();
+            request.extend(vec![b'a'; 2 * 1024 * 1024]);
+            request.extend_from_slice(b"\r\n\r\n");
+            // The server stops reading at its bound: a write error here is expected.
+            let _ = writer.write_all(&request);
+        });
+        let mut answer = Vec::new();
+        let _ = stream.read_to_end(&mut answer);
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(answer.starts_with("HTTP/1.1 431 "), "{:?}", &answer[..answer.len().min(200)]);
+        assert!(answer.contains("Connection: close"), "{answer}");
+        sender.join().expect("sender");
+    }
+    let after = rss_kib(serve.pid());
+    println!("serve RSS before {before} KiB, after three 2 MiB heads {after} KiB");
+    assert!(after < before + 4 * 1024, "RSS grew from {before} to {after} KiB");
+    assert_eq!(scrape_within(serve.addr, Duration::from_secs(30)), Some(200));
+    assert!(serve.stop().success());
+}
+
+#[test]
+#[ignore = "live tier: real TCP clients against a real serve on loopback; scripts/test.sh runs it"]
+fn idle_connections_over_the_cap_do_not_lock_scrapes_out() {
+    let mut serve = Serve::start(&["--max-connections", "8"]);
+    let started = Instant::now();
+    // Twice the cap of clients that connect and say nothing, all held open.
+    let idle: Vec<TcpStream> =
+        (0..16).map(|_| TcpStream::connect(serve.addr).expect("connect")).collect();
+    for round in 0..3 {
+        let status = scrape_within(serve.addr, Duration::from_secs(10));
+        assert_eq!(status, Some(200), "scrape {round} with 16 idle connections held open");
+    }
+    // A client that sent half a request is among those closed to make room, or times out.
+    let mut closed = 0;
+    for mut stream in idle {
+        stream.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
+        let mut byte = [0u8; 1];
+        if matches!(stream.read(&mut byte), Ok(0) | Err(_)) {
+            closed += 1;
+        }
+    }
+    assert_eq!(closed, 16, "every idle connection is closed in the end");
+    let elapsed = started.elapsed();
+    assert!(serve.stop().success());
+    let said: Vec<String> =
+        serve.lines.try_iter().filter(|l| l.contains("--max-connections")).collect();
+    assert!(!said.is_empty(), "the cap is reported");
+    let most = 1 + elapsed.as_secs() as usize / 10;
+    assert!(said.len() <= most, "reported at most every 10 s: {said:?}");
+    assert!(said.iter().all(|l| !l.contains('\n')), "{said:?}");
+}
+
+#[test]
+#[ignore = "live tier: real TCP clients against a real serve on loopback; scripts/test.sh runs it"]
+fn silent_and_trickling_clients_are_dropped_after_the_head_deadline() {
+    // serve gives a client 5 s for its whole request; 3× that is the bound here.
+    let bound = Duration::from_secs(15);
+    let mut serve = Serve::start(&[]);
+    let silent = TcpStream::connect(serve.addr).expect("connect");
+    let mut trickle = TcpStream::connect(serve.addr).expect("connect");
+    let started = Instant::now();
+    let mut writer = trickle.try_clone().expect("clone");
+    let trickler = std::thread::spawn(move || {
+        let _ = writer.write_all(b"GET /metrics HTTP/1.1\r\n");
+        // One byte of a header every 200 ms, for far longer than the deadline.
+        for _ in 0..200 {
+            if writer.write_all(b"X").is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    });
+    trickle.set_read_timeout(Some(bound * 2)).expect("timeout");
+    let mut answer = Vec::new();
+    let _ = trickle.read_to_end(&mut answer);
+    let trickle_closed = started.elapsed();
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.is_empty() || answer.starts_with("HTTP/1.1 408 "), "{answer}");
+    assert!(trickle_closed < bound, "a trickling client was held for {trickle_closed:?}");
+    let mut silent = silent;
+    silent.set_read_timeout(Some(bound * 2)).expect("timeout");
+    let mut rest = Vec::new();
+    let _ = silent.read_to_end(&mut rest);
+    let silent_closed = started.elapsed();
+    assert!(
+        rest.is_empty(),
+        "a silent client gets no answer: {:?}",
+        String::from_utf8_lossy(&rest)
+    );
+    assert!(silent_closed < bound, "a silent client was held for {silent_closed:?}");
+    drop(trickle);
+    let _ = trickler.join();
+    assert_eq!(scrape_within(serve.addr, Duration::from_secs(30)), Some(200));
+    assert!(serve.stop().success());
+}
+
+/// Sends `request` raw and returns the status of the answer.
+fn raw_status(addr: SocketAddr, request: &[u8]) -> u16 {
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+    let mut writer = stream.try_clone().expect("clone");
+    let request = request.to_vec();
+    // The server may stop reading early (a refused body): a write error is expected then.
+    let sender = std::thread::spawn(move || {
+        let _ = writer.write_all(&request);
+    });
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    sender.join().expect("sender");
+    let answer = String::from_utf8_lossy(&answer);
+    answer.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0)
+}
+
+#[test]
+#[ignore = "live tier: real TCP clients against a real serve on loopback; scripts/test.sh runs it"]
+fn request_bodies_are_bounded() {
+    let mut serve = Serve::start(&[]);
+    let small = b"GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n0123456789";
+    assert_eq!(raw_status(serve.addr, small), 200, "a small body is read and ignored");
+    let mut big = b"GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n".to_vec();
+    big.extend(vec![b'b'; 1_000_000]);
+    assert_eq!(raw_status(serve.addr, &big), 413);
+    let chunked =
+        b"GET /metrics HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n";
+    assert_eq!(raw_status(serve.addr, chunked), 411);
+    assert_eq!(raw_status(serve.addr, b"GET /metrics HTTP/1.1\r\nBad header\r\n\r\n"), 400);
+    assert_eq!(raw_status(serve.addr, b"HEAD /metrics HTTP/1.0\r\n\r\n"), 200);
+    assert!(serve.stop().success());
 }
