@@ -10,15 +10,16 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic with a reason
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
-use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::net::{TcpStream, UdpSocket};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use test_support::serve::Serve;
 use testdb::{PgOptions, Postgres, PromOptions, Prometheus};
 
 fn dashboard(name: &str) -> Value {
@@ -136,76 +137,25 @@ fn dashboards_are_grafana_json_with_their_variables() {
 
 // --- the live checks ---
 
-const BIN: &str = env!("CARGO_BIN_EXE_platscope");
-
 fn need_root(test: &str) {
     // SAFETY: geteuid has no preconditions.
     let euid = unsafe { libc::geteuid() };
     assert_eq!(euid, 0, "{test} needs root (BPF collectors, veth); run the live tier as root");
 }
 
-/// A `platscope serve` this test started; killed by its PID on drop.
-struct Serve {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Serve {
-    fn start(extra: &[&str]) -> Serve {
-        let mut child = Command::new(BIN)
-            .args(["serve", "--listen", "127.0.0.1:0"])
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("starting platscope serve");
-        let stderr = child.stderr.take().expect("piped stderr");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                eprintln!("[serve] {line}");
-                let _ = tx.send(line);
-            }
-        });
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let Ok(line) = rx.recv_timeout(left) else {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("platscope serve did not say where it serves within 20 s");
-            };
-            if let Some(rest) = line.split("serving on ").nth(1) {
-                let url = rest.split_whitespace().next().unwrap_or("");
-                let hostport = url.split("://").nth(1).and_then(|r| r.split('/').next());
-                let addr = hostport.and_then(|h| h.parse().ok()).expect("an address");
-                return Serve { child, addr };
-            }
-        }
-    }
-
-    /// The sample names of one scrape (`/metrics`).
-    fn exposed(&self) -> BTreeSet<String> {
-        let mut stream = TcpStream::connect_timeout(&self.addr, Duration::from_secs(5)).unwrap();
-        stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-        write!(stream, "GET /metrics HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n", self.addr)
-            .unwrap();
-        let mut raw = String::new();
-        stream.read_to_string(&mut raw).unwrap();
-        let body = raw.split_once("\r\n\r\n").expect("an HTTP answer").1;
-        body.lines()
-            .filter(|l| !l.starts_with('#') && !l.is_empty())
-            .map(|l| l.split(['{', ' ']).next().unwrap().to_string())
-            .collect()
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// The sample names of one scrape (`/metrics`).
+fn exposed(serve: &Serve) -> BTreeSet<String> {
+    let mut stream = TcpStream::connect_timeout(&serve.addr, Duration::from_secs(5)).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(stream, "GET /metrics HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n", serve.addr)
+        .unwrap();
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).unwrap();
+    let body = raw.split_once("\r\n\r\n").expect("an HTTP answer").1;
+    body.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| l.split(['{', ' ']).next().unwrap().to_string())
+        .collect()
 }
 
 /// A veth pair, its peer in a namespace of its own; both gone on drop.
@@ -363,7 +313,7 @@ fn every_live_panel_query_returns_data_from_prometheus_scraping_serve() {
     // Every metric the dashboard names must be in serve's exposition.
     let mut all: Vec<(String, String)> = queries(&live, "expr");
     all.extend(variable_queries(&live));
-    let exposed = serve.exposed();
+    let exposed = exposed(&serve);
     for (title, q) in &all {
         for name in metric_names(q) {
             assert!(
@@ -417,12 +367,7 @@ fn every_live_panel_query_returns_data_from_prometheus_scraping_serve() {
 }
 
 fn platscope(host: &str, data_home: &Path, args: &[&str]) -> Output {
-    test_support::command()
-        .args(args)
-        .env("PLATSCOPE_HOST", host)
-        .env("XDG_DATA_HOME", data_home)
-        .output()
-        .expect("platscope runs")
+    test_support::cli::as_host(host, data_home, args)
 }
 
 fn ok(what: &str, out: Output) {

@@ -8,12 +8,7 @@ use std::process::Output;
 use testdb::{PgOptions, Postgres};
 
 fn platscope(host: &str, data_home: &Path, args: &[&str]) -> Output {
-    test_support::command()
-        .args(args)
-        .env("PLATSCOPE_HOST", host)
-        .env("XDG_DATA_HOME", data_home)
-        .output()
-        .expect("platscope runs")
+    test_support::cli::as_host(host, data_home, args)
 }
 
 fn ok(out: &Output) -> String {

@@ -49,3 +49,15 @@ pub fn stdout(out: &Output) -> String {
 pub fn stderr(out: &Output) -> String {
     text(&out.stderr)
 }
+
+/// `platscope ARGS` as host `host` (`PLATSCOPE_HOST`) with its own results store under
+/// `data_home` (`XDG_DATA_HOME`): one machine of a fleet, in a test.
+pub fn as_host(host: &str, data_home: &std::path::Path, args: &[&str]) -> std::process::Output {
+    #[allow(clippy::expect_used)] // tests may panic with a reason
+    command()
+        .args(args)
+        .env("PLATSCOPE_HOST", host)
+        .env("XDG_DATA_HOME", data_home)
+        .output()
+        .expect("platscope runs")
+}

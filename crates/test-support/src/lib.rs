@@ -4,6 +4,7 @@
 //! - [`cli`]: run the `platscope` binary as users do ([`platscope`], [`text`]).
 //! - [`burner`]: a child process that burns a known amount of its own CPU time on request.
 //! - [`browser`]: Debian's headless Chromium on a page: screenshot, DOM, what it logged.
+//! - [`serve`]: a `platscope serve` on loopback, stopped by PID ([`serve::Serve`]).
 //! - [`tree`]: a `/proc` + `/sys` fixture tree in a temporary directory ([`Tree`]).
 //!
 //! ```no_run
@@ -14,6 +15,7 @@
 pub mod browser;
 pub mod burner;
 pub mod cli;
+pub mod serve;
 pub mod tree;
 
 pub use burner::Burner;
