@@ -20,7 +20,8 @@ pub fn summary_text(d: &ReportData) -> String {
         d.version
     );
     if let (Some(first), Some(last)) = (d.latency_sweep.first(), d.latency_sweep.last()) {
-        let cycles = first.cycles.map_or(String::new(), |c| format!(" ({c:.1} cycles)"));
+        let cycles =
+            first.cycles.map_or(" (cycles unknown)".to_string(), |c| format!(" ({c:.1} cycles)"));
         let _ = writeln!(
             out,
             "  latency {:>10}: {:.2} ns{cycles}",

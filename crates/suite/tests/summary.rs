@@ -40,3 +40,19 @@ fn an_interrupted_run_draws_no_conclusion_from_what_it_missed() {
     assert!(!text.contains("x slower with"), "{text}");
     assert!(text.contains("interrupted: partial runs left out"), "{text}");
 }
+
+/// Where the core clock could not be trusted (two methods disagreed), the summary and the page
+/// say "cycles unknown" rather than leaving the figure out or printing a wrong one.
+#[test]
+fn an_unknown_clock_says_cycles_unknown() {
+    let mut data = sample();
+    for p in &mut data.latency_sweep {
+        p.cycles = None;
+    }
+    let text = summary_text(&data);
+    assert!(text.contains("(cycles unknown)"), "{text}");
+    let page = report::html::render_html(&data);
+    assert!(page.contains("cycles unknown"), "the L1 card says so");
+    let known = summary_text(&sample());
+    assert!(!known.contains("cycles unknown") && known.contains(" cycles)"), "{known}");
+}

@@ -200,7 +200,9 @@ pub(super) fn summary(d: &ReportData) -> String {
     }
     let l1 = d.topology.cache_levels().first().map(|c| c.1);
     if let Some(first) = d.latency_sweep.first().filter(|p| l1.is_none_or(|l1| p.bytes <= l1)) {
-        let cycles = first.cycles.map_or(String::new(), |c| format!(" · {} cycles", fmt3(c)));
+        let cycles = first
+            .cycles
+            .map_or(" · cycles unknown".to_string(), |c| format!(" · {} cycles", fmt3(c)));
         card(
             &mut out,
             "L1 latency",
