@@ -27,7 +27,8 @@ fn main() {
         .and_then(|s| s.trim().parse::<u64>().ok())
         .or_else(|| SystemTime::now().duration_since(UNIX_EPOCH).ok().map(|d| d.as_secs()))
         .unwrap_or(0);
-    println!("cargo:rustc-env=PLATSCOPE_BUILD_DATE={}", civil_date(epoch / 86_400));
+    // Seconds; `commands::version::build_date` formats them (measure::time, as every date).
+    println!("cargo:rustc-env=PLATSCOPE_BUILD_EPOCH={epoch}");
     println!(
         "cargo:rustc-env=PLATSCOPE_PROFILE={}",
         std::env::var("PROFILE").unwrap_or_else(|_| "unknown".into())
@@ -39,19 +40,4 @@ fn main() {
             println!("cargo:rerun-if-changed={dir}/{head}");
         }
     }
-}
-
-/// `YYYY-MM-DD` (proleptic Gregorian, UTC) of the day `days` after 1970-01-01: the inverse of
-/// the usual days-from-civil count, in 400-year eras of 146 097 days.
-fn civil_date(days: u64) -> String {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}")
 }

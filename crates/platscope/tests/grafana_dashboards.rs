@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use test_support::net::Veth;
 use test_support::serve::Serve;
 use testdb::{PgOptions, Postgres, PromOptions, Prometheus};
 
@@ -158,40 +159,6 @@ fn exposed(serve: &Serve) -> BTreeSet<String> {
         .collect()
 }
 
-/// A veth pair, its peer in a namespace of its own; both gone on drop.
-struct Veth {
-    ns: String,
-    host: String,
-}
-
-impl Drop for Veth {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["link", "del", &self.host]).status();
-        let _ = Command::new("ip").args(["netns", "del", &self.ns]).status();
-    }
-}
-
-fn ip(args: &[&str]) {
-    let out = Command::new("ip").args(args).output().expect("running ip");
-    assert!(out.status.success(), "ip {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-}
-
-/// A veth (10 Gbit/s full duplex, so its utilization has a speed to divide by) with a /30.
-fn veth() -> (Veth, String, String) {
-    let id = std::process::id();
-    let veth = Veth { ns: format!("psgraf{id}"), host: format!("psg{id}a") };
-    let peer = format!("psg{id}b");
-    let (a, b) = ((id >> 6) % 250, (id & 0x3f) << 2);
-    let (host_ip, peer_ip) = (format!("10.214.{a}.{}", b + 1), format!("10.214.{a}.{}", b + 2));
-    ip(&["netns", "add", &veth.ns]);
-    ip(&["link", "add", &veth.host, "type", "veth", "peer", "name", &peer, "netns", &veth.ns]);
-    ip(&["addr", "add", &format!("{host_ip}/30"), "dev", &veth.host]);
-    ip(&["-n", &veth.ns, "addr", "add", &format!("{peer_ip}/30"), "dev", &peer]);
-    ip(&["link", "set", &veth.host, "up"]);
-    ip(&["-n", &veth.ns, "link", "set", &peer, "up"]);
-    (veth, host_ip, peer_ip)
-}
-
 /// Load for the panels to show until dropped: UDP over the veth, sequential writes and random
 /// reads of a file in `dir`, and a busy thread.
 struct Load {
@@ -298,7 +265,10 @@ fn label_values(prom: &Prometheus, query: &str) -> Result<usize, String> {
 fn every_live_panel_query_returns_data_from_prometheus_scraping_serve() {
     need_root("every_live_panel_query_returns_data_from_prometheus_scraping_serve");
     let live = dashboard("platscope-live.json");
-    let (veth, host_ip, peer_ip) = veth();
+    // A 10 Gbit/s full-duplex link, so its utilization has a speed to divide by.
+    let veth = Veth::create("psg", 214);
+    veth.up();
+    let (host_ip, peer_ip) = (&veth.host_ip, &veth.peer_ip);
     let io_dir = tempfile::tempdir_in("/var/tmp").expect("tmp");
     let serve = Serve::start(&[]);
     let instance = serve.addr.to_string();
@@ -308,7 +278,7 @@ fn every_live_panel_query_returns_data_from_prometheus_scraping_serve() {
     );
     let prom = Prometheus::start(&PromOptions::default().config(&config)).expect("Prometheus");
     println!("serve pid {} on {instance}, Prometheus pid {}", serve.child.id(), prom.pid());
-    let _load = Load::start(&host_ip, &peer_ip, io_dir.path());
+    let _load = Load::start(host_ip, peer_ip, io_dir.path());
 
     // Every metric the dashboard names must be in serve's exposition.
     let mut all: Vec<(String, String)> = queries(&live, "expr");

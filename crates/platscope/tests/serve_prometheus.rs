@@ -10,6 +10,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use test_support::net::{ip, Veth};
 use test_support::serve::Serve;
 use testdb::{PromOptions, Prometheus};
 
@@ -96,25 +97,6 @@ fn now_s() -> f64 {
         .unwrap_or(0.0)
 }
 
-/// A veth pair: `host` in this (the root) namespace, its peer in a new namespace; both gone on
-/// drop, even when the test fails.
-struct Veth {
-    ns: String,
-    host: String,
-}
-
-impl Drop for Veth {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["link", "del", &self.host]).status();
-        let _ = Command::new("ip").args(["netns", "del", &self.ns]).status();
-    }
-}
-
-fn ip(args: &[&str]) {
-    let out = Command::new("ip").args(args).output().expect("running ip");
-    assert!(out.status.success(), "ip {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-}
-
 fn sysctl(key: &str, value: &str) {
     let out = Command::new("sysctl").args(["-qw", &format!("{key}={value}")]).output();
     assert!(out.is_ok_and(|o| o.status.success()), "sysctl {key}={value}");
@@ -132,27 +114,18 @@ const HEADERS: u64 = 8 + 20 + 14;
 fn prometheus_scrapes_serve_and_rate_matches_the_bytes_sent() {
     need_root("prometheus_scrapes_serve_and_rate_matches_the_bytes_sent");
     need_tool("prometheus", "prometheus");
-    let id = std::process::id();
-    let veth = Veth { ns: format!("psserve{id}"), host: format!("pss{id}a") };
-    let peer = format!("pss{id}b");
-    // A /30 of its own per run (10.213.x.y), so parallel runs do not share a route.
-    let (a, b) = ((id >> 6) % 250, (id & 0x3f) << 2);
-    let (host_ip, peer_ip) = (format!("10.213.{a}.{}", b + 1), format!("10.213.{a}.{}", b + 2));
-    ip(&["netns", "add", &veth.ns]);
-    ip(&["link", "add", &veth.host, "type", "veth", "peer", "name", &peer, "netns", &veth.ns]);
+    let veth = Veth::create("pss", 213);
+    let (peer, host_ip, peer_ip) = (&veth.peer, &veth.host_ip, &veth.peer_ip);
     // No IPv6 and permanent neighbour entries: no router solicitations, MLD reports or ARP on
     // the link, so its transmit counter moves only by what the test sends.
     sysctl(&format!("net.ipv6.conf.{}.disable_ipv6", veth.host), "1");
-    ip(&["-n", &veth.ns, "link", "set", &peer, "address", "02:00:5e:00:53:02"]);
+    ip(&["-n", &veth.ns, "link", "set", peer, "address", "02:00:5e:00:53:02"]);
     ip(&["link", "set", &veth.host, "address", "02:00:5e:00:53:01"]);
-    ip(&["addr", "add", &format!("{host_ip}/30"), "dev", &veth.host]);
-    ip(&["-n", &veth.ns, "addr", "add", &format!("{peer_ip}/30"), "dev", &peer]);
-    ip(&["link", "set", &veth.host, "up"]);
-    ip(&["-n", &veth.ns, "link", "set", &peer, "up"]);
+    veth.up();
     ip(&[
         "neigh",
         "replace",
-        &peer_ip,
+        peer_ip,
         "lladdr",
         "02:00:5e:00:53:02",
         "dev",
@@ -166,11 +139,11 @@ fn prometheus_scrapes_serve_and_rate_matches_the_bytes_sent() {
         &veth.ns,
         "neigh",
         "replace",
-        &host_ip,
+        host_ip,
         "lladdr",
         "02:00:5e:00:53:01",
         "dev",
-        &peer,
+        peer,
         "nud",
         "permanent",
     ]);

@@ -56,16 +56,9 @@ pub fn normalize(text: &str, kind: ServerKind) -> String {
                 out.extend(&chars[i..end]);
                 i = end;
             }
+            // MariaDB strings take backslash escapes; PostgreSQL's only as E'…' (below).
             '\'' => {
-                // E'…' strings (PostgreSQL) and every MariaDB string take backslash escapes.
-                let escapes = mariadb
-                    || (i > 0 && matches!(chars[i - 1], 'e' | 'E') && {
-                        i < 2 || !is_word(chars[i - 2])
-                    });
-                if escapes && matches!(out.chars().last(), Some('e' | 'E')) {
-                    out.pop();
-                }
-                i = string_end(&chars, i, '\'', escapes);
+                i = string_end(&chars, i, '\'', mariadb);
                 placeholder(&mut out);
             }
             '"' if mariadb => {
@@ -100,9 +93,13 @@ pub fn normalize(text: &str, kind: ServerKind) -> String {
                 i = number_end(&chars, i);
                 placeholder(&mut out);
             }
-            // B'0101' and X'1F': the prefix letter goes with the literal.
-            'b' | 'B' | 'x' | 'X' if !prev_is_word && chars.get(i + 1) == Some(&'\'') => {
-                i = string_end(&chars, i + 1, '\'', false);
+            // B'0101', X'1F' and E'a\'b': the prefix letter goes with the literal (E'…' takes
+            // backslash escapes).
+            'b' | 'B' | 'x' | 'X' | 'e' | 'E'
+                if !prev_is_word && chars.get(i + 1) == Some(&'\'') =>
+            {
+                let escapes = mariadb || matches!(c, 'e' | 'E');
+                i = string_end(&chars, i + 1, '\'', escapes);
                 placeholder(&mut out);
             }
             c if is_word(c) => {
@@ -264,6 +261,9 @@ mod tests {
         let m = |t: &str| normalize(t, ServerKind::MariaDb);
         assert_eq!(m("SELECT \"secret\", 'a\\'b', 42"), "SELECT ?, ?, ?");
         assert_eq!(m("SET PASSWORD = PASSWORD('pw')"), "SET PASSWORD = PASSWORD(?)");
+        // A word ending in e before a quote is a word, not an E'…' prefix.
+        assert_eq!(m("SELECT a FROM t WHERE a LIKE'x%'"), "SELECT a FROM t WHERE a LIKE ?");
+        assert_eq!(pg("SELECT a FROM t WHERE a LIKE'x%'"), "SELECT a FROM t WHERE a LIKE $1");
     }
 
     proptest! {

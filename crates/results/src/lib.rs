@@ -92,6 +92,21 @@ pub struct StoredMetric {
 }
 
 impl StoredMetric {
+    /// A metric of one sample `value` (every quantile is it): how tests and fixtures make one.
+    pub fn single(name: &str, unit: &str, labels: &[(&str, &str)], value: f64) -> Self {
+        Self {
+            name: name.into(),
+            unit: unit.into(),
+            labels: labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            samples: vec![value],
+            median: value,
+            p25: value,
+            p75: value,
+            min: value,
+            max: value,
+        }
+    }
+
     /// `name{labels}`: what matches this metric across runs.
     pub fn key(&self) -> String {
         measure::metric::metric_key(&self.name, &self.labels)

@@ -14,8 +14,9 @@ use crate::{legacy, StoreError};
 const APPLICATION_ID: i64 = 0x5053_4350;
 
 /// The schema this platscope writes: 2 added metric labels, 3 run UUIDs and hosts (so runs
-/// can be pushed to a shared PostgreSQL database exactly once).
-pub const SCHEMA_VERSION: i64 = 3;
+/// can be pushed to a shared PostgreSQL database exactly once), 4 no password in a stored
+/// command line (runs recorded before argv was redacted are scrubbed).
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// Version 1, as the first release created it.
 const CREATE_V1: &str = "
@@ -184,9 +185,42 @@ fn try_prepare(conn: &mut Connection, path: &Path) -> Result<(), Retry> {
     if version < 3 {
         migrate_v3(&tx).map_err(sql)?;
     }
+    if version < 4 {
+        migrate_v4(&tx).map_err(sql)?;
+    }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION).map_err(sql)?;
     tx.pragma_update(None, "application_id", APPLICATION_ID).map_err(sql)?;
     tx.commit().map_err(sql)?;
+    if version < 4 {
+        // The scrubbed rows' old text is overwritten, not only unlinked: secure_delete zeroed
+        // the freed cell space, and the checkpoint writes the new pages over the old ones in
+        // the main file.
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())).map_err(sql)?;
+        conn.pragma_update(None, "secure_delete", false).map_err(sql)?;
+    }
+    Ok(())
+}
+
+/// Version 4: runs recorded before command lines were redacted have their stored argv scrubbed
+/// of passwords in place (only rows whose parameters could hold one are read).
+fn migrate_v4(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+    tx.pragma_update(None, "secure_delete", true)?;
+    let rows: Vec<(i64, String)> = tx
+        .prepare(
+            "SELECT id, parameters FROM runs WHERE parameters LIKE '%pass%' \
+             OR parameters LIKE '%pwd%' OR parameters LIKE '%://%'",
+        )?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    let mut update = tx.prepare("UPDATE runs SET parameters = ?1 WHERE id = ?2")?;
+    for (id, text) in rows {
+        let Ok(mut parameters) = serde_json::from_str::<serde_json::Value>(&text) else {
+            continue;
+        };
+        if crate::secrets::scrub_parameters(&mut parameters) {
+            update.execute(params![parameters.to_string(), id])?;
+        }
+    }
     Ok(())
 }
 

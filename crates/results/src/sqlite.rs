@@ -18,7 +18,7 @@ use crate::{
 pub struct SqliteStore {
     conn: Connection,
     path: PathBuf,
-    /// The schema version: 3 (current) for a store opened for recording; a file opened
+    /// The schema version: 4 (current) for a store opened for recording; a file opened
     /// read-only keeps its own (before 2: no labels, relabelled on reading; before 3: no UUIDs
     /// or hosts).
     version: i64,
@@ -36,41 +36,6 @@ fn uri_path(path: &Path) -> String {
         }
     }
     out
-}
-
-/// Runs recorded before command lines were redacted: their stored argv is scrubbed of
-/// passwords in place (only rows whose parameters could hold one are read). The old text is
-/// overwritten, not only unlinked: `secure_delete` zeroes freed cell space, and a checkpoint
-/// writes the new pages over the old ones in the main file.
-fn scrub_secrets(conn: &mut Connection) -> rusqlite::Result<()> {
-    let mut changed = Vec::new();
-    {
-        let mut rows = conn.prepare(
-            "SELECT id, parameters FROM runs WHERE parameters LIKE '%pass%' \
-             OR parameters LIKE '%pwd%' OR parameters LIKE '%://%'",
-        )?;
-        let found = rows.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?;
-        for row in found {
-            let (id, text) = row?;
-            let Ok(mut parameters) = serde_json::from_str::<serde_json::Value>(&text) else {
-                continue;
-            };
-            if crate::secrets::scrub_parameters(&mut parameters) {
-                changed.push((id, parameters.to_string()));
-            }
-        }
-    }
-    if changed.is_empty() {
-        return Ok(());
-    }
-    conn.pragma_update(None, "secure_delete", true)?;
-    let tx = conn.transaction()?;
-    for (id, parameters) in changed {
-        tx.execute("UPDATE runs SET parameters = ?1 WHERE id = ?2", (parameters, id))?;
-    }
-    tx.commit()?;
-    conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))?;
-    conn.pragma_update(None, "secure_delete", false)
 }
 
 impl SqliteStore {
@@ -113,7 +78,6 @@ impl SqliteStore {
         conn.busy_timeout(Duration::from_secs(10)).at(path)?;
         schema::prepare(&mut conn, path)?;
         conn.pragma_update(None, "foreign_keys", true).at(path)?;
-        scrub_secrets(&mut conn).at(path)?;
         Ok(Self { conn, path: path.to_path_buf(), version: schema::SCHEMA_VERSION })
     }
 

@@ -384,8 +384,8 @@ fn the_recorder_stores_argv_without_passwords() {
     }
 }
 
-/// A store written before command lines were redacted: opening it for writing scrubs the
-/// passwords from the runs it holds, and a push never carries one.
+/// A store written before command lines were redacted (schema 3): opening it for writing
+/// migrates it and scrubs the passwords from the runs it holds.
 #[test]
 fn runs_stored_with_a_password_are_scrubbed_when_the_store_is_opened() {
     let dir = temp_dir("scrub");
@@ -402,6 +402,7 @@ fn runs_stored_with_a_password_are_scrubbed_when_the_store_is_opened() {
     let conn = rusqlite::Connection::open(&path).expect("opens the file");
     conn.execute("UPDATE runs SET parameters = ?1 WHERE id = ?2", (old.parameters.to_string(), id))
         .expect("writes the old row");
+    conn.pragma_update(None, "user_version", 3).expect("as a schema-3 file");
     drop(conn);
     let s = Store::open_read_only(&path).expect("opens to read");
     assert!(s.run(id).expect("reads").parameters.to_string().contains("hunter2"));

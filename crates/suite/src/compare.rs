@@ -13,6 +13,7 @@
 
 use std::collections::HashMap;
 
+use chart::Part;
 use experiment::Registry;
 use measure::verdict::{judge, ratio_of_medians, MIN_EFFECT};
 pub use report::compare::{FigureComparison, ReportComparison, SettingDiff};
@@ -137,10 +138,20 @@ struct Figure {
     metric: StoredMetric,
 }
 
+/// Each of `report`'s steps with the sections it draws (none for the memory steps, whose data is
+/// in the page's, nor for a step whose stored result no longer reads).
+fn drawn<'r>(report: &'r StoredReport, registry: &Registry) -> Vec<(&'r StoredRun, Vec<Part>)> {
+    report
+        .steps
+        .iter()
+        .filter_map(|(_, run)| Some((run, crate::from_db::step_parts(run, registry).ok()?)))
+        .collect()
+}
+
 /// Every headline figure of `report` that names its stored metric: the memory steps' (found by
-/// step label and key), then those of the sections its other steps draw (compression,
-/// allocators, database, network, …), as the page names them.
-fn figures(report: &StoredReport, registry: &Registry) -> Vec<Figure> {
+/// step label and key), then those of the sections its other steps draw (`drawn`:
+/// compression, allocators, database, network, …), as the page names them.
+fn figures(report: &StoredReport, drawn: &[(&StoredRun, Vec<Part>)]) -> Vec<Figure> {
     let mut out: Vec<Figure> = memory_figures(report)
         .into_iter()
         .filter_map(|spec| {
@@ -149,9 +160,7 @@ fn figures(report: &StoredReport, registry: &Registry) -> Vec<Figure> {
             Some(Figure { name: spec.name, metric })
         })
         .collect();
-    for (_, run) in &report.steps {
-        // A step whose stored result no longer reads draws nothing and has no figures.
-        let Ok(parts) = crate::from_db::step_parts(run, registry) else { continue };
+    for (run, parts) in drawn {
         for headline in parts.iter().flat_map(|p| &p.headlines) {
             let Some(key) = &headline.metric else { continue };
             if out.iter().any(|f| f.name == headline.name) {
@@ -177,7 +186,8 @@ impl Noise {
     fn from_history(history: &[StoredReport], registry: &Registry) -> Self {
         let mut by_host: HashMap<&str, Vec<Vec<Figure>>> = HashMap::new();
         for report in history {
-            by_host.entry(report.run.host.as_str()).or_default().push(figures(report, registry));
+            let figures = figures(report, &drawn(report, registry));
+            by_host.entry(report.run.host.as_str()).or_default().push(figures);
         }
         Self::from_figures(&by_host)
     }
@@ -225,9 +235,10 @@ pub fn compare(
     registry: &Registry,
 ) -> ReportComparison {
     let noise = Noise::from_history(history, registry);
-    let theirs = figures(baseline, registry);
+    let their_steps = drawn(baseline, registry);
+    let theirs = figures(baseline, &their_steps);
     let mut comparison = Vec::new();
-    for mine in figures(this, registry) {
+    for mine in figures(this, &drawn(this, registry)) {
         let Some(b) =
             theirs.iter().find(|f| f.name == mine.name && f.metric.key() == mine.metric.key())
         else {
@@ -254,18 +265,15 @@ pub fn compare(
         .into_iter()
         .map(|d| SettingDiff { setting: d.setting, this: d.this, baseline: d.baseline })
         .collect();
-    let mut drawn = baseline.data.clone();
-    for (_, run) in &baseline.steps {
-        if let Ok(parts) = crate::from_db::step_parts(run, registry) {
-            drawn.parts.extend(parts);
-        }
-    }
+    // The baseline's page as it drew itself: its memory data and its steps' sections.
+    let mut page = baseline.data.clone();
+    page.parts.extend(their_steps.into_iter().flat_map(|(_, parts)| parts));
     ReportComparison {
         baseline: baseline_name,
         comparison,
         config_diff,
         baseline_machine,
-        baseline_sections: report::compare::baseline_sections(&drawn),
+        baseline_sections: report::compare::baseline_sections(&page),
         calibrated_from: noise.reports,
     }
 }
@@ -430,17 +438,7 @@ mod tests {
     use super::*;
 
     fn figure(name: &str, size: &str, median: f64) -> Figure {
-        let metric = StoredMetric {
-            name: "mem_latency".into(),
-            unit: "ns".into(),
-            labels: [("size".to_string(), size.to_string())].into(),
-            samples: vec![median],
-            median,
-            p25: median,
-            p75: median,
-            min: median,
-            max: median,
-        };
+        let metric = StoredMetric::single("mem_latency", "ns", &[("size", size)], median);
         Figure { name: name.into(), metric }
     }
 

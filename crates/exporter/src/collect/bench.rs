@@ -235,26 +235,11 @@ fn push_nonempty(out: &mut Vec<Family>, fam: Family) {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
-    use std::collections::BTreeMap;
-
     use super::*;
     use crate::Value;
 
     fn metric(name: &str, unit: &str, median: f64, labels: &[(&str, &str)]) -> StoredMetric {
-        StoredMetric {
-            name: name.into(),
-            unit: unit.into(),
-            labels: labels
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect::<BTreeMap<_, _>>(),
-            samples: vec![median],
-            median,
-            p25: median,
-            p75: median,
-            min: median,
-            max: median,
-        }
+        StoredMetric::single(name, unit, labels, median)
     }
 
     fn latest(run_id: i64, metrics: Vec<StoredMetric>) -> Option<LatestMetrics> {

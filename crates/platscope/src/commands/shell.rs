@@ -36,7 +36,7 @@ fn write_pages(mut cmd: clap::Command, out: &Path, written: &mut usize) -> std::
         write_pages(sub.clone(), out, written)?;
     }
     let page = clap_mangen::Man::new(cmd)
-        .date(env!("PLATSCOPE_BUILD_DATE"))
+        .date(super::version::build_date())
         .source(format!("platscope {}", env!("CARGO_PKG_VERSION")))
         .manual("platscope manual");
     let mut text = Vec::new();

@@ -11,7 +11,7 @@ use serde::Serialize;
 struct Build {
     version: &'static str,
     commit: &'static str,
-    build_date: &'static str,
+    build_date: String,
     profile: &'static str,
     arch: &'static str,
     /// (crate, program) for every BPF program compiled in.
@@ -32,6 +32,13 @@ struct Btf {
     source: &'static str,
 }
 
+/// The build's date, `YYYY-MM-DD` UTC (SOURCE_DATE_EPOCH when the build set it).
+pub fn build_date() -> String {
+    let secs = env!("PLATSCOPE_BUILD_EPOCH").parse().unwrap_or(0);
+    let stamp = measure::time::utc_rfc3339(secs);
+    stamp.split('T').next().unwrap_or_default().to_string()
+}
+
 fn build() -> Build {
     let crates: [(&str, &[&str]); 3] = [
         ("cpuacct", cpuacct::BPF_PROGRAMS),
@@ -41,7 +48,7 @@ fn build() -> Build {
     Build {
         version: env!("CARGO_PKG_VERSION"),
         commit: env!("PLATSCOPE_GIT_HASH"),
-        build_date: env!("PLATSCOPE_BUILD_DATE"),
+        build_date: build_date(),
         profile: env!("PLATSCOPE_PROFILE"),
         arch: std::env::consts::ARCH,
         bpf_programs: crates

@@ -207,6 +207,10 @@ pub fn render_html(data: &ReportData) -> String {
 /// tagged with whose they are when two machines share the page.
 pub fn sections_html(data: &ReportData, machine: Option<chart::Machine>) -> Vec<(String, String)> {
     let mut out = Vec::new();
+    let draw = |out: &mut Vec<(String, String)>, part: &chart::Part| {
+        let reason = not_measured_reason(&part.id, &data.notes);
+        out.push((part.id.clone(), chart::render_part_of(part, &reason, machine)));
+    };
     let noted = |sections: &[Section]| data.notes.iter().any(|n| sections.contains(&n.section));
     // The memory sections when memory was measured (or tried: its notes say why not); a report
     // of other `--sections`, or of other kinds of run, leaves them out.
@@ -276,36 +280,23 @@ pub fn sections_html(data: &ReportData, machine: Option<chart::Machine>) -> Vec<
         let own: Vec<usize> =
             (0..data.parts.len()).filter(|&i| data.parts[i].id == section.id).collect();
         if section.figure.is_some() || own.is_empty() {
-            out.push((
-                section.id.clone(),
-                chart::render_part_of(
-                    section,
-                    &not_measured_reason(&section.id, &data.notes),
-                    machine,
-                ),
-            ));
+            draw(&mut out, section);
         }
         for i in own {
             placed[i] = true;
-            let part = &data.parts[i];
-            out.push((
-                part.id.clone(),
-                chart::render_part_of(part, &not_measured_reason(&part.id, &data.notes), machine),
-            ));
+            draw(&mut out, &data.parts[i]);
         }
     }
     for (part, placed) in data.parts.iter().zip(placed) {
         if !placed {
-            out.push((
-                part.id.clone(),
-                chart::render_part_of(part, &not_measured_reason(&part.id, &data.notes), machine),
-            ));
+            draw(&mut out, part);
         }
     }
+    // A skipped section's part carries its reason as its own note.
     for s in &data.skipped {
         let mut part = chart::Part::new(s.area, &s.id, &s.title, false);
         part.notes.push(s.why.clone());
-        out.push((part.id.clone(), chart::render_part_of(&part, "", machine)));
+        draw(&mut out, &part);
     }
     out
 }
