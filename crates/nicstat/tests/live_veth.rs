@@ -409,7 +409,16 @@ fn tcp_bytes_and_segments_appear_with_t_as_root() {
     // Every veth packet (GSO or not) carries one Ethernet+IP+TCP header; SYN has 8 more bytes.
     let v = iface(&r, "veth0");
     let want = (BYTES as u64 + v.tx_packets * TCP_OVERHEAD + 8) as f64 / 1024.0;
-    within("veth0 wKB for the TCP stream", v.tx_bytes_per_s * r.elapsed_s / 1024.0, want, 0.01);
+    let got = v.tx_bytes_per_s * r.elapsed_s / 1024.0;
+    // On a loaded host the veth queue can drop and TCP resends: every retransmitted segment adds at
+    // most one MSS of payload again (its header is already in tx_packets).
+    let resent = (tcp.retrans_segs * 1448) as f64 / 1024.0;
+    if resent > 0.0 && got > want {
+        println!("{} segments retransmitted: up to {resent:.1} KB resent", tcp.retrans_segs);
+        assert!(got <= want + resent, "veth0 wKB {got} beyond payload {want} + resent {resent}");
+    } else {
+        within("veth0 wKB for the TCP stream", got, want, 0.01);
+    }
 }
 
 #[test]
