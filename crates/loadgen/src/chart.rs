@@ -18,6 +18,13 @@ struct Series {
     points: Vec<(f64, f64)>,
 }
 
+/// A shaded stretch of the x axis (an outage), with what it was.
+struct Band {
+    from: f64,
+    to: f64,
+    label: String,
+}
+
 /// The plot area every load chart uses.
 const PLOT: Plot =
     Plot { width: 600.0, height: 360.0, left: 70.0, right: 20.0, top: 34.0, bottom: 56.0 };
@@ -30,12 +37,13 @@ fn line_chart(
     title: &str,
     (x_title, y_title): (&str, &str),
     series: &[Series],
-    log: bool,
-    diagonal: bool,
+    (log, diagonal): (bool, bool),
+    bands: &[Band],
 ) -> String {
     let drawn = |p: &&(f64, f64)| p.0.is_finite() && p.1.is_finite() && (!log || p.1 > 0.0);
     let points = || series.iter().flat_map(|s| s.points.iter().filter(drawn));
-    let x_top = svg::nice_max(points().map(|p| p.0).fold(0.0, f64::max), 5);
+    let band_end = bands.iter().map(|b| b.to).filter(|v| v.is_finite()).fold(0.0, f64::max);
+    let x_top = svg::nice_max(points().map(|p| p.0).fold(band_end, f64::max), 5);
     let y_max = points().map(|p| p.1).fold(0.0, f64::max);
     let y = if log {
         let min = points().map(|p| p.1).fold(f64::INFINITY, f64::min);
@@ -51,6 +59,21 @@ fn line_chart(
     out.push_str(&PLOT.axes(&x, &x.ticks(5), &y, &y.ticks(6)));
     out.push_str(&PLOT.x_title(x_title));
     out.push_str(&PLOT.y_title(y_title));
+    for b in bands {
+        let (x0, x1) = (x.map(b.from), x.map(b.to));
+        let _ = write!(
+            out,
+            "<rect class=\"outage\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" \
+             data-from=\"{}\" data-to=\"{}\"><title>{}</title></rect>",
+            px(x0),
+            px(PLOT.top),
+            px((x1 - x0).max(1.0)),
+            px(PLOT.height - PLOT.top - PLOT.bottom),
+            exact(b.from),
+            exact(b.to),
+            esc(&b.label)
+        );
+    }
     if diagonal {
         let end = x_top.min(y.hi);
         let _ = write!(
@@ -129,6 +152,38 @@ fn metric_key(r: &LoadReport, name: &str, pctl: Option<&str>) -> Option<String> 
         .map(|m| m.key())
 }
 
+/// A run's outages as shaded windows: from the loss to the first success (to the end of the
+/// run when none came).
+fn outage_bands(r: &LoadReport) -> Vec<Band> {
+    r.outages
+        .iter()
+        .map(|o| Band {
+            from: o.start_s,
+            to: o.first_success_s.unwrap_or(r.elapsed_s),
+            label: format!("outage {}", crate::render::outage_text(o)),
+        })
+        .collect()
+}
+
+/// A sweep step's outages: each window's time to the first success after it, or "open".
+fn outage_cell(s: &LoadReport) -> String {
+    if s.outages.is_empty() {
+        return "–".to_string();
+    }
+    let each: Vec<String> = s
+        .outages
+        .iter()
+        .map(|o| {
+            let title = esc(&crate::render::outage_text(o));
+            match o.time_to_first_success_s() {
+                Some(t) => format!("<span title=\"{title}\">{t:.2} at {:.1}</span>", o.start_s),
+                None => format!("<span title=\"{title}\">open from {:.1}</span>", o.start_s),
+            }
+        })
+        .collect();
+    each.join("; ")
+}
+
 /// One run's section: latency (p50, p99, max) of each interval, the run's percentiles and CPU
 /// per transaction under it.
 pub fn run_parts(r: &LoadReport) -> Vec<Part> {
@@ -158,8 +213,8 @@ pub fn run_parts(r: &LoadReport) -> Vec<Part> {
         "Latency by interval",
         ("seconds from the first intended start", "latency, ms (log)"),
         &series,
-        true,
-        false,
+        (true, false),
+        &outage_bands(r),
     );
     let mut caption = format!(
         "{}: offered {} tx/s, achieved {} tx/s over {} s; latency from each transaction's \
@@ -176,6 +231,9 @@ pub fn run_parts(r: &LoadReport) -> Vec<Part> {
     );
     if let Some(why) = &r.interrupted {
         let _ = write!(caption, " INTERRUPTED: {} (figures cover what ran).", esc(why));
+    }
+    for o in &r.outages {
+        let _ = write!(caption, " Outage (shaded) {}.", esc(&crate::render::outage_text(o)));
     }
     let mut after = String::from(
         "<table class=\"facts-table\"><thead><tr><th>ms</th><th>p50</th><th>p90</th><th>p99</th>\
@@ -264,8 +322,8 @@ pub fn sweep_parts(steps: &[LoadReport]) -> Vec<Part> {
             "Throughput achieved against offered rate",
             ("offered, tx/s", "achieved, tx/s"),
             &[Series { name: "achieved", dash: "", points: pts(&|s| s.achieved_rate) }],
-            false,
-            true,
+            (false, true),
+            &[],
         ),
         "Transactions completed per second at each offered rate; the dotted diagonal is \
          “achieved = offered”. Below it the server (or the driver) could not keep up.",
@@ -280,8 +338,8 @@ pub fn sweep_parts(steps: &[LoadReport]) -> Vec<Part> {
                 Series { name: "p99", dash: "6 3", points: pts(&|s| ms(s.latency.p99_ns)) },
                 Series { name: "p99.9", dash: "2 3", points: pts(&|s| ms(s.latency.p999_ns)) },
             ],
-            true,
-            false,
+            (true, false),
+            &[],
         ),
         "Latency measured from each transaction's intended start (open loop): queueing behind a \
          slow server counts.",
@@ -303,15 +361,15 @@ pub fn sweep_parts(steps: &[LoadReport]) -> Vec<Part> {
                 },
                 Series { name: "driver", dash: "2 3", points: pts(&cost(|c| c.driver_us_per_tx)) },
             ],
-            true,
-            false,
+            (true, false),
+            &[],
         ),
         "CPU time per completed transaction: the server's process tree (exact per-process \
          clocks), all CPUs' busy time, and the load driver itself.",
     );
     let mut rows = String::from(
         "<table class=\"runs\"><tr><th>offered tx/s</th><th>achieved</th><th>p50 ms</th>\
-         <th>p99 ms</th><th>p99.9 ms</th><th>late</th><th>failed</th><th>server µs/tx</th>\
+         <th>p99 ms</th><th>p99.9 ms</th><th>late</th><th>failed</th><th>outage s</th><th>server µs/tx</th>\
          <th>machine µs/tx</th><th>driver µs/tx</th></tr>",
     );
     for s in steps {
@@ -322,7 +380,7 @@ pub fn sweep_parts(steps: &[LoadReport]) -> Vec<Part> {
             "<tr><td class=\"num\">{}</td><td class=\"num\">{:.1}</td><td class=\"num\">{:.3}</td>\
              <td class=\"num\">{:.3}</td><td class=\"num\">{:.3}</td><td class=\"num\">{}</td>\
              <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
-             <td class=\"num\">{}</td></tr>",
+             <td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
             s.offered_rate,
             s.achieved_rate,
             ms(s.latency.p50_ns),
@@ -330,6 +388,7 @@ pub fn sweep_parts(steps: &[LoadReport]) -> Vec<Part> {
             ms(s.latency.p999_ns),
             s.late,
             s.failed,
+            outage_cell(s),
             f(c.map(|c| c.server_us_per_tx)),
             f(c.map(|c| c.machine_us_per_tx)),
             f(c.map(|c| c.driver_us_per_tx)),
@@ -338,6 +397,12 @@ pub fn sweep_parts(steps: &[LoadReport]) -> Vec<Part> {
     rows.push_str("</table>");
     let mut caption =
         format!("{}; one fixed-rate step per offered rate.", esc(&describe(&steps[0])));
+    if steps.iter().any(|s| !s.outages.is_empty()) {
+        caption.push_str(
+            " Outage s: a step rode through a lost server, from the loss to the first \
+             transaction that completed after it (its failures are in “failed”).",
+        );
+    }
     if let Some(why) = steps.iter().find_map(|s| s.interrupted.as_deref()) {
         let _ = write!(caption, " INTERRUPTED: {} (the steps shown are those that ran).", esc(why));
     }
@@ -417,6 +482,7 @@ pub(crate) mod tests {
             }),
             cost_unavailable: None,
             interrupted: None,
+            outages: Vec::new(),
         }
     }
 
@@ -455,6 +521,7 @@ pub(crate) mod tests {
             late: 0,
             skipped: 0,
             errors: 0,
+            down: 0,
         };
         r.intervals = vec![line(1.0, 200), line(2.0, 0), line(3.0, 199)];
         let parts = run_parts(&r);
@@ -506,5 +573,62 @@ pub(crate) mod tests {
         let labels: Vec<String> = x.ticks(5).into_iter().filter_map(|t| t.label).collect();
         assert_eq!(labels, ["0", "100", "200", "300", "400"]);
         assert_eq!(svg::trim_zeros(&fmt3(0.25)), "0.25");
+    }
+
+    fn outage(start_s: f64, first_success_s: Option<f64>) -> crate::run::Outage {
+        crate::run::Outage {
+            start_s,
+            reconnected_s: first_success_s.map(|t| t - 0.1),
+            first_success_s,
+            connections: 1,
+            failed: 40,
+            causes: [("connection lost".to_string(), 1), ("connection refused".to_string(), 39)]
+                .into(),
+        }
+    }
+
+    #[test]
+    fn an_outage_is_shaded_captioned_printed_and_stored() {
+        let mut r = step(200.0, 180.0, 7, Some(55.5));
+        r.elapsed_s = 5.0;
+        let line = |end_s: f64, completed: u64, down: u32| crate::run::IntervalLine {
+            end_s,
+            completed,
+            rate: completed as f64,
+            latency: r.latency,
+            late: 0,
+            skipped: 0,
+            errors: 0,
+            down,
+        };
+        r.intervals = vec![line(1.0, 200, 0), line(2.0, 20, 1), line(3.0, 150, 0)];
+        r.outages = vec![outage(1.25, Some(2.5))];
+        let f = run_parts(&r).remove(0).figure.expect("drawn");
+        assert_eq!(f.svg.matches("<rect class=\"outage\"").count(), 1, "{}", f.svg);
+        assert!(f.svg.contains("data-from=\"1.25\" data-to=\"2.5\""), "{}", f.svg);
+        assert!(f.caption.contains("Outage (shaded) from 1.25 s to 2.50 s"), "{}", f.caption);
+        assert!(f.caption.contains("first success 1.25 s after the loss"), "{}", f.caption);
+        let text = crate::render::render_report(&r);
+        assert!(text.contains("outage  from 1.25 s"), "{text}");
+        assert!(text.contains("connection refused: 39"), "{text}");
+        assert!(
+            crate::render::interval_line(&r.intervals[1]).ends_with("OUTAGE: 1 connection(s) down")
+        );
+        assert!(!crate::render::interval_line(&r.intervals[0]).contains("OUTAGE"));
+        let metrics = measure::ToMetrics::to_metrics(&r);
+        let took = metrics.iter().find(|m| m.name == "load_outage_to_first_success");
+        assert_eq!(took.map(|m| m.samples.clone()), Some(vec![1.25]));
+        // An open outage runs to the end of the run on the chart and says so.
+        r.outages = vec![outage(4.0, None)];
+        let f = run_parts(&r).remove(0).figure.expect("drawn");
+        assert!(f.svg.contains("data-from=\"4\" data-to=\"5\""), "{}", f.svg);
+        assert!(f.caption.contains("no transaction completed after it"), "{}", f.caption);
+        // The sweep table has the window of a step that rode through one.
+        let mut quiet = step(100.0, 100.0, 2, None);
+        quiet.outages.clear();
+        r.outages = vec![outage(1.25, Some(2.5))];
+        let page = sweep_html(&[quiet, r], "sweep");
+        assert!(page.contains(">1.25 at 1.2</span>"), "{page}");
+        assert!(page.contains("Outage s: a step rode through"), "{page}");
     }
 }

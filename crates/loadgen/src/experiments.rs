@@ -11,6 +11,7 @@ use measure::database::ServerKind;
 use measure::{stop, Classified, Metric, ToMetrics};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::run::OnDisconnect;
 use crate::WorkloadKind;
 use crate::{render, Arrivals, IntervalLine, LoadReport, Plan, PrepareOptions, Protocol, Target};
 
@@ -100,6 +101,11 @@ pub struct RunArgs {
     /// connection.
     #[arg(long, value_parser = measure::args::parse_pid)]
     pub server_pid: Option<u32>,
+    /// When the server goes away mid-run: reconnect with bounded backoff and keep the schedule
+    /// (transactions due meanwhile fail, counted by cause; the outage is reported), or stop the
+    /// run there (what ran is kept, exit 1).
+    #[arg(long, value_name = "WHAT", default_value = "reconnect", value_parser = ["reconnect", "stop"])]
+    pub on_disconnect: String,
     /// Where --sweep-rate writes its chart.
     #[arg(long, value_name = "FILE", default_value = "load-sweep.html")]
     pub out: PathBuf,
@@ -208,6 +214,11 @@ fn plan(r: &RunArgs) -> Result<Plan, Classified> {
         retry: r.retry,
         seed: r.seed,
         server_pid: r.server_pid,
+        on_disconnect: if r.on_disconnect == "stop" {
+            OnDisconnect::Stop
+        } else {
+            OnDisconnect::Reconnect
+        },
     })
 }
 
@@ -325,10 +336,21 @@ impl Outcome for LoadOutcome {
     /// A run cut short by the server is a failure (exit 1) after its figures are printed and
     /// stored.
     fn failure(&self) -> Option<Classified> {
-        let why = self.runs().iter().find_map(|r| r.interrupted.as_deref())?;
-        why.starts_with("the server went away").then(|| {
-            Classified::runtime(format!("{why}; what ran was printed and stored as interrupted"))
-        })
+        if let Some(why) = self.runs().iter().find_map(|r| r.interrupted.as_deref()) {
+            return why.starts_with("the server went away").then(|| {
+                Classified::runtime(format!(
+                    "{why}; what ran was printed and stored as interrupted"
+                ))
+            });
+        }
+        // Rode through an outage the server never came back from.
+        let open =
+            self.runs().iter().flat_map(|r| &r.outages).find(|o| o.first_success_s.is_none())?;
+        Some(Classified::runtime(format!(
+            "the server went away at {:.2} s and did not come back before the end ({} \
+             transaction(s) failed); what ran was printed and stored",
+            open.start_s, open.failed
+        )))
     }
 
     fn from_stored(kind: &str, result: serde_json::Value) -> Result<Self, serde_json::Error> {

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use measure::{Metric, ToMetrics, Unit};
 
-use crate::run::{IntervalLine, LoadReport};
+use crate::run::{IntervalLine, LoadReport, Outage};
 use crate::stats::{ms, Percentiles};
 
 /// The header over the interval lines.
@@ -15,9 +15,9 @@ pub fn interval_header() -> String {
     )
 }
 
-/// One interval line.
+/// One interval line; connections lost at its end are named after it.
 pub fn interval_line(l: &IntervalLine) -> String {
-    format!(
+    let mut line = format!(
         "{:>8.1} {:>9.1} {:>9} {:>9} {:>9} {:>6} {:>6} {:>6}",
         l.end_s,
         l.rate,
@@ -27,6 +27,31 @@ pub fn interval_line(l: &IntervalLine) -> String {
         l.late,
         l.skipped,
         l.errors
+    );
+    if l.down > 0 {
+        let _ = write!(line, "  OUTAGE: {} connection(s) down", l.down);
+    }
+    line
+}
+
+/// What an outage's window and failures were, on one line (text and chart caption).
+pub fn outage_text(o: &Outage) -> String {
+    let causes: Vec<String> = o.causes.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+    let back = match (o.time_to_first_success_s(), o.first_success_s, o.reconnected_s) {
+        (Some(took), Some(at), Some(re)) => format!(
+            "to {at:.2} s: first success {took:.2} s after the loss (reconnected at {re:.2} s)"
+        ),
+        (Some(took), Some(at), None) => {
+            format!("to {at:.2} s: first success {took:.2} s after the loss")
+        }
+        _ => "to the end: no transaction completed after it".to_string(),
+    };
+    format!(
+        "from {:.2} s {back}; {} connection(s) lost, {} transaction(s) failed ({})",
+        o.start_s,
+        o.connections,
+        o.failed,
+        causes.join(", ")
     )
 }
 
@@ -77,7 +102,15 @@ pub fn render_report(r: &LoadReport) -> String {
     }
     if !r.errors.is_empty() {
         let list: Vec<String> = r.errors.iter().map(|(k, v)| format!("{k}: {v}")).collect();
-        let _ = writeln!(out, "errors by SQLSTATE  {} ({} retried)", list.join(", "), r.retries);
+        let _ = writeln!(
+            out,
+            "errors by SQLSTATE or connection  {} ({} retried)",
+            list.join(", "),
+            r.retries
+        );
+    }
+    for o in &r.outages {
+        let _ = writeln!(out, "outage  {}", outage_text(o));
     }
     let _ = writeln!(
         out,
@@ -174,8 +207,18 @@ impl ToMetrics for LoadReport {
                 out.push(one(name, Unit::Nanoseconds, v as f64).label("pctl", pctl));
             }
         }
-        for (state, n) in &self.errors {
-            out.push(one("load_errors", Unit::Count, *n as f64).label("sqlstate", state));
+        for (cause, n) in &self.errors {
+            // A SQLSTATE is five characters; the rest are connection causes.
+            let key = if cause.len() == 5 && !cause.contains(' ') { "sqlstate" } else { "cause" };
+            out.push(one("load_errors", Unit::Count, *n as f64).label(key, cause));
+        }
+        if !self.outages.is_empty() {
+            out.push(one("load_outages", Unit::Count, self.outages.len() as f64));
+            let took: Vec<f64> =
+                self.outages.iter().filter_map(Outage::time_to_first_success_s).collect();
+            if !took.is_empty() {
+                out.push(label(Metric::new("load_outage_to_first_success", Unit::Seconds, took)));
+            }
         }
         if let Some(c) = &self.cost {
             // ns per transaction: the metric units have no µs.

@@ -60,6 +60,104 @@ pub struct Plan {
     pub seed: u64,
     /// The server's main process, when it cannot be found through the connection.
     pub server_pid: Option<u32>,
+    /// What a connection does when the server goes away.
+    pub on_disconnect: OnDisconnect,
+}
+
+/// What a connection does when the server goes away mid-run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnDisconnect {
+    /// Reconnect with bounded backoff and keep the schedule: transactions due while there is
+    /// no connection fail, counted by cause (failover testing).
+    #[default]
+    Reconnect,
+    /// End the run there, keeping what was measured (the first lost connection stops all).
+    Stop,
+}
+
+/// First wait between reconnection attempts; doubled after each failure up to
+/// [`RECONNECT_MAX`].
+const RECONNECT_FIRST: Duration = Duration::from_millis(10);
+const RECONNECT_MAX: Duration = Duration::from_secs(1);
+
+/// Why a transaction failed while its connection was lost.
+pub const CONNECTION_LOST: &str = "connection lost";
+pub const CONNECTION_REFUSED: &str = "connection refused";
+
+/// A window in which connections were lost: from the first failure to the first transaction
+/// that completed after it (merged across connections when they overlap).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Outage {
+    /// When the first connection was found lost, s after the first intended start.
+    pub start_s: f64,
+    /// When the last connection lost in the window was open again (`None`: not before the end).
+    pub reconnected_s: Option<f64>,
+    /// When the last of them completed a transaction again (`None`: not before the end).
+    pub first_success_s: Option<f64>,
+    /// Connections lost in the window.
+    pub connections: u32,
+    /// Transactions that failed in the window (the one that found the connection lost, and every
+    /// one due while there was none).
+    pub failed: u64,
+    /// Those failures by cause: `connection lost`, `connection refused`, or the SQLSTATE the
+    /// server answered a connection attempt with (`57P03`: starting up).
+    pub causes: BTreeMap<String, u64>,
+}
+
+impl Outage {
+    /// From the loss to the first success after it, s.
+    pub fn time_to_first_success_s(&self) -> Option<f64> {
+        self.first_success_s.map(|t| t - self.start_s)
+    }
+}
+
+/// Merges each connection's outages into windows: overlapping ones (one connection lost while
+/// another still was) become one; an open one runs to `end_s`.
+pub fn merge_outages(mut each: Vec<Outage>, end_s: f64) -> Vec<Outage> {
+    each.sort_by(|a, b| a.start_s.total_cmp(&b.start_s));
+    let until = |o: &Outage| o.first_success_s.unwrap_or(end_s);
+    let mut out: Vec<Outage> = Vec::new();
+    for o in each {
+        match out.last_mut() {
+            Some(last) if o.start_s <= until(last) => {
+                last.first_success_s = match (last.first_success_s, o.first_success_s) {
+                    (Some(a), Some(b)) => Some(a.max(b)),
+                    _ => None,
+                };
+                last.reconnected_s = match (last.reconnected_s, o.reconnected_s) {
+                    (Some(a), Some(b)) => Some(a.max(b)),
+                    _ => None,
+                };
+                last.connections += o.connections;
+                last.failed += o.failed;
+                for (k, v) in o.causes {
+                    *last.causes.entry(k).or_insert(0) += v;
+                }
+            }
+            _ => out.push(o),
+        }
+    }
+    out
+}
+
+/// The cause of a failed connection attempt, from its message: the SQLSTATE the server
+/// answered with, or what the socket said.
+pub fn connect_cause(message: &str) -> String {
+    if let Some(at) = message.find("SQLSTATE ") {
+        let code: String =
+            message[at + 9..].chars().take_while(char::is_ascii_alphanumeric).collect();
+        if code.len() == 5 {
+            return code;
+        }
+    }
+    let m = message.to_ascii_lowercase();
+    if m.contains("refused") || m.contains("no such file") {
+        CONNECTION_REFUSED.to_string()
+    } else if m.contains("timed out") || m.contains("timeout") {
+        "connect timeout".to_string()
+    } else {
+        "connect failed".to_string()
+    }
 }
 
 impl Default for Plan {
@@ -78,6 +176,7 @@ impl Default for Plan {
             retry: 0,
             seed: 1,
             server_pid: None,
+            on_disconnect: OnDisconnect::Reconnect,
         }
     }
 }
@@ -94,6 +193,9 @@ pub struct IntervalLine {
     pub late: u64,
     pub skipped: u64,
     pub errors: u64,
+    /// Connections without a working connection at the end of the interval.
+    #[serde(default)]
+    pub down: u32,
 }
 
 /// A whole run.
@@ -139,6 +241,9 @@ pub struct LoadReport {
     pub cost_unavailable: Option<String>,
     /// Why the run ended early (Ctrl-C, the server went away); what was measured is kept.
     pub interrupted: Option<String>,
+    /// Windows in which the server was away and the run rode through (reconnecting).
+    #[serde(default)]
+    pub outages: Vec<Outage>,
 }
 
 /// What a worker shares with the main thread.
@@ -158,6 +263,9 @@ struct Shared {
     errors: BTreeMap<String, u64>,
     last_done_ns: u64,
     gone: Option<String>,
+    outages: Vec<Outage>,
+    /// This connection is lost right now.
+    down: bool,
 }
 
 impl Shared {
@@ -177,6 +285,8 @@ impl Shared {
             errors: BTreeMap::new(),
             last_done_ns: 0,
             gone: None,
+            outages: Vec::new(),
+            down: false,
         })
     }
 }
@@ -283,7 +393,9 @@ fn run_tx(
 }
 
 struct Worker {
-    prepared: Prepared,
+    /// `None` while the connection is lost and not open again.
+    prepared: Option<Prepared>,
+    target: Target,
     templates: Arc<Vec<TxTemplate>>,
     schedule: Schedule,
     limit: Option<u64>,
@@ -295,6 +407,12 @@ struct Worker {
     stop: Arc<AtomicBool>,
     user_stop: &'static AtomicBool,
     done: Arc<AtomicUsize>,
+    /// The outage this connection is in, and when to try to reconnect next.
+    outage: Option<Outage>,
+    next_attempt: Instant,
+    backoff: Duration,
+    /// Why the last reconnection attempt failed (what transactions due now fail with).
+    cause: String,
 }
 
 fn lock(m: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
@@ -302,6 +420,80 @@ fn lock(m: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
 }
 
 impl Worker {
+    fn secs(&self, at: Instant) -> f64 {
+        at.saturating_duration_since(self.t0).as_secs_f64()
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed) || self.user_stop.load(Ordering::Relaxed)
+    }
+
+    /// The connection is gone: with `--on-disconnect stop` the run ends (false); otherwise the
+    /// outage starts and the transaction that found it fails.
+    fn lost(&mut self, message: String) -> bool {
+        self.prepared = None;
+        if self.plan.on_disconnect == OnDisconnect::Stop {
+            lock(&self.shared).gone = Some(message);
+            self.stop.store(true, Ordering::Relaxed);
+            return false;
+        }
+        let now = Instant::now();
+        self.outage = Some(Outage {
+            start_s: self.secs(now),
+            reconnected_s: None,
+            first_success_s: None,
+            connections: 1,
+            failed: 0,
+            causes: BTreeMap::new(),
+        });
+        self.cause = CONNECTION_LOST.to_string();
+        self.fail_in_outage();
+        self.cause.clear();
+        (self.next_attempt, self.backoff) = (now, RECONNECT_FIRST);
+        lock(&self.shared).down = true;
+        true
+    }
+
+    /// A transaction that could not run for want of a connection: failed, by cause.
+    fn fail_in_outage(&mut self) {
+        let cause = if self.cause.is_empty() { CONNECTION_LOST } else { self.cause.as_str() };
+        if let Some(o) = &mut self.outage {
+            o.failed += 1;
+            *o.causes.entry(cause.to_string()).or_insert(0) += 1;
+        }
+        let mut s = lock(&self.shared);
+        s.failed += 1;
+        *s.errors.entry(cause.to_string()).or_insert(0) += 1;
+        s.interval_counts[3] += 1;
+    }
+
+    /// One reconnection attempt if its time has come (bounded exponential backoff).
+    fn try_reconnect(&mut self) {
+        if self.prepared.is_some() || Instant::now() < self.next_attempt {
+            return;
+        }
+        let attempt = self
+            .target
+            .connect()
+            .and_then(|c| prepare_conn(&self.target, c, &self.templates, self.plan.protocol));
+        let now = Instant::now();
+        match attempt {
+            Ok(p) => {
+                self.prepared = Some(p);
+                let at = self.secs(now);
+                if let Some(o) = &mut self.outage {
+                    o.reconnected_s = Some(at);
+                }
+                lock(&self.shared).down = false;
+            }
+            Err(e) => {
+                self.cause = connect_cause(&e.to_string());
+                self.next_attempt = now + self.backoff;
+                self.backoff = (self.backoff * 2).min(RECONNECT_MAX);
+            }
+        }
+    }
+
     fn run(mut self) {
         let mut refs = Vec::new();
         let mut n = 0u64;
@@ -317,17 +509,22 @@ impl Worker {
             }
             n += 1;
             let due = self.t0 + Duration::from_nanos(due_ns);
-            // Sleep to the intended start in slices, so a stop is seen quickly.
+            // Sleep to the intended start in slices, so a stop is seen quickly; reconnect
+            // meanwhile when the connection is lost.
             loop {
-                if self.stop.load(Ordering::Relaxed) || self.user_stop.load(Ordering::Relaxed) {
-                    self.finish();
-                    return;
+                if self.stopped() {
+                    return self.finish();
                 }
+                self.try_reconnect();
                 let now = Instant::now();
                 if now >= due {
                     break;
                 }
-                std::thread::sleep((due - now).min(Duration::from_millis(50)));
+                let mut nap = (due - now).min(Duration::from_millis(50));
+                if self.prepared.is_none() {
+                    nap = nap.min(self.next_attempt.saturating_duration_since(now));
+                }
+                std::thread::sleep(nap);
             }
             let start = Instant::now();
             // The run's time is over: transactions due before the end that could not start
@@ -350,16 +547,22 @@ impl Worker {
                 s.interval_counts[2] += 1;
                 continue;
             }
+            if self.prepared.is_none() {
+                // Due while the connection is lost: failed, never dropped.
+                self.fail_in_outage();
+                continue;
+            }
             let index = if self.templates.len() > 1 {
                 self.rng.range(0, self.templates.len() as i64 - 1) as usize
             } else {
                 0
             };
             let Some(t) = self.templates.get(index) else { break };
+            let Some(prepared) = self.prepared.as_mut() else { continue };
             let mut attempt = 0u32;
             let outcome = loop {
                 let values = t.values(&mut self.rng);
-                match run_tx(&mut self.prepared, index, t, &values, &mut refs) {
+                match run_tx(prepared, index, t, &values, &mut refs) {
                     Ok(()) => break Ok(()),
                     Err(DbError::Sql { sqlstate, message }) => {
                         let retry = sqlstate.starts_with("40") && attempt < self.plan.retry;
@@ -377,11 +580,16 @@ impl Worker {
                 }
             };
             let end = Instant::now();
-            let mut s = lock(&self.shared);
             match outcome {
                 Ok(()) => {
+                    let back = self.outage.take().map(|mut o| {
+                        o.first_success_s = Some(self.secs(end));
+                        o
+                    });
                     let latency = (end - due).as_nanos() as u64;
                     let service = (end - start).as_nanos() as u64;
+                    let mut s = lock(&self.shared);
+                    s.outages.extend(back);
                     s.interval.record(latency, service, lag_ns);
                     s.total.record(latency, service, lag_ns);
                     s.log2.add(latency / 1000);
@@ -393,20 +601,22 @@ impl Worker {
                     }
                     s.last_done_ns = s.last_done_ns.max((end - self.t0).as_nanos() as u64);
                 }
-                Err(DbError::Sql { .. }) => s.failed += 1,
+                Err(DbError::Sql { .. }) => lock(&self.shared).failed += 1,
                 Err(DbError::Gone(m)) => {
-                    s.gone = Some(m);
-                    self.stop.store(true, Ordering::Relaxed);
-                    drop(s);
-                    self.finish();
-                    return;
+                    if !self.lost(m) {
+                        return self.finish();
+                    }
                 }
             }
         }
         self.finish();
     }
 
-    fn finish(&self) {
+    /// Ends the worker: an outage still open is kept as one with no success after it.
+    fn finish(mut self) {
+        if let Some(o) = self.outage.take() {
+            lock(&self.shared).outages.push(o);
+        }
         self.done.fetch_add(1, Ordering::SeqCst);
     }
 }
@@ -465,7 +675,8 @@ pub fn run(
         let shared = Arc::new(Mutex::new(Shared::new()?));
         shares.push(Arc::clone(&shared));
         let worker = Worker {
-            prepared: p,
+            prepared: Some(p),
+            target: target.clone(),
             templates: Arc::clone(&templates),
             schedule: Schedule::new(plan.rate, connections, index, plan.arrivals, plan.seed),
             limit: plan.transactions.map(|n| share(n, connections, index)),
@@ -479,6 +690,10 @@ pub fn run(
             stop: Arc::clone(&stop),
             user_stop,
             done: Arc::clone(&done),
+            outage: None,
+            next_attempt: t0,
+            backoff: RECONNECT_FIRST,
+            cause: String::new(),
         };
         let h = std::thread::Builder::new()
             .name(format!("load-{i}"))
@@ -500,8 +715,10 @@ pub fn run(
             let end = if all_done { now } else { next };
             agg.reset();
             let mut counts = [0u64; 4];
+            let mut down = 0;
             for s in &shares {
                 let mut s = lock(s);
+                down += u32::from(s.down);
                 agg.add(&s.interval);
                 s.interval.reset();
                 for (c, v) in counts.iter_mut().zip(s.interval_counts) {
@@ -519,6 +736,7 @@ pub fn run(
                     late: counts[1],
                     skipped: counts[2],
                     errors: counts[3],
+                    down,
                 };
                 on_interval(&line);
                 intervals.push(line);
@@ -546,8 +764,10 @@ pub fn run(
     let mut unstarted = 0;
     let mut last_done_ns = 0;
     let mut gone = None;
+    let mut outages = Vec::new();
     for s in &shares {
-        let s = lock(s);
+        let mut s = lock(s);
+        outages.append(&mut s.outages);
         total.add(&s.total);
         log2.merge(&s.log2);
         scheduled += s.scheduled;
@@ -576,12 +796,22 @@ pub fn run(
         let last = last_done_ns as f64 / 1e9;
         plan.duration.map_or(last, |d| d.as_secs_f64().max(last))
     };
-    let (cost, cost_unavailable) = match probe {
-        Some(p) => match p.finish(completed) {
+    let outages = merge_outages(outages, elapsed_s);
+    // A server restarted in the run is another process tree: the probe's root is gone.
+    let restarted = server_pid
+        .filter(|&pid| !outages.is_empty() && crate::driver::proc_comm_ppid(pid).is_none());
+    let (cost, cost_unavailable) = match (probe, restarted) {
+        (Some(_), Some(pid)) => (
+            None,
+            Some(format!(
+                "the server restarted during the run (PID {pid} is gone): its CPU cannot be added up"
+            )),
+        ),
+        (Some(p), None) => match p.finish(completed) {
             Ok(c) => (Some(c), cost_unavailable),
             Err(e) => (None, Some(e.to_string())),
         },
-        None => (None, cost_unavailable),
+        (None, _) => (None, cost_unavailable),
     };
     Ok(LoadReport {
         server: target.kind,
@@ -611,5 +841,62 @@ pub fn run(
         cost,
         cost_unavailable,
         interrupted,
+        outages,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn o(start_s: f64, first: Option<f64>, failed: u64) -> Outage {
+        Outage {
+            start_s,
+            reconnected_s: first.map(|t| t - 0.05),
+            first_success_s: first,
+            connections: 1,
+            failed,
+            causes: [(CONNECTION_REFUSED.to_string(), failed)].into(),
+        }
+    }
+
+    #[test]
+    fn overlapping_connection_outages_merge_into_one_window() {
+        let merged = merge_outages(
+            vec![o(5.0, Some(6.0), 3), o(1.0, Some(2.0), 10), o(1.5, Some(2.5), 12)],
+            10.0,
+        );
+        assert_eq!(merged.len(), 2, "{merged:?}");
+        let first = &merged[0];
+        assert_eq!((first.start_s, first.first_success_s), (1.0, Some(2.5)));
+        assert_eq!((first.connections, first.failed), (2, 22));
+        assert_eq!(first.causes[CONNECTION_REFUSED], 22);
+        assert_eq!(first.reconnected_s, Some(2.45));
+        assert_eq!(first.time_to_first_success_s(), Some(1.5));
+        assert_eq!(merged[1].start_s, 5.0);
+        // One connection never back: the window is open to the end and swallows later losses.
+        let open = merge_outages(vec![o(1.0, None, 4), o(7.0, Some(8.0), 1)], 10.0);
+        assert_eq!(open.len(), 1, "{open:?}");
+        assert_eq!((open[0].first_success_s, open[0].reconnected_s), (None, None));
+        assert_eq!(open[0].time_to_first_success_s(), None);
+        assert!(merge_outages(Vec::new(), 1.0).is_empty());
+    }
+
+    #[test]
+    fn connection_failures_are_named_by_cause() {
+        let pg_starting = "error connecting to PostgreSQL at /tmp port 5: the database system is \
+                           starting up (SQLSTATE 57P03)";
+        assert_eq!(connect_cause(pg_starting), "57P03");
+        assert_eq!(
+            connect_cause("error connecting to server: Connection refused (os error 111)"),
+            CONNECTION_REFUSED
+        );
+        assert_eq!(
+            connect_cause("error connecting: No such file or directory (os error 2)"),
+            CONNECTION_REFUSED
+        );
+        assert_eq!(connect_cause("connect timed out"), "connect timeout");
+        assert_eq!(connect_cause("(SQLSTATE 5)"), "connect failed", "a SQLSTATE is 5 characters");
+        assert_eq!(connect_cause("MySqlError { ERROR 1040 (HY000): Too many connections } (error 1040, SQLSTATE HY000)"), "HY000");
+    }
 }

@@ -179,3 +179,108 @@ fn prepared_and_simple_work_on_both_servers() {
     let e = run(&bad, &plan(10.0, 0.1), &NEVER, &mut |_| {}).expect_err("refused").to_string();
     assert!(e.contains("Access denied") && e.contains("cannot connect"), "{e}");
 }
+
+/// Runs `plan` on another thread while `restart` takes the server down and up again; the
+/// interval lines are kept.
+fn ride_through(
+    target: &Target,
+    plan: &Plan,
+    restart: impl FnOnce(),
+) -> (loadgen::LoadReport, Vec<loadgen::IntervalLine>) {
+    std::thread::scope(|scope| {
+        let runner = scope.spawn(|| {
+            let mut lines = Vec::new();
+            let r = run(target, plan, &NEVER, &mut |l| lines.push(l.clone())).expect("run");
+            (r, lines)
+        });
+        restart();
+        runner.join().expect("runner")
+    })
+}
+
+/// What a run that rode through one restart must show: nothing dropped, one window with its
+/// failures by cause, the lines marking it, and success after it.
+fn assert_rode_through(
+    what: &str,
+    r: &loadgen::LoadReport,
+    lines: &[loadgen::IntervalLine],
+    due: u64,
+) {
+    let text = loadgen::render::render_report(r);
+    assert!(r.interrupted.is_none(), "{what}: {text}");
+    // Every transaction whose time came is accounted for: completed, failed or skipped; the
+    // rest were due before the end but could not start.
+    assert_eq!(r.scheduled, r.completed + r.failed + r.skipped, "{what}: {text}");
+    assert_eq!(r.scheduled + r.unstarted, due, "{what}: {text}");
+    assert_eq!(r.outages.len(), 1, "{what}: {text}");
+    let o = &r.outages[0];
+    let back = o.first_success_s.unwrap_or_else(|| panic!("{what}: never back: {text}"));
+    assert!(o.reconnected_s.is_some_and(|t| t > o.start_s && t <= back), "{what}: {o:?}");
+    // The server was down for 1 s: transactions due then failed, by cause.
+    assert!(back - o.start_s >= 0.9, "{what}: {o:?}");
+    assert!(o.failed > 0 && o.failed <= r.failed, "{what}: {o:?}");
+    assert_eq!(o.causes.values().sum::<u64>(), o.failed, "{what}: {o:?}");
+    assert!(o.causes.contains_key("connection lost"), "{what}: {o:?}");
+    assert!(o.causes.len() >= 2, "{what}: failed while down, not only at the loss: {o:?}");
+    for (cause, n) in &o.causes {
+        assert!(r.errors.get(cause).is_some_and(|&m| m >= *n), "{what}: {cause} {:?}", r.errors);
+    }
+    assert!(lines.iter().any(|l| l.down > 0), "{what}: no interval line shows the outage");
+    // Transactions completed after it, at the offered rate again by the last interval.
+    let last = lines.iter().rev().find(|l| l.end_s <= r.elapsed_s - 0.5).expect("lines");
+    assert!(last.down == 0 && last.completed > 0, "{what}: {last:?}");
+    assert!(text.contains("outage  from"), "{what}: {text}");
+    assert!(
+        r.cost_unavailable.as_deref().is_some_and(|w| w.contains("restarted")),
+        "{what}: the old server's CPU is not the run's: {:?}",
+        r.cost_unavailable
+    );
+    println!("{what}:\n{text}");
+}
+
+#[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+fn postgres_restarted_mid_run_is_ridden_through_immediate_and_fast() {
+    for (signal, shutdown) in [(libc::SIGQUIT, "immediate"), (libc::SIGINT, "fast")] {
+        let mut pg = Postgres::start(&PgOptions::default()).expect("PostgreSQL starts");
+        let target = pg_target(&pg);
+        prepared(&target, 1, 1000);
+        let p = Plan { connections: 2, ..plan(100.0, 6.0) };
+        let (r, lines) = ride_through(&target, &p, || {
+            std::thread::sleep(Duration::from_secs(2));
+            pg.restart(signal, Duration::from_secs(1)).expect("PostgreSQL restarts");
+        });
+        assert_rode_through(&format!("PostgreSQL, {shutdown} shutdown"), &r, &lines, 600);
+        assert!(r.completed >= 300, "{shutdown}: {}", r.completed);
+    }
+}
+
+#[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+fn mariadb_restarted_mid_run_is_ridden_through() {
+    let mut maria = MariaDb::start(&MariaDbOptions::default()).expect("MariaDB starts");
+    let target = maria_target(&maria);
+    prepared(&target, 1, 1000);
+    let p = Plan { connections: 2, ..plan(100.0, 7.0) };
+    let (r, lines) = ride_through(&target, &p, || {
+        std::thread::sleep(Duration::from_secs(2));
+        maria.restart(libc::SIGTERM, Duration::from_secs(1)).expect("MariaDB restarts");
+    });
+    assert_rode_through("MariaDB, clean shutdown", &r, &lines, 700);
+}
+
+#[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+fn on_disconnect_stop_ends_the_run_at_the_first_lost_connection() {
+    let mut pg = Postgres::start(&PgOptions::default()).expect("PostgreSQL starts");
+    let target = pg_target(&pg);
+    prepared(&target, 1, 1000);
+    let p = Plan { on_disconnect: loadgen::run::OnDisconnect::Stop, ..plan(100.0, 5.0) };
+    let (r, _) = ride_through(&target, &p, || {
+        std::thread::sleep(Duration::from_secs(1));
+        pg.restart(libc::SIGQUIT, Duration::from_millis(200)).expect("PostgreSQL restarts");
+    });
+    assert!(r.interrupted.as_deref().is_some_and(|w| w.contains("went away")), "{r:?}");
+    assert!(r.outages.is_empty(), "{:?}", r.outages);
+    assert!(r.elapsed_s < 3.0, "stopped at the loss, not at the end: {}", r.elapsed_s);
+}

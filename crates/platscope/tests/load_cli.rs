@@ -67,7 +67,7 @@ fn an_unreachable_socket_is_one_line_and_exit_1() {
 #[test]
 #[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn prepare_sweep_and_a_server_killed_mid_run() {
-    let pg = Postgres::start(&PgOptions::default()).expect("PostgreSQL starts");
+    let mut pg = Postgres::start(&PgOptions::default()).expect("PostgreSQL starts");
     let dir = tempfile::tempdir().expect("temp dir");
     let db = dir.path().join("results.db").display().to_string();
     let url = pg.conninfo();
@@ -118,29 +118,46 @@ fn prepare_sweep_and_a_server_killed_mid_run() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("nobody_here"), "{}", text(&out.stderr));
 
-    // The server goes away mid-run: what ran is printed and stored as interrupted, exit 1.
-    let child = Command::new(env!("CARGO_BIN_EXE_platscope"))
-        .args([
-            "--db",
-            &db,
-            "load",
-            "--server",
-            "postgres",
-            "--url",
-            &url,
-            "--rate",
-            "100",
-            "--duration",
-            "6",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("runs");
+    // The server restarts mid-run: the run rides through (reconnecting), reports the outage and
+    // exits 0; stored with its window.
+    let spawn = |seconds: &str, extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_platscope"))
+            .args(["--db", &db, "load", "--server", "postgres", "--url", &url, "--rate", "100"])
+            .args(["--duration", seconds])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("runs")
+    };
+    let child = spawn("6", &[]);
     std::thread::sleep(Duration::from_millis(2000));
-    // SAFETY: kill has no memory preconditions; the PID is the test's postmaster (SIGQUIT:
-    // immediate shutdown, backends end at once).
-    unsafe { libc::kill(pg.pid() as i32, libc::SIGQUIT) };
+    pg.restart(libc::SIGINT, Duration::from_millis(500)).expect("PostgreSQL restarts");
+    let out = child.wait_with_output().expect("ends");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("OUTAGE: ") && stdout.contains("outage  from"), "{stdout}");
+    assert!(!stdout.contains("INTERRUPTED"), "{stdout}");
+    let list = platscope(&["--json", "results", "list", "--db", &db]);
+    let runs: serde_json::Value = serde_json::from_slice(&list.stdout).expect("json");
+    let newest = runs
+        .as_array()
+        .and_then(|r| r.iter().filter_map(|r| r["id"].as_i64()).max())
+        .expect("a stored run")
+        .to_string();
+    let shown = platscope(&["--json", "results", "show", &newest, "--db", &db]);
+    let shown = text(&shown.stdout).replace([' ', '\n'], "");
+    let stored = shown.split("\"outages\":[{").nth(1).unwrap_or_else(|| panic!("{shown}"));
+    assert!(
+        stored.split(']').next().is_some_and(|o| o.contains("\"first_success_s\":")),
+        "{stored}"
+    );
+
+    // --on-disconnect stop: what ran is printed and stored as interrupted, exit 1.
+    let child = spawn("6", &["--on-disconnect", "stop"]);
+    std::thread::sleep(Duration::from_millis(2000));
+    // SIGQUIT: immediate shutdown, backends end at once.
+    pg.restart(libc::SIGQUIT, Duration::from_millis(200)).expect("PostgreSQL restarts");
     let out = child.wait_with_output().expect("ends");
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
@@ -150,6 +167,19 @@ fn prepare_sweep_and_a_server_killed_mid_run() {
     assert!(stdout.contains("INTERRUPTED"), "{stdout}");
     let list = platscope(&["--json", "results", "list", "--db", &db]);
     let listed = text(&list.stdout);
-    assert!(listed.matches("\"load").count() >= 2, "{listed}");
+    assert!(listed.matches("\"load").count() >= 3, "{listed}");
     assert!(listed.replace([' ', '\n'], "").contains("\"interrupted\":true"), "{listed}");
+
+    // The server goes away for good: the run keeps its schedule to the end, every transaction
+    // after the loss failed, exit 1 naming it.
+    let child = spawn("4", &[]);
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: kill has no memory preconditions; the PID is the test's postmaster.
+    unsafe { libc::kill(pg.pid() as i32, libc::SIGQUIT) };
+    let out = child.wait_with_output().expect("ends");
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("did not come back before the end"), "{err}");
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("no transaction completed after it"), "{stdout}");
 }

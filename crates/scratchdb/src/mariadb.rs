@@ -74,10 +74,68 @@ impl MariaDbOptions {
 pub struct MariaDb {
     // Dropped in declaration order: the server before its directory.
     process: ServerProcess,
-    dir: TempDir,
-    data_dir: PathBuf,
+    launch: Launch,
+}
+
+/// What starting `mariadbd` takes, kept for a restart; owns the server's directory.
+#[derive(Debug)]
+struct Launch {
     server: PathBuf,
+    data_dir: PathBuf,
+    dir: TempDir,
     port: Option<u16>,
+    options: MariaDbOptions,
+}
+
+impl Launch {
+    /// Starts the server and waits until it accepts connections on its socket.
+    fn launch(&self) -> Result<ServerProcess> {
+        let (dir, options) = (&self.dir, &self.options);
+        let log = dir.path().join("server.log");
+        let socket = dir.path().join("s");
+        let mut cmd = Command::new(&self.server);
+        cmd.arg("--no-defaults")
+            .arg(format!("--datadir={}", self.data_dir.display()))
+            .arg(format!("--socket={}", socket.display()))
+            .arg(format!("--pid-file={}", dir.path().join("mariadbd.pid").display()))
+            .arg(format!("--log-error={}", log.display()))
+            .args(["--user=root", "--innodb-buffer-pool-size=128M", "--skip-log-bin"]);
+        match self.port {
+            Some(port) => {
+                cmd.arg("--bind-address=127.0.0.1").arg(format!("--port={port}"));
+            }
+            None => {
+                cmd.arg("--skip-networking");
+            }
+        }
+        if let Some(bytes) = options.query_cache_bytes {
+            cmd.arg("--query-cache-type=1").arg(format!("--query-cache-size={bytes}"));
+        }
+        cmd.args(&options.options).envs(options.env.iter().map(|(k, v)| (k, v)));
+        let child = cmd
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(io_err(format!("starting {}", self.server.display())))?;
+        let mut process = ServerProcess::new(child, libc::SIGTERM, options.stop_timeout);
+        // The log is appended to across restarts: readiness is a new line after the start.
+        let seen =
+            std::fs::read_to_string(&log).map_or(0, |l| l.matches("ready for connections").count());
+        let ready = wait_ready("MariaDB", &mut process, &log, options.ready_timeout, || {
+            std::fs::read_to_string(&log)
+                .is_ok_and(|l| l.matches("ready for connections").count() > seen)
+                && crate::process::socket_accepts(&socket)
+        });
+        match ready {
+            Ok(()) => Ok(process),
+            Err(e) => {
+                process.stop();
+                Err(e)
+            }
+        }
+    }
 }
 
 impl MariaDb {
@@ -104,41 +162,10 @@ impl MariaDb {
             .current_dir(dir.path());
         run_setup(init, &dir.path().join("install.log"))?;
 
-        let log = dir.path().join("server.log");
-        let socket = dir.path().join("s");
         let port = if options.tcp { Some(free_port()?) } else { None };
-        let mut cmd = Command::new(&server);
-        cmd.arg("--no-defaults")
-            .arg(format!("--datadir={}", data_dir.display()))
-            .arg(format!("--socket={}", socket.display()))
-            .arg(format!("--pid-file={}", dir.path().join("mariadbd.pid").display()))
-            .arg(format!("--log-error={}", log.display()))
-            .args(["--user=root", "--innodb-buffer-pool-size=128M", "--skip-log-bin"]);
-        match port {
-            Some(port) => {
-                cmd.arg("--bind-address=127.0.0.1").arg(format!("--port={port}"));
-            }
-            None => {
-                cmd.arg("--skip-networking");
-            }
-        }
-        if let Some(bytes) = options.query_cache_bytes {
-            cmd.arg("--query-cache-type=1").arg(format!("--query-cache-size={bytes}"));
-        }
-        cmd.args(&options.options).envs(options.env.iter().map(|(k, v)| (k, v)));
-        let child = cmd
-            .current_dir(dir.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(io_err(format!("starting {}", server.display())))?;
-        let mut process = ServerProcess::new(child, libc::SIGTERM, options.stop_timeout);
-        wait_ready("MariaDB", &mut process, &log, options.ready_timeout, || {
-            std::fs::read_to_string(&log).is_ok_and(|l| l.contains("ready for connections"))
-                && crate::process::socket_accepts(&socket)
-        })?;
-        Ok(MariaDb { process, dir, data_dir, server, port })
+        let launch = Launch { server, data_dir, dir, port, options: options.clone() };
+        let process = launch.launch()?;
+        Ok(MariaDb { process, launch })
     }
 
     /// The server's PID.
@@ -148,27 +175,27 @@ impl MariaDb {
 
     /// The Unix socket.
     pub fn socket(&self) -> PathBuf {
-        self.dir.path().join("s")
+        self.launch.dir.path().join("s")
     }
 
     /// The TCP port on 127.0.0.1, if [`MariaDbOptions::tcp`] was set.
     pub fn port(&self) -> Option<u16> {
-        self.port
+        self.launch.port
     }
 
     /// The data directory.
     pub fn data_dir(&self) -> &Path {
-        &self.data_dir
+        &self.launch.data_dir
     }
 
     /// The server binary.
     pub fn binary(&self) -> &Path {
-        &self.server
+        &self.launch.server
     }
 
     /// The server's error log.
     pub fn log_file(&self) -> PathBuf {
-        self.dir.path().join("server.log")
+        self.launch.dir.path().join("server.log")
     }
 
     /// A `mariadb` client command connected to this server as root, batch mode, no headers.
@@ -202,6 +229,16 @@ impl MariaDb {
     /// True while the server runs.
     pub fn is_running(&mut self) -> bool {
         self.process.exited().is_none()
+    }
+
+    /// Stops the server with `signal` (`SIGTERM` a clean shutdown, `SIGKILL` a crash), leaves it
+    /// down for `down`, and starts it again on the same socket, port and data directory.
+    /// Returns when it accepts connections again.
+    pub fn restart(&mut self, signal: libc::c_int, down: Duration) -> Result<()> {
+        self.process.stop_with(signal);
+        std::thread::sleep(down);
+        self.process = self.launch.launch()?;
+        Ok(())
     }
 
     /// Stops the server now (SIGTERM, then SIGKILL) and removes its files. Returns whether

@@ -65,10 +65,56 @@ impl PgOptions {
 pub struct Postgres {
     // Dropped in declaration order: the server before its directory.
     process: ServerProcess,
-    dir: TempDir,
-    data_dir: PathBuf,
+    server: Launch,
     bin_dir: PathBuf,
     port: u16,
+}
+
+/// What starting the postmaster takes, kept for a restart; owns the cluster's directory.
+#[derive(Debug)]
+struct Launch {
+    postgres: PathBuf,
+    data_dir: PathBuf,
+    dir: TempDir,
+    uid: u32,
+    gid: u32,
+    options: PgOptions,
+}
+
+impl Launch {
+    /// Starts the postmaster on `port` and waits until it accepts connections (the log is
+    /// appended to on a restart).
+    fn launch(&self, port: u16, append: bool) -> Result<ServerProcess> {
+        let log = self.dir.path().join("server.log");
+        let mut cmd = Command::new(&self.postgres);
+        cmd.arg("-D")
+            .arg(&self.data_dir)
+            .arg("-p")
+            .arg(port.to_string())
+            .arg("-k")
+            .arg(self.dir.path())
+            .args(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"]);
+        for (name, value) in &self.options.settings {
+            cmd.arg("-c").arg(format!("{name}={value}"));
+        }
+        cmd.envs(self.options.env.iter().map(|(k, v)| (k, v))).uid(self.uid).gid(self.gid);
+        let child = spawn_logged(&mut cmd, self.dir.path(), &log, append)?;
+        // The server writes through the descriptor it was given; the file is the postgres
+        // user's too, like the rest of the cluster.
+        std::os::unix::fs::chown(&log, Some(self.uid), Some(self.gid))
+            .map_err(io_err(format!("chown {}", log.display())))?;
+        let mut process = ServerProcess::new(child, libc::SIGINT, self.options.stop_timeout);
+        let pid_file = self.data_dir.join("postmaster.pid");
+        match wait_ready("PostgreSQL", &mut process, &log, self.options.ready_timeout, || {
+            postmaster_ready(&pid_file)
+        }) {
+            Ok(()) => Ok(process),
+            Err(e) => {
+                process.stop();
+                Err(e)
+            }
+        }
+    }
 }
 
 impl Postgres {
@@ -95,37 +141,11 @@ impl Postgres {
         run_setup(init, &dir.path().join("initdb.log"))?;
 
         let log = dir.path().join("server.log");
+        let server = Launch { postgres, data_dir, dir, uid, gid, options: options.clone() };
         let (process, port) = on_free_port("PostgreSQL", &log, |port| {
-            let mut cmd = Command::new(&postgres);
-            cmd.arg("-D")
-                .arg(&data_dir)
-                .arg("-p")
-                .arg(port.to_string())
-                .arg("-k")
-                .arg(dir.path())
-                .args(["-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"]);
-            for (name, value) in &options.settings {
-                cmd.arg("-c").arg(format!("{name}={value}"));
-            }
-            cmd.envs(options.env.iter().map(|(k, v)| (k, v))).uid(uid).gid(gid);
-            let child = spawn_logged(&mut cmd, dir.path(), &log, false)?;
-            // The server writes through the descriptor it was given; the file is the postgres
-            // user's too, like the rest of the cluster.
-            std::os::unix::fs::chown(&log, Some(uid), Some(gid))
-                .map_err(io_err(format!("chown {}", log.display())))?;
-            let mut process = ServerProcess::new(child, libc::SIGINT, options.stop_timeout);
-            let pid_file = data_dir.join("postmaster.pid");
-            match wait_ready("PostgreSQL", &mut process, &log, options.ready_timeout, || {
-                postmaster_ready(&pid_file)
-            }) {
-                Ok(()) => Ok((process, port)),
-                Err(e) => {
-                    process.stop();
-                    Err(e)
-                }
-            }
+            server.launch(port, false).map(|process| (process, port))
         })?;
-        Ok(Postgres { process, dir, data_dir, bin_dir, port })
+        Ok(Postgres { process, server, bin_dir, port })
     }
 
     /// The postmaster's PID.
@@ -140,12 +160,12 @@ impl Postgres {
 
     /// The directory holding the Unix socket (`.s.PGSQL.<port>`); pass it as the host.
     pub fn socket_dir(&self) -> &Path {
-        self.dir.path()
+        self.server.dir.path()
     }
 
     /// The cluster's data directory.
     pub fn data_dir(&self) -> &Path {
-        &self.data_dir
+        &self.server.data_dir
     }
 
     /// The server binary (`postgres`) the postmaster runs.
@@ -160,7 +180,7 @@ impl Postgres {
 
     /// The server's log file.
     pub fn log_file(&self) -> PathBuf {
-        self.dir.path().join("server.log")
+        self.server.dir.path().join("server.log")
     }
 
     /// A libpq connection string for this server (database `postgres`, over the socket).
@@ -196,6 +216,17 @@ impl Postgres {
     /// True while the postmaster runs.
     pub fn is_running(&mut self) -> bool {
         self.process.exited().is_none()
+    }
+
+    /// Stops the postmaster with `signal` (`SIGQUIT` immediate, `SIGINT` fast, `SIGTERM` smart
+    /// shutdown; SIGKILL after the stop timeout), leaves it down for `down`, and starts it again
+    /// on the same port and data directory (crash recovery after an immediate shutdown). Returns
+    /// when it accepts connections again.
+    pub fn restart(&mut self, signal: libc::c_int, down: Duration) -> Result<()> {
+        self.process.stop_with(signal);
+        std::thread::sleep(down);
+        self.process = self.server.launch(self.port, true)?;
+        Ok(())
     }
 
     /// Stops the server now (fast shutdown, then SIGKILL) and removes its files. Returns

@@ -83,6 +83,11 @@ impl ServerProcess {
     /// Sends the stop signal, waits up to the stop timeout, then SIGKILLs and reaps. Returns
     /// true if the clean shutdown finished in time.
     pub fn stop(&mut self) -> bool {
+        self.stop_with(self.stop_signal)
+    }
+
+    /// [`ServerProcess::stop`] with another signal (a server's immediate or smart shutdown).
+    pub fn stop_with(&mut self, signal: libc::c_int) -> bool {
         let Some(mut child) = self.child.take() else { return true };
         if matches!(child.try_wait(), Ok(Some(_))) {
             return true;
@@ -90,7 +95,7 @@ impl ServerProcess {
         let Ok(pid) = libc::pid_t::try_from(child.id()) else { return false };
         // SAFETY: kill has no memory preconditions; `pid` is our own unreaped child, so the
         // PID cannot have been reused by another process.
-        unsafe { libc::kill(pid, self.stop_signal) };
+        unsafe { libc::kill(pid, signal) };
         let deadline = Instant::now() + self.stop_timeout;
         while Instant::now() < deadline {
             if matches!(child.try_wait(), Ok(Some(_)) | Err(_)) {
