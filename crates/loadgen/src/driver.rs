@@ -129,10 +129,22 @@ impl Target {
         if let Some(p) = self.port {
             b = b.tcp_port(p);
         }
+        // MYSQL_PWD and ~/.my.cnf, as the client reads them, for what the URL does not say.
+        let file =
+            if base.get_pass().is_none() || (self.user.is_none() && base.get_user().is_none()) {
+                results::credentials::mysql_client_options()
+            } else {
+                results::credentials::ClientOptions::default()
+            };
+        if base.get_pass().is_none() {
+            if let Some(p) = file.password {
+                b = b.pass(Some(p));
+            }
+        }
         if let Some(u) = &self.user {
             b = b.user(Some(u.clone()));
         } else if base.get_user().is_none() {
-            b = b.user(Some("root"));
+            b = b.user(Some(file.user.unwrap_or_else(|| "root".into())));
         }
         let db = self.database.clone().or_else(|| base.get_db_name().map(str::to_string));
         b = b.db_name(if with_db { Some(db.unwrap_or_else(|| "platscope".into())) } else { None });
@@ -196,7 +208,9 @@ impl Target {
         let fail = |message: String| Error::Connect { target: self.describe(), message };
         match self.kind {
             ServerKind::Postgres => {
-                let cfg = self.pg_config()?;
+                let mut cfg = self.pg_config()?;
+                results::credentials::fill_pg_password(&mut cfg)
+                    .map_err(|e| fail(e.to_string()))?;
                 let client = cfg.connect(postgres::NoTls).map_err(|e| fail(pg_message(&e)))?;
                 Ok(Box::new(PgConn { client, stmts: Vec::new() }))
             }

@@ -132,3 +132,86 @@ fn load_with_a_password_stores_none_of_it() {
     let shown = platscope(&["results", "show", "1", "--db", &db]);
     assert!(!contains(&shown.stdout, secret), "{}", text(&shown.stdout));
 }
+
+/// `load --rate 50 --transactions 5` against `target` (connection flags), with `env` set and
+/// `HOME`/`PGPASSFILE` pointing at `home` unless `env` says otherwise.
+fn load_with(home: &Path, target: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    let mut cmd = command();
+    cmd.env_remove("PGPASSWORD").env_remove("PGPASSFILE").env_remove("MYSQL_PWD");
+    cmd.env("HOME", home);
+    cmd.envs(env.iter().copied());
+    cmd.args(["--no-store", "load"]).args(target).args(["--rate", "50", "--transactions", "5"]);
+    cmd.output().expect("runs")
+}
+
+/// A PostgreSQL role that needs a password (scram over TCP): without one the run is refused;
+/// `PGPASSWORD`, or a 0600 password file (`PGPASSFILE`, `~/.pgpass`) gives it; a password file
+/// others can read is named with the fix; MariaDB takes `MYSQL_PWD` and `~/.my.cnf`.
+#[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+fn passwords_come_from_the_environment_and_password_files() {
+    let pg = Postgres::start(&PgOptions::default()).expect("PostgreSQL starts");
+    pg.sql("CREATE ROLE app LOGIN PASSWORD 'EnvPw7x'; CREATE TABLE sbtest1 (id int primary key, k int, c text, pad text); GRANT SELECT ON sbtest1 TO app; INSERT INTO sbtest1 SELECT g, g, 'c', 'p' FROM generate_series(1, 100) g")
+        .expect("role");
+    let hba = pg.data_dir().join("pg_hba.conf");
+    std::fs::write(&hba, "local all platscope trust\nhost all app 127.0.0.1/32 scram-sha-256\n")
+        .expect("hba");
+    pg.sql("SELECT pg_reload_conf()").expect("reload");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let home = tempfile::tempdir().expect("home");
+    let url = format!("host=127.0.0.1 port={} user=app dbname=postgres", pg.port());
+    let target = ["--server", "postgres", "--url", url.as_str()];
+
+    let out = load_with(home.path(), &target, &[]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "no password anywhere: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+
+    let out = load_with(home.path(), &target, &[("PGPASSWORD", "EnvPw7x")]);
+    assert!(out.status.success(), "PGPASSWORD: {}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("5 completed"), "{}", text(&out.stdout));
+
+    let pgpass = home.path().join(".pgpass");
+    let line = format!("# test\n127.0.0.1:{}:*:app:EnvPw7x\n", pg.port());
+    std::fs::write(&pgpass, &line).expect("pgpass");
+    std::fs::set_permissions(&pgpass, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let out = load_with(home.path(), &target, &[]);
+    assert!(out.status.success(), "~/.pgpass: {}", text(&out.stderr));
+    let elsewhere = home.path().join("passfile");
+    std::fs::rename(&pgpass, &elsewhere).expect("move");
+    let passfile = elsewhere.display().to_string();
+    let out = load_with(home.path(), &target, &[("PGPASSFILE", &passfile)]);
+    assert!(out.status.success(), "PGPASSFILE: {}", text(&out.stderr));
+    std::fs::set_permissions(&elsewhere, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let out = load_with(home.path(), &target, &[("PGPASSFILE", &passfile)]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("chmod 0600") && err.contains(&passfile), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    // A wrong password in the environment is the server's refusal, one line, and never printed.
+    let out = load_with(home.path(), &target, &[("PGPASSWORD", "WrongPw7x")]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(!err.contains("WrongPw7x"), "{err}");
+
+    let maria = testdb::MariaDb::start(&testdb::MariaDbOptions::default()).expect("MariaDB starts");
+    maria
+        .sql("CREATE DATABASE platscope; CREATE TABLE platscope.sbtest1 (id int primary key, k int, c text, pad text); INSERT INTO platscope.sbtest1 VALUES (1,1,'c','p'),(2,2,'c','p'); CREATE USER app@localhost IDENTIFIED BY 'MyPw7x'; GRANT SELECT ON platscope.* TO app@localhost")
+        .expect("user");
+    let socket = maria.socket().display().to_string();
+    let target = ["--server", "mariadb", "--socket", socket.as_str()];
+    let as_app = ["--server", "mariadb", "--socket", socket.as_str(), "--user", "app"];
+    let out = load_with(home.path(), &as_app, &[]);
+    assert_eq!(out.status.code(), Some(1), "no password: {}", text(&out.stderr));
+    let out = load_with(home.path(), &as_app, &[("MYSQL_PWD", "MyPw7x")]);
+    assert!(out.status.success(), "MYSQL_PWD: {}", text(&out.stderr));
+    // ~/.my.cnf names the user and its password: no flag or variable needed.
+    std::fs::write(
+        home.path().join(".my.cnf"),
+        "[mysqld]\nuser=mysql\n[client]\nuser = app\npassword = \"MyPw7x\"\n",
+    )
+    .expect("my.cnf");
+    let out = load_with(home.path(), &target, &[]);
+    assert!(out.status.success(), "~/.my.cnf: {}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("as app"), "{}", text(&out.stdout));
+}

@@ -30,6 +30,7 @@
 //! ```
 
 mod compare;
+pub mod credentials;
 mod error;
 mod export;
 pub mod legacy;

@@ -80,6 +80,8 @@ impl PgStore {
             config.application_name("platscope");
         }
         let location = redact(&config);
+        crate::credentials::fill_pg_password(&mut config)
+            .map_err(|e| StoreError::Remote { location: location.clone(), cause: e.to_string() })?;
         let mut client = config.connect(NoTls).map_err(|e| remote(&location, &e))?;
         client
             .batch_execute(&sql::create(sql::Dialect::Postgres))
