@@ -670,3 +670,26 @@ fn a_full_stdout_still_stores_a_compress_run() {
     let args = ["compress", "-t", "1", corpus.to_str().unwrap(), "-o", out.to_str().unwrap()];
     stored_although_printing_failed("full-compress-run", &args, "compress");
 }
+
+#[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+fn a_full_stdout_after_a_report_names_the_stored_report() {
+    let dir = scratch("full-report");
+    let db = dir.path().join("results.db");
+    let out_dir = dir.path().join("page");
+    let out = onto_dev_full(&[
+        "report",
+        "--sections",
+        "compression",
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let report = stored_runs(&db).into_iter().find(|(_, c)| c == "report");
+    let (id, _) = report.unwrap_or_else(|| panic!("the report run is stored: {err}"));
+    assert!(err.contains(&format!("(the run is stored as {id})")), "{err}");
+    assert!(out_dir.join("report.html").is_file(), "the page is written before the summary");
+}

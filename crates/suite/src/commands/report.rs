@@ -68,6 +68,8 @@ impl Tool for Report {
         let baseline_ref = args.baseline.as_deref().map(BaselineRef::parse).transpose()?;
         let redactor = args.redact.then(|| redactor(globals)).transpose()?;
         let mut baseline_host = None;
+        // The report run's id, named if printing its summary fails after it was stored.
+        let mut stored_as = None;
         let data = if args.from_db.is_empty() {
             let topology = Topology::detect()
                 .map_err(|e| Classified::runtime(format!("reading the topology: {e}")))?;
@@ -93,7 +95,8 @@ impl Tool for Report {
             }
             // The page's own data, so `report --from-db` can rebuild it, comparison included;
             // its figures are the steps'.
-            rec.record(REPORT_COMMAND, &data, &Vec::<Metric>::new(), stop::requested())?;
+            stored_as =
+                rec.record(REPORT_COMMAND, &data, &Vec::<Metric>::new(), stop::requested())?;
             data
         } else {
             let db = super::results::open_read_only(&globals.store)?;
@@ -128,7 +131,8 @@ impl Tool for Report {
                     "calibrated_from": c.map(|c| c.calibrated_from),
                 });
                 let text = serde_json::to_string_pretty(&value)?;
-                experiment::output::emit(&clean(format!("{text}\n")))?;
+                experiment::output::emit(&clean(format!("{text}\n")))
+                    .map_err(|e| experiment::output_failed(&e, stored_as))?;
             }
             _ => {
                 let mut summary = crate::summary::summary_text(&data);
@@ -136,7 +140,8 @@ impl Tool for Report {
                     summary.push_str(&report::compare::comparison_text(c));
                 }
                 summary.push_str(&format!("report: {}\n", path.display()));
-                experiment::output::emit(&clean(summary))?;
+                experiment::output::emit(&clean(summary))
+                    .map_err(|e| experiment::output_failed(&e, stored_as))?;
             }
         }
         Ok(())
