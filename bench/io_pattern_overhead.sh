@@ -52,6 +52,7 @@ start_tracer() {
   case $1 in
     none) tracer_pid= ;;
     platscope) "$platscope" io pattern 1 > /dev/null 2>&1 & tracer_pid=$! ;;
+    floor) "$platscope" io pattern 1 --empty-programs > /dev/null 2>&1 & tracer_pid=$! ;;
     before) "$PLATSCOPE_BEFORE" io pattern 1 > /dev/null 2>&1 & tracer_pid=$! ;;
     bpftrace) bpftrace -e "$bpftrace_script" > /dev/null 2>&1 & tracer_pid=$! ;;
   esac
@@ -76,7 +77,7 @@ run_fio() {
 }
 
 declare -A results
-tracers=(none platscope bpftrace)
+tracers=(none floor platscope bpftrace)
 [ -n "${PLATSCOPE_BEFORE:-}" ] && tracers+=(before)
 for ((r = 0; r < rounds; r++)); do
   for w in "randread 4k" "read 128k"; do
@@ -104,13 +105,16 @@ stop_tracer platscope
 sysctl -qw kernel.bpf_stats_enabled=0
 
 row() {
-  local w=$1 label=$2 target=$3 base plat bpft before=
+  local w=$1 label=$2 target=$3 base plat bpft floor before=
   base=$(printf '%s' "${results["$w/none"]}" | median)
+  floor=$(printf '%s' "${results["$w/floor"]}" | median)
   plat=$(printf '%s' "${results["$w/platscope"]}" | median)
   bpft=$(printf '%s' "${results["$w/bpftrace"]}" | median)
   [ -n "${PLATSCOPE_BEFORE:-}" ] && before=$(printf '%s' "${results["$w/before"]}" | median)
-  awk -v l="$label" -v b="$base" -v p="$plat" -v t="$bpft" -v g="$target" -v o="$before" 'BEGIN {
-    printf "| %s | %.0f | %.0f (%.1f%%) | %.0f (%.1f%%) | %s |", l, b/1024, p/1024, (1-p/b)*100, t/1024, (1-t/b)*100, g
+  awk -v l="$label" -v b="$base" -v p="$plat" -v t="$bpft" -v g="$target" -v o="$before" -v f="$floor" 'BEGIN {
+    fl = 1 - f/b; ad = 1 - p/f
+    above = (fl > 0) ? sprintf("%.2f", ad / fl) : sprintf("n/a (floor %.1f%%)", fl * 100)
+    printf "| %s | %.0f | %.0f (%.1f%%) | %.0f (%.1f%%) | %s | %.0f (%.1f%%) | %s |", l, b/1024, f/1024, fl*100, p/1024, (1-p/b)*100, above, t/1024, (1-t/b)*100, g
     if (o != "") printf " %.0f (%.1f%%) |", o/1024, (1-o/b)*100
     printf "\n" }'
 }
@@ -122,8 +126,8 @@ if [ -n "${PLATSCOPE_BEFORE:-}" ]; then
   before_text="The last column is an older build ($("$PLATSCOPE_BEFORE" --version | head -1)) measured in the
 same rounds: the before and after of a change to the BPF programs."
 fi
-table="| workload | untraced MiB/s | platscope io pattern MiB/s (overhead) | bpftrace pread64 tally MiB/s (overhead) | target |$before_head
-|---|---|---|---|---|$before_rule
+table="| workload | untraced MiB/s | empty program at sys_exit (floor) MiB/s (overhead) | platscope io pattern MiB/s (overhead) | platscope's cost above the floor / the floor's (goal <= 0.25) | bpftrace pread64 tally MiB/s (overhead) | target |$before_head
+|---|---|---|---|---|---|---|$before_rule
 $(row "randread 4k" "4 KiB random pread, cached" "<= 15%")
 $(row "read 128k" "128 KiB sequential pread, cached" "<= 3%")"
 echo "$table"
@@ -146,5 +150,7 @@ Per 4 KiB pread, the programs themselves ran $bpf_ns (kernel.bpf_stats_enabled, 
 traced run), against an untraced call of $(awk -v b="$(printf '%s' "${results["randread 4k/none"]}" | median)" 'BEGIN {printf "%.2f", 4 * 1e6 / b}') µs (from the untraced median). Where a target
 is missed, that is the arithmetic: the programs' time, plus the kernel's slower traced entry
 path that every system call takes once anything is attached to the syscall tracepoints, over
-a call that short.
+a call that short. The floor column attaches one empty program at the same tracepoint
+(\`io pattern --empty-programs\`): that entry path and the call into a program, before any work;
+what platscope adds is the difference between its column and the floor's.
 <!-- io-pattern-overhead:end -->"

@@ -68,6 +68,7 @@ start_tracer() {
     none) tracer_pid= ;;
     querystat) "$platscope" --no-store db querystat 1 --server postgres --pid "$pgpid" > /dev/null 2>&1 & tracer_pid=$! ;;
     querystat-hits) "$platscope" --no-store db querystat 1 --server postgres --pid "$pgpid" --buffer-hits > /dev/null 2>&1 & tracer_pid=$! ;;
+    floor) "$platscope" --no-store db querystat 1 --server postgres --pid "$pgpid" --empty-programs > /dev/null 2>&1 & tracer_pid=$! ;;
     bpftrace) bpftrace -e "$bpftrace_script" > /dev/null 2>&1 & tracer_pid=$! ;;
   esac
   [ -n "$tracer_pid" ] && sleep 3   # attached (bpftrace compiles first)
@@ -106,7 +107,7 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 rate=
 for ((r = 0; r < rounds; r++)); do
   for w in full fixed; do
-    if [ "$w" = full ]; then tracers=(none querystat querystat-hits bpftrace); else tracers=(none querystat bpftrace); fi
+    if [ "$w" = full ]; then tracers=(none floor querystat querystat-hits bpftrace); else tracers=(none floor querystat bpftrace); fi
     for ((t = 0; t < ${#tracers[@]}; t++)); do
       tracer=${tracers[$(((t + r) % ${#tracers[@]}))]}
       if [ "$w" = fixed ] && [ -z "$rate" ]; then
@@ -141,7 +142,7 @@ row() {  # label, metric array name, workload, format, tracers...
   local -n a=$arr
   base=$(med "${a[$w/none]}")
   cells=$(printf "$fmt" "$base")
-  for tr in querystat querystat-hits bpftrace; do
+  for tr in floor querystat querystat-hits bpftrace; do
     if [ -z "${a[$w/$tr]:-}" ]; then cells+=" | -"; continue; fi
     v=$(med "${a[$w/$tr]}")
     cells+=" | $(printf "$fmt" "$v") ($(awk -v v="$v" -v b="$base" 'BEGIN {printf "%+.1f%%", (v / b - 1) * 100}'))"
@@ -154,17 +155,27 @@ ratio() {  # querystat's loss over bpftrace's, for one metric
   awk -v b="$(med "${a[$w/none]}")" -v q="$(med "${a[$w/querystat]}")" -v t="$(med "${a[$w/bpftrace]}")" -v s="$sign" \
     'BEGIN {ql = s * (q / b - 1); tl = s * (t / b - 1); if (tl > 0) printf "%.2f", ql / tl; else printf "n/a (bpftrace cost nothing measurable)"}'
 }
-table="| metric (median of $rounds) | untraced | querystat | querystat --buffer-hits | bpftrace |
-|---|---|---|---|---|
+table="| metric (median of $rounds) | untraced | empty programs (floor) | querystat | querystat --buffer-hits | bpftrace |
+|---|---|---|---|---|---|
 $(row "full speed: tps" tps full "%.0f")
 $(row "full speed: server CPU us per query" scpu full "%.2f")
 $(row "-R $rate: server CPU us per query" scpu fixed "%.2f")
 $(row "-R $rate: average latency ms" lat fixed "%.3f")
 $(row "-R $rate: tps achieved" tps fixed "%.0f")"
 spread=$(printf '%s' "${tps[full/none]}" | sort -g | awk 'NR == 1 {lo = $1} {hi = $1} END {printf "%.0f to %.0f", lo, hi}')
+# What querystat adds above the floor (empty programs at the same probes and sched_switch),
+# over what the floor itself costs: goal at most 0.25.
+above_floor() {  # metric array name, workload, sign
+  local arr=$1 w=$2 sign=$3
+  local -n a=$arr
+  awk -v b="$(med "${a[$w/none]}")" -v f="$(med "${a[$w/floor]}")" -v q="$(med "${a[$w/querystat]}")" -v s="$sign" \
+    'BEGIN {fl = s * (f / b - 1); ad = s * (q / f - 1); if (fl > 0) printf "%.2f", ad / fl; else printf "n/a (the floor cost nothing measurable; querystat %+.1f%% over it)", ad * 100}'
+}
+floor_line="Above the floor (empty programs attached at the same USDT probes and sched_switch): querystat's added cost over the floor's own, full-speed throughput $(above_floor tps full -1), server CPU per query at full speed $(above_floor scpu full 1), at -R $rate $(above_floor scpu fixed 1), fixed-rate latency $(above_floor lat fixed 1) (goal: at most 0.25)."
 summary="Untraced full-speed throughput ranged from $spread tps across rounds. querystat's cost over bpftrace's doing the same counting: full-speed throughput loss $(ratio tps full -1), server CPU per query at full speed $(ratio scpu full 1), at -R $rate $(ratio scpu fixed 1) (goal: at most 0.5)."
 echo "$table"
 echo "$summary"
+echo "$floor_line"
 base_us=$(med "${scpu[full/none]}")
 added_us=$(awk -v q="$(med "${scpu[full/querystat]}")" -v b="$base_us" 'BEGIN {printf "%.1f", q - b}')
 
@@ -187,6 +198,8 @@ flag is arg7.)
 $table
 
 $summary
+
+$floor_line
 
 Server CPU per query is the postmaster's CPU time plus that of its reaped children (the
 backends; clock ticks from /proc/PID/stat) over the queries pgbench completed: tracing's cost is

@@ -47,6 +47,10 @@ pub struct PatternArgs {
     #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "10",
           value_parser = clap::value_parser!(u64).range(1..))]
     pub per_file: Option<u64>,
+    /// Bench only: attach one empty program at sys_exit instead, count nothing (the floor of
+    /// tracing's cost; bench/io_pattern_overhead.sh).
+    #[arg(long, hide = true)]
+    pub empty_programs: bool,
 }
 
 fn parse_tolerance(text: &str) -> Result<u64, String> {
@@ -87,6 +91,7 @@ impl Tool for IoPattern {
             comm: args.comm.clone(),
             cgroup: args.cgroup.clone(),
             tolerance: args.tolerance,
+            empty_programs: args.empty_programs,
         };
         measure::stop::install();
         crate::tracer::trace(&options, |tracer| {

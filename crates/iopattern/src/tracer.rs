@@ -36,6 +36,9 @@ pub struct Options {
     pub cgroup: Option<PathBuf>,
     /// A forward gap up to this many bytes still counts as sequential.
     pub tolerance: u64,
+    /// Attach one empty program at sys_exit instead and count nothing: the floor of tracing's
+    /// cost, for the overhead bench.
+    pub empty_programs: bool,
 }
 
 impl Options {
@@ -157,6 +160,13 @@ pub fn trace<T>(options: &Options, f: impl FnOnce(&mut Tracer<'_>) -> T) -> Resu
         );
     }
 
+    if options.empty_programs {
+        for mut prog in libbpf_rs::skel::OpenSkel::open_object_mut(&mut open).progs_mut() {
+            prog.set_autoload(false);
+        }
+        notes.push("empty programs attached: nothing is counted (the overhead floor)".into());
+    }
+    open.progs.iop_floor_sys_exit.set_autoload(options.empty_programs);
     let mut skel = open.load().map_err(|e| Error::bpf("loading the io pattern BPF programs", e))?;
     for op in syscalls::table() {
         let value = op.to_bpf();

@@ -204,6 +204,13 @@ fn tmpfs_tally_matches_the_generator() {
     check_random(&fs);
     check_mmap(&fs, true);
     check_metadata(&fs);
+    // The overhead bench's floor: the empty program attaches at the same point and counts
+    // nothing of the same workload.
+    let target = fs.path("floor.dat");
+    let floor = Options { empty_programs: true, ..Options::default() };
+    let (c, done, _) = traced("seq-write", &target, fs.dev(), floor);
+    assert!(done.calls > 0);
+    assert_eq!(c, Counts::default(), "the floor counts nothing");
 }
 
 #[test]

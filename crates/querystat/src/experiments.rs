@@ -51,6 +51,10 @@ pub struct QuerystatArgs {
     /// as pg_stat_statements shows statements — so no password or customer data is stored.
     #[arg(long, requires = "slower")]
     pub store_query_text: bool,
+    /// Bench only: attach empty programs at the same probes and sched_switch, count nothing
+    /// (the floor of tracing's cost; bench/querystat_overhead.sh).
+    #[arg(long, hide = true, conflicts_with_all = ["slower", "buffer_hits"])]
+    pub empty_programs: bool,
 }
 
 fn parse_ms(text: &str) -> Result<Duration, String> {
@@ -82,7 +86,12 @@ impl Experiment for Querystat {
         let selector = Selector { kind, pid: args.pid, exe: args.exe.clone() };
         let server = find_server(&selector)?;
         let by = if args.by == "transaction" { By::Transaction } else { By::Query };
-        let options = Options { by, slower: args.slower, buffer_hits: args.buffer_hits };
+        let options = Options {
+            by,
+            slower: args.slower,
+            buffer_hits: args.buffer_hits,
+            empty_programs: args.empty_programs,
+        };
         if !ctx.quiet {
             measure::say!("platscope: tracing {}", server.describe());
         }

@@ -28,6 +28,9 @@ pub struct Options {
     /// without it, hit vs miss per query still comes from the blocks read in
     /// (`smgr__md__read__done`, which fires only on misses).
     pub buffer_hits: bool,
+    /// Attach empty programs at the same points instead (the USDT probes or uprobes and
+    /// sched_switch) and count nothing: the floor of tracing's cost, for the overhead benches.
+    pub empty_programs: bool,
 }
 
 /// The histograms the kernel keeps, in `qs_stats.hist` order (querystat.h).
@@ -206,17 +209,30 @@ impl Tracer {
         ] {
             prog.set_autoload(!pg);
         }
+        let floor = options.empty_programs;
+        if floor {
+            for mut prog in libbpf_rs::skel::OpenSkel::open_object_mut(&mut open).progs_mut() {
+                prog.set_autoload(false);
+            }
+        }
+        open.progs.qs_floor_probe.set_autoload(floor);
+        open.progs.qs_floor_switch.set_autoload(floor);
         let skel = open.load().map_err(Error::bpf("loading the querystat BPF programs"))?;
 
         let mut links = Vec::new();
         // The tree first follows forks, then is seeded: a backend forked in between is
         // caught by one or the other.
-        for (prog, what) in [
-            (&skel.progs.qs_fork, "attaching to sched_process_fork"),
-            (&skel.progs.qs_exit, "attaching to sched_process_exit"),
-            (&skel.progs.qs_sched_switch, "attaching to sched_switch"),
-        ] {
-            links.push(prog.attach().map_err(Error::bpf(what))?);
+        let scheduler: &[(&libbpf_rs::ProgramMut<'_>, &str)] = if floor {
+            &[(&skel.progs.qs_floor_switch, "attaching to sched_switch")]
+        } else {
+            &[
+                (&skel.progs.qs_fork, "attaching to sched_process_fork"),
+                (&skel.progs.qs_exit, "attaching to sched_process_exit"),
+                (&skel.progs.qs_sched_switch, "attaching to sched_switch"),
+            ]
+        };
+        for (prog, what) in scheduler {
+            links.push(prog.attach().map_err(Error::bpf(*what))?);
         }
         let fresh = [0u8; 8];
         for pid in process_tree(server.pid)? {
@@ -229,6 +245,8 @@ impl Tracer {
         let path = server.attach_path();
         if pg {
             let usdt = |prog: &libbpf_rs::ProgramMut<'_>, name: &str| {
+                // The empty program in the real one's place, at the same probe.
+                let prog = if floor { &skel.progs.qs_floor_probe } else { prog };
                 prog.attach_usdt(-1, &path, "postgresql", name).map_err(Error::bpf(format!(
                     "attaching to USDT postgresql:{name} in {}",
                     path.display()
@@ -259,6 +277,7 @@ impl Tracer {
                     retprobe,
                     ..Default::default()
                 };
+                let prog = if floor { &skel.progs.qs_floor_probe } else { prog };
                 prog.attach_uprobe_with_opts(-1, &path, 0, opts).map_err(Error::bpf(format!(
                     "attaching a uprobe to {func} in {}",
                     path.display()

@@ -113,6 +113,16 @@ fn pg_counts_match_pgbench_in_every_protocol_root() {
     assert_eq!(split, 100 + PGBENCH_STARTUP_STATEMENTS);
     drop(tracer);
 
+    // The floor the overhead bench measures: empty programs at the same probes attach (the
+    // postgres binary's USDT notes and sched_switch) and count nothing.
+    let floor = Options { empty_programs: true, ..Options::default() };
+    let tracer = Tracer::attach(&server, &floor).unwrap();
+    pgbench(&pg, &["-n", "-S", "-t", "50"]);
+    let floor_totals = tracer.totals().unwrap();
+    assert_eq!(floor_totals.completed(), 0, "{floor_totals:?}");
+    assert_eq!(floor_totals.preemptions + floor_totals.involuntary, 0, "{floor_totals:?}");
+    drop(tracer);
+
     // --by transaction: every statement outside BEGIN/COMMIT is its own transaction, and each
     // new backend runs one transaction of its own at start-up (InitPostgres reads the
     // catalogs); a one-client pgbench run connects twice (its setup connection, its client).

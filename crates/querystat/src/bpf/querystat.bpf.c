@@ -421,3 +421,19 @@ int BPF_PROG(qs_exit, struct task_struct *task)
 		bpf_map_delete_elem(&tree, &tgid);
 	return 0;
 }
+
+/* ---- the floor: empty programs at the same points, for the overhead benches ---- */
+
+/* Attached instead of the programs above with --empty-programs: what tracing costs at these
+ * points before any work is done (the probe trap, the tracepoint's call). */
+SEC("usdt")
+int qs_floor_probe(struct pt_regs *ctx)
+{
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(qs_floor_switch)
+{
+	return 0;
+}
