@@ -8,7 +8,7 @@
 #   full speed   pgbench -S -c 2 -j 2 -T SECONDS          -- throughput loss, target <= 5%
 #                                                           and at most half of bpftrace's;
 #                also querystat --buffer-hits (a probe per buffer lookup)
-#   fixed rate   pgbench -S -c 2 -j 2 -T SECONDS -R RATE   -- RATE = a quarter of the untraced
+#   fixed rate   pgbench -S -c 2 -j 2 -T SECONDS -R RATE   -- RATE = a tenth of the untraced
 #                full speed of the first round (well below saturation, so latency is the
 #                queries' own and not queueing behind a backlog); throughput is the rate, so the cost shows as
 #                latency (pgbench's average, measured from the scheduled start)
@@ -89,20 +89,29 @@ stop_tracer() {
 server_ticks() { awk '{print $14 + $15 + $16 + $17}' "/proc/$pgpid/stat"; }
 hz=$(getconf CLK_TCK)
 
-# "tps latency_ms server_cpu_us_per_query" of one pgbench -S run (extra arguments: -R RATE).
+# "tps latency_ms server_cpu_us_per_query p50_ms p99_ms" of one pgbench -S run (extra
+# arguments: -R RATE). p50 and p99 come from pgbench's per-transaction log (-l: latency in µs,
+# from the scheduled start under -R), only at a fixed rate (logging costs the client at full
+# speed).
 run_pgbench() {
-  local t0 t1 out
+  local t0 t1 out pct="- -" log=()
+  [ "$#" -gt 0 ] && log=(-l --log-prefix="$dir/tx")
+  rm -f "$dir"/tx.*
   sleep 0.5; t0=$(server_ticks)
-  out=$("$pgbin/pgbench" -n -S -c 2 -j 2 -T "$seconds" "$@" 2>/dev/null)
+  out=$(cd "$dir" && "$pgbin/pgbench" -n -S -c 2 -j 2 -T "$seconds" "${log[@]}" "$@" 2>/dev/null)
   sleep 0.5; t1=$(server_ticks)
-  awk -v t0="$t0" -v t1="$t1" -v hz="$hz" '
+  if [ "$#" -gt 0 ]; then
+    pct=$(cat "$dir"/tx.* | awk '{print $3}' | sort -g | awk '{a[NR] = $1} END {
+      printf "%.3f %.3f", a[int((NR + 1) / 2)] / 1000, a[int(NR * 0.99 + 0.5)] / 1000}')
+  fi
+  awk -v t0="$t0" -v t1="$t1" -v hz="$hz" -v pct="$pct" '
     /^number of transactions actually processed/ {split($NF, a, "/"); n = a[1]}
     /^latency average/ {lat = $4}
     /^tps/ {tps = $3}
-    END {printf "%s %s %.2f\n", tps, lat, (t1 - t0) / hz * 1e6 / n}' <<< "$out"
+    END {printf "%s %s %.2f %s\n", tps, lat, (t1 - t0) / hz * 1e6 / n, pct}' <<< "$out"
 }
 
-declare -A tps lat scpu
+declare -A tps lat scpu lat50 lat99
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 rate=
 for ((r = 0; r < rounds; r++)); do
@@ -111,16 +120,22 @@ for ((r = 0; r < rounds; r++)); do
     for ((t = 0; t < ${#tracers[@]}; t++)); do
       tracer=${tracers[$(((t + r) % ${#tracers[@]}))]}
       if [ "$w" = fixed ] && [ -z "$rate" ]; then
-        # A quarter of the untraced full speed of this round.
-        rate=$(printf '%s' "${tps["full/none"]}" | median | awk '{printf "%d", $1 / 4}')
+        # A tenth of the untraced full speed of the first round: far enough below saturation
+        # on a 2-CPU machine (server, pgbench and tracer share it) that a few µs more per
+        # query do not turn into queueing.
+        rate=$(printf '%s' "${tps["full/none"]}" | median | awk '{printf "%d", $1 / 10}')
       fi
       start_tracer "$tracer"
-      if [ "$w" = full ]; then read -r x l c < <(run_pgbench); else read -r x l c < <(run_pgbench -R "$rate"); fi
+      if [ "$w" = full ]; then read -r x l c p50 p99 < <(run_pgbench); else read -r x l c p50 p99 < <(run_pgbench -R "$rate"); fi
       stop_tracer "$tracer"
       tps["$w/$tracer"]+="$x"$'\n'
       lat["$w/$tracer"]+="$l"$'\n'
       scpu["$w/$tracer"]+="$c"$'\n'
-      echo "round $r: $w $tracer tps $x latency $l ms server CPU $c us/query" >&2
+      if [ "$w" = fixed ]; then
+        lat50["$w/$tracer"]+="$p50"$'\n'
+        lat99["$w/$tracer"]+="$p99"$'\n'
+      fi
+      echo "round $r: $w $tracer tps $x latency $l ms (p50 $p50, p99 $p99) server CPU $c us/query" >&2
     done
   done
 done
@@ -161,6 +176,8 @@ $(row "full speed: tps" tps full "%.0f")
 $(row "full speed: server CPU us per query" scpu full "%.2f")
 $(row "-R $rate: server CPU us per query" scpu fixed "%.2f")
 $(row "-R $rate: average latency ms" lat fixed "%.3f")
+$(row "-R $rate: p50 latency ms" lat50 fixed "%.3f")
+$(row "-R $rate: p99 latency ms" lat99 fixed "%.3f")
 $(row "-R $rate: tps achieved" tps fixed "%.0f")"
 spread=$(printf '%s' "${tps[full/none]}" | sort -g | awk 'NR == 1 {lo = $1} {hi = $1} END {printf "%.0f to %.0f", lo, hi}')
 # What querystat adds above the floor (empty programs at the same probes and sched_switch),
@@ -171,7 +188,7 @@ above_floor() {  # metric array name, workload, sign
   awk -v b="$(med "${a[$w/none]}")" -v f="$(med "${a[$w/floor]}")" -v q="$(med "${a[$w/querystat]}")" -v s="$sign" \
     'BEGIN {fl = s * (f / b - 1); ad = s * (q / f - 1); if (fl > 0) printf "%.2f", ad / fl; else printf "n/a (the floor cost nothing measurable; querystat %+.1f%% over it)", ad * 100}'
 }
-floor_line="Above the floor (empty programs attached at the same USDT probes and sched_switch): querystat's added cost over the floor's own, full-speed throughput $(above_floor tps full -1), server CPU per query at full speed $(above_floor scpu full 1), at -R $rate $(above_floor scpu fixed 1), fixed-rate latency $(above_floor lat fixed 1) (goal: at most 0.25)."
+floor_line="Above the floor (empty programs attached at the same USDT probes and sched_switch): querystat's added cost over the floor's own, full-speed throughput $(above_floor tps full -1), server CPU per query at full speed $(above_floor scpu full 1), at -R $rate $(above_floor scpu fixed 1), fixed-rate average latency $(above_floor lat fixed 1), p50 $(above_floor lat50 fixed 1) (goal: at most 0.25)."
 summary="Untraced full-speed throughput ranged from $spread tps across rounds. querystat's cost over bpftrace's doing the same counting: full-speed throughput loss $(ratio tps full -1), server CPU per query at full speed $(ratio scpu full 1), at -R $rate $(ratio scpu fixed 1) (goal: at most 0.5)."
 echo "$table"
 echo "$summary"
