@@ -486,6 +486,20 @@ pub(crate) mod tests {
         }
     }
 
+    /// An interval line of `r` with its latency, nothing late, skipped or failed.
+    fn interval(r: &LoadReport, end_s: f64, completed: u64, down: u32) -> crate::run::IntervalLine {
+        crate::run::IntervalLine {
+            end_s,
+            completed,
+            rate: completed as f64,
+            latency: r.latency,
+            late: 0,
+            skipped: 0,
+            errors: 0,
+            down,
+        }
+    }
+
     /// A sweep's sections on one page, as `load --out` writes it.
     fn sweep_html(steps: &[LoadReport], title: &str) -> String {
         let body: String =
@@ -513,16 +527,7 @@ pub(crate) mod tests {
     #[test]
     fn one_run_draws_its_intervals_and_headlines() {
         let mut r = step(200.0, 199.5, 7, Some(55.5));
-        let line = |end_s: f64, completed: u64| crate::run::IntervalLine {
-            end_s,
-            completed,
-            rate: completed as f64,
-            latency: r.latency,
-            late: 0,
-            skipped: 0,
-            errors: 0,
-            down: 0,
-        };
+        let line = |end_s, completed| interval(&r, end_s, completed, 0);
         r.intervals = vec![line(1.0, 200), line(2.0, 0), line(3.0, 199)];
         let parts = run_parts(&r);
         assert_eq!(parts.len(), 1);
@@ -591,16 +596,7 @@ pub(crate) mod tests {
     fn an_outage_is_shaded_captioned_printed_and_stored() {
         let mut r = step(200.0, 180.0, 7, Some(55.5));
         r.elapsed_s = 5.0;
-        let line = |end_s: f64, completed: u64, down: u32| crate::run::IntervalLine {
-            end_s,
-            completed,
-            rate: completed as f64,
-            latency: r.latency,
-            late: 0,
-            skipped: 0,
-            errors: 0,
-            down,
-        };
+        let line = |end_s, completed, down| interval(&r, end_s, completed, down);
         r.intervals = vec![line(1.0, 200, 0), line(2.0, 20, 1), line(3.0, 150, 0)];
         r.outages = vec![outage(1.25, Some(2.5))];
         let f = run_parts(&r).remove(0).figure.expect("drawn");

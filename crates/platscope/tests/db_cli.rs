@@ -75,16 +75,7 @@ fn slow_query_run(pg: &Postgres, db: &str, extra: &[&str]) -> (String, String) {
     assert!(psql.status.success(), "{}", text(&psql.stderr));
     let out = tracer.wait_with_output().expect("platscope ends after COUNT intervals");
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let list = Command::new(env!("CARGO_BIN_EXE_platscope"))
-        .args(["results", "list", "--db", db, "--json"])
-        .output()
-        .expect("runs");
-    let runs: serde_json::Value = serde_json::from_slice(&list.stdout).expect("json");
-    let newest = runs
-        .as_array()
-        .and_then(|r| r.iter().filter_map(|r| r["id"].as_i64()).max())
-        .expect("a stored run")
-        .to_string();
+    let newest = test_support::newest_run(db);
     let show = Command::new(env!("CARGO_BIN_EXE_platscope"))
         .args(["results", "show", &newest, "--db", db, "--json"])
         .output()

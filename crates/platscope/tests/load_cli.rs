@@ -4,7 +4,7 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use test_support::{platscope, text};
+use test_support::{newest_run, platscope, text};
 use testdb::{PgOptions, Postgres};
 
 #[test]
@@ -138,14 +138,7 @@ fn prepare_sweep_and_a_server_killed_mid_run() {
     let stdout = text(&out.stdout);
     assert!(stdout.contains("OUTAGE: ") && stdout.contains("outage  from"), "{stdout}");
     assert!(!stdout.contains("INTERRUPTED"), "{stdout}");
-    let list = platscope(&["--json", "results", "list", "--db", &db]);
-    let runs: serde_json::Value = serde_json::from_slice(&list.stdout).expect("json");
-    let newest = runs
-        .as_array()
-        .and_then(|r| r.iter().filter_map(|r| r["id"].as_i64()).max())
-        .expect("a stored run")
-        .to_string();
-    let shown = platscope(&["--json", "results", "show", &newest, "--db", &db]);
+    let shown = platscope(&["--json", "results", "show", &newest_run(&db), "--db", &db]);
     let shown = text(&shown.stdout).replace([' ', '\n'], "");
     let stored = shown.split("\"outages\":[{").nth(1).unwrap_or_else(|| panic!("{shown}"));
     assert!(

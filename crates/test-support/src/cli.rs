@@ -35,6 +35,21 @@ pub fn platscope(args: &[&str]) -> Output {
     }
 }
 
+/// The id of the newest run in the results database `db` (`results list --json`).
+pub fn newest_run(db: &str) -> String {
+    let out = platscope(&["results", "list", "--db", db, "--json"]);
+    assert!(out.status.success(), "results list: {}", text(&out.stderr));
+    let runs: serde_json::Value = match serde_json::from_slice(&out.stdout) {
+        Ok(v) => v,
+        Err(e) => panic!("results list --json: {e}"),
+    };
+    let newest = runs.as_array().and_then(|r| r.iter().filter_map(|r| r["id"].as_i64()).max());
+    match newest {
+        Some(id) => id.to_string(),
+        None => panic!("no run stored in {db}"),
+    }
+}
+
 /// Output bytes as text, invalid UTF-8 replaced.
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
