@@ -17,6 +17,8 @@
 # postmaster and its reaped backends), which other load on a shared machine does not move.
 #
 # querystat runs as `platscope --no-store db querystat` (release build).
+#   PLATSCOPE_BEFORE=/path/to/older/platscope bench/querystat_overhead.sh …
+#     also reads the BPF programs' time per call of an older build, in turn with this one
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -68,6 +70,7 @@ start_tracer() {
     none) tracer_pid= ;;
     querystat) "$platscope" --no-store db querystat 1 --server postgres --pid "$pgpid" > /dev/null 2>&1 & tracer_pid=$! ;;
     querystat-hits) "$platscope" --no-store db querystat 1 --server postgres --pid "$pgpid" --buffer-hits > /dev/null 2>&1 & tracer_pid=$! ;;
+    before) "$PLATSCOPE_BEFORE" --no-store db querystat 1 --server postgres --pid "$pgpid" > /dev/null 2>&1 & tracer_pid=$! ;;
     floor) "$platscope" --no-store db querystat 1 --server postgres --pid "$pgpid" --empty-programs > /dev/null 2>&1 & tracer_pid=$! ;;
     bpftrace) bpftrace -e "$bpftrace_script" > /dev/null 2>&1 & tracer_pid=$! ;;
   esac
@@ -142,13 +145,25 @@ done
 
 # What the programs themselves cost per call (kernel.bpf_stats_enabled, one extra untimed
 # traced run at full speed). A USDT probe's trap into the kernel and back is not in these.
-sysctl -qw kernel.bpf_stats_enabled=1
-start_tracer querystat
-run_pgbench > /dev/null
-bpf_ns=$(bpftool -j prog show | python3 -c 'import json, sys
+# PLATSCOPE_BEFORE=/path/to/older/platscope: the same for an older build, one run each in turn
+# (three), the before and after of a change to the programs.
+program_ns() {  # tracer
+  start_tracer "$1"
+  run_pgbench > /dev/null
+  bpftool -j prog show | python3 -c 'import json, sys
 ps = [p for p in json.load(sys.stdin) if p.get("name") in ("pg_begin", "pg_end", "pg_block_read", "qs_sched_switch")]
-print(", ".join("%s %.0f ns" % (p["name"], p["run_time_ns"] / max(1, p["run_cnt"])) for p in sorted(ps, key=lambda p: p["name"])))')
-stop_tracer querystat
+print(", ".join("%s %.0f ns" % (p["name"], p["run_time_ns"] / max(1, p["run_cnt"])) for p in sorted(ps, key=lambda p: p["name"])))'
+  stop_tracer "$1"
+}
+sysctl -qw kernel.bpf_stats_enabled=1
+bpf_ns=$(program_ns querystat)
+before_ns=
+if [ -n "${PLATSCOPE_BEFORE:-}" ]; then
+  for i in 1 2 3; do
+    before_ns+="; before: $(program_ns before)"
+    [ "$i" -lt 3 ] && before_ns+="; after: $(program_ns querystat)"
+  done
+fi
 sysctl -qw kernel.bpf_stats_enabled=0
 
 med() { printf '%s' "$1" | median; }
@@ -227,7 +242,7 @@ from the scheduled start, and a stall of another job's making delays every query
 query), to count shared-buffer hits exactly; without it a query's hit or miss comes from
 \`smgr__md__read__done\`, which fires only when a block is read in.
 
-The programs themselves ran $bpf_ns per call (kernel.bpf_stats_enabled, one extra traced run);
+The programs themselves ran $bpf_ns per call (kernel.bpf_stats_enabled, one extra traced run$before_ns);
 each USDT probe also costs a breakpoint trap into the kernel and back (and a single-step of
 the displaced instruction), which is most of the price: a pgbench -S query with a warm cache
 fires 2 probes: querystat added $added_us us of server CPU per query to $base_us us here. On a

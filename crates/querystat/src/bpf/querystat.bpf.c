@@ -39,10 +39,12 @@ struct {
 	__type(value, struct qs_proc);
 } tree SEC(".maps");
 
+/* The query in flight on a thread, in the thread's own storage: found from the task without
+ * a hash lookup, and freed by the kernel when the thread exits. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct qs_inflight);
 } inflight SEC(".maps");
 
@@ -65,7 +67,6 @@ struct {
 	__uint(max_entries, 1 << 20);
 } slow SEC(".maps");
 
-static const struct qs_inflight zero_inflight = {};
 static const struct qs_text zero_text = {};
 
 static __always_inline bool in_tree(void)
@@ -112,23 +113,25 @@ static __always_inline struct qs_stats *my_stats(void)
 	return bpf_map_lookup_elem(&stats, &zero);
 }
 
-/* The current thread's in-flight record, created if missing. */
-static __always_inline struct qs_inflight *inflight_of(__u32 tid)
+/* A thread's in-flight record, or NULL (none yet, or its storage is busy: a probe that fires
+ * inside another's storage operation on the same CPU). */
+static __always_inline struct qs_inflight *inflight_of(struct task_struct *task)
 {
-	struct qs_inflight *q = bpf_map_lookup_elem(&inflight, &tid);
+	return bpf_task_storage_get(&inflight, task, 0, 0);
+}
 
-	if (q)
-		return q;
-	bpf_map_update_elem(&inflight, &tid, &zero_inflight, BPF_NOEXIST);
-	return bpf_map_lookup_elem(&inflight, &tid);
+/* The current thread's in-flight record, created (zeroed) if missing. */
+static __always_inline struct qs_inflight *my_inflight(bool create)
+{
+	return bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0,
+				    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 }
 
 static __always_inline void begin(__u32 command)
 {
 	if (!in_tree())
 		return;
-	__u32 tid = current_tid();
-	struct qs_inflight *q = inflight_of(tid);
+	struct qs_inflight *q = my_inflight(true);
 
 	if (!q)
 		return;
@@ -147,13 +150,13 @@ static __always_inline void begin(__u32 command)
  * PostgreSQL's hit means no buffer had to be read in; MariaDB's is set by the query cache. */
 static __always_inline void end(bool hit_if_no_read)
 {
-	__u32 tid = current_tid();
-	struct qs_inflight *q = bpf_map_lookup_elem(&inflight, &tid);
+	struct qs_inflight *q = my_inflight(false);
 
 	if (!q || q->depth == 0)
 		return;
 	if (--q->depth > 0)
 		return;
+	__u32 tid = current_tid();
 	struct qs_stats *s = my_stats();
 
 	if (!s)
@@ -260,8 +263,7 @@ SEC("usdt")
 int BPF_USDT(pg_buffer_done, int fork, int block, int spc, int db, int rel, int backend,
 	     int is_extend, int found)
 {
-	__u32 tid = current_tid();
-	struct qs_inflight *q = bpf_map_lookup_elem(&inflight, &tid);
+	struct qs_inflight *q = my_inflight(false);
 
 	if (q && q->depth > 0 && (found & 0xff))
 		q->buffer_hits++;
@@ -273,8 +275,7 @@ int BPF_USDT(pg_buffer_done, int fork, int block, int spc, int db, int rel, int 
 SEC("usdt")
 int BPF_USDT(pg_block_read)
 {
-	__u32 tid = current_tid();
-	struct qs_inflight *q = bpf_map_lookup_elem(&inflight, &tid);
+	struct qs_inflight *q = my_inflight(false);
 
 	if (q && q->depth > 0)
 		q->buffer_reads++;
@@ -290,8 +291,7 @@ int BPF_USDT(pg_block_read)
 SEC("uprobe")
 int BPF_UPROBE(my_dispatch, int command, void *thd, const char *packet, unsigned int length)
 {
-	__u32 tid = current_tid();
-	struct qs_inflight *q = bpf_map_lookup_elem(&inflight, &tid);
+	struct qs_inflight *q = my_inflight(false);
 
 	/* Inside a query, every nested dispatch is counted so the returns pair up. */
 	if (q && q->depth > 0) {
@@ -317,8 +317,7 @@ int BPF_URETPROBE(my_dispatch_ret)
 SEC("uretprobe")
 int BPF_URETPROBE(my_qc_ret, int ret)
 {
-	__u32 tid = current_tid();
-	struct qs_inflight *q = bpf_map_lookup_elem(&inflight, &tid);
+	struct qs_inflight *q = my_inflight(false);
 
 	if (q && q->depth > 0 && ret == 1)
 		q->hit = 1;
@@ -348,8 +347,7 @@ int BPF_PROG(qs_sched_switch, bool preempt, struct task_struct *prev, struct tas
 			if (s)
 				s->involuntary++;
 		}
-		__u32 prev_tid = prev->pid;
-		struct qs_inflight *q = bpf_map_lookup_elem(&inflight, &prev_tid);
+		struct qs_inflight *q = inflight_of(prev);
 
 		if (q && q->depth > 0) {
 			now = bpf_ktime_get_ns();
@@ -374,12 +372,8 @@ int BPF_PROG(qs_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		}
 	}
 
-	__u32 next_tgid = next->tgid;
-
-	if (!bpf_map_lookup_elem(&tree, &next_tgid))
-		return 0;
-	__u32 next_tid = next->pid;
-	struct qs_inflight *q = bpf_map_lookup_elem(&inflight, &next_tid);
+	/* Only the server's threads have in-flight records: no tree lookup needed. */
+	struct qs_inflight *q = inflight_of(next);
 
 	if (q && q->depth > 0 && q->off_since_ns) {
 		if (!now)
@@ -415,7 +409,7 @@ int BPF_PROG(qs_exit, struct task_struct *task)
 
 	if (!bpf_map_lookup_elem(&tree, &tgid))
 		return 0;
-	bpf_map_delete_elem(&inflight, &tid);
+	/* The thread's in-flight record goes with it (task storage). */
 	bpf_map_delete_elem(&texts, &tid);
 	if (tid == tgid)
 		bpf_map_delete_elem(&tree, &tgid);
