@@ -37,7 +37,7 @@ fn scratch() -> tempfile::TempDir {
 
 fn a_run(i: u32) -> NewRun {
     NewRun {
-        command: if i % 2 == 0 { "mem latency".into() } else { "nic stat".into() },
+        command: if i.is_multiple_of(2) { "mem latency".into() } else { "nic stat".into() },
         parameters: json!({"size": 268435456, "i": i}),
         version: "0.1.0 (git abc)".into(),
         environment: json!({"thp_enabled": "madvise"}),
