@@ -84,10 +84,11 @@ pub struct AddressSpace {
 impl AddressSpace {
     pub fn of(maps: &[Mapping]) -> Self {
         let mut a = AddressSpace::default();
+        // Saturating: a damaged maps file can list more than 2^64 bytes.
         for m in maps {
-            a.total_bytes += m.len();
+            a.total_bytes = a.total_bytes.saturating_add(m.len());
             if m.is_prot_none() {
-                a.prot_none_bytes += m.len();
+                a.prot_none_bytes = a.prot_none_bytes.saturating_add(m.len());
             }
         }
         a
@@ -116,7 +117,8 @@ fn kb_field(text: &str, name: &str) -> Option<u64> {
     text.lines().find_map(|line| {
         let rest = line.strip_prefix(name)?.strip_prefix(':')?;
         let kb: u64 = rest.split_whitespace().next()?.parse().ok()?;
-        Some(kb * 1024)
+        // More bytes than u64 holds is a damaged file, not a size.
+        kb.checked_mul(1024)
     })
 }
 

@@ -536,6 +536,19 @@ mod tests {
     }
 
     #[test]
+    fn arbitrary_and_mutated_authorization_headers_decode_or_not_without_panic() {
+        use test_support::fuzz::{self, proptest::prop_assert};
+        let seeds =
+            vec![basic("alice", "s3cret"), basic("", ":"), "Basic".into(), "Bearer x".into()];
+        fuzz::check(fuzz::PURE, fuzz::text_or_mutated(seeds, 120), |header| {
+            if let Some((user, _)) = decode_basic(&header) {
+                prop_assert!(!user.contains(':'));
+            }
+            Ok(())
+        });
+    }
+
+    #[test]
     fn the_dummy_hash_is_a_valid_bcrypt_hash() {
         assert!(DUMMY_HASH.parse::<bcrypt::HashParts>().is_ok());
     }

@@ -327,14 +327,21 @@ pub fn parse_sql_file(text: &str) -> Result<TxTemplate, Error> {
                     line,
                     message: format!(
                         ":rand({}) needs two integers lo,hi with lo <= hi",
-                        &rest[..close]
+                        quoted_args(&rest[..close])
                     ),
                 })?;
                 flush(&mut parts, &mut cur);
                 gens.push(Gen::Rand { lo, hi });
                 parts.push(Part::Param(gens.len() - 1));
-                // Skip "rand(" + args + ")".
-                for _ in 0..(5 + close + 1) {
+                // Skip "rand(" + args + ")": by byte position, as `close` is one (the
+                // arguments may hold multi-byte blanks such as U+3000), counting the lines
+                // they span.
+                let end = i + 6 + close + 1;
+                while let Some(&(j, c)) = chars.peek() {
+                    if j >= end {
+                        break;
+                    }
+                    line += usize::from(c == '\n');
                     chars.next();
                 }
             }
@@ -370,6 +377,16 @@ fn push_statement(statements: &mut Vec<Statement>, mut parts: Vec<Part>) {
     if !parts.is_empty() {
         statements.push(Statement { parts });
     }
+}
+
+/// The arguments of a bad `:rand(…)` as an error message shows them: on one line, at most 40
+/// characters.
+fn quoted_args(args: &str) -> String {
+    let mut out: String = args.chars().take(40).collect::<String>().escape_debug().collect();
+    if args.chars().nth(40).is_some() {
+        out.push('…');
+    }
+    out
 }
 
 fn parse_rand_args(args: &str) -> Option<(i64, i64)> {
@@ -408,6 +425,24 @@ mod tests {
         let Value::Int(id) = v[0] else { panic!("not an int") };
         assert!((1..=100).contains(&id));
         assert_eq!(t.statements[2].literal_text(&v), "UPDATE t SET k = k + 1 WHERE id = 5");
+    }
+
+    #[test]
+    fn rand_with_multibyte_blanks_keeps_the_text_after_it() {
+        // Found by tests/workload_fuzz.rs (text_around_rand_…): the arguments were skipped as if
+        // each byte were a character, so text after `:rand(\u{3000}1,2)` (U+3000 is 3 bytes)
+        // lost 2 characters.
+        let t = parse_sql_file("SELECT :rand(\u{3000}1,2) AS x;").unwrap();
+        assert_eq!(t.statements[0].prepared_text(Dialect::MariaDb), "SELECT ? AS x");
+        // Arguments spanning lines are shown on one (tests/workload_fuzz.rs shrank a mutated
+        // file to the second case: its error message ran over two lines).
+        let e = parse_sql_file("SELECT :rand(1,\nx);").unwrap_err().to_string();
+        assert!(!e.contains('\n') && e.contains(r":rand(1,\nx)"), "{e}");
+        let e = parse_sql_file("INSERT INTO t (id, v) VALUES (:rand(\n10), 'x');").unwrap_err();
+        assert!(!e.to_string().contains('\n'), "{e}");
+        // Lines inside the arguments are counted.
+        let e = parse_sql_file("SELECT :rand(1,\n2);\nSELECT :rand(2,1);").unwrap_err();
+        assert!(e.to_string().contains("line 3"), "{e}");
     }
 
     #[test]

@@ -58,7 +58,8 @@ impl StoreError {
             Some(ErrorCode::PermissionDenied) => {
                 "permission denied; use a database you can write with --db".to_string()
             }
-            _ => error.to_string(),
+            // SQLite quotes a schema's SQL in some messages: kept on one line.
+            _ => error.to_string().split_whitespace().collect::<Vec<_>>().join(" "),
         };
         StoreError::Sql { path: path.to_path_buf(), cause }
     }

@@ -227,7 +227,11 @@ pub(crate) fn metric(
         name,
         unit,
         labels,
-        samples: serde_json::from_str(samples)?,
+        // JSON has no NaN or infinity: serde_json writes them as null, read back as NaN.
+        samples: serde_json::from_str::<Vec<Option<f64>>>(samples)?
+            .into_iter()
+            .map(|v| v.unwrap_or(f64::NAN))
+            .collect(),
         median,
         p25,
         p75,

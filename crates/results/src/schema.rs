@@ -117,6 +117,11 @@ pub(crate) fn identify(conn: &Connection, path: &Path) -> Result<i64, StoreError
         return Err(StoreError::Foreign(path.to_path_buf()));
     }
     let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(classify)?;
+    // Tables without a schema version (or a negative one) were not made by platscope, which
+    // sets the version in the transaction that creates them.
+    if version < 0 || (version == 0 && tables > 0) {
+        return Err(StoreError::Foreign(path.to_path_buf()));
+    }
     if version > SCHEMA_VERSION {
         return Err(StoreError::NewerSchema {
             path: path.to_path_buf(),

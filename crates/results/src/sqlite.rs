@@ -215,10 +215,12 @@ impl SqliteStore {
         let mut stmt = self.conn.prepare(&self.statement(sql::METRICS)).at(&self.path)?;
         let rows = stmt
             .query_map(params![id], |row| {
+                let q = |i: usize| row.get::<_, Option<f64>>(i).map(|v| v.unwrap_or(f64::NAN));
                 Ok((
                     row.get::<_, String>(0)?,
                     row.get::<_, String>(1)?,
-                    [row.get::<_, f64>(2)?, row.get(3)?, row.get(4)?, row.get(5)?, row.get(6)?],
+                    // SQLite stores NaN (a metric without finite samples) as NULL.
+                    [q(2)?, q(3)?, q(4)?, q(5)?, q(6)?],
                     row.get::<_, String>(7)?,
                     row.get::<_, String>(8)?,
                 ))

@@ -27,6 +27,10 @@ pub const PARALLEL_FRAME_MAX: u64 = 32 << 20;
 
 const ZSTD_MAGIC: u32 = 0xFD2F_B528;
 const ZSTD_BLOCK_MAX: usize = 128 << 10;
+/// The largest zstd window decoded: 2^27 = 128 MiB, what `zstd -d` accepts without `--memory`
+/// and what `zstd -22` writes. A frame header claiming more is refused before anything is
+/// allocated for it (the decoder's window buffer is sized from that claim).
+pub const ZSTD_WINDOW_LOG_MAX: u32 = 27;
 
 fn is_skippable(magic: u32) -> bool {
     magic & 0xFFFF_FFF0 == 0x184D_2A50
@@ -384,8 +388,9 @@ enum Piece {
     Lz4Block { offset: u64, stored: bool, checksum: Option<u32>, max: usize },
     /// An LZ4 frame ends (its end mark at `offset`), with its content checksum if any.
     Lz4End { offset: u64, checksum: Option<u32> },
-    /// A whole zstd frame starting at `offset`.
-    ZstdFrame { offset: u64, content_size: Option<u64> },
+    /// A whole zstd frame starting at `offset`; `max_out` is the most its blocks can decode to
+    /// (raw and RLE blocks say their size, a compressed block gives at most 128 KiB).
+    ZstdFrame { offset: u64, content_size: Option<u64>, max_out: u64 },
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -535,6 +540,20 @@ impl<R: Read + Send> Source for ZstdSource<R> {
             }
             self.r.append(buf, &mut len, hlen - 1, "a zstd frame header")?;
             let content_size = fcs.map(|f| f.read(&buf[4 + hlen - f.bytes..4 + hlen]));
+            if buf[4] & 0x20 == 0 {
+                // Not single-segment: a window descriptor follows the descriptor byte.
+                let wd = buf[5];
+                let log = 10 + u32::from(wd >> 3);
+                if log > ZSTD_WINDOW_LOG_MAX {
+                    return Err(TampError::UnknownFormat {
+                        path: self.r.path.clone(),
+                        detail: format!(
+                            "the zstd frame at byte {at} needs a window of 2^{log} bytes, over the 2^{ZSTD_WINDOW_LOG_MAX} (128 MiB) tamp allows; decompress it with zstd -d --memory=2048MB"
+                        ),
+                    });
+                }
+            }
+            let mut max_out = 0u64;
             loop {
                 let bh_at = self.r.offset();
                 let start = len;
@@ -556,6 +575,7 @@ impl<R: Read + Send> Source for ZstdSource<R> {
                     ));
                 }
                 self.r.append(buf, &mut len, payload, "a zstd block")?;
+                max_out += if (h >> 1) & 3 == 2 { ZSTD_BLOCK_MAX as u64 } else { size as u64 };
                 if last {
                     break;
                 }
@@ -563,7 +583,16 @@ impl<R: Read + Send> Source for ZstdSource<R> {
             if checksum {
                 self.r.append(buf, &mut len, 4, "a zstd frame checksum")?;
             }
-            return Ok(Some((Piece::ZstdFrame { offset: at, content_size }, len)));
+            if let Some(n) = content_size.filter(|&n| n > max_out) {
+                // Checked here, before a worker sizes its output from the claim.
+                return Err(self.r.corrupt(
+                    at,
+                    format!(
+                        "the zstd frame header says {n} bytes, its blocks hold at most {max_out}"
+                    ),
+                ));
+            }
+            return Ok(Some((Piece::ZstdFrame { offset: at, content_size, max_out }, len)));
         }
     }
     fn bytes_read(&self) -> u64 {
@@ -607,14 +636,20 @@ impl Worker<Piece> for DecodeWorker {
                 lz4_flex::block::decompress_into(input, &mut out[..max])
                     .map_err(|e| self.corrupt(offset, format!("bad LZ4 block: {e}")))
             }
-            Piece::ZstdFrame { offset, content_size } => {
+            Piece::ZstdFrame { offset, content_size, max_out } => {
                 out.clear();
                 match content_size {
                     Some(n) if n <= PARALLEL_FRAME_MAX => {
                         if self.zstd.is_none() {
-                            let d = zstd::bulk::Decompressor::new().map_err(|e| {
-                                TampError::Codec { format: "zstd", detail: e.to_string() }
-                            })?;
+                            let codec = |e: io::Error| TampError::Codec {
+                                format: "zstd",
+                                detail: e.to_string(),
+                            };
+                            let mut d = zstd::bulk::Decompressor::new().map_err(codec)?;
+                            d.set_parameter(zstd::zstd_safe::DParameter::WindowLogMax(
+                                ZSTD_WINDOW_LOG_MAX,
+                            ))
+                            .map_err(codec)?;
                             self.zstd = Some(d);
                         }
                         out.reserve(n as usize);
@@ -633,8 +668,18 @@ impl Worker<Piece> for DecodeWorker {
                     // A frame that does not say its size (or is huge) in a splittable stream:
                     // decoded by this worker with a growing buffer.
                     _ => {
-                        zstd::stream::copy_decode(input, &mut *out)
-                            .map_err(|e| self.corrupt(offset, format!("bad zstd frame: {e}")))?;
+                        let bad =
+                            |e: io::Error| self.corrupt(offset, format!("bad zstd frame: {e}"));
+                        let mut d = zstd::stream::read::Decoder::with_buffer(input).map_err(bad)?;
+                        d.window_log_max(ZSTD_WINDOW_LOG_MAX).map_err(bad)?;
+                        // No more than the blocks can hold (one byte over proves a lie).
+                        (&mut d).take(max_out + 1).read_to_end(out).map_err(bad)?;
+                        if out.len() as u64 > max_out {
+                            return Err(self.corrupt(
+                                offset,
+                                format!("a zstd frame decodes to more than its blocks hold ({max_out} bytes)"),
+                            ));
+                        }
                         Ok(out.len())
                     }
                 }
@@ -724,10 +769,13 @@ fn serial(
         Format::Lz4 => {
             Box::new(lz4_flex::frame::FrameDecoder::new(Shared { inner: input, n: &counted }))
         }
-        Format::Zstd => Box::new(
-            zstd::stream::read::Decoder::new(Shared { inner: input, n: &counted })
-                .map_err(|e| TampError::Codec { format: "zstd", detail: e.to_string() })?,
-        ),
+        Format::Zstd => {
+            let codec = |e: io::Error| TampError::Codec { format: "zstd", detail: e.to_string() };
+            let mut d = zstd::stream::read::Decoder::new(Shared { inner: input, n: &counted })
+                .map_err(codec)?;
+            d.window_log_max(ZSTD_WINDOW_LOG_MAX).map_err(codec)?;
+            Box::new(d)
+        }
     };
     loop {
         if stop.load(Ordering::Relaxed) {
@@ -746,6 +794,16 @@ fn serial(
                     path: path.into(),
                     offset: counted.get(),
                     what: "a frame",
+                })
+            }
+            // zstd's refusal of a window over ZSTD_WINDOW_LOG_MAX: not damage, a setting.
+            Err(e) if format == Format::Zstd && e.to_string().contains("too much memory") => {
+                return Err(TampError::UnknownFormat {
+                    path: path.into(),
+                    detail: format!(
+                        "a zstd frame at or before byte {} needs a window over the 2^{ZSTD_WINDOW_LOG_MAX} (128 MiB) tamp allows; decompress it with zstd -d --memory=2048MB",
+                        counted.get()
+                    ),
                 })
             }
             Err(e) => {

@@ -24,8 +24,10 @@ pub fn parse(text: &str) -> Result<Vec<CpuTimes>, TampError> {
     let stat = cpuacct::cpustat::parse_proc_stat(text)
         .map_err(|e| TampError::ProcStat(format!("/proc/stat: {e}")))?;
     let times = |cpu: Option<usize>, t: &cpuacct::cpustat::CpuTimes| {
-        let busy = t.user + t.nice + t.system + t.irq + t.softirq + t.steal.unwrap_or(0);
-        CpuTimes { cpu, busy, total: busy + t.idle + t.iowait }
+        // Saturating: the counters come from a file (a damaged one can hold 2^64 - 1).
+        let sum = |v: &[u64]| v.iter().fold(0u64, |a, &b| a.saturating_add(b));
+        let busy = sum(&[t.user, t.nice, t.system, t.irq, t.softirq, t.steal.unwrap_or(0)]);
+        CpuTimes { cpu, busy, total: sum(&[busy, t.idle, t.iowait]) }
     };
     Ok(std::iter::once(times(None, &stat.total))
         .chain(stat.cpus.iter().map(|c| times(Some(c.cpu as usize), &c.times)))

@@ -4,6 +4,8 @@
 //! - [`cli`]: run the `platscope` binary as users do ([`platscope`], [`text`]).
 //! - [`burner`]: a child process that burns a known amount of its own CPU time on request.
 //! - [`browser`]: Debian's headless Chromium on a page: screenshot, DOM, what it logged.
+//! - [`fuzz`]: the runner and generators of the fuzz-style property tests (arbitrary and mutated
+//!   valid inputs), pure tier and live tier.
 //! - [`net`]: a veth pair with its peer in a namespace of its own ([`net::Veth`]).
 //! - [`serve`]: a `platscope serve` on loopback, stopped by PID ([`serve::Serve`]).
 //! - [`tree`]: a `/proc` + `/sys` fixture tree in a temporary directory ([`Tree`]).
@@ -16,6 +18,7 @@
 pub mod browser;
 pub mod burner;
 pub mod cli;
+pub mod fuzz;
 pub mod net;
 pub mod serve;
 pub mod tree;

@@ -359,7 +359,12 @@ pub fn parse_node_meminfo(text: &str) -> Option<(u64, NodeMemory)> {
                 return None;
             }
             let value: u64 = value.parse().ok()?;
-            Some(if unit == Some("kB") { value * 1024 } else { value })
+            // A value whose bytes do not fit in u64 is a damaged file, not a size.
+            if unit == Some("kB") {
+                value.checked_mul(1024)
+            } else {
+                Some(value)
+            }
         })
     };
     let total = field("MemTotal")?;
@@ -378,7 +383,7 @@ pub fn parse_node_meminfo(text: &str) -> Option<(u64, NodeMemory)> {
 /// `hugepages-2048kB` → 2 MiB in bytes.
 pub fn parse_hugepage_dir_name(name: &str) -> Option<u64> {
     let kib: u64 = name.strip_prefix("hugepages-")?.strip_suffix("kB")?.parse().ok()?;
-    Some(kib * 1024)
+    kib.checked_mul(1024)
 }
 
 /// The selected word in a sysfs choice file: `always [madvise] never` → `madvise`.

@@ -273,36 +273,43 @@ impl Ticks {
         Ticks { went_back, ..t }
     }
 
+    /// Sums saturate: the counters come from a file, and a damaged one (or a CPU listed twice
+    /// with counters near 2^64) must not overflow.
     fn add(&mut self, o: &Ticks) {
-        self.user += o.user;
-        self.nice += o.nice;
-        self.system += o.system;
-        self.idle += o.idle;
-        self.iowait += o.iowait;
-        self.irq += o.irq;
-        self.softirq += o.softirq;
-        self.steal += o.steal;
-        self.guest += o.guest;
-        self.guest_nice += o.guest_nice;
+        let add = |a: &mut u64, b: u64| *a = a.saturating_add(b);
+        add(&mut self.user, o.user);
+        add(&mut self.nice, o.nice);
+        add(&mut self.system, o.system);
+        add(&mut self.idle, o.idle);
+        add(&mut self.iowait, o.iowait);
+        add(&mut self.irq, o.irq);
+        add(&mut self.softirq, o.softirq);
+        add(&mut self.steal, o.steal);
+        add(&mut self.guest, o.guest);
+        add(&mut self.guest_nice, o.guest_nice);
         self.went_back |= o.went_back;
     }
 
-    /// Every state once (guest time is inside user time).
+    /// Every state once (guest time is inside user time); saturating, as [`Ticks::add`].
     fn total(&self) -> u64 {
-        self.user
-            + self.nice
-            + self.system
-            + self.idle
-            + self.iowait
-            + self.irq
-            + self.softirq
-            + self.steal
+        [
+            self.user,
+            self.nice,
+            self.system,
+            self.idle,
+            self.iowait,
+            self.irq,
+            self.softirq,
+            self.steal,
+        ]
+        .iter()
+        .fold(0u64, |a, &b| a.saturating_add(b))
     }
 
     fn util(&self, cpu: Option<u32>, event: Option<(u64, u64)>) -> CpuUtil {
         let total = self.total();
         let pct = |v: u64| if total > 0 { v as f64 / total as f64 * 100.0 } else { 0.0 };
-        let busy_ticks = total - self.idle - self.iowait;
+        let busy_ticks = total.saturating_sub(self.idle).saturating_sub(self.iowait);
         let busy = pct(busy_ticks);
         CpuUtil {
             cpu,
