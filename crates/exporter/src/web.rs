@@ -178,7 +178,8 @@ impl WebConfig {
                 return Err(format!("basic_auth_users: user name {user:?} contains ':'"));
             }
             hash.parse::<bcrypt::HashParts>().map_err(|e| {
-                format!("basic_auth_users.{user}: not a bcrypt hash ({e}); make one with htpasswd -nBC 10 {user}")
+                // Quoted: a user name may hold a line break, and the error is one line.
+                format!("basic_auth_users.{user:?}: not a bcrypt hash ({e}); make one with htpasswd -nBC 10 {user:?}")
             })?;
         }
         Ok(WebConfig { tls, users, tls_config: None })
@@ -546,6 +547,14 @@ mod tests {
             }
             Ok(())
         });
+    }
+
+    #[test]
+    fn a_user_name_with_a_line_break_gives_a_one_line_error() {
+        // Found by the web-config fuzz target: the name was printed as it was.
+        let text = "basic_auth_users:\n  \"a\\nb\": not-a-hash\n";
+        let e = WebConfig::parse(text, Path::new("/etc")).err().unwrap_or_default();
+        assert!(e.contains("not a bcrypt hash") && !e.contains('\n'), "{e:?}");
     }
 
     #[test]

@@ -28,7 +28,8 @@ pub const PURE: u32 = 2_000;
 pub const LIVE: u32 = 50_000;
 
 /// Runs `test` on `cases` inputs from `strategy`; on a failure (an `Err` or a panic) shrinks the
-/// input and panics with it.
+/// input and panics with it. Up to [`PURE`] cases the inputs are the same on every run; more
+/// are drawn anew each time.
 pub fn check<S: Strategy>(
     cases: u32,
     strategy: S,
@@ -43,7 +44,14 @@ pub fn check<S: Strategy>(
         max_shrink_iters: 2_000,
         ..Config::default()
     };
-    let mut runner = TestRunner::new(config);
+    // The pure tier replays the same inputs on every run (a plain `cargo test` that passed
+    // passes again); the live tier draws new ones each time, to find what the pure tier has not.
+    let mut runner = if cases > PURE {
+        TestRunner::new(config)
+    } else {
+        let rng = proptest::test_runner::TestRng::deterministic_rng(config.rng_algorithm);
+        TestRunner::new_with_rng(config, rng)
+    };
     if let Err(e) = runner.run(&strategy, test) {
         panic!("{e}");
     }
