@@ -178,8 +178,8 @@ impl WebConfig {
                 return Err(format!("basic_auth_users: user name {user:?} contains ':'"));
             }
             hash.parse::<bcrypt::HashParts>().map_err(|e| {
-                // Quoted: a user name may hold a line break, and the error is one line.
-                format!("basic_auth_users.{user:?}: not a bcrypt hash ({e}); make one with htpasswd -nBC 10 {user:?}")
+                // Escaped: a user name may hold a line break, and the error is one line.
+                format!("basic_auth_users.{name}: not a bcrypt hash ({e}); make one with htpasswd -nBC 10 {name}", name = user.escape_debug())
             })?;
         }
         Ok(WebConfig { tls, users, tls_config: None })
