@@ -39,12 +39,10 @@ struct {
 	__type(value, struct qs_proc);
 } tree SEC(".maps");
 
-/* The query in flight on a thread, in the thread's own storage: found from the task without
- * a hash lookup, and freed by the kernel when the thread exits. */
 struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
 	__type(value, struct qs_inflight);
 } inflight SEC(".maps");
 
@@ -67,6 +65,7 @@ struct {
 	__uint(max_entries, 1 << 20);
 } slow SEC(".maps");
 
+static const struct qs_inflight zero_inflight = {};
 static const struct qs_text zero_text = {};
 
 static __always_inline bool in_tree(void)
@@ -113,25 +112,23 @@ static __always_inline struct qs_stats *my_stats(void)
 	return bpf_map_lookup_elem(&stats, &zero);
 }
 
-/* A thread's in-flight record, or NULL (none yet, or its storage is busy: a probe that fires
- * inside another's storage operation on the same CPU). */
-static __always_inline struct qs_inflight *inflight_of(struct task_struct *task)
+/* The current thread's in-flight record, created if missing. */
+static __always_inline struct qs_inflight *inflight_of(__u32 tid)
 {
-	return bpf_task_storage_get(&inflight, task, 0, 0);
-}
+	struct qs_inflight *q = bpf_map_lookup_elem(&inflight, &tid);
 
-/* The current thread's in-flight record, created (zeroed) if missing. */
-static __always_inline struct qs_inflight *my_inflight(bool create)
-{
-	return bpf_task_storage_get(&inflight, bpf_get_current_task_btf(), 0,
-				    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	if (q)
+		return q;
+	bpf_map_update_elem(&inflight, &tid, &zero_inflight, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&inflight, &tid);
 }
 
 static __always_inline void begin(__u32 command)
 {
 	if (!in_tree())
 		return;
-	struct qs_inflight *q = my_inflight(true);
+	__u32 tid = current_tid();
+	struct qs_inflight *q = inflight_of(tid);
 
 	if (!q)
 		return;
@@ -150,13 +147,13 @@ static __always_inline void begin(__u32 command)
  * PostgreSQL's hit means no buffer had to be read in; MariaDB's is set by the query cache. */
 static __always_inline void end(bool hit_if_no_read)
 {
-	struct qs_inflight *q = my_inflight(false);
+	__u32 tid = current_tid();
+	struct qs_inflight *q = bpf_map_lookup_elem(&inflight, &tid);
 
 	if (!q || q->depth == 0)
 		return;
 	if (--q->depth > 0)
 		return;
-	__u32 tid = current_tid();
 	struct qs_stats *s = my_stats();
 
 	if (!s)
@@ -263,7 +260,8 @@ SEC("usdt")
 int BPF_USDT(pg_buffer_done, int fork, int block, int spc, int db, int rel, int backend,
 	     int is_extend, int found)
 {
-	struct qs_inflight *q = my_inflight(false);
+	__u32 tid = current_tid();
+	struct qs_inflight *q = bpf_map_lookup_elem(&inflight, &tid);
 
 	if (q && q->depth > 0 && (found & 0xff))
 		q->buffer_hits++;
@@ -275,7 +273,8 @@ int BPF_USDT(pg_buffer_done, int fork, int block, int spc, int db, int rel, int 
 SEC("usdt")
 int BPF_USDT(pg_block_read)
 {
-	struct qs_inflight *q = my_inflight(false);
+	__u32 tid = current_tid();
+	struct qs_inflight *q = bpf_map_lookup_elem(&inflight, &tid);
 
 	if (q && q->depth > 0)
 		q->buffer_reads++;
@@ -291,7 +290,8 @@ int BPF_USDT(pg_block_read)
 SEC("uprobe")
 int BPF_UPROBE(my_dispatch, int command, void *thd, const char *packet, unsigned int length)
 {
-	struct qs_inflight *q = my_inflight(false);
+	__u32 tid = current_tid();
+	struct qs_inflight *q = bpf_map_lookup_elem(&inflight, &tid);
 
 	/* Inside a query, every nested dispatch is counted so the returns pair up. */
 	if (q && q->depth > 0) {
@@ -317,7 +317,8 @@ int BPF_URETPROBE(my_dispatch_ret)
 SEC("uretprobe")
 int BPF_URETPROBE(my_qc_ret, int ret)
 {
-	struct qs_inflight *q = my_inflight(false);
+	__u32 tid = current_tid();
+	struct qs_inflight *q = bpf_map_lookup_elem(&inflight, &tid);
 
 	if (q && q->depth > 0 && ret == 1)
 		q->hit = 1;
@@ -347,7 +348,8 @@ int BPF_PROG(qs_sched_switch, bool preempt, struct task_struct *prev, struct tas
 			if (s)
 				s->involuntary++;
 		}
-		struct qs_inflight *q = inflight_of(prev);
+		__u32 prev_tid = prev->pid;
+		struct qs_inflight *q = bpf_map_lookup_elem(&inflight, &prev_tid);
 
 		if (q && q->depth > 0) {
 			now = bpf_ktime_get_ns();
@@ -372,8 +374,12 @@ int BPF_PROG(qs_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		}
 	}
 
-	/* Only the server's threads have in-flight records: no tree lookup needed. */
-	struct qs_inflight *q = inflight_of(next);
+	__u32 next_tgid = next->tgid;
+
+	if (!bpf_map_lookup_elem(&tree, &next_tgid))
+		return 0;
+	__u32 next_tid = next->pid;
+	struct qs_inflight *q = bpf_map_lookup_elem(&inflight, &next_tid);
 
 	if (q && q->depth > 0 && q->off_since_ns) {
 		if (!now)
@@ -409,7 +415,7 @@ int BPF_PROG(qs_exit, struct task_struct *task)
 
 	if (!bpf_map_lookup_elem(&tree, &tgid))
 		return 0;
-	/* The thread's in-flight record goes with it (task storage). */
+	bpf_map_delete_elem(&inflight, &tid);
 	bpf_map_delete_elem(&texts, &tid);
 	if (tid == tgid)
 		bpf_map_delete_elem(&tree, &tgid);
