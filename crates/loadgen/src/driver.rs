@@ -130,12 +130,7 @@ impl Target {
             b = b.tcp_port(p);
         }
         // MYSQL_PWD and ~/.my.cnf, as the client reads them, for what the URL does not say.
-        let file =
-            if base.get_pass().is_none() || (self.user.is_none() && base.get_user().is_none()) {
-                results::credentials::mysql_client_options()
-            } else {
-                results::credentials::ClientOptions::default()
-            };
+        let file = results::credentials::mysql_client_options();
         if base.get_pass().is_none() {
             if let Some(p) = file.password {
                 b = b.pass(Some(p));
