@@ -23,8 +23,9 @@ pub mod command;
 pub mod cpustat;
 pub mod cputime;
 pub mod cpuutil;
+pub mod procsum;
 pub mod pstime;
 pub mod task;
 pub mod tasks;
 
-bpfkit::skeletons!(cputime, tasks);
+bpfkit::skeletons!(cputime, tasks, procsum);

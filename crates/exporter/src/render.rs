@@ -75,7 +75,9 @@ pub fn negotiate(accept: Option<&str>) -> Format {
 /// Renders families in the given format. Families with no samples are left out (a `# TYPE`
 /// with nothing under it tells a reader nothing).
 pub fn render(families: &[Family], format: Format) -> String {
-    let mut out = String::with_capacity(families.len() * 256);
+    // Sized for the whole body at once: a large scrape grown by doubling copies it repeatedly.
+    let samples: usize = families.iter().map(|f| f.samples.len()).sum();
+    let mut out = String::with_capacity(families.len() * 256 + samples * 80);
     for family in families.iter().filter(|f| !f.samples.is_empty()) {
         render_family(&mut out, family, format);
     }
@@ -108,7 +110,9 @@ fn render_family(out: &mut String, family: &Family, format: Format) {
             Value::Number(value) => {
                 out.push_str(&sample_name);
                 write_labels(out, &sample.labels, None);
-                let _ = writeln!(out, " {}", number(*value));
+                out.push(' ');
+                write_number(out, *value);
+                out.push('\n');
             }
             Value::Histogram { buckets, sum } => {
                 let mut cumulative = 0u64;
@@ -179,12 +183,26 @@ fn escape_help(help: &str, format: Format) -> String {
 
 /// A sample value: both formats spell the infinities and NaN the same way.
 fn number(value: f64) -> String {
+    let mut text = String::new();
+    write_number(&mut text, value);
+    text
+}
+
+/// Writes a sample value as Prometheus reads it. Whole numbers below 2^53 (most counters)
+/// go through integer formatting, which prints the same digits as `f64`'s and costs less.
+fn write_number(out: &mut String, value: f64) {
+    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
     if value.is_nan() {
-        "NaN".to_string()
+        out.push_str("NaN");
     } else if value.is_infinite() {
-        if value > 0.0 { "+Inf" } else { "-Inf" }.to_string()
+        out.push_str(if value > 0.0 { "+Inf" } else { "-Inf" });
+    } else if value.fract() == 0.0
+        && value.abs() < EXACT
+        && !(value == 0.0 && value.is_sign_negative())
+    {
+        let _ = write!(out, "{}", value as i64);
     } else {
-        format!("{value}")
+        let _ = write!(out, "{value}");
     }
 }
 
@@ -202,6 +220,20 @@ fn bound(value: f64) -> String {
 mod tests {
     use super::*;
     use crate::Unit;
+
+    #[test]
+    fn numbers_print_as_f64_display_prints_them() {
+        use test_support::fuzz::{self, proptest::prelude::*};
+        let whole = (-(1i64 << 54)..(1i64 << 54)).prop_map(|v| v as f64);
+        let any = any::<f64>().prop_filter("finite", |v| v.is_finite());
+        let edge =
+            prop::sample::select(vec![0.0, -0.0, 2f64.powi(53), -(2f64.powi(53)), 1e21, 0.5]);
+        fuzz::check(fuzz::PURE, prop_oneof![whole, any, edge], |value| {
+            prop_assert_eq!(number(value), format!("{value}"));
+            Ok(())
+        });
+        assert_eq!((number(f64::NAN), number(f64::INFINITY)), ("NaN".into(), "+Inf".into()));
+    }
 
     fn sample_families() -> Vec<Family> {
         let mut bytes = Family::new(

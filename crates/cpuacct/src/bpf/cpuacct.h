@@ -53,4 +53,17 @@ struct iot_task_rec {
 	char _pad[7];
 };
 
+/* One process's CPU time summed over its threads (procsum.bpf.c, serve's process collector). */
+struct iot_proc_rec {
+	__u64 start_boottime_ns; /* with the PID, names the process across PID reuse */
+	__u64 utime_ns;          /* live threads' tick-sampled split plus exited threads' */
+	__u64 stime_ns;
+	__u32 tgid;
+	__u32 nr_threads;        /* live threads counted */
+	char comm[TASK_COMM_LEN_];
+};
+
+/* Processes one pass of procsum.bpf.c holds; beyond, it says so and the reader falls back. */
+#define IOT_MAX_PROCS 65536
+
 #endif

@@ -64,7 +64,10 @@ impl Collector for Nic {
         let now = Instant::now();
         let mut cache = self.links.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         // Interfaces that are gone are forgotten.
-        cache.retain(|name, _| devices.iter().any(|d| &d.name == name));
+        // Forget links that are gone (a set of today's names: one lookup per cached link).
+        let present: std::collections::HashSet<&str> =
+            devices.iter().map(|d| d.name.as_str()).collect();
+        cache.retain(|name, _| present.contains(name.as_str()));
         // A socket only for the ethtool fallback (no sysfs speed), opened when a read is due.
         let mut socket: Option<Option<Socket>> = None;
         let mut links = Vec::with_capacity(devices.len());

@@ -14,10 +14,12 @@
 //! keeps the time of processes that have exited and its counter never goes back.
 
 use std::collections::{BTreeMap, HashMap};
+use std::hash::BuildHasherDefault;
 use std::path::PathBuf;
 use std::sync::{mpsc, Mutex};
 use std::time::Duration;
 
+use cpuacct::procsum::{CommName, ProcessSums, ProcessTotal};
 use cpuacct::task::parse_stat;
 use cpuacct::tasks::{TaskIter, TaskRecord};
 use measure::time::ClockTicks;
@@ -114,7 +116,7 @@ pub struct ProcessReading {
     pub pid: u32,
     /// Start time after boot: with the PID, names the process across PID reuse.
     pub start: u64,
-    pub comm: String,
+    pub comm: CommName,
     /// User time of all its threads, exited ones included.
     pub user: u64,
     /// System time, likewise.
@@ -128,13 +130,68 @@ struct Ticks {
     system: u64,
 }
 
-/// What is kept between scrapes.
+/// What is kept between scrapes. Groups are numbered once, so a scrape of 10,000 known
+/// processes does one hash lookup each and no string work.
 #[derive(Debug, Default)]
 struct State {
-    /// (pid, start) → (group, ticks already added to it).
-    seen: HashMap<(u32, u64), (String, Ticks)>,
-    /// Every group's cumulative ticks, exited processes included.
-    totals: BTreeMap<String, Ticks>,
+    /// (pid, start) → what was added for that process, and to which group.
+    seen: HashMap<(u32, u64), Seen, BuildHasherDefault<PidStartHasher>>,
+    /// Group names by number, and numbers by name.
+    names: Vec<String>,
+    numbers: HashMap<String, usize>,
+    /// Every group's cumulative ticks, exited processes included, by number.
+    sums: Vec<Ticks>,
+    /// Counts scrapes: a process not marked with this one's number is gone.
+    scrape: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Seen {
+    group: usize,
+    /// Ticks already added to the group.
+    added: Ticks,
+    /// The last scrape that saw it.
+    scrape: u64,
+}
+
+impl State {
+    /// The group's number, made on first sight.
+    fn number(&mut self, name: String) -> usize {
+        if let Some(&n) = self.numbers.get(&name) {
+            return n;
+        }
+        self.names.push(name.clone());
+        self.sums.push(Ticks::default());
+        self.numbers.insert(name, self.names.len() - 1);
+        self.names.len() - 1
+    }
+
+    /// Every group's cumulative ticks by name.
+    fn totals(&self) -> BTreeMap<String, Ticks> {
+        self.names.iter().cloned().zip(self.sums.iter().copied()).collect()
+    }
+}
+
+/// Hashes a (pid, start) key with one multiply per word (the keys come from the kernel, not
+/// from a client, so a keyed hash buys nothing and costs a third of the scrape).
+#[derive(Debug, Default)]
+struct PidStartHasher(u64);
+
+impl std::hash::Hasher for PidStartHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
 }
 
 /// The `process` collector.
@@ -162,25 +219,51 @@ pub(super) fn factory(config: &Config) -> Result<Box<dyn Collector>, UsageError>
 
 type TaskReply = mpsc::SyncSender<Result<Vec<ProcessReading>, String>>;
 
-/// The thread that owns the task iterator (libbpf's handles cannot move between threads).
+/// The thread that owns the BPF readers (libbpf's handles cannot move between threads): the
+/// in-kernel process sums where the kernel has open-coded task iterators (6.7+), else the task
+/// iterator's per-thread records summed here. The sums hold up to 65,536 processes; a scrape
+/// that finds more reads the per-thread records instead.
 fn start_task_reader() -> Result<mpsc::Sender<TaskReply>, String> {
     let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<(), String>>(1);
     let (tx, rx) = mpsc::channel::<TaskReply>();
     std::thread::Builder::new()
         .name("process-task-iter".into())
         .spawn(move || {
-            let iter = match TaskIter::load() {
-                Ok(iter) => {
-                    let _ = ready_tx.send(Ok(()));
-                    iter
-                }
+            let sums = match ProcessSums::load() {
+                Ok(sums) => Some(sums),
                 Err(e) => {
-                    let _ = ready_tx.send(Err(e.to_string()));
-                    return;
+                    measure::say!(
+                        "process collector: summing per thread in user space ({e}; the kernel sums need Linux 6.7 or later)"
+                    );
+                    None
                 }
             };
+            let mut iter: Option<TaskIter> = None;
+            let load_iter = |iter: &mut Option<TaskIter>| -> Result<(), String> {
+                if iter.is_none() {
+                    *iter = Some(TaskIter::load().map_err(|e| e.to_string())?);
+                }
+                Ok(())
+            };
+            if sums.is_none() {
+                if let Err(why) = load_iter(&mut iter) {
+                    let _ = ready_tx.send(Err(why));
+                    return;
+                }
+            }
+            let _ = ready_tx.send(Ok(()));
             for reply in rx {
-                let _ = reply.send(iter.read().map(|t| per_process(&t)).map_err(|e| e.to_string()));
+                let from_sums = sums.as_ref().map(|s| s.read().map_err(|e| e.to_string()));
+                let readings = match from_sums {
+                    Some(Ok(Some(totals))) => Ok(totals.into_iter().map(reading_of).collect()),
+                    Some(Err(e)) => Err(e),
+                    // No sums, or more processes than they hold: the per-thread records.
+                    None | Some(Ok(None)) => load_iter(&mut iter).and_then(|()| match &iter {
+                        Some(it) => it.read().map(|t| per_process(&t)).map_err(|e| e.to_string()),
+                        None => Err("the task iterator is not loaded".into()),
+                    }),
+                };
+                let _ = reply.send(readings);
             }
         })
         .map_err(|e| format!("starting its thread: {e}"))?;
@@ -188,6 +271,16 @@ fn start_task_reader() -> Result<mpsc::Sender<TaskReply>, String> {
         Ok(Ok(())) => Ok(tx),
         Ok(Err(why)) => Err(why),
         Err(_) => Err("the task iterator did not load within 30 s".into()),
+    }
+}
+
+fn reading_of(p: ProcessTotal) -> ProcessReading {
+    ProcessReading {
+        pid: p.tgid,
+        start: p.start_boottime_ns,
+        comm: p.comm,
+        user: p.utime_ns,
+        system: p.stime_ns,
     }
 }
 
@@ -199,14 +292,14 @@ pub fn per_process(threads: &[TaskRecord]) -> Vec<ProcessReading> {
         let p = by_tgid.entry(t.tgid).or_insert_with(|| ProcessReading {
             pid: t.tgid,
             start: t.start_boottime_ns,
-            comm: t.comm.clone(),
+            comm: CommName::new(t.comm.as_bytes()),
             user: t.dead_utime_ns,
             system: t.dead_stime_ns,
         });
         p.user += t.utime_ns;
         p.system += t.stime_ns;
         if t.tid == t.tgid {
-            p.comm.clone_from(&t.comm);
+            p.comm = CommName::new(t.comm.as_bytes());
         }
     }
     by_tgid.into_values().collect()
@@ -276,7 +369,7 @@ impl Process {
             out.push(ProcessReading {
                 pid,
                 start: stat.start_ticks,
-                comm: String::from_utf8_lossy(stat.comm).into_owned(),
+                comm: CommName::new(stat.comm),
                 user: stat.utime_ticks,
                 system: stat.stime_ticks,
             });
@@ -310,8 +403,9 @@ impl Collector for Process {
             ),
         };
         let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let counts = update(&mut state, &readings, |r| self.group_of(r.pid, &r.comm));
-        out.extend(families(&state.totals, &counts, self.options.top, seconds_per_unit));
+        let counts =
+            update(&mut state, &readings, |r| self.group_of(r.pid, &r.comm.to_string_lossy()));
+        out.extend(families(&state.totals(), &counts, self.options.top, seconds_per_unit));
         Ok(())
     }
 }
@@ -323,40 +417,45 @@ fn update(
     readings: &[ProcessReading],
     mut group_of: impl FnMut(&ProcessReading) -> String,
 ) -> BTreeMap<String, u64> {
-    let mut counts = BTreeMap::new();
-    let mut alive = HashMap::with_capacity(readings.len());
+    state.scrape += 1;
+    let scrape = state.scrape;
+    let mut counts = vec![0u64; state.names.len()];
+    let mut marked = 0usize;
     for r in readings {
-        let key = (r.pid, r.start);
-        let (group, before) = match state.seen.remove(&key) {
-            Some(seen) => seen,
-            None => (group_of(r), Ticks::default()),
-        };
         let now = Ticks { user: r.user, system: r.system };
-        let grown = Ticks {
-            user: now.user.saturating_sub(before.user),
-            system: now.system.saturating_sub(before.system),
+        let key = (r.pid, r.start);
+        let seen = match state.seen.get_mut(&key) {
+            // A PID listed twice in one pass (it cannot be, but the counts must not double).
+            Some(seen) if seen.scrape == scrape => continue,
+            Some(seen) => seen,
+            None => {
+                let group = state.number(group_of(r));
+                let fresh = Seen { group, added: Ticks::default(), scrape: 0 };
+                state.seen.entry(key).or_insert(fresh)
+            }
         };
-        // Looked up before inserting: no new String per process at every scrape.
-        match state.totals.get_mut(&group) {
-            Some(total) => {
-                total.user += grown.user;
-                total.system += grown.system;
-            }
-            None => {
-                state.totals.insert(group.clone(), grown);
-            }
-        }
-        match counts.get_mut(&group) {
-            Some(n) => *n += 1,
-            None => {
-                counts.insert(group.clone(), 1);
-            }
-        }
-        let kept = Ticks { user: now.user.max(before.user), system: now.system.max(before.system) };
-        alive.insert(key, (group, kept));
+        let sum = &mut state.sums[seen.group];
+        sum.user += now.user.saturating_sub(seen.added.user);
+        sum.system += now.system.saturating_sub(seen.added.system);
+        seen.added = Ticks {
+            user: now.user.max(seen.added.user),
+            system: now.system.max(seen.added.system),
+        };
+        seen.scrape = scrape;
+        counts.resize(state.names.len(), 0);
+        counts[seen.group] += 1;
+        marked += 1;
     }
-    state.seen = alive;
-    counts
+    if marked != state.seen.len() {
+        state.seen.retain(|_, seen| seen.scrape == scrape);
+    }
+    state
+        .names
+        .iter()
+        .zip(counts)
+        .filter(|&(_, n)| n > 0)
+        .map(|(name, n)| (name.clone(), n))
+        .collect()
 }
 
 /// The two families: the `top` groups by CPU time by name, the rest as `other`.
@@ -418,7 +517,13 @@ mod tests {
     use crate::Value;
 
     fn reading(pid: u32, comm: &str, user: u64, system: u64) -> ProcessReading {
-        ProcessReading { pid, start: u64::from(pid) * 10, comm: comm.into(), user, system }
+        ProcessReading {
+            pid,
+            start: u64::from(pid) * 10,
+            comm: CommName::new(comm.as_bytes()),
+            user,
+            system,
+        }
     }
 
     fn value(fams: &[Family], name: &str, labels: &[(&str, &str)]) -> Option<f64> {
@@ -451,18 +556,18 @@ mod tests {
     #[test]
     fn exited_processes_keep_their_time_and_counters_never_go_back() {
         let mut state = State::default();
-        let by_comm = |r: &ProcessReading| r.comm.clone();
+        let by_comm = |r: &ProcessReading| r.comm.to_string_lossy().into_owned();
         update(&mut state, &[reading(1, "a", 100, 10), reading(2, "a", 50, 5)], by_comm);
-        assert_eq!(state.totals["a"], Ticks { user: 150, system: 15 });
+        assert_eq!(state.totals()["a"], Ticks { user: 150, system: 15 });
         // pid 2 exited; pid 1 grew.
         let counts = update(&mut state, &[reading(1, "a", 120, 10)], by_comm);
-        assert_eq!(state.totals["a"], Ticks { user: 170, system: 15 });
+        assert_eq!(state.totals()["a"], Ticks { user: 170, system: 15 });
         assert_eq!(counts["a"], 1);
         // PID 1 reused by a new process (other start time): counted from zero.
         let mut new = reading(1, "a", 7, 0);
         new.start = 999;
         update(&mut state, &[new], by_comm);
-        assert_eq!(state.totals["a"], Ticks { user: 177, system: 15 });
+        assert_eq!(state.totals()["a"], Ticks { user: 177, system: 15 });
     }
 
     #[test]
@@ -474,8 +579,8 @@ mod tests {
             reading(3, "small", 10, 0),
             reading(4, "tiny", 1, 0),
         ];
-        let counts = update(&mut state, &readings, |r| r.comm.clone());
-        let fams = families(&state.totals, &counts, 2, 0.01);
+        let counts = update(&mut state, &readings, |r| r.comm.to_string_lossy().into_owned());
+        let fams = families(&state.totals(), &counts, 2, 0.01);
         let cpu = "platscope_process_group_cpu_seconds";
         assert_eq!(value(&fams, cpu, &[("group", "big"), ("mode", "user")]), Some(10.0));
         assert_eq!(value(&fams, cpu, &[("group", "mid"), ("mode", "user")]), Some(5.0));
