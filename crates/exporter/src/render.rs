@@ -154,13 +154,18 @@ fn write_labels(out: &mut String, labels: &[(String, String)], le: Option<&str>)
         first = false;
         out.push_str(key);
         out.push_str("=\"");
-        for c in value.chars() {
-            match c {
-                '\\' => out.push_str("\\\\"),
-                '"' => out.push_str("\\\""),
-                '\n' => out.push_str("\\n"),
-                c => out.push(c),
+        if value.contains(['\\', '"', '\n']) {
+            for c in value.chars() {
+                match c {
+                    '\\' => out.push_str("\\\\"),
+                    '"' => out.push_str("\\\""),
+                    '\n' => out.push_str("\\n"),
+                    c => out.push(c),
+                }
             }
+        } else {
+            // Most values need no escape: copied whole.
+            out.push_str(value);
         }
         out.push('"');
     }
@@ -220,6 +225,14 @@ fn bound(value: f64) -> String {
 mod tests {
     use super::*;
     use crate::Unit;
+
+    #[test]
+    fn label_values_are_escaped_only_where_needed() {
+        let mut fam = Family::new("platscope_x", Kind::Gauge, None, "x");
+        fam.push(&[("device", "eth0"), ("path", "a\"b\\c\nd")], 1.0);
+        let text = render(&[fam], Format::Text004);
+        assert!(text.contains("platscope_x{device=\"eth0\",path=\"a\\\"b\\\\c\\nd\"} 1\n"), "{text}");
+    }
 
     #[test]
     fn numbers_print_as_f64_display_prints_them() {
