@@ -1047,6 +1047,24 @@ mod tests {
         assert!(c.reader().capacity() <= 2 * 100_005, "{}", c.reader().capacity());
     }
 
+    #[test]
+    fn sslmode_require_is_refused_and_every_host_is_tried_in_order() {
+        let cfg = |s: &str| s.parse::<postgres::Config>().unwrap();
+        let e = connect(&cfg("host=/nonexistent sslmode=require user=u")).unwrap_err();
+        assert!(e.contains("sslmode=require") && e.contains("TLS"), "{e}");
+        let e = connect(&cfg("host=/nonexistent/a,/nonexistent/b port=5433 user=u")).unwrap_err();
+        let (a, b) = (e.find("/nonexistent/a/.s.PGSQL.5433"), e.find("/nonexistent/b/.s.PGSQL"));
+        assert!(a.is_some_and(|a| b.is_some_and(|b| a < b)), "{e}");
+        assert!(e.to_ascii_lowercase().contains("no such file"), "{e}");
+        // A closed TCP port (bound, not listening) is refused.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        drop(listener);
+        let e = connect(&cfg(&format!("host=127.0.0.1 port={port} user=u connect_timeout=2")))
+            .unwrap_err();
+        assert!(e.to_ascii_lowercase().contains("refused"), "{e}");
+    }
+
     fn auth(code: i32, extra: &[u8]) -> Vec<u8> {
         let mut b = code.to_be_bytes().to_vec();
         b.extend_from_slice(extra);
