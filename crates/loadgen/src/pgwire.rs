@@ -362,8 +362,27 @@ impl<S: Read + Write> Client<S> {
     fn send(&mut self) -> Result<(), DbError> {
         match self.io.write_all(&self.out) {
             Ok(()) => Ok(()),
-            Err(e) => Err(self.fail(format!("writing to the server: {e}"))),
+            Err(e) => {
+                let closed =
+                    matches!(e.kind(), io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset);
+                // A server that closed the connection may have said why first (57P01 at a
+                // shutdown): its words over the socket's, as libpq reports them.
+                let said = if closed { self.last_words() } else { None };
+                let why = said.map_or_else(|| format!("writing to the server: {e}"), |s| s.text());
+                Err(self.fail(why))
+            }
         }
+    }
+
+    /// The first ErrorResponse among what a closed connection left to read (a few messages).
+    fn last_words(&mut self) -> Option<ServerError> {
+        for _ in 0..8 {
+            let tag = self.rd.advance(&mut self.io).ok()?;
+            if tag == b'E' {
+                return ServerError::parse(self.rd.body()).ok();
+            }
+        }
+        None
     }
 
     /// Reads to ReadyForQuery, handing every message but the ones handled here to `on`
@@ -517,7 +536,7 @@ impl<S: Read + Write> Client<S> {
                         .map_err(|e| format!("writing to the server: {e}"))?;
                 }
                 b'E' => return Err(ServerError::parse(b.0)?.text()),
-                b'S' | b'K' | b'N' => {}
+                b'S' | b'K' | b'N' | b'A' => {}
                 b'Z' => return Ok(()),
                 other => {
                     return Err(format!(
@@ -746,13 +765,16 @@ mod tests {
         chunk: usize,
         output: Vec<u8>,
         keep: bool,
+        /// Writes fail as on a socket the server closed.
+        closed: bool,
         reads: usize,
         writes: usize,
     }
 
     impl Fake {
         fn new(input: Vec<u8>, chunk: usize) -> Self {
-            Fake { input, at: 0, chunk, output: Vec::new(), keep: true, reads: 0, writes: 0 }
+            let output = Vec::new();
+            Fake { input, at: 0, chunk, output, keep: true, closed: false, reads: 0, writes: 0 }
         }
     }
 
@@ -769,6 +791,9 @@ mod tests {
     impl Write for Fake {
         fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
             self.writes += 1;
+            if self.closed {
+                return Err(io::ErrorKind::BrokenPipe.into());
+            }
             if self.keep {
                 self.output.extend_from_slice(buf);
             }
@@ -929,6 +954,20 @@ mod tests {
         let mut c = client(error("FATAL", "25P03", "idle in transaction"));
         assert!(matches!(c.simple("SELECT 1"), Err(DbError::Sql { .. })));
         assert!(matches!(c.simple("SELECT 1"), Err(DbError::Gone(_))));
+    }
+
+    #[test]
+    fn a_write_to_a_closed_connection_reports_what_the_server_said() {
+        let bye = error("FATAL", "57P01", "terminating connection due to administrator command");
+        let mut c = client([notice(), bye].concat());
+        c.io().closed = true;
+        let e = c.simple("SELECT 1").unwrap_err();
+        let want = "terminating connection due to administrator command (SQLSTATE 57P01)";
+        assert_eq!(e, DbError::Gone(want.into()));
+        let mut c = client(Vec::new());
+        c.io().closed = true;
+        let e = c.simple("SELECT 1").unwrap_err();
+        assert!(matches!(&e, DbError::Gone(m) if m.starts_with("writing to the server")), "{e:?}");
     }
 
     #[test]
