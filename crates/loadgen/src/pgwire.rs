@@ -324,7 +324,8 @@ pub(crate) struct Client<S: Read + Write> {
 }
 
 impl<S: Read + Write> Client<S> {
-    /// A client on a stream whose startup is done (tests).
+    /// A client on a freshly opened stream; [`Client::startup`] makes it ready (tests give a
+    /// stream whose startup is done).
     pub(crate) fn new(io: S) -> Self {
         Client {
             io,
