@@ -113,9 +113,9 @@ load share the same $conns CPUs, so full-speed figures are a property of this sm
   platscope ÷ pgbench **$(ratio "$ps_full" "$pg_full")**, ÷ sysbench $(ratio "$ps_full" "${sb_full:-0}") (goal ≥ 1).
 - Both platscope and pgbench measure latency from the scheduled start, so their percentiles should agree within noise;
   sysbench 1.0 measures from when the event was queued and is shown only for contrast.
-- platscope talks to PostgreSQL through the \`postgres\` crate (a synchronous wrapper over tokio-postgres: each
-  statement goes through a per-connection runtime and a channel); pgbench and sysbench call libpq. Neither has been
-  profiled here.
+- platscope talks to PostgreSQL through its own synchronous client on a blocking socket (\`loadgen/src/pgwire.rs\`:
+  a prepared statement's Bind/Execute/Sync in one write from a kept buffer, the answer read into a kept buffer);
+  pgbench and sysbench call libpq. Neither has been profiled here.
 <!-- load_driver:end -->"
 write_doc_section load_driver "$section"
 printf '%s\n' "$section"

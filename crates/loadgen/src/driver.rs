@@ -1,5 +1,6 @@
-//! Connections to PostgreSQL (`postgres`, synchronous) and MariaDB (`mysql`), one per worker
-//! thread, behind one small trait: run simple text, prepare, run prepared with values.
+//! Connections to PostgreSQL (the crate's own client on a blocking socket, module `pgwire`;
+//! `postgres` only parses URLs and conninfo) and MariaDB (`mysql`), one per worker thread,
+//! behind one small trait: run simple text, prepare, run prepared with values.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -206,8 +207,7 @@ impl Target {
                 let mut cfg = self.pg_config()?;
                 results::credentials::fill_pg_password(&mut cfg)
                     .map_err(|e| fail(e.to_string()))?;
-                let client = cfg.connect(postgres::NoTls).map_err(|e| fail(pg_message(&e)))?;
-                Ok(Box::new(PgConn { client, stmts: Vec::new() }))
+                Ok(Box::new(crate::pgwire::connect(&cfg).map_err(fail)?))
             }
             ServerKind::MariaDb => {
                 let opts = self.my_opts(with_db)?;
@@ -265,39 +265,6 @@ fn pg_socket(path: &Path) -> (PathBuf, Option<u16>) {
     }
 }
 
-fn pg_message(e: &postgres::Error) -> String {
-    match e.as_db_error() {
-        Some(db) => format!("{} (SQLSTATE {})", db.message(), db.code().code()),
-        None => {
-            let mut m = e.to_string();
-            let mut src = std::error::Error::source(e);
-            while let Some(s) = src {
-                m = format!("{m}: {s}");
-                src = s.source();
-            }
-            m
-        }
-    }
-}
-
-fn pg_error(e: postgres::Error) -> DbError {
-    if e.is_closed() {
-        return DbError::Gone(pg_message(&e));
-    }
-    match e.as_db_error() {
-        Some(db) => {
-            let code = db.code().code().to_string();
-            // 57P01..03: the server is shutting down or crashed; 08: connection trouble.
-            if code.starts_with("57P") || code.starts_with("08") {
-                DbError::Gone(pg_message(&e))
-            } else {
-                DbError::Sql { sqlstate: code, message: db.message().to_string() }
-            }
-        }
-        None => DbError::Gone(pg_message(&e)),
-    }
-}
-
 fn my_message(e: &mysql::Error) -> String {
     match e {
         mysql::Error::MySqlError(me) => {
@@ -316,97 +283,6 @@ fn my_error(e: mysql::Error) -> DbError {
             DbError::Sql { sqlstate: me.state.clone(), message: me.message.clone() }
         }
         _ => DbError::Gone(my_message(&e)),
-    }
-}
-
-struct PgConn {
-    client: postgres::Client,
-    stmts: Vec<postgres::Statement>,
-}
-
-/// A value bound to whatever integer or text type PostgreSQL inferred for the placeholder.
-#[derive(Debug)]
-struct PgValue<'a>(&'a Value);
-
-impl postgres::types::ToSql for PgValue<'_> {
-    fn to_sql(
-        &self,
-        ty: &postgres::types::Type,
-        out: &mut bytes::BytesMut,
-    ) -> Result<postgres::types::IsNull, Box<dyn std::error::Error + Sync + Send>> {
-        use postgres::types::Type;
-        match self.0 {
-            Value::Int(v) => match *ty {
-                Type::INT2 => i16::try_from(*v)?.to_sql(ty, out),
-                Type::INT4 => i32::try_from(*v)?.to_sql(ty, out),
-                Type::INT8 => v.to_sql(ty, out),
-                Type::FLOAT8 => (*v as f64).to_sql(ty, out),
-                Type::FLOAT4 => (*v as f32).to_sql(ty, out),
-                _ => v.to_string().as_str().to_sql(ty, out),
-            },
-            Value::Text(s) => s.as_str().to_sql(ty, out),
-        }
-    }
-
-    fn accepts(ty: &postgres::types::Type) -> bool {
-        use postgres::types::Type;
-        matches!(
-            *ty,
-            Type::INT2
-                | Type::INT4
-                | Type::INT8
-                | Type::FLOAT4
-                | Type::FLOAT8
-                | Type::TEXT
-                | Type::VARCHAR
-                | Type::BPCHAR
-                | Type::NAME
-                | Type::UNKNOWN
-        )
-    }
-
-    postgres::types::to_sql_checked!();
-}
-
-impl Conn for PgConn {
-    fn simple(&mut self, sql: &str) -> Result<(), DbError> {
-        self.client.batch_execute(sql).map_err(pg_error)
-    }
-
-    fn prepare(&mut self, sql: &str) -> Result<usize, DbError> {
-        let st = self.client.prepare(sql).map_err(pg_error)?;
-        self.stmts.push(st);
-        Ok(self.stmts.len() - 1)
-    }
-
-    fn exec(&mut self, handle: usize, values: &[&Value]) -> Result<(), DbError> {
-        let Some(st) = self.stmts.get(handle) else {
-            return Err(DbError::Gone(format!("no prepared statement {handle}")));
-        };
-        let mut params: [PgValue<'_>; 8] = std::array::from_fn(|_| PgValue(&Value::Int(0)));
-        if values.len() <= params.len() {
-            for (p, v) in params.iter_mut().zip(values) {
-                *p = PgValue(v);
-            }
-            let refs: [&(dyn postgres::types::ToSql + Sync); 8] =
-                std::array::from_fn(|i| &params[i] as &(dyn postgres::types::ToSql + Sync));
-            self.client.execute(st, &refs[..values.len()]).map(drop).map_err(pg_error)
-        } else {
-            let owned: Vec<PgValue<'_>> = values.iter().map(|v| PgValue(v)).collect();
-            let refs: Vec<&(dyn postgres::types::ToSql + Sync)> =
-                owned.iter().map(|p| p as &(dyn postgres::types::ToSql + Sync)).collect();
-            self.client.execute(st, &refs).map(drop).map_err(pg_error)
-        }
-    }
-
-    fn query_text(&mut self, sql: &str) -> Result<Option<String>, DbError> {
-        let rows = self.client.simple_query(sql).map_err(pg_error)?;
-        for m in rows {
-            if let postgres::SimpleQueryMessage::Row(r) = m {
-                return Ok(r.get(0).map(str::to_string));
-            }
-        }
-        Ok(None)
     }
 }
 

@@ -36,6 +36,7 @@ pub mod cost;
 pub mod driver;
 mod error;
 pub mod experiments;
+mod pgwire;
 pub mod prepare;
 pub mod render;
 pub mod run;

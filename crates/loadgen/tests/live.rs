@@ -3,6 +3,8 @@
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
+use loadgen::driver::DbError;
+use loadgen::workload::Value;
 use loadgen::{
     prepare, run, Arrivals, Plan, PrepareOptions, Protocol, ServerKind, Target, WorkloadKind,
 };
@@ -283,4 +285,151 @@ fn on_disconnect_stop_ends_the_run_at_the_first_lost_connection() {
     assert!(r.interrupted.as_deref().is_some_and(|w| w.contains("went away")), "{r:?}");
     assert!(r.outages.is_empty(), "{:?}", r.outages);
     assert!(r.elapsed_s < 3.0, "stopped at the loss, not at the end: {}", r.elapsed_s);
+}
+
+/// A role per password method (scram-sha-256, md5, cleartext `password`) over TCP: the right
+/// password connects, a wrong one is the server's refusal without the password in it, none is
+/// one line naming where a password comes from.
+#[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+fn postgres_password_roles_scram_md5_and_cleartext() {
+    let pg = Postgres::start(&PgOptions::default()).expect("PostgreSQL starts");
+    pg.sql(
+        "SET password_encryption = 'scram-sha-256'; CREATE ROLE s_app LOGIN PASSWORD 'ScramPw7x'; \
+         CREATE ROLE c_app LOGIN PASSWORD 'ClearPw7x'; \
+         SET password_encryption = 'md5'; CREATE ROLE m_app LOGIN PASSWORD 'Md5Pw7x'",
+    )
+    .expect("roles");
+    let stored = pg
+        .sql("SELECT string_agg(rolname || ':' || left(rolpassword, 6), ',' ORDER BY rolname) FROM pg_authid WHERE rolname LIKE '%_app'")
+        .expect("pg_authid");
+    assert!(stored.contains("m_app:md5") && stored.contains("s_app:SCRAM-"), "{stored}");
+    std::fs::write(
+        pg.data_dir().join("pg_hba.conf"),
+        "local all all trust\nhost all s_app 127.0.0.1/32 scram-sha-256\n\
+         host all m_app 127.0.0.1/32 md5\nhost all c_app 127.0.0.1/32 password\n",
+    )
+    .expect("hba");
+    pg.sql("SELECT pg_reload_conf()").expect("reload");
+    std::thread::sleep(Duration::from_millis(300));
+    let target = |user: &str, password: Option<&str>| {
+        let pw = password.map(|p| format!(" password={p}")).unwrap_or_default();
+        Target {
+            url: Some(format!("host=127.0.0.1 port={} user={user} dbname=postgres{pw}", pg.port())),
+            ..Target::new(ServerKind::Postgres)
+        }
+    };
+    for (user, pw) in [("s_app", "ScramPw7x"), ("m_app", "Md5Pw7x"), ("c_app", "ClearPw7x")] {
+        let mut c = target(user, Some(pw)).connect().unwrap_or_else(|e| panic!("{user}: {e}"));
+        assert_eq!(c.query_text("SELECT current_user").expect("query").as_deref(), Some(user));
+        let e = target(user, Some("WrongPw7x")).connect().err().expect("refused").to_string();
+        assert!(e.contains("28P01") && !e.contains("WrongPw7x"), "{user}: {e}");
+        assert_eq!(e.lines().count(), 1, "{e}");
+        let e = target(user, None).connect().err().expect("refused").to_string();
+        assert!(e.contains("PGPASSWORD") && e.contains(".pgpass"), "{user}: {e}");
+    }
+    // sslmode=require is refused, not quietly ignored.
+    let e = Target {
+        url: Some(format!("{} sslmode=require", pg.conninfo())),
+        ..Target::new(ServerKind::Postgres)
+    }
+    .connect()
+    .err()
+    .expect("refused")
+    .to_string();
+    assert!(e.contains("sslmode=require"), "{e}");
+}
+
+/// Statements that fail now and then (division by zero, a value out of a parameter's range):
+/// counted by SQLSTATE, the connection goes on, no outage.
+#[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+fn postgres_statement_errors_mid_run_leave_the_connection_usable() {
+    let pg = Postgres::start(&PgOptions::default()).expect("PostgreSQL starts");
+    let target = pg_target(&pg);
+    prepared(&target, 1, 100);
+    let sql = std::env::temp_dir().join(format!("loadgen-errors-{}.sql", std::process::id()));
+    std::fs::write(
+        &sql,
+        "BEGIN;\nSELECT c FROM sbtest1 WHERE id = :rand(1,100);\nSELECT 1 / (:rand(0,2) - 1);\nCOMMIT;\n",
+    )
+    .expect("sql file");
+    for protocol in [Protocol::Prepared, Protocol::Simple] {
+        let p = Plan {
+            rate: 200.0,
+            connections: 2,
+            duration: None,
+            transactions: Some(150),
+            workload: WorkloadKind::File(sql.clone()),
+            protocol,
+            ..Plan::default()
+        };
+        let r = run(&target, &p, &NEVER, &mut |_| {}).expect("run");
+        let what = format!("{protocol:?}");
+        assert_eq!(r.scheduled, 150, "{what}: {r:?}");
+        assert_eq!(r.scheduled, r.completed + r.failed + r.skipped, "{what}: {r:?}");
+        assert!(r.failed >= 10 && r.completed >= 50, "{what}: {r:?}");
+        assert_eq!(r.errors.get("22012"), Some(&r.failed), "{what}: {:?}", r.errors);
+        assert!(r.outages.is_empty() && r.interrupted.is_none(), "{what}: {r:?}");
+    }
+    std::fs::remove_file(&sql).ok();
+    // One connection by hand: errors inside and outside a transaction, then it still works.
+    let mut c = target.connect().expect("connect");
+    let div = c.prepare("SELECT 1 / $1::int").expect("prepare");
+    let small = c.prepare("SELECT $1::int2 + 0").expect("prepare");
+    let e = c.exec(div, &[&Value::Int(0)]).expect_err("division by zero");
+    assert!(matches!(&e, DbError::Sql { sqlstate, .. } if sqlstate == "22012"), "{e:?}");
+    let e = c.exec(small, &[&Value::Int(1 << 20)]).expect_err("out of range");
+    assert!(matches!(&e, DbError::Sql { sqlstate, .. } if sqlstate == "22003"), "{e:?}");
+    c.exec(small, &[&Value::Int(-7)]).expect("in range");
+    c.simple("BEGIN").expect("begin");
+    assert!(matches!(c.simple("SELECT nope"), Err(DbError::Sql { .. })));
+    let e = c.exec(div, &[&Value::Int(1)]).expect_err("aborted transaction");
+    assert!(matches!(&e, DbError::Sql { sqlstate, .. } if sqlstate == "25P02"), "{e:?}");
+    c.simple("ROLLBACK").expect("rollback");
+    c.exec(div, &[&Value::Int(1)]).expect("usable again");
+    assert_eq!(c.query_i64("SELECT 6 * 7").expect("query"), Some(42));
+    let e = c.simple("SELECT 1; SELECT nope; SELECT 2").expect_err("second fails");
+    assert!(e.to_string().ends_with("(SQLSTATE 42703)"), "{e}");
+    assert_eq!(c.query_text("SELECT 'after'").expect("query").as_deref(), Some("after"));
+}
+
+/// The server process under a statement is terminated (SQLSTATE 57P01) or killed (end of
+/// stream): the statement fails as Gone at once, and so does the next.
+#[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+fn postgres_backend_killed_mid_statement_is_gone() {
+    let pg = Postgres::start(&PgOptions::default()).expect("PostgreSQL starts");
+    let target = pg_target(&pg);
+    for how in ["terminate", "kill"] {
+        let mut c = target.connect().expect("connect");
+        let pid = c.query_i64("SELECT pg_backend_pid()").expect("pid").expect("a pid");
+        let sleep = c.prepare("SELECT pg_sleep($1)").expect("prepare");
+        let mut admin = target.connect().expect("connect");
+        let killer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(500));
+            if how == "terminate" {
+                admin.simple(&format!("SELECT pg_terminate_backend({pid})")).expect("terminate");
+            } else {
+                // SAFETY: kill has no memory preconditions; the PID is the test server's backend.
+                unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            }
+        });
+        let started = std::time::Instant::now();
+        let e = c.exec(sleep, &[&Value::Int(30)]).expect_err("gone");
+        killer.join().expect("killer");
+        assert!(started.elapsed() < Duration::from_secs(20), "{how}: waited the sleep out");
+        let DbError::Gone(m) = &e else { panic!("{how}: {e:?}") };
+        if how == "terminate" {
+            assert!(m.contains("57P01"), "{how}: {m}");
+        }
+        assert!(matches!(c.simple("SELECT 1"), Err(DbError::Gone(_))), "{how}");
+        drop(c);
+        // After a killed backend the server resets every connection and recovers: wait.
+        let back = (0..100).any(|_| {
+            std::thread::sleep(Duration::from_millis(100));
+            target.connect().is_ok_and(|mut c| c.simple("SELECT 1").is_ok())
+        });
+        assert!(back, "{how}: the server came back");
+    }
 }
