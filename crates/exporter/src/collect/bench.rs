@@ -2,11 +2,14 @@
 //! and bandwidth per node pair, latency at the loaded-latency curve's highest load, SLB time
 //! per store, page-cache read bandwidth per node — and when each benchmark last ran.
 //!
-//! Read at every scrape (or textfile write) from the stored typed metrics (the medians), in base
-//! units. The store is opened read-only each time, so a run recorded while `serve` runs shows
-//! up at the next scrape, and a missing database is simply no families.
+//! Read from the stored typed metrics (the medians), in base units. The store is opened
+//! read-only and read again whenever its file or its write-ahead log has changed (identity,
+//! size or modification time) since the last read, so a run recorded while `serve` runs shows
+//! up at the next scrape, an unchanged store costs a scrape two `stat` calls, and a missing
+//! database is simply no families.
 
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use measure::Unit as MetricUnit;
 use membench::metrics::{BANDWIDTH, LATENCY, LOADED_LATENCY, LOAD_BANDWIDTH, SLB_NS_PER_OP};
@@ -19,9 +22,34 @@ use super::{CollectError, Collector, Config};
 use crate::{Family, Kind, Unit};
 
 /// Reads the latest benchmark figures from a results database.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct BenchCollector {
     db: Option<PathBuf>,
+    /// The figures last read, and the state of the files they were read from.
+    last: Mutex<Option<(StoreFiles, StoredFigures)>>,
+}
+
+/// What says a store has changed: its file's and its write-ahead log's identity, size and
+/// modification time (nanoseconds). A commit appends to the log, or rewrites the file when no
+/// log is kept; either moves one of these.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct StoreFiles {
+    db: Option<(u64, u64, u64, i64, i64)>,
+    wal: Option<(u64, u64, u64, i64, i64)>,
+}
+
+impl StoreFiles {
+    fn of(path: &Path) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        let state = |p: &Path| {
+            std::fs::metadata(p)
+                .ok()
+                .map(|m| (m.dev(), m.ino(), m.size(), m.mtime(), m.mtime_nsec()))
+        };
+        let mut wal = path.as_os_str().to_owned();
+        wal.push("-wal");
+        StoreFiles { db: state(path), wal: state(Path::new(&wal)) }
+    }
 }
 
 /// Registry entry: reads `--db`, else the default store.
@@ -32,7 +60,7 @@ pub(super) fn factory(config: &Config) -> Result<Box<dyn Collector>, UsageError>
 impl BenchCollector {
     /// Reads `db`, or `results::default_path()` when `None` (no HOME: no families).
     pub fn new(db: Option<PathBuf>) -> Self {
-        BenchCollector { db: db.or_else(results::default_path) }
+        BenchCollector { db: db.or_else(results::default_path), last: Mutex::new(None) }
     }
 
     /// The database this collector reads, if any.
@@ -48,6 +76,12 @@ impl Collector for BenchCollector {
 
     fn collect(&self, out: &mut Vec<Family>) -> Result<(), CollectError> {
         let Some(path) = self.db.as_deref().filter(|p| p.exists()) else { return Ok(()) };
+        let files = StoreFiles::of(path);
+        let mut last = self.last.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((_, figures)) = last.as_ref().filter(|(seen, _)| *seen == files) {
+            out.extend(families(figures));
+            return Ok(());
+        }
         let fail =
             |e: results::StoreError| CollectError { collector: "bench", message: e.to_string() };
         let store = SqliteStore::open_read_only(path).map_err(fail)?;
@@ -61,6 +95,9 @@ impl Collector for BenchCollector {
             pagecache: latest(PAGECACHE_READ, None).map_err(fail)?,
         };
         out.extend(families(&figures));
+        // Kept only when the files did not move while they were read: else the next scrape
+        // reads again.
+        *last = (StoreFiles::of(path) == files).then_some((files, figures));
         Ok(())
     }
 }
@@ -336,6 +373,46 @@ mod tests {
             value(&fams, "platscope_bench_memory_loaded_bandwidth_bytes_per_second", &[]),
             Some(20e9)
         );
+    }
+
+    #[test]
+    fn a_run_recorded_between_scrapes_shows_at_the_next_and_an_unchanged_store_is_not_reread() {
+        use results::{NewRun, ResultStore};
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("results.db");
+        let record = |ns: f64| {
+            let mut store = SqliteStore::open(&path).unwrap();
+            let latency = measure::Metric::new(LATENCY, MetricUnit::Nanoseconds, vec![ns])
+                .label("cpu_node", "0")
+                .label("mem_node", "0");
+            store
+                .record(&NewRun {
+                    command: "mem latency".into(),
+                    parameters: serde_json::json!({}),
+                    version: "test".into(),
+                    environment: serde_json::json!({}),
+                    topology: serde_json::json!({}),
+                    metrics: vec![latency],
+                    placements: Vec::new(),
+                    result: serde_json::json!({}),
+                    interrupted: false,
+                })
+                .unwrap();
+        };
+        let c = BenchCollector::new(Some(path.clone()));
+        let scrape = || {
+            let mut out = Vec::new();
+            c.collect(&mut out).unwrap();
+            let name = "platscope_bench_memory_latency_seconds";
+            value(&out, name, &[("cpu_node", "0"), ("mem_node", "0")]).unwrap()
+        };
+        record(100.0);
+        assert!((scrape() - 100e-9).abs() < 1e-15);
+        // Unchanged: served from what was read (the kept figures are the ones shown).
+        assert!((scrape() - 100e-9).abs() < 1e-15);
+        assert!(c.last.lock().unwrap().is_some(), "figures kept for an unchanged store");
+        record(250.0);
+        assert!((scrape() - 250e-9).abs() < 1e-15, "the new run at the next scrape");
     }
 
     #[test]
