@@ -59,7 +59,7 @@ pub enum Value {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sample {
     /// Label names and values, in the order to print them.
-    pub labels: Vec<(String, String)>,
+    pub labels: Vec<(&'static str, String)>,
     /// The value.
     pub value: Value,
 }
@@ -87,9 +87,9 @@ impl Family {
     }
 
     /// Adds a numeric sample with the given labels.
-    pub fn push(&mut self, labels: &[(&str, &str)], value: f64) -> &mut Self {
+    pub fn push(&mut self, labels: &[(&'static str, &str)], value: f64) -> &mut Self {
         self.samples.push(Sample {
-            labels: labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            labels: labels.iter().map(|&(k, v)| (k, v.to_string())).collect(),
             value: Value::Number(value),
         });
         self
@@ -98,12 +98,12 @@ impl Family {
     /// Adds a histogram sample with the given labels.
     pub fn push_histogram(
         &mut self,
-        labels: &[(&str, &str)],
+        labels: &[(&'static str, &str)],
         buckets: Vec<(f64, u64)>,
         sum: f64,
     ) -> &mut Self {
         self.samples.push(Sample {
-            labels: labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            labels: labels.iter().map(|&(k, v)| (k, v.to_string())).collect(),
             value: Value::Histogram { buckets, sum },
         });
         self

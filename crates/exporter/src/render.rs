@@ -140,14 +140,14 @@ fn render_family(out: &mut String, family: &Family, format: Format) {
     }
 }
 
-fn write_labels(out: &mut String, labels: &[(String, String)], le: Option<&str>) {
+fn write_labels(out: &mut String, labels: &[(&'static str, String)], le: Option<&str>) {
     if labels.is_empty() && le.is_none() {
         return;
     }
     out.push('{');
     let mut first = true;
     let le = le.map(|bound| ("le", bound));
-    for (key, value) in labels.iter().map(|(k, v)| (k.as_str(), v.as_str())).chain(le) {
+    for (key, value) in labels.iter().map(|(k, v)| (*k, v.as_str())).chain(le) {
         if !first {
             out.push(',');
         }
@@ -231,7 +231,10 @@ mod tests {
         let mut fam = Family::new("platscope_x", Kind::Gauge, None, "x");
         fam.push(&[("device", "eth0"), ("path", "a\"b\\c\nd")], 1.0);
         let text = render(&[fam], Format::Text004);
-        assert!(text.contains("platscope_x{device=\"eth0\",path=\"a\\\"b\\\\c\\nd\"} 1\n"), "{text}");
+        assert!(
+            text.contains("platscope_x{device=\"eth0\",path=\"a\\\"b\\\\c\\nd\"} 1\n"),
+            "{text}"
+        );
     }
 
     #[test]

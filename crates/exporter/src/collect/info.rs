@@ -10,33 +10,33 @@ use crate::{Family, Kind};
 /// The `info` collector; every scrape carries it.
 #[derive(Debug)]
 pub struct Info {
-    build: Vec<(String, String)>,
-    host: Vec<(String, String)>,
+    build: Vec<(&'static str, String)>,
+    host: Vec<(&'static str, String)>,
 }
 
 impl Info {
     /// Reads the host's facts through `config.root`.
     pub fn new(config: &Config) -> Self {
         let build = vec![
-            ("version".to_string(), env!("CARGO_PKG_VERSION").to_string()),
-            ("revision".to_string(), config.revision.clone()),
-            ("arch".to_string(), std::env::consts::ARCH.to_string()),
+            ("version", env!("CARGO_PKG_VERSION").to_string()),
+            ("revision", config.revision.clone()),
+            ("arch", std::env::consts::ARCH.to_string()),
         ];
         Info { build, host: host_labels(&config.root) }
     }
 }
 
 /// `kernel`, `cpu_model` and `cpus` of the host ("unknown" when a file is missing).
-fn host_labels(root: &FsRoot) -> Vec<(String, String)> {
+fn host_labels(root: &FsRoot) -> Vec<(&'static str, String)> {
     let read = |rel: &str| std::fs::read_to_string(root.path(rel)).unwrap_or_default();
     let kernel = read("proc/sys/kernel/osrelease").trim().to_string();
     let cpuinfo = read("proc/cpuinfo");
     let (model, cpus) = parse_cpuinfo(&cpuinfo);
     let or_unknown = |s: String| if s.is_empty() { "unknown".to_string() } else { s };
     vec![
-        ("kernel".to_string(), or_unknown(kernel)),
-        ("cpu_model".to_string(), or_unknown(model)),
-        ("cpus".to_string(), cpus.to_string()),
+        ("kernel", or_unknown(kernel)),
+        ("cpu_model", or_unknown(model)),
+        ("cpus", cpus.to_string()),
     ]
 }
 
@@ -67,8 +67,8 @@ impl Collector for Info {
             ("platscope_host", "The host's kernel and CPU (value 1).", &self.host),
         ] {
             let mut family = Family::new(name, Kind::Info, None, help);
-            let pairs: Vec<(&str, &str)> =
-                labels.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            let pairs: Vec<(&'static str, &str)> =
+                labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
             family.push(&pairs, 1.0);
             out.push(family);
         }

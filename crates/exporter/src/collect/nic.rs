@@ -123,6 +123,7 @@ pub fn families(devices: &[NetDevCounters], links: &[LinkFacts], out: &mut Vec<F
     ];
     for (name, unit, help, pick) in counters {
         let mut family = Family::new(name, Kind::Counter, unit, help);
+        family.samples.reserve(devices.len() * 2);
         for device in devices {
             let (rx, tx) = pick(device);
             family.push(&[("device", &device.name), ("direction", "receive")], rx as f64);
