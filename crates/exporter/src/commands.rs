@@ -85,6 +85,7 @@ impl Tool for Serve {
             process: collect::process::CollectorOptions { groups, top: args.process_top as usize },
         };
         let collectors = collect::build(names.as_deref(), &config)?;
+        crate::server::keep_freed_heap();
         let exporter = Exporter::new(collectors);
         let names = exporter.names().join(",");
         measure::stop::install();

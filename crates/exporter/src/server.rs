@@ -133,6 +133,24 @@ impl Exporter {
     }
 }
 
+/// Asks the C allocator to keep freed memory for the next scrape. A scrape of 1,000
+/// interfaces builds and frees a few MB; with glibc's defaults the freed top of the heap and
+/// every large buffer go back to the kernel at once, and the next scrape faults the same pages
+/// in again (a fifth of a scrape's CPU time in perf). What is kept is bounded by one scrape's
+/// peak (per connection thread's arena), not by the number of scrapes.
+pub fn keep_freed_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        const KEEP: libc::c_int = 256 << 20;
+        // SAFETY: mallopt only changes glibc's thresholds; called before the threads that
+        // allocate for scrapes start. A refused setting (returns 0) leaves the defaults.
+        unsafe {
+            libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
+            libc::mallopt(libc::M_TRIM_THRESHOLD, KEEP);
+        }
+    }
+}
+
 /// Limits that hold `serve` against hostile or broken clients.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {

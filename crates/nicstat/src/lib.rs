@@ -30,6 +30,7 @@ pub mod ioctl;
 pub mod link;
 pub mod links;
 pub mod netdev;
+pub mod netlink;
 pub mod render;
 pub mod snmp;
 pub mod softnet;

@@ -1,8 +1,10 @@
-//! `nic`: per-interface counters from `/proc/net/dev` and link speed and duplex, read with
-//! nicstat's own readers (sysfs, else the ethtool ioctl), so the speed is nicstat's correct one
-//! and an unknown speed is left out rather than invented.
+//! `nic`: per-interface counters and link speed and duplex, read with nicstat's own readers
+//! (sysfs, else the ethtool ioctl), so the speed is nicstat's correct one and an unknown speed
+//! is left out rather than invented.
 //!
-//! Counters are read at every scrape. Link facts (speed, duplex, loopback) cost four sysfs
+//! Counters are read at every scrape: on a live system from one rtnetlink dump (nicstat's
+//! [`LinkStats`]: the kernel formats no text), else — or when netlink cannot be opened — from
+//! `/proc/net/dev`, with the same columns. Link facts (speed, duplex, loopback) cost four sysfs
 //! reads per interface — most of a scrape with a thousand interfaces — and change seldom, so
 //! each interface's are kept for [`LINK_FACTS_MAX_AGE`] and read again after.
 
@@ -14,6 +16,7 @@ use measure::{FsRoot, UsageError};
 use nicstat::ioctl::Socket;
 use nicstat::link::read_link_facts;
 use nicstat::netdev::{parse_net_dev, NetDevCounters};
+use nicstat::netlink::LinkStats;
 use nicstat::{Duplex, LinkFacts};
 
 use super::{CollectError, Collector, Config};
@@ -27,6 +30,9 @@ pub const LINK_FACTS_MAX_AGE: Duration = Duration::from_secs(30);
 #[derive(Debug)]
 pub struct Nic {
     root: FsRoot,
+    /// The rtnetlink counters on a live system (one dump per scrape); `None` inside when they
+    /// could not be opened, and then `/proc/net/dev` is read.
+    netlink: Mutex<Option<Option<LinkStats>>>,
     /// Link facts by interface name, with when they were read.
     links: Mutex<HashMap<String, (Instant, LinkFacts)>>,
     max_age: Duration,
@@ -45,7 +51,33 @@ impl Nic {
 
     /// A collector that reuses link facts for `max_age` (zero: reads them at every scrape).
     pub fn with_max_age(root: FsRoot, max_age: Duration) -> Self {
-        Nic { root, links: Mutex::new(HashMap::new()), max_age }
+        Nic { root, netlink: Mutex::new(None), links: Mutex::new(HashMap::new()), max_age }
+    }
+}
+
+impl Nic {
+    /// Every interface's counters from one rtnetlink dump, on a live system; `None` when that
+    /// cannot be read (said once), so the caller reads `/proc/net/dev`.
+    fn read_netlink(&self) -> Option<Vec<NetDevCounters>> {
+        if !self.root.is_live() {
+            return None;
+        }
+        let mut netlink = self.netlink.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let stats = netlink.get_or_insert_with(|| match LinkStats::open() {
+            Ok(stats) => Some(stats),
+            Err(e) => {
+                measure::say!("nic collector: reading /proc/net/dev instead of rtnetlink ({e})");
+                None
+            }
+        });
+        match stats.as_mut()?.read() {
+            Ok(devices) => Some(devices),
+            Err(e) => {
+                measure::say!("nic collector: rtnetlink: {e}; reading /proc/net/dev from now on");
+                *stats = None;
+                None
+            }
+        }
     }
 }
 
@@ -56,11 +88,15 @@ impl Collector for Nic {
 
     fn collect(&self, out: &mut Vec<Family>) -> Result<(), CollectError> {
         let fail = |message: String| CollectError { collector: "nic", message };
-        let mut buf = String::new();
-        let devices = self
-            .root
-            .parse(&self.root.net_path("dev"), &mut buf, parse_net_dev)
-            .map_err(|e| fail(e.to_string()))?;
+        let devices = match self.read_netlink() {
+            Some(devices) => devices,
+            None => {
+                let mut buf = String::new();
+                self.root
+                    .parse(&self.root.net_path("dev"), &mut buf, parse_net_dev)
+                    .map_err(|e| fail(e.to_string()))?
+            }
+        };
         let now = Instant::now();
         let mut cache = self.links.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         // Interfaces that are gone are forgotten.

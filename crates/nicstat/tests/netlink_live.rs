@@ -1,0 +1,94 @@
+//! The rtnetlink counters (root): the same interfaces and counters /proc/net/dev shows, and a
+//! renamed interface under its new name at the next read. Runs in a network namespace of its
+//! own (one test thread unshares it; `ip` children inherit it), so the host's links are not
+//! touched.
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
+use std::process::Command;
+
+use nicstat::netdev::{parse_net_dev, NetDevCounters};
+use nicstat::netlink::LinkStats;
+
+fn ip(args: &[&str]) {
+    let out = Command::new("ip").args(args).output().unwrap();
+    assert!(out.status.success(), "ip {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+fn proc_net_dev() -> Vec<NetDevCounters> {
+    // /proc/thread-self/net: this thread's namespace (/proc/self follows the main thread).
+    let text = std::fs::read_to_string("/proc/thread-self/net/dev").unwrap();
+    parse_net_dev(&text).unwrap()
+}
+
+fn counters(c: &NetDevCounters) -> [u64; 16] {
+    [
+        c.rx_bytes,
+        c.rx_packets,
+        c.rx_errs,
+        c.rx_drop,
+        c.rx_fifo,
+        c.rx_frame,
+        c.rx_compressed,
+        c.rx_multicast,
+        c.tx_bytes,
+        c.tx_packets,
+        c.tx_errs,
+        c.tx_drop,
+        c.tx_fifo,
+        c.tx_colls,
+        c.tx_carrier,
+        c.tx_compressed,
+    ]
+}
+
+#[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+fn netlink_counters_match_proc_net_dev_and_follow_renames() {
+    std::thread::spawn(|| {
+        // SAFETY: unshare(2) of this thread's network namespace only.
+        assert_eq!(unsafe { libc::unshare(libc::CLONE_NEWNET) }, 0, "unshare: needs root");
+        ip(&["link", "set", "lo", "up"]);
+        ip(&["link", "add", "nla0", "type", "veth", "peer", "name", "nlb0"]);
+        ip(&["link", "set", "nla0", "up"]);
+        ip(&["link", "set", "nlb0", "up"]);
+        ip(&["addr", "add", "10.77.0.1/24", "dev", "nla0"]);
+        // Traffic, so the counters are not all zero: datagrams on lo (the socket is made in
+        // this thread's namespace).
+        let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        for _ in 0..6 {
+            udp.send_to(b"counted", udp.local_addr().unwrap()).unwrap();
+        }
+
+        let mut stats = LinkStats::open().unwrap();
+        let before = proc_net_dev();
+        let now = stats.read().unwrap();
+        let after = proc_net_dev();
+        let names = |l: &[NetDevCounters]| {
+            let mut n: Vec<String> = l.iter().map(|c| c.name.clone()).collect();
+            n.sort();
+            n
+        };
+        assert_eq!(names(&now), names(&before));
+        assert_eq!(names(&now), vec!["lo", "nla0", "nlb0"]);
+        for c in &now {
+            let b = before.iter().find(|p| p.name == c.name).unwrap();
+            let a = after.iter().find(|p| p.name == c.name).unwrap();
+            for ((lo, mid), hi) in counters(b).iter().zip(counters(c)).zip(counters(a)) {
+                assert!(*lo <= mid && mid <= hi, "{}: {b:?} / {c:?} / {a:?}", c.name);
+            }
+        }
+        assert!(now.iter().find(|c| c.name == "lo").unwrap().rx_packets >= 6, "datagrams counted");
+
+        // Renamed (down, rename, up): the next read has the new name, not the old.
+        ip(&["link", "set", "nla0", "down"]);
+        ip(&["link", "set", "nla0", "name", "nlc0"]);
+        let renamed = stats.read().unwrap();
+        assert_eq!(names(&renamed), vec!["lo", "nlb0", "nlc0"]);
+        // A new link appears; a deleted one goes.
+        ip(&["link", "del", "nlc0"]);
+        ip(&["link", "add", "nld0", "type", "veth", "peer", "name", "nle0"]);
+        assert_eq!(names(&stats.read().unwrap()), vec!["lo", "nld0", "nle0"]);
+    })
+    .join()
+    .unwrap();
+}
