@@ -1,5 +1,7 @@
 //! The metric model every collector fills and every rendering reads.
 
+use std::sync::Arc;
+
 /// The type of a metric family, as Prometheus understands it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -59,7 +61,8 @@ pub enum Value {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sample {
     /// Label names and values, in the order to print them.
-    pub labels: Vec<(&'static str, String)>,
+    /// Values are shared: a collector naming one device in many samples makes its name once.
+    pub labels: Vec<(&'static str, Arc<str>)>,
     /// The value.
     pub value: Value,
 }
@@ -89,7 +92,16 @@ impl Family {
     /// Adds a numeric sample with the given labels.
     pub fn push(&mut self, labels: &[(&'static str, &str)], value: f64) -> &mut Self {
         self.samples.push(Sample {
-            labels: labels.iter().map(|&(k, v)| (k, v.to_string())).collect(),
+            labels: labels.iter().map(|&(k, v)| (k, Arc::from(v))).collect(),
+            value: Value::Number(value),
+        });
+        self
+    }
+
+    /// Adds a numeric sample whose label values are already shared (no copy of them).
+    pub fn push_shared(&mut self, labels: &[(&'static str, &Arc<str>)], value: f64) -> &mut Self {
+        self.samples.push(Sample {
+            labels: labels.iter().map(|&(k, v)| (k, Arc::clone(v))).collect(),
             value: Value::Number(value),
         });
         self
@@ -103,7 +115,7 @@ impl Family {
         sum: f64,
     ) -> &mut Self {
         self.samples.push(Sample {
-            labels: labels.iter().map(|&(k, v)| (k, v.to_string())).collect(),
+            labels: labels.iter().map(|&(k, v)| (k, Arc::from(v))).collect(),
             value: Value::Histogram { buckets, sum },
         });
         self

@@ -3,6 +3,7 @@
 //! `promtool check metrics` read, and what a scraper gets when its `Accept` asks for it).
 
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 use crate::{Family, Kind, Value};
 
@@ -140,14 +141,14 @@ fn render_family(out: &mut String, family: &Family, format: Format) {
     }
 }
 
-fn write_labels(out: &mut String, labels: &[(&'static str, String)], le: Option<&str>) {
+fn write_labels(out: &mut String, labels: &[(&'static str, Arc<str>)], le: Option<&str>) {
     if labels.is_empty() && le.is_none() {
         return;
     }
     out.push('{');
     let mut first = true;
     let le = le.map(|bound| ("le", bound));
-    for (key, value) in labels.iter().map(|(k, v)| (*k, v.as_str())).chain(le) {
+    for (key, value) in labels.iter().map(|(k, v)| (*k, &**v)).chain(le) {
         if !first {
             out.push(',');
         }

@@ -9,7 +9,7 @@
 //! each interface's are kept for [`LINK_FACTS_MAX_AGE`] and read again after.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use measure::{FsRoot, UsageError};
@@ -99,43 +99,37 @@ impl Collector for Nic {
         };
         let now = Instant::now();
         let mut cache = self.links.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        // Interfaces that are gone are forgotten.
         // Forget links that are gone (a set of today's names: one lookup per cached link).
         let present: std::collections::HashSet<&str> =
             devices.iter().map(|d| d.name.as_str()).collect();
         cache.retain(|name, _| present.contains(name.as_str()));
         // A socket only for the ethtool fallback (no sysfs speed), opened when a read is due.
         let mut socket: Option<Option<Socket>> = None;
-        let mut links = Vec::with_capacity(devices.len());
         for device in &devices {
             let fresh = cache
                 .get(&device.name)
-                .filter(|(read_at, _)| now.duration_since(*read_at) < self.max_age);
-            let facts = match fresh {
-                Some((_, facts)) => facts.clone(),
-                None => {
-                    let socket = socket.get_or_insert_with(|| {
-                        if self.root.is_live() {
-                            Socket::open().ok()
-                        } else {
-                            None
-                        }
-                    });
-                    let facts = read_link_facts(&self.root, socket.as_ref(), &device.name, false);
-                    cache.insert(device.name.clone(), (now, facts.clone()));
-                    facts
-                }
-            };
-            links.push(facts);
+                .is_some_and(|(read_at, _)| now.duration_since(*read_at) < self.max_age);
+            if !fresh {
+                let socket = socket.get_or_insert_with(|| {
+                    if self.root.is_live() {
+                        Socket::open().ok()
+                    } else {
+                        None
+                    }
+                });
+                let facts = read_link_facts(&self.root, socket.as_ref(), &device.name, false);
+                cache.insert(device.name.clone(), (now, facts));
+            }
         }
-        drop(cache);
+        let links: Vec<&LinkFacts> =
+            devices.iter().filter_map(|d| cache.get(&d.name).map(|(_, facts)| facts)).collect();
         families(&devices, &links, out);
         Ok(())
     }
 }
 
 /// The families for a set of devices and their link facts (same order).
-pub fn families(devices: &[NetDevCounters], links: &[LinkFacts], out: &mut Vec<Family>) {
+pub fn families(devices: &[NetDevCounters], links: &[&LinkFacts], out: &mut Vec<Family>) {
     type Pick = fn(&NetDevCounters) -> (u64, u64);
     let counters: [(&str, Option<Unit>, &str, Pick); 4] = [
         ("platscope_nic_bytes", Some(Unit::Bytes), "Bytes through the interface.", |d| {
@@ -157,13 +151,16 @@ pub fn families(devices: &[NetDevCounters], links: &[LinkFacts], out: &mut Vec<F
             |d| (d.rx_drop, d.tx_drop),
         ),
     ];
+    // Each name and direction made once and shared by the eight samples that carry it.
+    let names: Vec<Arc<str>> = devices.iter().map(|d| Arc::from(d.name.as_str())).collect();
+    let (receive, transmit): (Arc<str>, Arc<str>) = ("receive".into(), "transmit".into());
     for (name, unit, help, pick) in counters {
         let mut family = Family::new(name, Kind::Counter, unit, help);
         family.samples.reserve(devices.len() * 2);
-        for device in devices {
+        for (device, dev) in devices.iter().zip(&names) {
             let (rx, tx) = pick(device);
-            family.push(&[("device", &device.name), ("direction", "receive")], rx as f64);
-            family.push(&[("device", &device.name), ("direction", "transmit")], tx as f64);
+            family.push_shared(&[("device", dev), ("direction", &receive)], rx as f64);
+            family.push_shared(&[("device", dev), ("direction", &transmit)], tx as f64);
         }
         out.push(family);
     }
@@ -219,7 +216,7 @@ mod tests {
         eth0.duplex = Duplex::Full;
         let veth = LinkFacts::unknown("veth1");
         let mut out = Vec::new();
-        families(&devices, &[eth0, veth], &mut out);
+        families(&devices, &[&eth0, &veth], &mut out);
         let text = render(&out, Format::OpenMetrics);
         assert!(
             text.contains("# TYPE platscope_nic_bytes counter\n# UNIT platscope_nic_bytes bytes\n")

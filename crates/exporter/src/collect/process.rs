@@ -527,7 +527,8 @@ mod tests {
     }
 
     fn value(fams: &[Family], name: &str, labels: &[(&str, &str)]) -> Option<f64> {
-        let want: Vec<(&str, String)> = labels.iter().map(|(k, v)| (*k, v.to_string())).collect();
+        let want: Vec<(&str, std::sync::Arc<str>)> =
+            labels.iter().map(|(k, v)| (*k, std::sync::Arc::from(*v))).collect();
         let fam = fams.iter().find(|f| f.name == name)?;
         fam.samples.iter().find(|s| s.labels == want).and_then(|s| match s.value {
             Value::Number(v) => Some(v),
