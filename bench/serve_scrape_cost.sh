@@ -163,13 +163,15 @@ $table
 
 platscope with every collector over node_exporter: **$ratio** per scrape; $verdict.
 
-The rows per collector show where a scrape's time goes. \`process\` reads every thread with a
-BPF task iterator at the scrape, so its kernel time is counted here (about 1 µs per process, a
-little more in the kernel than in user space). The BPF programs behind \`cpu\` and \`io\` run
+The rows per collector show where a scrape's time goes. \`process\` sums every process's threads
+in the kernel at the scrape (one BPF pass over all threads with the open-coded task iterator,
+one record per process in mapped memory), so its kernel time is counted here; in perf the largest
+part of it is the kernel's iterator step (\`bpf_iter_task_next\`). The BPF programs behind \`cpu\` and \`io\` run
 in the kernel at every context switch and VFS call, charged to the tasks that switch or do I/O,
 not to the server: their cost is not a scrape cost, and not here. \`nic\` reads the counters
-at every scrape but an interface's link facts (four sysfs reads) only once they are 30 s old:
-these scrapes, all within 30 s, read them once. At a 15 s scrape interval every other scrape
-reads them all again, which costs what \`nic\` cost before the facts were kept (51 ms per scrape
-at 1,000 interfaces in an earlier run of this script).
+from one rtnetlink dump at every scrape, but an interface's link facts (four sysfs reads) only
+once they are 30 s old: these scrapes, all within 30 s, read them once. At a 15 s scrape
+interval every other scrape reads them all again, which costs what \`nic\` cost before the
+facts were kept (51 ms per scrape at 1,000 interfaces in an earlier run of this script).
+\`bench\` reads the results store again only when it has changed (here it did not).
 <!-- serve-scrape-cost:end -->"
