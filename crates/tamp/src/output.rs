@@ -23,6 +23,11 @@ pub enum Output {
     Discard,
 }
 
+/// The output buffer's size. Kept well under a block (256 KiB by default; an LZ4 block
+/// compresses to at most that plus 8 bytes, a zstd frame decodes to 256 KiB): `BufWriter` passes
+/// writes of at least its capacity straight to the file instead of copying them into the buffer.
+const BUFFER: usize = 32 << 10;
+
 /// The open output of one run. Dropping it without [`Target::commit`] removes the temporary file.
 #[derive(Debug)]
 pub(crate) struct Target {
@@ -58,8 +63,10 @@ impl Target {
                     .create_new(true)
                     .open(&tmp)
                     .map_err(|source| TampError::CreateOutput { dir: dir.clone(), source })?;
-                // Large blocks bypass the buffer; it only gathers the small frame and block headers.
-                Some((BufWriter::with_capacity(1 << 20, f), tmp, path.clone()))
+                // The buffer only gathers small writes (frame headers and trailers, tiny blocks):
+                // a write at least its size goes straight to the file from the caller's slot,
+                // so a compressed or decoded block is not copied once more on the way out.
+                Some((BufWriter::with_capacity(BUFFER, f), tmp, path.clone()))
             }
         };
         Ok(Self { file, replace, written: 0 })
