@@ -181,6 +181,42 @@ mod tests {
     }
 
     #[test]
+    fn small_and_large_writes_mixed_keep_their_order_and_count() {
+        // Writes below the buffer's size are gathered, the others go straight to the file: a
+        // mix of both, around the boundary, must come out as the concatenation of the writes.
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out.bin");
+        let mut t = Target::open(&Output::File(out.clone())).unwrap();
+        let sizes = [
+            0,
+            1,
+            7,
+            BUFFER - 1,
+            BUFFER,
+            3,
+            BUFFER + 1,
+            BUFFER - 2,
+            2,
+            5 * BUFFER,
+            11,
+            BUFFER / 2,
+            BUFFER / 2 + 1,
+            256 << 10,
+            0,
+            4,
+        ];
+        let mut want = Vec::new();
+        for (i, &n) in sizes.iter().enumerate() {
+            let chunk: Vec<u8> = (0..n).map(|k| (k * 31 + i * 7) as u8).collect();
+            t.write(&chunk).unwrap();
+            want.extend_from_slice(&chunk);
+        }
+        assert_eq!(t.written, want.len() as u64);
+        t.commit().unwrap();
+        assert_eq!(std::fs::read(&out).unwrap(), want);
+    }
+
+    #[test]
     fn a_dangling_symlink_counts_as_taken() {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("out.lz4");
