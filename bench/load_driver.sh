@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The load driver against pgbench and sysbench, same server, same statement, same run:
 #
-#   bench/load_driver.sh [SECONDS] [RATE]   (root; default 10 s per run, 1000 tx/s)
+#   bench/load_driver.sh [SECONDS] [RATE] [ROUNDS]   (root; default 10 s per run, 1000 tx/s, 1 round)
 #
 # One throwaway PostgreSQL 15 (fsync off). pgbench's tables (scale 1: 100,000 accounts) and
 # platscope's sbtest1 (100,000 rows) are both made. The statements are the same one-row point
@@ -22,6 +22,7 @@ cd "$(dirname "$0")/.."
 
 seconds=${1:-10}
 rate=${2:-1000}
+rounds=${3:-1}
 [ "$(id -u)" -eq 0 ] || { echo "bench: needs root (throwaway server)" >&2; exit 1; }
 pgbin=/usr/lib/postgresql/15/bin
 command -v sysbench >/dev/null || apt-get install -y -qq sysbench >/dev/null
@@ -56,50 +57,65 @@ pg_pctl() {
       printf "%.3f", a[n]/1000}'
 }
 
-echo "bench: fixed rate $rate tx/s, $conns connections, $seconds s each" >&2
-# pgbench -R
-(cd "$dir" && /usr/bin/time -f "%U %S" -o "$dir/t.pgbench" "$pgbin/pgbench" -n -S -M prepared -c "$conns" -j "$conns" \
-  -T "$seconds" -R "$rate" -l > "$dir/pgbench-rate.out" 2>&1)
-pg_tx=$(awk '/number of transactions actually processed/ {split($0,a,": "); split(a[2],b,"/"); print b[1]}' "$dir/pgbench-rate.out")
-pg_cpu=$(cpu_us_per_tx "$dir/t.pgbench" "$pg_tx")
-read -r pg50 pg90 pg99 pg999 pgmax <<<"$(pg_pctl)"
-pg_lat_avg=$(awk -F'= ' '/latency average/ {print $2}' "$dir/pgbench-rate.out")
-# sysbench --rate
-/usr/bin/time -f "%U %S" -o "$dir/t.sysbench" "${sb[@]}" --rate="$rate" run > "$dir/sysbench-rate.out" 2>&1 || true
-sb_tx=$(awk '/transactions:/ {print $2; exit}' "$dir/sysbench-rate.out")
-sb_cpu=$(cpu_us_per_tx "$dir/t.sysbench" "${sb_tx:-1}")
-sb99=$(awk '/99th percentile:/ {print $3}' "$dir/sysbench-rate.out")
-sb50=$(awk '/avg:/ {print $2; exit}' "$dir/sysbench-rate.out")
-# platscope load
-/usr/bin/time -f "%U %S" -o "$dir/t.platscope" "$platscope" --no-store --json load --server postgres --url "$url" \
-  --rate "$rate" --connections "$conns" --duration "$seconds" --workload "$dir/select.sql" > "$dir/platscope-rate.json"
-ps_tx=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["completed"])' "$dir/platscope-rate.json")
-ps_cpu=$(cpu_us_per_tx "$dir/t.platscope" "$ps_tx")
-read -r ps50 ps90 ps99 ps999 psmax ps_in ps_srv <<<"$(python3 -c '
+# One round: every tool at the fixed rate, then at full speed.
+one_round() {
+  rm -f "$dir"/pgbench_log.*
+  echo "bench: fixed rate $rate tx/s, $conns connections, $seconds s each" >&2
+  # pgbench -R
+  (cd "$dir" && /usr/bin/time -f "%U %S" -o "$dir/t.pgbench" "$pgbin/pgbench" -n -S -M prepared -c "$conns" -j "$conns" \
+    -T "$seconds" -R "$rate" -l > "$dir/pgbench-rate.out" 2>&1)
+  pg_tx=$(awk '/number of transactions actually processed/ {split($0,a,": "); split(a[2],b,"/"); print b[1]}' "$dir/pgbench-rate.out")
+  pg_cpu=$(cpu_us_per_tx "$dir/t.pgbench" "$pg_tx")
+  read -r pg50 pg90 pg99 pg999 pgmax <<<"$(pg_pctl)"
+  pg_lat_avg=$(awk -F'= ' '/latency average/ {print $2}' "$dir/pgbench-rate.out")
+  # sysbench --rate
+  /usr/bin/time -f "%U %S" -o "$dir/t.sysbench" "${sb[@]}" --rate="$rate" run > "$dir/sysbench-rate.out" 2>&1 || true
+  sb_tx=$(awk '/transactions:/ {print $2; exit}' "$dir/sysbench-rate.out")
+  sb_cpu=$(cpu_us_per_tx "$dir/t.sysbench" "${sb_tx:-1}")
+  sb99=$(awk '/99th percentile:/ {print $3}' "$dir/sysbench-rate.out")
+  sb50=$(awk '/avg:/ {print $2; exit}' "$dir/sysbench-rate.out")
+  # platscope load
+  /usr/bin/time -f "%U %S" -o "$dir/t.platscope" "$platscope" --no-store --json load --server postgres --url "$url" \
+    --rate "$rate" --connections "$conns" --duration "$seconds" --workload "$dir/select.sql" > "$dir/platscope-rate.json"
+  ps_tx=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["completed"])' "$dir/platscope-rate.json")
+  ps_cpu=$(cpu_us_per_tx "$dir/t.platscope" "$ps_tx")
+  read -r ps50 ps90 ps99 ps999 psmax ps_in ps_srv <<<"$(python3 -c '
 import json,sys; r=json.load(open(sys.argv[1])); l=r["latency"]; c=r.get("cost") or {}
 print(" ".join("%.3f" % (l[k]/1e6) for k in ("p50_ns","p90_ns","p99_ns","p999_ns","max_ns")),
       "%.1f" % c.get("driver_us_per_tx", float("nan")), "%.1f" % c.get("server_us_per_tx", float("nan")))' "$dir/platscope-rate.json")"
 
-echo "bench: full speed, $conns connections, $seconds s each" >&2
-"$pgbin/pgbench" -n -S -M prepared -c "$conns" -j "$conns" -T "$seconds" > "$dir/pgbench-full.out" 2>&1
-pg_full=$(awk '/^tps/ {printf "%.0f", $3; exit}' "$dir/pgbench-full.out")
-"${sb[@]}" run > "$dir/sysbench-full.out" 2>&1 || true
-sb_full=$(awk '/transactions:/ {gsub(/\(/,"",$3); printf "%.0f", $3; exit}' "$dir/sysbench-full.out")
-"$platscope" --no-store --json load --server postgres --url "$url" --rate 1000000 --connections "$conns" \
-  --duration "$seconds" --workload "$dir/select.sql" > "$dir/platscope-full.json"
-ps_full=$(python3 -c 'import json,sys; print("%.0f" % json.load(open(sys.argv[1]))["achieved_rate"])' "$dir/platscope-full.json")
+  echo "bench: full speed, $conns connections, $seconds s each" >&2
+  "$pgbin/pgbench" -n -S -M prepared -c "$conns" -j "$conns" -T "$seconds" > "$dir/pgbench-full.out" 2>&1
+  pg_full=$(awk '/^tps/ {printf "%.0f", $3; exit}' "$dir/pgbench-full.out")
+  "${sb[@]}" run > "$dir/sysbench-full.out" 2>&1 || true
+  sb_full=$(awk '/transactions:/ {gsub(/\(/,"",$3); printf "%.0f", $3; exit}' "$dir/sysbench-full.out")
+  "$platscope" --no-store --json load --server postgres --url "$url" --rate 1000000 --connections "$conns" \
+    --duration "$seconds" --workload "$dir/select.sql" > "$dir/platscope-full.json"
+  ps_full=$(python3 -c 'import json,sys; print("%.0f" % json.load(open(sys.argv[1]))["achieved_rate"])' "$dir/platscope-full.json")
+}
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "n/a"}'; }
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+cpu_ratios=() full_ratios=() tail_ratios=()
+for ((round = 1; round <= rounds; round++)); do
+  echo "bench: round $round of $rounds" >&2
+  one_round
+  cpu_ratios+=("$(ratio "$ps_cpu" "$pg_cpu")")
+  full_ratios+=("$(ratio "$ps_full" "$pg_full")")
+  tail_ratios+=("$(ratio "$ps999" "$pg999")")
+done
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 cpu=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
 section="<!-- load_driver:begin -->
 ## Load driver: platscope load vs pgbench -R and sysbench --rate
 
 \`bench/load_driver.sh $seconds $rate\` on $(date -u +%Y-%m-%d): $cpu, $conns CPUs, $(uname -r),
 PostgreSQL $("$pgbin/postgres" --version | awk '{print $3}'), pgbench of the same, sysbench $(sysbench --version | awk '{print $2}').
-One run of each, one after another, against one throwaway server (fsync off) over its Unix socket;
-$conns connections (one per CPU), prepared statements, one-row point selects. **This VM is shared with
-other builds and noisy: treat differences under ~20% as noise.** Server, driver and any other
-load share the same $conns CPUs, so full-speed figures are a property of this small machine, not of the drivers alone.
+$rounds round(s), each one run of every tool one after another, against one throwaway server (fsync off) over its Unix socket;
+$conns connections (one per CPU), prepared statements, one-row point selects. Load average before: $load_before; after: $load_after.
+Server, driver and any other load share the same $conns CPUs, so full-speed figures are a property of this small machine, not of the drivers alone.
+The table is the last round.
 
 | at $rate tx/s, $seconds s | transactions | driver CPU µs/tx (whole process) | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms |
 |---|---|---|---|---|---|---|---|
@@ -111,6 +127,8 @@ load share the same $conns CPUs, so full-speed figures are a property of this sm
 - Server CPU per transaction seen by platscope at this rate: $ps_srv µs (postmaster tree). pgbench's average latency: $pg_lat_avg.
 - Full speed ($conns connections, tx/s): platscope $ps_full (offered 1,000,000 tx/s, open loop), pgbench $pg_full, sysbench ${sb_full:-n/a};
   platscope ÷ pgbench **$(ratio "$ps_full" "$pg_full")**, ÷ sysbench $(ratio "$ps_full" "${sb_full:-0}") (goal ≥ 1).
+- Per round (platscope ÷ pgbench): driver CPU per transaction ${cpu_ratios[*]} (median $(median "${cpu_ratios[@]}"));
+  full-speed throughput ${full_ratios[*]} (median $(median "${full_ratios[@]}")); p99.9 at the fixed rate ${tail_ratios[*]} (median $(median "${tail_ratios[@]}"); goal ≤ 1).
 - Both platscope and pgbench measure latency from the scheduled start, so their percentiles should agree within noise;
   sysbench 1.0 measures from when the event was queued and is shown only for contrast.
 - platscope talks to PostgreSQL through its own synchronous client on a blocking socket (\`loadgen/src/pgwire.rs\`:

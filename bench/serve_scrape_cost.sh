@@ -71,6 +71,14 @@ for ((i = 0; i < procs; i++)); do
   sleepers+=($!)
 done
 echo "bench: $(ls -d /proc/[0-9]* | wc -l) processes on the host" >&2
+# The sleepers fork and exec in the background after the loop returns: wait until at most 3
+# tasks are runnable (the 4th field of /proc/loadavg), so the scrapes do not share the CPUs
+# with the spawn storm (at most 60 s).
+for _ in $(seq 600); do
+  [ "$(cut -d' ' -f4 /proc/loadavg | cut -d/ -f1)" -le 3 ] && break
+  sleep 0.1
+done
+sleep 2
 
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 hz=$(getconf CLK_TCK)
