@@ -25,6 +25,9 @@ started=$(date +%s)
 for t in lz4 zstd pzstd pigz /usr/bin/time; do
   command -v "$t" > /dev/null || { echo "bench: $t is missing: run scripts/setup.sh --deps" >&2; exit 1; }
 done
+# Taken before the build: the build (a relink after every commit) and the tools themselves load
+# the CPUs, and neither is "other work".
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 cargo build --release -q -p platscope
 P=target/release/platscope
 T="$P --no-store --json compress -f"
@@ -33,7 +36,6 @@ logs=target/bench/compress-tools
 rm -rf "$logs"
 mkdir -p "$work" "$logs"
 trap 'rm -rf "$work"' EXIT
-load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # CPUs this script may use; every command runs on all of them.
 cpus=$(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status)
@@ -174,10 +176,10 @@ fi
 commands=$(for k in "${order[@]}" "${dorder[@]}"; do echo "# ${k#? }"; echo "taskset -c $cpus ${cmd[$k]}"; done)
 elapsed=$(($(date +%s) - started))
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
-# A load average above the CPU count means other processes competed for the CPUs all along:
-# wall-clock figures (and multi-threaded ones most) then say more about them than about the tools.
+# A 1-minute load above a quarter of the CPUs before the script means other processes were running:
+# wall-clock figures (multi-threaded ones most) then say something about them, not only the tools.
 busy_note=$(awk -v s="${load_start%% *}" -v e="${load_end%% *}" -v n="$N" 'BEGIN {
-  if (s > n / 2 || e > n / 2) printf "**The machine was busy with other work during this run (1-minute load %s at the start, %s at the end, on %d CPUs).** Every thread here competed with those processes for the CPUs, and each hand-off between pipeline threads waited for one: wall-clock MB/s understates every multi-threaded tool, tamp included, and the ratios between them are noisy. MB per CPU-second measures the work itself and is the steadier comparison.", s, e, n }')
+  if (s > n / 4) printf "**The machine was busy with other work when this run began (1-minute load %s before it, %s at the end, on %d CPUs).** Every thread here competed with those processes for the CPUs, and each hand-off between pipeline threads waited for one: wall-clock MB/s understates every multi-threaded tool, tamp included, and the ratios between them are noisy. MB per CPU-second measures the work itself and is the steadier comparison.", s, e, n }')
 model=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
 
 section=$(cat <<MD
@@ -190,7 +192,7 @@ through the crate's example binary (\`crates/tamp/examples/tamp.rs\`) until \`pl
 is wired; it calls the same library.
 
 Machine: $model, $N online CPU(s) (all used: \`taskset -c $cpus\`), kernel $(uname -r), memory
-$(awk '/^MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo). Load average at the start:
+$(awk '/^MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo). Load average before the script (and its build):
 $load_start; at the end: $load_end. Tools: lz4 $(dpkg-query -W -f='${Version}' lz4),
 zstd/pzstd $(dpkg-query -W -f='${Version}' zstd), pigz $(dpkg-query -W -f='${Version}' pigz); tree at
 $(git describe --always --dirty 2>/dev/null || echo "an unknown commit").
