@@ -237,8 +237,9 @@ job_stream() { # T
   cmds["$fig|$T"]=$last_cmd
 }
 
-jobs=("platscope read" "platscope copy" "platscope copy-nt" "platscope write-nt" "likwid $lk_read 1"
-  "likwid $lk_copy 2" "likwid $lk_copy_nt 2" "likwid $lk_nt 1" mbw sysbench memrate stream)
+jobs=("platscope read" "platscope read-line" "platscope copy" "platscope copy-nt" "platscope write-nt"
+  "likwid $lk_read 1" "likwid clload 1" "likwid $lk_copy 2" "likwid $lk_copy_nt 2" "likwid $lk_nt 1" mbw
+  sysbench memrate stream)
 for ((r = 1; r <= rounds; r++)); do
   for T in "${threadsets[@]}"; do
     for ((j = 0; j < ${#jobs[@]}; j++)); do
@@ -279,6 +280,9 @@ map[read]="=likwid-bench $lk_read;-copies only;=sysbench memory read;=stress-ng 
 # write-allocate reads (non-temporal stores above its x86_non_temporal_threshold; below it,
 # `rep movsb`, whose figure here too sits at copy-nt's, above what ordinary stores reach), and
 # that is what copy-nt does. Under copy it is shown in brackets.
+# One load per 64-byte line: likwid-bench's clload is the same kernel (it loads the first
+# element of each line); the others have none.
+map[read-line]="=likwid-bench clload;-copies only;-no line-stride read;-no line-stride read"
 map[copy]="=likwid-bench $lk_copy;=mbw DUMB,~mbw MEMCPY,~mbw MCBLOCK;-no copy operation;~stress-ng stream"
 map[copy-nt]="=likwid-bench $lk_copy_nt;=mbw MEMCPY;-no copy operation;-no non-temporal copy"
 map[write-nt]="=likwid-bench $lk_nt;-copies only;-ordinary stores only (its write is platscope's write);=stress-ng memrate write128nt"
@@ -286,7 +290,7 @@ map[write-nt]="=likwid-bench $lk_nt;-copies only;-ordinary stores only (its writ
 below=()
 table="| kernel | threads (CPUs) | platscope | likwid-bench | mbw | sysbench | stress-ng | best other | platscope / best |"
 table+=$'\n'"|---|---|---:|---:|---:|---:|---:|---|---:|"
-for k in read copy copy-nt write-nt; do
+for k in read read-line copy copy-nt write-nt; do
   for T in "${threadsets[@]}"; do
     p=$(med "platscope $k" "$T")
     row="| $k | $T ($(cpus_of "$T")) | $([[ -n $p ]] && f2 "$p" || echo failed) |"
@@ -335,6 +339,8 @@ done
 # Every figure, with what it counts and how it became GB/s.
 declare -A counts
 counts["platscope read"]="bytes loaded ($isa loads); reported in GB/s; the median of its 10 rounds per run"
+counts["platscope read-line"]="whole 64-byte lines fetched, one 8-byte load per line; GB/s as reported"
+counts["likwid-bench clload"]="whole 64-byte lines fetched (the array's bytes), one load per line; MByte/s ÷ 1000"
 counts["platscope copy"]="bytes loaded + stored, ordinary stores, RFO not counted (STREAM); GB/s as reported"
 counts["platscope copy-nt"]="bytes loaded + stored with non-temporal stores (no RFO); GB/s as reported"
 counts["likwid-bench $lk_copy_nt"]="bytes loaded + stored with non-temporal stores; MByte/s ÷ 1000"
@@ -350,6 +356,7 @@ counts["stress-ng memrate $mr_read"]="bytes read with ${mr_width}-bit vector loa
 counts["stress-ng memrate write128nt"]="bytes stored with 128-bit non-temporal stores; as above"
 counts["stress-ng stream"]="read + written bytes of copy, scale, add and triad in turn (6 array reads : 4 writes), RFO not counted; MiB/s summed over instances × 1.048576 ÷ 1000"
 figs_order=("platscope read" "likwid-bench $lk_read" "sysbench memory read" "stress-ng memrate $mr_read"
+  "platscope read-line" "likwid-bench clload"
   "platscope copy" "likwid-bench $lk_copy" "mbw MEMCPY" "mbw DUMB" "mbw MCBLOCK" "stress-ng stream"
   "platscope copy-nt" "likwid-bench $lk_copy_nt"
   "platscope write-nt" "likwid-bench $lk_nt" "stress-ng memrate write128nt")
