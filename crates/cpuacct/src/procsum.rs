@@ -113,8 +113,9 @@ impl ProcessSums {
     }
 }
 
-/// A process name as the kernel keeps it (at most 16 bytes), on the stack.
-#[derive(Debug, Clone, Copy)]
+/// A process name as the kernel keeps it (at most 16 bytes), on the stack; the bytes after
+/// `len` are always zero, so equal names compare equal whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CommName {
     bytes: [u8; 16],
     len: usize,
@@ -139,11 +140,3 @@ impl CommName {
         String::from_utf8_lossy(self.as_bytes())
     }
 }
-
-impl PartialEq for CommName {
-    fn eq(&self, other: &Self) -> bool {
-        self.as_bytes() == other.as_bytes()
-    }
-}
-
-impl Eq for CommName {}

@@ -30,15 +30,23 @@ pub const LINK_FACTS_MAX_AGE: Duration = Duration::from_secs(30);
 #[derive(Debug)]
 pub struct Nic {
     root: FsRoot,
-    /// The rtnetlink counters on a live system (one dump per scrape); `None` inside when they
-    /// could not be opened, and then `/proc/net/dev` is read.
-    netlink: Mutex<Option<Option<LinkStats>>>,
+    /// Where the counters come from.
+    counters: Mutex<Counters>,
     /// Link facts by interface name, with when they were read.
     links: Mutex<HashMap<String, (Instant, LinkFacts)>>,
     max_age: Duration,
 }
 
 /// Registry entry.
+/// The counters' source: rtnetlink on a live system (opened at the first scrape), else — a
+/// fixture root, or netlink could not be opened or read — `/proc/net/dev`.
+#[derive(Debug)]
+enum Counters {
+    Unopened,
+    Netlink(LinkStats),
+    ProcNetDev,
+}
+
 pub(super) fn factory(config: &Config) -> Result<Box<dyn Collector>, UsageError> {
     Ok(Box::new(Nic::new(config.root.clone())))
 }
@@ -51,30 +59,39 @@ impl Nic {
 
     /// A collector that reuses link facts for `max_age` (zero: reads them at every scrape).
     pub fn with_max_age(root: FsRoot, max_age: Duration) -> Self {
-        Nic { root, netlink: Mutex::new(None), links: Mutex::new(HashMap::new()), max_age }
+        Nic {
+            root,
+            counters: Mutex::new(Counters::Unopened),
+            links: Mutex::new(HashMap::new()),
+            max_age,
+        }
     }
-}
 
-impl Nic {
     /// Every interface's counters from one rtnetlink dump, on a live system; `None` when that
     /// cannot be read (said once), so the caller reads `/proc/net/dev`.
     fn read_netlink(&self) -> Option<Vec<NetDevCounters>> {
-        if !self.root.is_live() {
-            return None;
+        let mut counters = self.counters.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Counters::Unopened = *counters {
+            *counters = if !self.root.is_live() {
+                Counters::ProcNetDev
+            } else {
+                match LinkStats::open() {
+                    Ok(stats) => Counters::Netlink(stats),
+                    Err(e) => {
+                        measure::say!(
+                            "nic collector: reading /proc/net/dev instead of rtnetlink ({e})"
+                        );
+                        Counters::ProcNetDev
+                    }
+                }
+            };
         }
-        let mut netlink = self.netlink.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let stats = netlink.get_or_insert_with(|| match LinkStats::open() {
-            Ok(stats) => Some(stats),
-            Err(e) => {
-                measure::say!("nic collector: reading /proc/net/dev instead of rtnetlink ({e})");
-                None
-            }
-        });
-        match stats.as_mut()?.read() {
+        let Counters::Netlink(stats) = &mut *counters else { return None };
+        match stats.read() {
             Ok(devices) => Some(devices),
             Err(e) => {
                 measure::say!("nic collector: rtnetlink: {e}; reading /proc/net/dev from now on");
-                *stats = None;
+                *counters = Counters::ProcNetDev;
                 None
             }
         }

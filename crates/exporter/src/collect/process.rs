@@ -425,11 +425,10 @@ fn update(
         let now = Ticks { user: r.user, system: r.system };
         let key = (r.pid, r.start);
         let seen = match state.seen.get_mut(&key) {
-            // A PID listed twice in one pass (it cannot be, but the counts must not double).
-            Some(seen) if seen.scrape == scrape => continue,
             Some(seen) => seen,
             None => {
                 let group = state.number(group_of(r));
+                counts.resize(state.names.len(), 0);
                 let fresh = Seen { group, added: Ticks::default(), scrape: 0 };
                 state.seen.entry(key).or_insert(fresh)
             }
@@ -442,7 +441,6 @@ fn update(
             system: now.system.max(seen.added.system),
         };
         seen.scrape = scrape;
-        counts.resize(state.names.len(), 0);
         counts[seen.group] += 1;
         marked += 1;
     }
