@@ -216,7 +216,7 @@ write_doc_section querystat-overhead "<!-- querystat-overhead:begin -->
 ## db querystat: overhead on the traced server
 
 \`bench/querystat_overhead.sh $rounds $seconds\` on $(date -u +%Y-%m-%d): $cpu, $(nproc) CPUs,
-kernel $(uname -r), load average $load_before before the run (the machine is shared: other
+kernel $(uname -r), load average $load_before before the run (any other
 jobs' load is noise common to all columns). $("$pgbin/postgres" --version), $(bpftrace --version | head -1). A throwaway
 cluster (scale 10, fsync off, shared_buffers 128 MB), \`pgbench -n -S -c 2 -j 2 -T $seconds\` over the
 Unix socket on the same 2 CPUs as the server, median of $rounds rounds in rotating order. querystat
