@@ -15,7 +15,7 @@ pub mod server;
 pub mod textfile;
 pub mod web;
 
-pub use family::{Family, Kind, Sample, Unit, Value};
+pub use family::{Family, Kind, Labels, Sample, Unit, Value};
 pub use render::{negotiate, render, Format};
 pub use server::{Exporter, Limits, ServeError, Server};
 pub use web::WebConfig;

@@ -3,9 +3,8 @@
 //! `promtool check metrics` read, and what a scraper gets when its `Accept` asks for it).
 
 use std::fmt::Write as _;
-use std::sync::Arc;
 
-use crate::{Family, Kind, Value};
+use crate::{Family, Kind, Labels, Value};
 
 /// A text exposition format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,33 +140,19 @@ fn render_family(out: &mut String, family: &Family, format: Format) {
     }
 }
 
-fn write_labels(out: &mut String, labels: &[(&'static str, Arc<str>)], le: Option<&str>) {
-    if labels.is_empty() && le.is_none() {
+fn write_labels(out: &mut String, labels: &Labels, le: Option<&str>) {
+    let rendered = labels.rendered();
+    if rendered.is_empty() && le.is_none() {
         return;
     }
     out.push('{');
-    let mut first = true;
-    let le = le.map(|bound| ("le", bound));
-    for (key, value) in labels.iter().map(|(k, v)| (*k, &**v)).chain(le) {
-        if !first {
+    out.push_str(rendered);
+    if let Some(bound) = le {
+        if !rendered.is_empty() {
             out.push(',');
         }
-        first = false;
-        out.push_str(key);
-        out.push_str("=\"");
-        if value.contains(['\\', '"', '\n']) {
-            for c in value.chars() {
-                match c {
-                    '\\' => out.push_str("\\\\"),
-                    '"' => out.push_str("\\\""),
-                    '\n' => out.push_str("\\n"),
-                    c => out.push(c),
-                }
-            }
-        } else {
-            // Most values need no escape: copied whole.
-            out.push_str(value);
-        }
+        out.push_str("le=\"");
+        out.push_str(bound);
         out.push('"');
     }
     out.push('}');
@@ -206,7 +191,7 @@ fn write_number(out: &mut String, value: f64) {
         && value.abs() < EXACT
         && !(value == 0.0 && value.is_sign_negative())
     {
-        let _ = write!(out, "{}", value as i64);
+        out.push_str(itoa::Buffer::new().format(value as i64));
     } else {
         let _ = write!(out, "{value}");
     }

@@ -8,7 +8,6 @@
 //! next read. Counters are mapped to `/proc/net/dev`'s columns the way the kernel prints them
 //! there (drops include missed packets; frame and carrier columns are sums).
 
-use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
@@ -37,7 +36,8 @@ const STATS64_LEN: usize = 23 * 8;
 pub struct LinkStats {
     dump: OwnedFd,
     events: OwnedFd,
-    names: HashMap<u32, String>,
+    /// (index, name), sorted by index: looked up by binary search, a few cache lines each.
+    names: Vec<(u32, String)>,
     buf: Vec<u8>,
     seq: u32,
 }
@@ -81,7 +81,7 @@ impl LinkStats {
         let events = socket()?;
         bind(&events, RTMGRP_LINK)?;
         let mut stats =
-            LinkStats { dump, events, names: HashMap::new(), buf: vec![0; 64 << 10], seq: 0 };
+            LinkStats { dump, events, names: Vec::new(), buf: vec![0; 64 << 10], seq: 0 };
         stats.learn_names()?;
         Ok(stats)
     }
@@ -99,18 +99,23 @@ impl LinkStats {
                 }
             }
         })?;
-        if by_index.iter().any(|(index, _)| !self.names.contains_key(index)) {
+        by_index.sort_by_key(|&(index, _)| index);
+        if by_index.iter().any(|(index, _)| self.name_of(*index).is_none()) {
             self.learn_names()?;
         }
-        by_index.sort_by_key(|&(index, _)| index);
         Ok(by_index
             .into_iter()
             .filter_map(|(index, mut counters)| {
                 // An interface gone between the two dumps is left out, as /proc would.
-                counters.name = self.names.get(&index)?.clone();
+                counters.name = self.name_of(index)?.to_string();
                 Some(counters)
             })
             .collect())
+    }
+
+    fn name_of(&self, index: u32) -> Option<&str> {
+        let at = self.names.binary_search_by_key(&index, |(i, _)| *i).ok()?;
+        Some(&self.names[at].1)
     }
 
     /// Whether the kernel announced a link change since the last read (drains the
@@ -143,14 +148,16 @@ impl LinkStats {
 
     /// Index → name for every interface (one `RTM_GETLINK` dump).
     fn learn_names(&mut self) -> io::Result<()> {
-        let mut names = HashMap::new();
+        let mut names = Vec::new();
         self.dump_request(RTM_GETLINK, |kind, body| {
             if kind == RTM_NEWLINK {
                 if let Some((index, name)) = parse_link_name(body) {
-                    names.insert(index, name);
+                    names.push((index, name));
                 }
             }
         })?;
+        names.sort_by_key(|&(index, _)| index);
+        names.dedup_by_key(|&mut (index, _)| index);
         self.names = names;
         Ok(())
     }

@@ -291,8 +291,7 @@ mod tests {
 
     fn value(fams: &[Family], name: &str, labels: &[(&str, &str)]) -> Option<f64> {
         let fam = fams.iter().find(|f| f.name == name)?;
-        let want: Vec<(&str, std::sync::Arc<str>)> =
-            labels.iter().map(|(k, v)| (*k, std::sync::Arc::from(*v))).collect();
+        let want = crate::Labels::new(labels);
         fam.samples.iter().find(|s| s.labels == want).and_then(|s| match s.value {
             Value::Number(v) => Some(v),
             Value::Histogram { .. } => None,

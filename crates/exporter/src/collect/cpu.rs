@@ -187,7 +187,7 @@ mod tests {
     use crate::Value;
 
     fn number(fam: &Family, cpu: &str, mode: &str) -> f64 {
-        let want: [(&str, std::sync::Arc<str>); 2] = [("cpu", cpu.into()), ("mode", mode.into())];
+        let want = crate::Labels::new(&[("cpu", cpu), ("mode", mode)]);
         match fam.samples.iter().find(|s| s.labels == want).map(|s| &s.value) {
             Some(Value::Number(v)) => *v,
             other => panic!("{cpu}/{mode}: {other:?}"),

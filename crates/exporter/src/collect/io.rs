@@ -225,8 +225,7 @@ mod tests {
         let fs = |c| FsCounts { mount_point: "/data".into(), fstype: "ext4".into(), counts: c };
         let fams = families(&[fs(counts), fs(counts)]);
         let find = |name: &str, labels: &[(&str, &str)]| {
-            let want: Vec<(&str, std::sync::Arc<str>)> =
-                labels.iter().map(|(k, v)| (*k, std::sync::Arc::from(*v))).collect();
+            let want = crate::Labels::new(labels);
             let f = fams.iter().find(|f| f.name == name).unwrap();
             match f.samples.iter().find(|s| s.labels == want).map(|s| &s.value) {
                 Some(Value::Number(v)) => *v,
@@ -286,7 +285,7 @@ mod tests {
         let written: f64 = bytes
             .samples
             .iter()
-            .filter(|s| s.labels.iter().any(|(k, v)| *k == "op" && &**v == "write"))
+            .filter(|s| s.labels.get("op").as_deref() == Some("write"))
             .map(|s| match s.value {
                 Value::Number(v) => v,
                 Value::Histogram { .. } => 0.0,
@@ -298,7 +297,7 @@ mod tests {
         let in_slot: u64 = sizes
             .samples
             .iter()
-            .filter(|s| s.labels.iter().any(|(k, v)| *k == "op" && &**v == "write"))
+            .filter(|s| s.labels.get("op").as_deref() == Some("write"))
             .filter_map(|s| match &s.value {
                 Value::Histogram { buckets, .. } => {
                     buckets.iter().find(|(upper, _)| *upper == 131_071.0).map(|(_, n)| *n)

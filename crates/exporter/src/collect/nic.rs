@@ -9,7 +9,7 @@
 //! each interface's are kept for [`LINK_FACTS_MAX_AGE`] and read again after.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use measure::{FsRoot, UsageError};
@@ -20,7 +20,7 @@ use nicstat::netlink::LinkStats;
 use nicstat::{Duplex, LinkFacts};
 
 use super::{CollectError, Collector, Config};
-use crate::{Family, Kind, Unit};
+use crate::{Family, Kind, Labels, Unit};
 
 /// How long an interface's link facts are reused before they are read again: a speed or
 /// duplex change shows within this time.
@@ -32,9 +32,48 @@ pub struct Nic {
     root: FsRoot,
     /// Where the counters come from.
     counters: Mutex<Counters>,
-    /// Link facts by interface name, with when they were read.
-    links: Mutex<HashMap<String, (Instant, LinkFacts)>>,
+    /// What is kept per interface, by name.
+    known: Mutex<Known>,
     max_age: Duration,
+}
+
+/// Interfaces seen at earlier scrapes.
+#[derive(Debug, Default)]
+struct Known {
+    by_name: HashMap<String, Interface>,
+    /// Counts scrapes: an interface not marked with this one's number is gone.
+    scrape: u64,
+}
+
+/// One interface's facts and labels, kept between scrapes.
+#[derive(Debug)]
+struct Interface {
+    /// Link facts and when they were read.
+    facts: LinkFacts,
+    read_at: Instant,
+    /// Its label sets, rendered once for its lifetime: it carries eight counter samples.
+    labels: DeviceLabels,
+    /// The last scrape that saw it.
+    scrape: u64,
+}
+
+/// An interface's label sets: `device` alone, and with each `direction`.
+#[derive(Debug, Clone)]
+pub struct DeviceLabels {
+    device: Labels,
+    receive: Labels,
+    transmit: Labels,
+}
+
+impl DeviceLabels {
+    /// The label sets of interface `name`.
+    pub fn new(name: &str) -> Self {
+        DeviceLabels {
+            device: Labels::new(&[("device", name)]),
+            receive: Labels::new(&[("device", name), ("direction", "receive")]),
+            transmit: Labels::new(&[("device", name), ("direction", "transmit")]),
+        }
+    }
 }
 
 /// Registry entry.
@@ -59,12 +98,7 @@ impl Nic {
 
     /// A collector that reuses link facts for `max_age` (zero: reads them at every scrape).
     pub fn with_max_age(root: FsRoot, max_age: Duration) -> Self {
-        Nic {
-            root,
-            counters: Mutex::new(Counters::Unopened),
-            links: Mutex::new(HashMap::new()),
-            max_age,
-        }
+        Nic { root, counters: Mutex::new(Counters::Unopened), known: Mutex::default(), max_age }
     }
 
     /// Every interface's counters from one rtnetlink dump, on a live system; `None` when that
@@ -115,38 +149,57 @@ impl Collector for Nic {
             }
         };
         let now = Instant::now();
-        let mut cache = self.links.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        // Forget links that are gone (a set of today's names: one lookup per cached link).
-        let present: std::collections::HashSet<&str> =
-            devices.iter().map(|d| d.name.as_str()).collect();
-        cache.retain(|name, _| present.contains(name.as_str()));
+        let mut known = self.known.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        known.scrape += 1;
+        let scrape = known.scrape;
         // A socket only for the ethtool fallback (no sysfs speed), opened when a read is due.
         let mut socket: Option<Option<Socket>> = None;
         for device in &devices {
-            let fresh = cache
-                .get(&device.name)
-                .is_some_and(|(read_at, _)| now.duration_since(*read_at) < self.max_age);
-            if !fresh {
-                let socket = socket.get_or_insert_with(|| {
-                    if self.root.is_live() {
-                        Socket::open().ok()
-                    } else {
-                        None
-                    }
-                });
-                let facts = read_link_facts(&self.root, socket.as_ref(), &device.name, false);
-                cache.insert(device.name.clone(), (now, facts));
+            let interface = known.by_name.get_mut(&device.name);
+            let fresh =
+                interface.as_ref().is_some_and(|i| now.duration_since(i.read_at) < self.max_age);
+            if let (true, Some(interface)) = (fresh, interface) {
+                interface.scrape = scrape;
+                continue;
+            }
+            let socket = socket.get_or_insert_with(|| {
+                if self.root.is_live() {
+                    Socket::open().ok()
+                } else {
+                    None
+                }
+            });
+            let facts = read_link_facts(&self.root, socket.as_ref(), &device.name, false);
+            match known.by_name.get_mut(&device.name) {
+                Some(interface) => {
+                    (interface.facts, interface.read_at, interface.scrape) = (facts, now, scrape);
+                }
+                None => {
+                    let labels = DeviceLabels::new(&device.name);
+                    let interface = Interface { facts, read_at: now, labels, scrape };
+                    known.by_name.insert(device.name.clone(), interface);
+                }
             }
         }
-        let links: Vec<&LinkFacts> =
-            devices.iter().filter_map(|d| cache.get(&d.name).map(|(_, facts)| facts)).collect();
+        // Forget interfaces that are gone.
+        if known.by_name.len() != devices.len() {
+            known.by_name.retain(|_, interface| interface.scrape == scrape);
+        }
+        let links: Vec<(&LinkFacts, &DeviceLabels)> = devices
+            .iter()
+            .filter_map(|d| known.by_name.get(&d.name).map(|i| (&i.facts, &i.labels)))
+            .collect();
         families(&devices, &links, out);
         Ok(())
     }
 }
 
-/// The families for a set of devices and their link facts (same order).
-pub fn families(devices: &[NetDevCounters], links: &[&LinkFacts], out: &mut Vec<Family>) {
+/// The families for a set of devices and their link facts and labels (same order).
+pub fn families(
+    devices: &[NetDevCounters],
+    links: &[(&LinkFacts, &DeviceLabels)],
+    out: &mut Vec<Family>,
+) {
     type Pick = fn(&NetDevCounters) -> (u64, u64);
     let counters: [(&str, Option<Unit>, &str, Pick); 4] = [
         ("platscope_nic_bytes", Some(Unit::Bytes), "Bytes through the interface.", |d| {
@@ -168,16 +221,13 @@ pub fn families(devices: &[NetDevCounters], links: &[&LinkFacts], out: &mut Vec<
             |d| (d.rx_drop, d.tx_drop),
         ),
     ];
-    // Each name and direction made once and shared by the eight samples that carry it.
-    let names: Vec<Arc<str>> = devices.iter().map(|d| Arc::from(d.name.as_str())).collect();
-    let (receive, transmit): (Arc<str>, Arc<str>) = ("receive".into(), "transmit".into());
     for (name, unit, help, pick) in counters {
         let mut family = Family::new(name, Kind::Counter, unit, help);
         family.samples.reserve(devices.len() * 2);
-        for (device, dev) in devices.iter().zip(&names) {
+        for (device, (_, labels)) in devices.iter().zip(links) {
             let (rx, tx) = pick(device);
-            family.push_shared(&[("device", dev), ("direction", &receive)], rx as f64);
-            family.push_shared(&[("device", dev), ("direction", &transmit)], tx as f64);
+            family.push_labels(&labels.receive, rx as f64);
+            family.push_labels(&labels.transmit, tx as f64);
         }
         out.push(family);
     }
@@ -193,14 +243,14 @@ pub fn families(devices: &[NetDevCounters], links: &[&LinkFacts], out: &mut Vec<
         None,
         "1 for a full-duplex link, 0 for half duplex; absent when the kernel does not know.",
     );
-    for link in links {
+    for (link, labels) in links {
         if let Some(mbps) = link.speed_mbps {
             // Mbit/s as the kernel reports it (10^6 bits), in bytes.
-            speed.push(&[("device", &link.name)], f64::from(mbps) * 1e6 / 8.0);
+            speed.push_labels(&labels.device, f64::from(mbps) * 1e6 / 8.0);
         }
         match link.duplex {
-            Duplex::Full => duplex.push(&[("device", &link.name)], 1.0),
-            Duplex::Half => duplex.push(&[("device", &link.name)], 0.0),
+            Duplex::Full => duplex.push_labels(&labels.device, 1.0),
+            Duplex::Half => duplex.push_labels(&labels.device, 0.0),
             Duplex::Unknown => continue,
         };
     }
@@ -233,7 +283,8 @@ mod tests {
         eth0.duplex = Duplex::Full;
         let veth = LinkFacts::unknown("veth1");
         let mut out = Vec::new();
-        families(&devices, &[&eth0, &veth], &mut out);
+        let (eth0_labels, veth_labels) = (DeviceLabels::new("eth0"), DeviceLabels::new("veth1"));
+        families(&devices, &[(&eth0, &eth0_labels), (&veth, &veth_labels)], &mut out);
         let text = render(&out, Format::OpenMetrics);
         assert!(
             text.contains("# TYPE platscope_nic_bytes counter\n# UNIT platscope_nic_bytes bytes\n")

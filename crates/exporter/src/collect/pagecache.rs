@@ -99,7 +99,7 @@ mod tests {
         let get = |fam: usize, node: &str| match out[fam]
             .samples
             .iter()
-            .find(|s| s.labels == [("node", std::sync::Arc::<str>::from(node.to_string()))])
+            .find(|s| s.labels == crate::Labels::new(&[("node", node)]))
             .map(|s| &s.value)
         {
             Some(Value::Number(v)) => *v,
