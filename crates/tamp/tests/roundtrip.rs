@@ -39,18 +39,59 @@ fn ours(path: &Path, threads: usize) -> (Vec<u8>, tamp::RunResult) {
 /// Sizes: empty, one byte, one block exactly, and not a multiple of the block size.
 const SIZES: &[usize] = &[0, 1, 65_536, 3 * 65_536 + 12_345];
 
+/// `n` bytes of xorshift output: nothing repeats, so LZ4 cannot shorten it.
+fn random(n: usize) -> Vec<u8> {
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut v = Vec::with_capacity(n + 8);
+    while v.len() < n {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        v.extend_from_slice(&x.to_le_bytes());
+    }
+    v.truncate(n);
+    v
+}
+
 #[test]
 fn lz4_round_trips_through_stock_lz4_and_tamp() {
-    for &n in SIZES {
+    let b = 65_536;
+    let mut cases: Vec<(String, Vec<u8>, usize)> =
+        SIZES.iter().map(|&n| (format!("corpus {n}"), corpus(n), b)).collect();
+    cases.extend([
+        // Shorter than a match can be, and short blocks that do compress (tiny blocks keep
+        // liblz4's hash table between blocks: its state is reused without a full reset).
+        ("11 bytes".into(), b"hello hello".to_vec(), b),
+        ("tiny blocks".into(), b"abcabcabcabcabcabcabcabcabcabcabc".repeat(200), 100),
+        ("random".into(), random(3 * b + 77), b),
+        ("zeros".into(), vec![0; 3 * b + 77], b),
+        // Block-size boundaries: one short, one over, two blocks exactly.
+        ("corpus block-1".into(), corpus(b - 1), b),
+        ("corpus block+1".into(), corpus(b + 1), b),
+        ("corpus 2 blocks".into(), corpus(2 * b), b),
+        // Random then compressible within one block, and the other way round.
+        ("mixed".into(), [random(b / 2), vec![7; b], random(b / 2)].concat(), b),
+        // The largest LZ4 block (4 MiB), full and then partial.
+        ("corpus 4 MiB blocks".into(), corpus((4 << 20) + 12_345), 4 << 20),
+    ]);
+    for (name, data, block) in &cases {
         let dir = tempfile::tempdir().unwrap();
-        let data = corpus(n);
-        let f = compress_file(dir.path(), &data, Format::Lz4, 3, 65_536);
+        let f = compress_file(dir.path(), data, Format::Lz4, 3, *block);
         let p = f.to_str().unwrap();
-        assert_eq!(tool("lz4", &["-d", "-c", p]), data, "lz4 -d, {n} bytes");
+        assert_eq!(tool("lz4", &["-d", "-c", p]), *data, "lz4 -d, {name}");
         let (back, r) = ours(&f, 3);
-        assert_eq!(back, data, "tamp decompress, {n} bytes");
-        assert!(r.parallel, "{n} bytes: {:?}", r.serial_reason);
-        assert_eq!(r.bytes_out, n as u64);
+        assert_eq!(back, *data, "tamp decompress, {name}");
+        assert!(r.parallel, "{name}: {:?}", r.serial_reason);
+        assert_eq!(r.bytes_out, data.len() as u64);
+        // Each kind of input gets the block it should: random bytes are stored as they are,
+        // zeros shrink to almost nothing.
+        let packed = std::fs::metadata(&f).unwrap().len() as usize;
+        let framing = 7 + 8 * data.len().div_ceil(*block) + 4;
+        match name.as_str() {
+            "random" => assert_eq!(packed, framing + data.len(), "{name}: stored blocks"),
+            "zeros" => assert!(packed < framing + data.len() / 100, "{name}: {packed} bytes"),
+            _ => assert!(packed <= framing + data.len(), "{name}: {packed} bytes"),
+        }
     }
 }
 
