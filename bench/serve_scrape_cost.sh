@@ -125,9 +125,12 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 rows=""
 fixed_url=
 declare -A ms
-for collect in all nic cpu process io pagecache bench; do
+# "+facts": link speeds and duplex read again at every scrape (--link-facts-max-age 0), the
+# scrape that comes every 30 s by default; the other rows keep them from the warm-up scrape.
+for collect in all all+facts nic nic+facts cpu process io pagecache bench; do
   args=(--no-store serve --listen 127.0.0.1:0)
-  [ "$collect" = all ] || args+=(--collect "$collect")
+  [ "${collect%+facts}" = all ] || args+=(--collect "${collect%+facts}")
+  [ "${collect#*+}" = facts ] && args+=(--link-facts-max-age 0)
   start_server "platscope-$collect" "$platscope" "${args[@]}"
   read -r m b s < <(measure)
   stop_server
@@ -145,7 +148,10 @@ echo "bench: node_exporter (defaults): $ne ms per scrape, $s series, $b bytes" >
 rows+="| node_exporter $("$node_exporter" --version 2>&1 | head -1 | awk '{print $3}') (default collectors) | $ne | $s | $b |"$'\n'
 
 ratio=$(awk -v p="${ms[all]}" -v n="$ne" 'BEGIN {if (n > 0) printf "%.2f", p / n; else print "n/a"}')
-verdict=$(awk -v p="${ms[all]}" 'BEGIN {print (p < 10) ? "under the 10 ms goal" : "over the 10 ms goal"}')
+verdict=$(awk -v p="${ms[all]}" -v f="${ms[all+facts]}" 'BEGIN {
+  if (p < 10 && f < 10) print "under the 10 ms goal, with link facts read again or not"
+  else if (p < 10) print "under the 10 ms goal when link facts are kept, over it at the scrape that reads them again"
+  else print "over the 10 ms goal"}')
 table="| server | CPU ms per scrape | series | bytes |
 |---|---|---|---|
 ${rows%$'\n'}"
@@ -163,7 +169,9 @@ host. Each server ran inside the namespace on 127.0.0.1 and was scraped $scrapes
 by curl after one warm-up scrape; the figure is the server's CPU time (utime + stime from
 /proc/PID/stat, every thread) over those scrapes per scrape, at the clock-tick resolution of
 1/$hz s over the whole run. platscope ran as \`platscope --no-store serve\` (release build) with
-every collector and then with each collector alone; the \`process\` collector had no groups
+every collector and then with each collector alone ("+facts": with \`--link-facts-max-age 0\`, so
+every scrape also reads every interface's speed and duplex, as one scrape in 30 s does by
+default); the \`process\` collector had no groups
 configured (one group per process name, top 10 + other); \`bench\` read the default results
 database.
 
@@ -177,9 +185,9 @@ one record per process in mapped memory), so its kernel time is counted here; in
 part of it is the kernel's iterator step (\`bpf_iter_task_next\`). The BPF programs behind \`cpu\` and \`io\` run
 in the kernel at every context switch and VFS call, charged to the tasks that switch or do I/O,
 not to the server: their cost is not a scrape cost, and not here. \`nic\` reads the counters
-from one rtnetlink dump at every scrape, but an interface's link facts (four sysfs reads) only
-once they are 30 s old: these scrapes, all within 30 s, read them once. At a 15 s scrape
-interval every other scrape reads them all again, which costs what \`nic\` cost before the
-facts were kept (51 ms per scrape at 1,000 interfaces in an earlier run of this script).
+from one rtnetlink dump at every scrape, and every interface's speed and duplex from one ethtool
+netlink dump once they are 30 s old (the "+facts" rows read them at every scrape; four sysfs
+reads per interface instead cost 51 ms per scrape at 1,000 interfaces in an earlier run of this
+script).
 \`bench\` reads the results store again only when it has changed (here it did not).
 <!-- serve-scrape-cost:end -->"

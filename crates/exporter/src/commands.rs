@@ -38,6 +38,11 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=1000))]
     pub process_top: u64,
 
+    /// How old (seconds) an interface's speed and duplex may be before the `nic` collector
+    /// reads them again (0: at every scrape). Counters are read at every scrape regardless.
+    #[arg(long, value_name = "SECONDS", default_value_t = collect::nic::LINK_FACTS_MAX_AGE.as_secs(), value_parser = clap::value_parser!(u64).range(0..=86400))]
+    pub link_facts_max_age: u64,
+
     /// Most connections open at once. At the cap, the connection that has waited longest
     /// without sending its request is closed to make room (scrapers are not locked out by idle
     /// or slow clients); a line on stderr says so, at most every 10 s.
@@ -83,6 +88,7 @@ impl Tool for Serve {
             db: globals.store.db.clone(),
             revision: globals.revision.to_string(),
             process: collect::process::CollectorOptions { groups, top: args.process_top as usize },
+            link_facts_max_age: std::time::Duration::from_secs(args.link_facts_max_age),
         };
         let collectors = collect::build(names.as_deref(), &config)?;
         crate::server::keep_freed_heap();

@@ -21,7 +21,7 @@
 //! assert_eq!(head.header("accept"), Some("text/plain"));
 //! ```
 
-use std::io::{Read, Write};
+use std::io::{IoSlice, Read, Write};
 use std::time::{Duration, Instant};
 
 /// Largest request head (request line and headers) accepted, in bytes.
@@ -283,12 +283,26 @@ pub fn respond(
         out.push_str(&format!("{name}: {value}\r\n"));
     }
     out.push_str(&format!("Content-Length: {}\r\nConnection: close\r\n\r\n", body.len()));
-    let mut bytes = out.into_bytes();
-    if !head_only {
-        bytes.extend_from_slice(body);
-    }
-    conn.write_all(&bytes)?;
+    let body = if head_only { &[][..] } else { body };
+    write_both(conn, out.as_bytes(), body)?;
     conn.flush()
+}
+
+/// Writes `head` then `body` with vectored writes, so a large body (a scrape: hundreds of KiB)
+/// is not copied behind the head first, and the head does not go out as a segment of its own.
+fn write_both(conn: &mut dyn Write, mut head: &[u8], mut body: &[u8]) -> std::io::Result<()> {
+    while !head.is_empty() || !body.is_empty() {
+        let written = match conn.write_vectored(&[IoSlice::new(head), IoSlice::new(body)]) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        let from_head = written.min(head.len());
+        head = &head[from_head..];
+        body = &body[written - from_head..];
+    }
+    Ok(())
 }
 
 /// The plain-text answer to a refused request.
@@ -315,6 +329,55 @@ pub fn linger(conn: &mut dyn Conn) {
 #[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
+
+    /// A connection that takes at most `limit` bytes per write, and an interruption every
+    /// third call; vectored writes only from the first non-empty slice when `plain` (what
+    /// `Write`'s default does, as TLS streams may).
+    struct Trickle {
+        got: Vec<u8>,
+        limit: usize,
+        plain: bool,
+        calls: usize,
+    }
+    impl Write for Trickle {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.calls += 1;
+            if self.calls % 3 == 0 {
+                return Err(std::io::ErrorKind::Interrupted.into());
+            }
+            let n = buf.len().min(self.limit);
+            self.got.extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+        fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> std::io::Result<usize> {
+            if self.plain {
+                let first = bufs.iter().find(|b| !b.is_empty()).map_or(&[][..], |b| &**b);
+                return self.write(first);
+            }
+            let joined: Vec<u8> = bufs.iter().flat_map(|b| b.iter().copied()).collect();
+            self.write(&joined)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn head_and_body_arrive_whole_however_the_connection_splits_writes() {
+        use test_support::fuzz::{self, proptest::prelude::*};
+        let case = (
+            prop::collection::vec(any::<u8>(), 0..300),
+            prop::collection::vec(any::<u8>(), 0..3000),
+            1usize..700,
+            any::<bool>(),
+        );
+        fuzz::check(fuzz::PURE, case, |(head, body, limit, plain)| {
+            let mut conn = Trickle { got: Vec::new(), limit, plain, calls: 0 };
+            write_both(&mut conn, &head, &body).unwrap();
+            prop_assert_eq!(conn.got, [head, body].concat());
+            Ok(())
+        });
+    }
 
     /// A client that hands out its bytes in the given pieces, then EOF (or a timeout).
     struct Scripted {

@@ -43,6 +43,8 @@ pub enum SpeedSource {
     Sysfs,
     /// `SIOCETHTOOL` (`ETHTOOL_GLINKSETTINGS`, or `ETHTOOL_GSET` on kernels before 4.6).
     Ethtool,
+    /// One ethtool generic-netlink dump for every interface (`ETHTOOL_MSG_LINKMODES_GET`).
+    EthtoolNetlink,
     /// The user's `-S IF:SPEED[fd|hd]`.
     CommandLine,
     /// Nothing said.
@@ -54,6 +56,7 @@ impl fmt::Display for SpeedSource {
         f.write_str(match self {
             SpeedSource::Sysfs => "sysfs",
             SpeedSource::Ethtool => "ethtool",
+            SpeedSource::EthtoolNetlink => "ethtool-netlink",
             SpeedSource::CommandLine => "-S",
             SpeedSource::Unknown => "-",
         })

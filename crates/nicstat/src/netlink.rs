@@ -7,16 +7,21 @@
 //! `RTNLGRP_LINK` is drained at each read), so a renamed interface shows its new name at the
 //! next read. Counters are mapped to `/proc/net/dev`'s columns the way the kernel prints them
 //! there (drops include missed packets; frame and carrier columns are sums).
+//!
+//! Link speed and duplex come from one ethtool generic-netlink dump (`ETHTOOL_MSG_LINKMODES_GET`,
+//! Linux 5.6+) for every interface at once, instead of two sysfs files per interface.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
+use crate::link::Duplex;
 use crate::netdev::NetDevCounters;
 
 const NLMSG_HDR: usize = 16;
 const NLMSG_ERROR: u16 = 2;
 const NLMSG_DONE: u16 = 3;
 const NLM_F_REQUEST: u16 = 0x1;
+const NLM_F_ACK: u16 = 0x4;
 const NLM_F_DUMP: u16 = 0x300;
 const RTM_NEWLINK: u16 = 16;
 const RTM_GETLINK: u16 = 18;
@@ -30,23 +35,62 @@ const IFLA_STATS_LINK_64: u16 = 1;
 const RTMGRP_LINK: u32 = 1;
 /// `struct rtnl_link_stats64` up to `tx_compressed` (23 counters; later kernels add more).
 const STATS64_LEN: usize = 23 * 8;
+const IFF_UP: u32 = 0x1;
+// Generic netlink: the controller (to find ethtool's family number) and ethtool's link modes.
+const NETLINK_GENERIC: libc::c_int = 16;
+const GENL_ID_CTRL: u16 = 0x10;
+/// `struct genlmsghdr`: command, version, reserved.
+const GENL_HDR: usize = 4;
+const CTRL_CMD_GETFAMILY: u8 = 3;
+const CTRL_ATTR_FAMILY_ID: u16 = 1;
+const CTRL_ATTR_FAMILY_NAME: u16 = 2;
+const ETHTOOL_MSG_LINKMODES_GET: u8 = 4;
+const ETHTOOL_GENL_VERSION: u8 = 1;
+const ETHTOOL_A_LINKMODES_HEADER: u16 = 1;
+const ETHTOOL_A_LINKMODES_SPEED: u16 = 5;
+const ETHTOOL_A_LINKMODES_DUPLEX: u16 = 6;
+const ETHTOOL_A_HEADER_DEV_INDEX: u16 = 1;
+const ETHTOOL_A_HEADER_FLAGS: u16 = 3;
+/// Link-mode bit sets as a list of set bits, not two full masks: a smaller answer.
+const ETHTOOL_FLAG_COMPACT_BITSETS: u32 = 1;
+const NLA_F_NESTED: u16 = 0x8000;
+const SPEED_UNKNOWN: u32 = u32::MAX;
+const DUPLEX_HALF: u8 = 0;
+const DUPLEX_FULL: u8 = 1;
+
+/// One interface's link speed and duplex, as ethtool reports them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkMode {
+    /// The interface's name.
+    pub name: String,
+    /// Mbit/s; `None` when unknown (no link, or the interface is down).
+    pub speed_mbps: Option<u32>,
+    /// Full, half, or unknown.
+    pub duplex: Duplex,
+}
 
 /// The two sockets and the names they have learnt.
 #[derive(Debug)]
 pub struct LinkStats {
     dump: OwnedFd,
     events: OwnedFd,
-    /// (index, name), sorted by index: looked up by binary search, a few cache lines each.
-    names: Vec<(u32, String)>,
+    /// (index, name, administratively up), sorted by index: looked up by binary search.
+    names: Vec<(u32, String, bool)>,
+    /// The generic-netlink socket and ethtool's family number, opened at the first
+    /// [`LinkStats::link_modes`]; `None` inside when the kernel has no ethtool family.
+    ethtool: Option<Option<(OwnedFd, u16)>>,
     buf: Vec<u8>,
     seq: u32,
 }
 
 fn socket() -> io::Result<OwnedFd> {
+    netlink_socket(libc::NETLINK_ROUTE)
+}
+
+fn netlink_socket(protocol: libc::c_int) -> io::Result<OwnedFd> {
     // SAFETY: plain socket(2); the descriptor is owned from here on.
-    let fd = unsafe {
-        libc::socket(libc::AF_NETLINK, libc::SOCK_RAW | libc::SOCK_CLOEXEC, libc::NETLINK_ROUTE)
-    };
+    let fd =
+        unsafe { libc::socket(libc::AF_NETLINK, libc::SOCK_RAW | libc::SOCK_CLOEXEC, protocol) };
     if fd < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -80,8 +124,14 @@ impl LinkStats {
         bind(&dump, 0)?;
         let events = socket()?;
         bind(&events, RTMGRP_LINK)?;
-        let mut stats =
-            LinkStats { dump, events, names: Vec::new(), buf: vec![0; 64 << 10], seq: 0 };
+        let mut stats = LinkStats {
+            dump,
+            events,
+            names: Vec::new(),
+            ethtool: None,
+            buf: vec![0; 64 << 10],
+            seq: 0,
+        };
         stats.learn_names()?;
         Ok(stats)
     }
@@ -114,8 +164,79 @@ impl LinkStats {
     }
 
     fn name_of(&self, index: u32) -> Option<&str> {
-        let at = self.names.binary_search_by_key(&index, |(i, _)| *i).ok()?;
-        Some(&self.names[at].1)
+        self.link(index).map(|(_, name, _)| name.as_str())
+    }
+
+    fn link(&self, index: u32) -> Option<&(u32, String, bool)> {
+        let at = self.names.binary_search_by_key(&index, |(i, _, _)| *i).ok()?;
+        self.names.get(at)
+    }
+
+    /// Every interface's speed and duplex from one ethtool dump; `Ok(None)` when the kernel has
+    /// no ethtool netlink family (before 5.6, or built without it): read them per interface.
+    /// As sysfs does, an interface that is down has no speed; one whose driver reports no link
+    /// settings (loopback) is left out.
+    pub fn link_modes(&mut self) -> io::Result<Option<Vec<LinkMode>>> {
+        if self.links_changed()? {
+            self.learn_names()?;
+        }
+        if self.ethtool.is_none() {
+            self.ethtool = Some(self.open_ethtool()?);
+        }
+        let Some(Some((fd, family))) = &self.ethtool else { return Ok(None) };
+        self.seq = self.seq.wrapping_add(1);
+        let mut header = attr(ETHTOOL_A_HEADER_FLAGS, &ETHTOOL_FLAG_COMPACT_BITSETS.to_ne_bytes());
+        header = attr(ETHTOOL_A_LINKMODES_HEADER | NLA_F_NESTED, &header);
+        let request = genl_request(
+            *family,
+            NLM_F_REQUEST | NLM_F_DUMP,
+            self.seq,
+            ETHTOOL_MSG_LINKMODES_GET,
+            &header,
+        );
+        let mut found = Vec::new();
+        exchange(fd, &mut self.buf, self.seq, &request, |kind, body| {
+            if kind == *family {
+                found.extend(parse_link_mode(body));
+            }
+        })?;
+        Ok(Some(
+            found
+                .into_iter()
+                .filter_map(|(index, speed_mbps, duplex)| {
+                    let (_, name, up) = self.link(index)?;
+                    // sysfs gives no speed for an interface that is down (EINVAL).
+                    let (speed_mbps, duplex) =
+                        if *up { (speed_mbps, duplex) } else { (None, Duplex::Unknown) };
+                    Some(LinkMode { name: name.clone(), speed_mbps, duplex })
+                })
+                .collect(),
+        ))
+    }
+
+    /// The generic-netlink socket and ethtool's family number; `None` when there is no such
+    /// family (ENOENT from the controller).
+    fn open_ethtool(&mut self) -> io::Result<Option<(OwnedFd, u16)>> {
+        let fd = netlink_socket(NETLINK_GENERIC)?;
+        bind(&fd, 0)?;
+        self.seq = self.seq.wrapping_add(1);
+        let request = genl_request(
+            GENL_ID_CTRL,
+            NLM_F_REQUEST | NLM_F_ACK,
+            self.seq,
+            CTRL_CMD_GETFAMILY,
+            &attr(CTRL_ATTR_FAMILY_NAME, b"ethtool\0"),
+        );
+        let mut family = None;
+        match exchange(&fd, &mut self.buf, self.seq, &request, |kind, body| {
+            if kind == GENL_ID_CTRL {
+                family = family.or(parse_family_id(body));
+            }
+        }) {
+            Ok(()) => Ok(family.map(|id| (fd, id))),
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// Whether the kernel announced a link change since the last read (drains the
@@ -151,19 +272,19 @@ impl LinkStats {
         let mut names = Vec::new();
         self.dump_request(RTM_GETLINK, |kind, body| {
             if kind == RTM_NEWLINK {
-                if let Some((index, name)) = parse_link_name(body) {
-                    names.push((index, name));
+                if let Some(link) = parse_link(body) {
+                    names.push(link);
                 }
             }
         })?;
-        names.sort_by_key(|&(index, _)| index);
-        names.dedup_by_key(|&mut (index, _)| index);
+        names.sort_by_key(|&(index, _, _)| index);
+        names.dedup_by_key(|&mut (index, _, _)| index);
         self.names = names;
         Ok(())
     }
 
     /// Sends one dump request and passes each answer's type and body to `each` until the end.
-    fn dump_request(&mut self, kind: u16, mut each: impl FnMut(u16, &[u8])) -> io::Result<()> {
+    fn dump_request(&mut self, kind: u16, each: impl FnMut(u16, &[u8])) -> io::Result<()> {
         self.seq = self.seq.wrapping_add(1);
         let seq = self.seq;
         // The request: header, then an ifinfomsg or if_stats_msg asking for every interface
@@ -179,34 +300,68 @@ impl LinkStats {
             let mask = 1u32 << (IFLA_STATS_LINK_64 - 1);
             req[NLMSG_HDR + 8..NLMSG_HDR + 12].copy_from_slice(&mask.to_ne_bytes());
         }
-        // SAFETY: sends `len` bytes of our own buffer (len <= req.len()).
-        let sent = unsafe { libc::send(self.dump.as_raw_fd(), req.as_ptr().cast(), len, 0) };
-        if sent < 0 {
-            return Err(io::Error::last_os_error());
+        exchange(&self.dump, &mut self.buf, seq, &req[..len], each)
+    }
+}
+
+/// Sends one request and passes each answer's type and body to `each` until the end of the
+/// dump, or the acknowledgement of a single request (asked with `NLM_F_ACK`).
+fn exchange(
+    fd: &OwnedFd,
+    buf: &mut [u8],
+    seq: u32,
+    request: &[u8],
+    mut each: impl FnMut(u16, &[u8]),
+) -> io::Result<()> {
+    // SAFETY: sends the request's bytes from its own slice.
+    let sent = unsafe { libc::send(fd.as_raw_fd(), request.as_ptr().cast(), request.len(), 0) };
+    if sent < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    loop {
+        // SAFETY: receives into our own buffer, at most its length.
+        let n = unsafe { libc::recv(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
         }
-        loop {
-            // SAFETY: receives into our own buffer, at most its length.
-            let n = unsafe {
-                libc::recv(self.dump.as_raw_fd(), self.buf.as_mut_ptr().cast(), self.buf.len(), 0)
-            };
-            if n < 0 {
-                let e = io::Error::last_os_error();
-                if e.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(e);
-            }
-            let n = n as usize;
-            if n == 0 {
-                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "netlink socket closed"));
-            }
-            match walk_messages(&self.buf[..n], seq, &mut each) {
-                Walk::More => {}
-                Walk::Done => return Ok(()),
-                Walk::Failed(e) => return Err(e),
-            }
+        let n = n as usize;
+        if n == 0 {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "netlink socket closed"));
+        }
+        match walk_messages(&buf[..n], seq, &mut each) {
+            Walk::More => {}
+            Walk::Done => return Ok(()),
+            Walk::Failed(e) => return Err(e),
         }
     }
+}
+
+/// A generic-netlink request: netlink header, genl header (command, version), attributes.
+fn genl_request(family: u16, flags: u16, seq: u32, command: u8, attrs: &[u8]) -> Vec<u8> {
+    let len = NLMSG_HDR + GENL_HDR + attrs.len();
+    let mut req = Vec::with_capacity(len);
+    req.extend_from_slice(&(len as u32).to_ne_bytes());
+    req.extend_from_slice(&family.to_ne_bytes());
+    req.extend_from_slice(&flags.to_ne_bytes());
+    req.extend_from_slice(&seq.to_ne_bytes());
+    req.extend_from_slice(&0u32.to_ne_bytes()); // port: the kernel fills it in
+    req.extend_from_slice(&[command, ETHTOOL_GENL_VERSION, 0, 0]);
+    req.extend_from_slice(attrs);
+    req
+}
+
+/// One netlink attribute, padded to 4 bytes.
+fn attr(kind: u16, payload: &[u8]) -> Vec<u8> {
+    let mut a = Vec::with_capacity(align4(4 + payload.len()));
+    a.extend_from_slice(&((4 + payload.len()) as u16).to_ne_bytes());
+    a.extend_from_slice(&kind.to_ne_bytes());
+    a.extend_from_slice(payload);
+    a.resize(align4(a.len()), 0);
+    a
 }
 
 /// What one received datagram said.
@@ -309,12 +464,49 @@ fn parse_stats(body: &[u8]) -> Option<(u32, NetDevCounters)> {
     ))
 }
 
-/// An `RTM_NEWLINK` body: the interface index and name.
-fn parse_link_name(body: &[u8]) -> Option<(u32, String)> {
+/// An `RTM_NEWLINK` body: the interface index, name, and whether it is administratively up.
+fn parse_link(body: &[u8]) -> Option<(u32, String, bool)> {
     let index = u32::from_ne_bytes(body.get(4..8)?.try_into().ok()?);
+    let flags = u32::from_ne_bytes(body.get(8..12)?.try_into().ok()?);
     let name = attributes(body.get(IFINFOMSG..)?).find(|&(kind, _)| kind == IFLA_IFNAME)?.1;
     let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
-    Some((index, String::from_utf8_lossy(&name[..end]).into_owned()))
+    Some((index, String::from_utf8_lossy(&name[..end]).into_owned(), flags & IFF_UP != 0))
+}
+
+/// The controller's answer to `CTRL_CMD_GETFAMILY`: the family's number.
+fn parse_family_id(body: &[u8]) -> Option<u16> {
+    let id = attributes(body.get(GENL_HDR..)?).find(|&(kind, _)| kind == CTRL_ATTR_FAMILY_ID)?.1;
+    Some(u16::from_ne_bytes(id.get(0..2)?.try_into().ok()?))
+}
+
+/// An `ETHTOOL_MSG_LINKMODES_GET_REPLY` body: interface index, speed (Mbit/s, `None` when
+/// unknown) and duplex.
+fn parse_link_mode(body: &[u8]) -> Option<(u32, Option<u32>, Duplex)> {
+    let (mut index, mut speed, mut duplex) = (None, None, Duplex::Unknown);
+    for (kind, payload) in attributes(body.get(GENL_HDR..)?) {
+        match kind {
+            ETHTOOL_A_LINKMODES_HEADER => {
+                index = attributes(payload)
+                    .find(|&(k, p)| k == ETHTOOL_A_HEADER_DEV_INDEX && p.len() >= 4)
+                    .map(|(_, p)| u32::from_ne_bytes([p[0], p[1], p[2], p[3]]));
+            }
+            ETHTOOL_A_LINKMODES_SPEED if payload.len() >= 4 => {
+                let mbps = u32::from_ne_bytes([payload[0], payload[1], payload[2], payload[3]]);
+                // As sysfs prints it: SPEED_UNKNOWN and 0 are no speed; above i32::MAX too.
+                speed =
+                    (mbps != SPEED_UNKNOWN && mbps != 0 && mbps <= i32::MAX as u32).then_some(mbps);
+            }
+            ETHTOOL_A_LINKMODES_DUPLEX if !payload.is_empty() => {
+                duplex = match payload[0] {
+                    DUPLEX_FULL => Duplex::Full,
+                    DUPLEX_HALF => Duplex::Half,
+                    _ => Duplex::Unknown,
+                };
+            }
+            _ => {}
+        }
+    }
+    Some((index?, speed, duplex))
 }
 
 #[cfg(test)]
@@ -376,10 +568,10 @@ mod tests {
         data.extend(message(RTM_NEWLINK, 4, &link)); // an older request's answer
         let mut seen = Vec::new();
         let walk = walk_messages(&data, 5, &mut |kind, body| {
-            seen.push((kind, parse_link_name(body)));
+            seen.push((kind, parse_link(body)));
         });
         assert!(matches!(walk, Walk::More));
-        assert_eq!(seen, vec![(RTM_NEWLINK, Some((3, "eth0".to_string())))]);
+        assert_eq!(seen, vec![(RTM_NEWLINK, Some((3, "eth0".to_string(), false)))]);
         assert!(matches!(
             walk_messages(&message(NLMSG_DONE, 5, &[0; 4]), 5, &mut |_, _| {}),
             Walk::Done
@@ -391,6 +583,38 @@ mod tests {
         }
     }
 
+    fn link_mode_body(index: Option<u32>, speed: u32, duplex: u8) -> Vec<u8> {
+        let mut b = vec![ETHTOOL_MSG_LINKMODES_GET, 1, 0, 0];
+        let mut header = attr(ETHTOOL_A_HEADER_FLAGS, &0u32.to_ne_bytes());
+        if let Some(index) = index {
+            header.extend(attr(ETHTOOL_A_HEADER_DEV_INDEX, &index.to_ne_bytes()));
+        }
+        b.extend(attr(ETHTOOL_A_LINKMODES_HEADER | NLA_F_NESTED, &header));
+        b.extend(attr(2, &[1])); // autoneg, skipped
+        b.extend(attr(ETHTOOL_A_LINKMODES_SPEED, &speed.to_ne_bytes()));
+        b.extend(attr(ETHTOOL_A_LINKMODES_DUPLEX, &[duplex]));
+        b
+    }
+
+    #[test]
+    fn link_modes_read_as_sysfs_prints_them() {
+        let full = parse_link_mode(&link_mode_body(Some(4), 25_000, DUPLEX_FULL));
+        assert_eq!(full, Some((4, Some(25_000), Duplex::Full)));
+        let half = parse_link_mode(&link_mode_body(Some(2), 10, DUPLEX_HALF));
+        assert_eq!(half, Some((2, Some(10), Duplex::Half)));
+        // No link: SPEED_UNKNOWN and DUPLEX_UNKNOWN; a speed of 0 is no speed either.
+        let none = parse_link_mode(&link_mode_body(Some(3), SPEED_UNKNOWN, 0xff));
+        assert_eq!(none, Some((3, None, Duplex::Unknown)));
+        assert_eq!(parse_link_mode(&link_mode_body(Some(3), 0, 1)), Some((3, None, Duplex::Full)));
+        // Without an index the answer names no interface.
+        assert_eq!(parse_link_mode(&link_mode_body(None, 1000, 1)), None);
+        let mut ctrl = vec![1u8, 2, 0, 0];
+        ctrl.extend(attr(CTRL_ATTR_FAMILY_NAME, b"ethtool\0"));
+        ctrl.extend(attr(CTRL_ATTR_FAMILY_ID, &21u16.to_ne_bytes()));
+        assert_eq!(parse_family_id(&ctrl), Some(21));
+        assert_eq!(parse_family_id(&ctrl[..GENL_HDR]), None);
+    }
+
     #[test]
     fn arbitrary_and_mutated_datagrams_never_panic() {
         use test_support::fuzz;
@@ -398,10 +622,12 @@ mod tests {
             message(RTM_NEWSTATS, 1, &stats_body(2, &[9; 24])),
             message(NLMSG_DONE, 1, &[0; 4]),
             message(NLMSG_ERROR, 1, &(-1i32).to_ne_bytes()),
+            message(21, 1, &link_mode_body(Some(2), 1000, DUPLEX_FULL)),
         ];
         fuzz::check(fuzz::PURE, fuzz::bytes_or_mutated(seeds, 600), |data| {
             let _ = walk_messages(&data, 1, &mut |kind, body| {
-                let _ = (kind, parse_stats(body), parse_link_name(body));
+                let _ = (kind, parse_stats(body), parse_link(body));
+                let _ = (parse_family_id(body), parse_link_mode(body));
             });
             Ok(())
         });

@@ -6,8 +6,10 @@
 
 use std::process::Command;
 
+use nicstat::ioctl::Socket;
 use nicstat::netdev::{parse_net_dev, NetDevCounters};
 use nicstat::netlink::LinkStats;
+use nicstat::Duplex;
 
 fn ip(args: &[&str]) {
     let out = Command::new("ip").args(args).output().unwrap();
@@ -88,6 +90,57 @@ fn netlink_counters_match_proc_net_dev_and_follow_renames() {
         ip(&["link", "del", "nlc0"]);
         ip(&["link", "add", "nld0", "type", "veth", "peer", "name", "nle0"]);
         assert_eq!(names(&stats.read().unwrap()), vec!["lo", "nld0", "nle0"]);
+    })
+    .join()
+    .unwrap();
+}
+
+/// The one ethtool dump gives each interface the speed and duplex the per-interface ethtool
+/// ioctl gives (what `read_link_facts` falls back to without sysfs), none for an interface that
+/// is down, and leaves out one without link settings (loopback).
+#[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+fn link_modes_match_the_ethtool_ioctl() {
+    std::thread::spawn(|| {
+        // SAFETY: unshare(2) of this thread's network namespace only.
+        assert_eq!(unsafe { libc::unshare(libc::CLONE_NEWNET) }, 0, "unshare: needs root");
+        ip(&["link", "set", "lo", "up"]);
+        ip(&["link", "add", "lma0", "type", "veth", "peer", "name", "lmb0"]);
+        ip(&["link", "set", "lma0", "up"]);
+        ip(&["link", "set", "lmb0", "up"]);
+        ip(&["link", "add", "lmc0", "type", "veth", "peer", "name", "lmd0"]);
+        ip(&["link", "set", "lmc0", "up"]); // its peer stays down
+
+        let mut stats = LinkStats::open().unwrap();
+        let Some(mut modes) = stats.link_modes().unwrap() else {
+            panic!("this kernel has no ethtool netlink family (Linux 5.6+ with ETHTOOL_NETLINK)")
+        };
+        modes.sort_by(|a, b| a.name.cmp(&b.name));
+        let names: Vec<&str> = modes.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(names, vec!["lma0", "lmb0", "lmc0", "lmd0"], "{modes:?}");
+        let socket = Socket::open().unwrap();
+        assert!(socket.link_settings("lo").is_err(), "loopback has no link settings");
+        for m in &modes {
+            let ioctl = socket.link_settings(&m.name).unwrap();
+            if m.name == "lmd0" {
+                // Down: sysfs answers EINVAL, so no speed (the driver itself still says one).
+                assert_eq!((m.speed_mbps, m.duplex), (None, Duplex::Unknown));
+            } else {
+                assert_eq!(
+                    (m.speed_mbps, m.duplex),
+                    (ioctl.speed_mbps, ioctl.duplex),
+                    "{}",
+                    m.name
+                );
+                assert!(m.speed_mbps.is_some(), "a veth that is up has a speed: {m:?}");
+            }
+        }
+        // Brought up, it has its speed at the next dump.
+        ip(&["link", "set", "lmd0", "up"]);
+        let modes = stats.link_modes().unwrap().unwrap();
+        let lmd0 = modes.iter().find(|m| m.name == "lmd0").unwrap();
+        assert_eq!(lmd0.speed_mbps, socket.link_settings("lmd0").unwrap().speed_mbps);
+        assert!(lmd0.speed_mbps.is_some());
     })
     .join()
     .unwrap();

@@ -55,6 +55,8 @@ pub struct Config {
     pub revision: String,
     /// The `process` collector's groups and how many it names.
     pub process: process::CollectorOptions,
+    /// How long the `nic` collector reuses an interface's link facts (`--link-facts-max-age`).
+    pub link_facts_max_age: std::time::Duration,
 }
 
 impl Default for Config {
@@ -64,6 +66,7 @@ impl Default for Config {
             db: None,
             revision: "unknown".to_string(),
             process: process::CollectorOptions::default(),
+            link_facts_max_age: nic::LINK_FACTS_MAX_AGE,
         }
     }
 }

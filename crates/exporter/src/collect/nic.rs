@@ -16,8 +16,8 @@ use measure::{FsRoot, UsageError};
 use nicstat::ioctl::Socket;
 use nicstat::link::read_link_facts;
 use nicstat::netdev::{parse_net_dev, NetDevCounters};
-use nicstat::netlink::LinkStats;
-use nicstat::{Duplex, LinkFacts};
+use nicstat::netlink::{LinkMode, LinkStats};
+use nicstat::{Duplex, LinkFacts, SpeedSource};
 
 use super::{CollectError, Collector, Config};
 use crate::{Family, Kind, Labels, Unit};
@@ -34,6 +34,8 @@ pub struct Nic {
     counters: Mutex<Counters>,
     /// What is kept per interface, by name.
     known: Mutex<Known>,
+    /// Whether the fallback from the ethtool dump to sysfs has been said.
+    said_link_modes: Mutex<bool>,
     max_age: Duration,
 }
 
@@ -87,7 +89,7 @@ enum Counters {
 }
 
 pub(super) fn factory(config: &Config) -> Result<Box<dyn Collector>, UsageError> {
-    Ok(Box::new(Nic::new(config.root.clone())))
+    Ok(Box::new(Nic::with_max_age(config.root.clone(), config.link_facts_max_age)))
 }
 
 impl Nic {
@@ -98,7 +100,13 @@ impl Nic {
 
     /// A collector that reuses link facts for `max_age` (zero: reads them at every scrape).
     pub fn with_max_age(root: FsRoot, max_age: Duration) -> Self {
-        Nic { root, counters: Mutex::new(Counters::Unopened), known: Mutex::default(), max_age }
+        Nic {
+            root,
+            counters: Mutex::new(Counters::Unopened),
+            known: Mutex::default(),
+            said_link_modes: Mutex::new(false),
+            max_age,
+        }
     }
 
     /// Every interface's counters from one rtnetlink dump, on a live system; `None` when that
@@ -130,6 +138,31 @@ impl Nic {
             }
         }
     }
+
+    /// Every interface's speed and duplex from one ethtool netlink dump, when the counters come
+    /// from netlink and the kernel has ethtool's family; `None` otherwise (said once), so the
+    /// caller reads each interface's link facts from sysfs.
+    fn read_link_modes(&self) -> Option<HashMap<String, LinkMode>> {
+        let mut counters = self.counters.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let Counters::Netlink(stats) = &mut *counters else { return None };
+        let mut said = self.said_link_modes.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        match stats.link_modes() {
+            Ok(Some(modes)) => Some(modes.into_iter().map(|m| (m.name.clone(), m)).collect()),
+            Ok(None) if !*said => {
+                *said = true;
+                measure::say!("nic collector: no ethtool netlink family in this kernel; reading link speeds from sysfs");
+                None
+            }
+            Err(e) if !*said => {
+                *said = true;
+                measure::say!(
+                    "nic collector: ethtool netlink: {e}; reading link speeds from sysfs"
+                );
+                None
+            }
+            _ => None,
+        }
+    }
 }
 
 impl Collector for Nic {
@@ -152,24 +185,43 @@ impl Collector for Nic {
         let mut known = self.known.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         known.scrape += 1;
         let scrape = known.scrape;
-        // A socket only for the ethtool fallback (no sysfs speed), opened when a read is due.
-        let mut socket: Option<Option<Socket>> = None;
-        for device in &devices {
-            let interface = known.by_name.get_mut(&device.name);
-            let fresh =
-                interface.as_ref().is_some_and(|i| now.duration_since(i.read_at) < self.max_age);
-            if let (true, Some(interface)) = (fresh, interface) {
-                interface.scrape = scrape;
-                continue;
-            }
-            let socket = socket.get_or_insert_with(|| {
-                if self.root.is_live() {
-                    Socket::open().ok()
-                } else {
-                    None
+        // Link facts are due for new interfaces and those read max_age ago: all of them from one
+        // ethtool dump where there is one, else four sysfs reads each (and the ethtool ioctl
+        // where sysfs has no speed, through a socket opened when first needed).
+        let due: Vec<&NetDevCounters> = devices
+            .iter()
+            .filter(|d| match known.by_name.get_mut(&d.name) {
+                Some(i) if now.duration_since(i.read_at) < self.max_age => {
+                    i.scrape = scrape;
+                    false
                 }
-            });
-            let facts = read_link_facts(&self.root, socket.as_ref(), &device.name, false);
+                _ => true,
+            })
+            .collect();
+        let modes = if due.is_empty() { None } else { self.read_link_modes() };
+        let mut socket: Option<Option<Socket>> = None;
+        for device in due {
+            let facts = match &modes {
+                Some(modes) => {
+                    let mut facts = LinkFacts::unknown(&device.name);
+                    if let Some(mode) = modes.get(&device.name) {
+                        facts.speed_mbps = mode.speed_mbps;
+                        facts.duplex = mode.duplex;
+                        facts.speed_source = SpeedSource::EthtoolNetlink;
+                    }
+                    facts
+                }
+                None => {
+                    let socket = socket.get_or_insert_with(|| {
+                        if self.root.is_live() {
+                            Socket::open().ok()
+                        } else {
+                            None
+                        }
+                    });
+                    read_link_facts(&self.root, socket.as_ref(), &device.name, false)
+                }
+            };
             match known.by_name.get_mut(&device.name) {
                 Some(interface) => {
                     (interface.facts, interface.read_at, interface.scrape) = (facts, now, scrape);
@@ -353,5 +405,43 @@ mod tests {
             text.contains("platscope_nic_bytes_total{device=\"lo\",direction=\"receive\"}"),
             "{text}"
         );
+    }
+    /// Link speeds from the one ethtool dump: a veth pair that is up has the speed its driver
+    /// gives the ethtool ioctl, loopback none, in a network namespace of this test's own.
+    #[test]
+    #[ignore = "live tier: root, a network namespace with a veth pair; scripts/test.sh runs it"]
+    fn link_speeds_come_from_one_ethtool_dump() {
+        std::thread::spawn(|| {
+            let ip = |args: &[&str]| {
+                let out = std::process::Command::new("ip").args(args).output().unwrap();
+                assert!(
+                    out.status.success(),
+                    "ip {args:?}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            };
+            // SAFETY: unshare(2) of this thread's network namespace only.
+            assert_eq!(unsafe { libc::unshare(libc::CLONE_NEWNET) }, 0, "unshare: needs root");
+            ip(&["link", "add", "nsa0", "type", "veth", "peer", "name", "nsb0"]);
+            ip(&["link", "set", "nsa0", "up"]);
+            ip(&["link", "set", "nsb0", "up"]);
+            let nic = Nic::new(FsRoot::live());
+            let mut out = Vec::new();
+            nic.collect(&mut out).unwrap();
+            let text = render(&out, Format::Text004);
+            let mbps = Socket::open().unwrap().link_settings("nsa0").unwrap().speed_mbps.unwrap();
+            let want = format!(
+                "platscope_nic_speed_bytes_per_second{{device=\"nsa0\"}} {}\n",
+                u64::from(mbps) * 1_000_000 / 8
+            );
+            assert!(text.contains(&want), "{want} in\n{text}");
+            assert!(text.contains("platscope_nic_duplex_full{device=\"nsb0\"} 1\n"), "{text}");
+            assert!(!text.contains("speed_bytes_per_second{device=\"lo\"}"), "{text}");
+            let known = nic.known.lock().unwrap();
+            let source = known.by_name.get("nsa0").map(|i| i.facts.speed_source);
+            assert_eq!(source, Some(SpeedSource::EthtoolNetlink), "not from the dump");
+        })
+        .join()
+        .unwrap();
     }
 }
