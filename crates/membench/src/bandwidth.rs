@@ -74,9 +74,8 @@ pub struct BandwidthResult {
 /// bytes into its buffer. Buffers from separate mappings all begin at the same page offset, so
 /// a copy's load and the store to the same index would share their low 12 address bits, which
 /// the CPU's memory-dependence check compares first (4 KiB aliasing): on an AMD EPYC guest a
-/// 1-thread `copy` ran 4–22% slower with its streams aligned alike than 1,088 bytes apart
-/// (17 lines, so two or three streams stay at least a KiB apart within the page), where STREAM
-/// and likwid-bench place their arrays with offsets between them.
+/// 1-thread `copy` ran 4–22% faster with its streams half a page apart than at the same offset.
+/// 1,088 bytes (17 lines) keeps two or three streams at least a KiB apart within the page.
 pub(crate) const STAGGER: usize = 1088;
 
 /// A thread's private buffers for one kernel.
