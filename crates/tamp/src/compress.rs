@@ -264,8 +264,8 @@ impl Worker<Block> for EncodeWorker {
         match (*block, &self.file) {
             (Block::InSlot, _) => self.encoder.encode(input, out),
             (Block::At { offset, len }, Some((file, path))) => {
-                read_block(file, path, offset, len, &mut self.buf)?;
-                self.encoder.encode(&self.buf[..len], out)
+                let block = read_block(file, path, offset, len, &mut self.buf)?;
+                self.encoder.encode(block, out)
             }
             (Block::At { .. }, None) => Err(TampError::Codec {
                 format: "tamp",
@@ -275,21 +275,28 @@ impl Worker<Block> for EncodeWorker {
     }
 }
 
-/// Reads `len` bytes at `offset` into `buf`; a file that ends before them shrank while it was
-/// being compressed, which is an error (its blocks would not add up to any one version of it).
-fn read_block(
+/// Reads `len` bytes at `offset` into `buf` and returns them; a file that ends before them
+/// shrank while it was being compressed, which is an error (its blocks would not add up to any
+/// one version of it).
+///
+/// The bytes go to the first 64-byte boundary in `buf`: the kernel's copy into a destination
+/// 16 bytes off a line boundary (where a heap block starts) ran at a third of the speed of the
+/// same copy into an aligned one (tmpfs, AMD EPYC guest: 0.36 against 0.11 CPU-s per 512 MiB).
+fn read_block<'b>(
     file: &File,
     path: &Path,
     offset: u64,
     len: usize,
-    buf: &mut Vec<u8>,
-) -> Result<(), TampError> {
-    if buf.len() < len {
-        buf.resize(len, 0);
+    buf: &'b mut Vec<u8>,
+) -> Result<&'b [u8], TampError> {
+    if buf.len() < len + 64 {
+        buf.resize(len + 64, 0);
     }
+    let skip = buf.as_ptr().align_offset(64).min(63);
+    let dest = &mut buf[skip..skip + len];
     let mut n = 0;
     while n < len {
-        match file.read_at(&mut buf[n..len], offset + n as u64) {
+        match file.read_at(&mut dest[n..], offset + n as u64) {
             Ok(0) => {
                 let shrank = std::io::Error::new(
                     ErrorKind::UnexpectedEof,
@@ -305,7 +312,7 @@ fn read_block(
             Err(source) => return Err(TampError::Read { path: path.to_path_buf(), source }),
         }
     }
-    Ok(())
+    Ok(dest)
 }
 
 struct FrameSink {
@@ -403,8 +410,9 @@ mod tests {
         assert!(blocks.fill(&mut buf).unwrap().is_none());
         assert_eq!(blocks.bytes_read(), 150);
 
-        read_block(&file, &path, 100, 50, &mut buf).unwrap();
-        assert_eq!(&buf[..50], &data(50)[..]);
+        let block = read_block(&file, &path, 100, 50, &mut buf).unwrap();
+        assert_eq!(block, &data(50)[..]);
+        assert_eq!(block.as_ptr() as usize % 64, 0, "read to a line boundary");
         let e = read_block(&file, &path, 120, 64, &mut buf).unwrap_err().to_string();
         assert!(e.contains("shrank") && e.contains("150"), "{e}");
     }
