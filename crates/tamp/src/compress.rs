@@ -80,17 +80,15 @@ pub fn compress(
         block: opts.block_size,
         offset: 0,
     };
-    let read = Some((file, input.to_path_buf()));
-    compress_source(
-        source,
-        read,
-        input,
+    let job = Job {
+        name: input,
         output,
-        codec.as_ref(),
-        opts.threads,
-        opts.block_size,
+        codec: codec.as_ref(),
+        threads: opts.threads,
+        block_size: opts.block_size,
         stop,
-    )
+    };
+    compress_source(source, Some((file, input.to_path_buf())), &job)
 }
 
 fn check_args(threads: usize, block_size: usize) -> Result<(), TampError> {
@@ -117,22 +115,27 @@ pub fn compress_reader<R: Read + Send>(
 ) -> Result<RunResult, TampError> {
     check_args(threads, block_size)?;
     let source = BlockSource { r: input, path: name.to_path_buf(), block: block_size, offset: 0 };
-    compress_source(source, None, name, output, codec, threads, block_size, stop)
+    compress_source(source, None, &Job { name, output, codec, threads, block_size, stop })
+}
+
+/// What both entry points ask for.
+struct Job<'a> {
+    name: &'a Path,
+    output: &'a Output,
+    codec: &'a dyn Codec,
+    threads: usize,
+    block_size: usize,
+    stop: &'a AtomicBool,
 }
 
 /// Runs the pipeline from `source`; `file` is the input the workers read `Block::At` blocks
 /// from (with its path, for errors).
-#[allow(clippy::too_many_arguments)] // the two entry points' arguments, passed through
 fn compress_source<S: Source<Meta = Block>>(
     source: S,
     file: Option<(Arc<File>, PathBuf)>,
-    name: &Path,
-    output: &Output,
-    codec: &dyn Codec,
-    threads: usize,
-    block_size: usize,
-    stop: &AtomicBool,
+    job: &Job<'_>,
 ) -> Result<RunResult, TampError> {
+    let Job { name, output, codec, threads, block_size, stop } = *job;
     let header = codec.header(block_size)?;
     let target = Target::open(output)?;
     let out_name = target.path().map(|p| p.display().to_string());
