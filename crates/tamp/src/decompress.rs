@@ -7,7 +7,7 @@
 //! zstd frame as `zstd -T` writes — is decoded on one thread, and the result says so.
 
 use std::fs::File;
-use std::io::{self, BufReader, Chain, Cursor, ErrorKind, Read};
+use std::io::{self, Chain, Cursor, ErrorKind, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -200,8 +200,10 @@ pub fn decompress(
         _ => None,
     };
     // Buffered: the reader parses headers with many small reads (3 bytes per zstd block header).
-    let input_r =
-        Counted { r: BufReader::with_capacity(256 << 10, Cursor::new(prefix).chain(file)), n: 0 };
+    let input_r = Counted {
+        r: AlignedReader::with_capacity(256 << 10, Cursor::new(prefix).chain(file)),
+        n: 0,
+    };
     let target = Target::open(output)?;
     let stat0 = crate::procstat::read().ok();
     let cpu0 = crate::clock::process_cpu();
@@ -297,7 +299,49 @@ impl<R: Read> Read for Counted<R> {
     }
 }
 
-type Input = Counted<BufReader<Chain<Cursor<Vec<u8>>, File>>>;
+type Input = Counted<AlignedReader<Chain<Cursor<Vec<u8>>, File>>>;
+
+/// A buffered reader whose buffer starts on a 64-byte boundary. `BufReader`'s buffer starts
+/// where its heap block does, 16 bytes off a line boundary, and the kernel's copy into such a
+/// buffer ran at a third of the speed (tmpfs, AMD EPYC guest: 0.34–0.40 against 0.10–0.12 CPU-s
+/// per 512 MiB); the reader of a zstd file spent most of its CPU there.
+struct AlignedReader<R> {
+    inner: R,
+    buf: Vec<u8>,
+    /// Where the aligned part of `buf` starts, and its length.
+    start: usize,
+    cap: usize,
+    /// The unread part is `buf[start + pos..start + filled]`.
+    pos: usize,
+    filled: usize,
+}
+
+impl<R: Read> AlignedReader<R> {
+    fn with_capacity(cap: usize, inner: R) -> Self {
+        let buf = vec![0u8; cap + 64];
+        let start = buf.as_ptr().align_offset(64).min(63);
+        AlignedReader { inner, buf, start, cap, pos: 0, filled: 0 }
+    }
+}
+
+impl<R: Read> Read for AlignedReader<R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        if self.pos == self.filled {
+            // Empty: a read as large as the buffer goes straight to the caller, as BufReader's.
+            if out.len() >= self.cap {
+                return self.inner.read(out);
+            }
+            let region = &mut self.buf[self.start..self.start + self.cap];
+            self.filled = self.inner.read(region)?;
+            self.pos = 0;
+        }
+        let unread = &self.buf[self.start + self.pos..self.start + self.filled];
+        let n = unread.len().min(out.len());
+        out[..n].copy_from_slice(&unread[..n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
 
 /// The input with its path, for errors that say where.
 struct In<R> {
@@ -843,6 +887,51 @@ impl Read for Shared<'_> {
 #[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
+
+    /// Whatever sizes the reads ask for and the source hands out, the bytes come through in
+    /// order and whole, and the buffer the source is read into starts on a line boundary.
+    #[test]
+    fn the_aligned_reader_passes_every_byte_in_order() {
+        use test_support::fuzz::{self, proptest::prelude::*};
+        /// Gives at most `piece` bytes per read.
+        struct Trickle {
+            data: Vec<u8>,
+            at: usize,
+            piece: usize,
+        }
+        impl Read for Trickle {
+            fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+                let n = out.len().min(self.piece).min(self.data.len() - self.at);
+                out[..n].copy_from_slice(&self.data[self.at..self.at + n]);
+                self.at += n;
+                Ok(n)
+            }
+        }
+        let case = (
+            prop::collection::vec(any::<u8>(), 0..5000),
+            1usize..700,
+            1usize..300,
+            prop::collection::vec(1usize..900, 1..20),
+        );
+        fuzz::check(fuzz::PURE, case, |(data, piece, cap, asks)| {
+            let source = Trickle { data: data.clone(), at: 0, piece };
+            let mut r = AlignedReader::with_capacity(cap, source);
+            prop_assert_eq!(r.buf[r.start..].as_ptr() as usize % 64, 0);
+            let mut got = Vec::new();
+            let mut i = 0;
+            loop {
+                let mut out = vec![0u8; asks[i % asks.len()]];
+                i += 1;
+                let n = r.read(&mut out).unwrap();
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&out[..n]);
+            }
+            prop_assert_eq!(got, data);
+            Ok(())
+        });
+    }
 
     #[test]
     fn probe_names_formats() {
