@@ -25,6 +25,9 @@ node_exporter=/usr/bin/prometheus-node-exporter
 [ -x "$node_exporter" ] || { echo "bench: $node_exporter missing (scripts/setup.sh --deps)" >&2; exit 1; }
 target_dir=${CARGO_TARGET_DIR:-target}
 platscope=$target_dir/release/platscope
+# Taken before anything this script starts: its build, and the spawn of its sleepers, raise the
+# 1-minute load average themselves (the scrapes wait for the spawn to settle, below).
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 cargo build --release --locked -q -p platscope >&2
 
 ns=psscrape$$
@@ -163,7 +166,9 @@ write_doc_section serve-scrape-cost "<!-- serve-scrape-cost:begin -->
 ## serve: CPU per scrape with 1,000 interfaces and 10,000 processes
 
 \`bench/serve_scrape_cost.sh $scrapes\` on $(date -u +%Y-%m-%d): $cpu, $(nproc) CPUs, kernel
-$(uname -r), load average $load_before before the run (the machine is shared with other jobs).
+$(uname -r), load average $load_start when the script started (before its build and its
+sleepers; $load_before after the sleepers were spawned, which raises the 1-minute figure by
+itself: the scrapes begin once at most 3 tasks are runnable).
 A network namespace with $links links (up; $kind) and lo; $procs \`sleep 600\` processes on the
 host. Each server ran inside the namespace on 127.0.0.1 and was scraped $scrapes times in a row
 by curl after one warm-up scrape; the figure is the server's CPU time (utime + stime from

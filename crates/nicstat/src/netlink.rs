@@ -74,13 +74,31 @@ pub struct LinkMode {
 pub struct LinkStats {
     dump: OwnedFd,
     events: OwnedFd,
-    /// (index, name, administratively up), sorted by index: looked up by binary search.
-    names: Vec<(u32, String, bool)>,
-    /// The generic-netlink socket and ethtool's family number, opened at the first
-    /// [`LinkStats::link_modes`]; `None` inside when the kernel has no ethtool family.
-    ethtool: Option<Option<(OwnedFd, u16)>>,
+    /// Every interface, sorted by index: looked up by binary search.
+    names: Vec<Link>,
+    /// The generic-netlink socket for link modes, opened at the first [`LinkStats::link_modes`].
+    ethtool: Ethtool,
     buf: Vec<u8>,
     seq: u32,
+}
+
+/// One interface as `RTM_GETLINK` names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Link {
+    index: u32,
+    name: String,
+    /// Administratively up (`IFF_UP`).
+    up: bool,
+}
+
+/// The ethtool generic-netlink socket's state.
+#[derive(Debug)]
+enum Ethtool {
+    Unopened,
+    /// The kernel has no ethtool family (before 5.6, or built without it).
+    Absent,
+    /// The socket and ethtool's family number.
+    Open(OwnedFd, u16),
 }
 
 fn socket() -> io::Result<OwnedFd> {
@@ -128,7 +146,7 @@ impl LinkStats {
             dump,
             events,
             names: Vec::new(),
-            ethtool: None,
+            ethtool: Ethtool::Unopened,
             buf: vec![0; 64 << 10],
             seq: 0,
         };
@@ -164,11 +182,11 @@ impl LinkStats {
     }
 
     fn name_of(&self, index: u32) -> Option<&str> {
-        self.link(index).map(|(_, name, _)| name.as_str())
+        self.link(index).map(|link| link.name.as_str())
     }
 
-    fn link(&self, index: u32) -> Option<&(u32, String, bool)> {
-        let at = self.names.binary_search_by_key(&index, |(i, _, _)| *i).ok()?;
+    fn link(&self, index: u32) -> Option<&Link> {
+        let at = self.names.binary_search_by_key(&index, |link| link.index).ok()?;
         self.names.get(at)
     }
 
@@ -180,10 +198,10 @@ impl LinkStats {
         if self.links_changed()? {
             self.learn_names()?;
         }
-        if self.ethtool.is_none() {
-            self.ethtool = Some(self.open_ethtool()?);
+        if let Ethtool::Unopened = self.ethtool {
+            self.ethtool = self.open_ethtool()?;
         }
-        let Some(Some((fd, family))) = &self.ethtool else { return Ok(None) };
+        let Ethtool::Open(fd, family) = &self.ethtool else { return Ok(None) };
         self.seq = self.seq.wrapping_add(1);
         let mut header = attr(ETHTOOL_A_HEADER_FLAGS, &ETHTOOL_FLAG_COMPACT_BITSETS.to_ne_bytes());
         header = attr(ETHTOOL_A_LINKMODES_HEADER | NLA_F_NESTED, &header);
@@ -204,19 +222,19 @@ impl LinkStats {
             found
                 .into_iter()
                 .filter_map(|(index, speed_mbps, duplex)| {
-                    let (_, name, up) = self.link(index)?;
+                    let link = self.link(index)?;
                     // sysfs gives no speed for an interface that is down (EINVAL).
                     let (speed_mbps, duplex) =
-                        if *up { (speed_mbps, duplex) } else { (None, Duplex::Unknown) };
-                    Some(LinkMode { name: name.clone(), speed_mbps, duplex })
+                        if link.up { (speed_mbps, duplex) } else { (None, Duplex::Unknown) };
+                    Some(LinkMode { name: link.name.clone(), speed_mbps, duplex })
                 })
                 .collect(),
         ))
     }
 
-    /// The generic-netlink socket and ethtool's family number; `None` when there is no such
+    /// The generic-netlink socket and ethtool's family number; `Absent` when there is no such
     /// family (ENOENT from the controller).
-    fn open_ethtool(&mut self) -> io::Result<Option<(OwnedFd, u16)>> {
+    fn open_ethtool(&mut self) -> io::Result<Ethtool> {
         let fd = netlink_socket(NETLINK_GENERIC)?;
         bind(&fd, 0)?;
         self.seq = self.seq.wrapping_add(1);
@@ -233,8 +251,8 @@ impl LinkStats {
                 family = family.or(parse_family_id(body));
             }
         }) {
-            Ok(()) => Ok(family.map(|id| (fd, id))),
-            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(None),
+            Ok(()) => Ok(family.map_or(Ethtool::Absent, |id| Ethtool::Open(fd, id))),
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(Ethtool::Absent),
             Err(e) => Err(e),
         }
     }
@@ -277,8 +295,8 @@ impl LinkStats {
                 }
             }
         })?;
-        names.sort_by_key(|&(index, _, _)| index);
-        names.dedup_by_key(|&mut (index, _, _)| index);
+        names.sort_by_key(|link| link.index);
+        names.dedup_by_key(|link| link.index);
         self.names = names;
         Ok(())
     }
@@ -465,12 +483,13 @@ fn parse_stats(body: &[u8]) -> Option<(u32, NetDevCounters)> {
 }
 
 /// An `RTM_NEWLINK` body: the interface index, name, and whether it is administratively up.
-fn parse_link(body: &[u8]) -> Option<(u32, String, bool)> {
+fn parse_link(body: &[u8]) -> Option<Link> {
     let index = u32::from_ne_bytes(body.get(4..8)?.try_into().ok()?);
     let flags = u32::from_ne_bytes(body.get(8..12)?.try_into().ok()?);
     let name = attributes(body.get(IFINFOMSG..)?).find(|&(kind, _)| kind == IFLA_IFNAME)?.1;
     let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
-    Some((index, String::from_utf8_lossy(&name[..end]).into_owned(), flags & IFF_UP != 0))
+    let name = String::from_utf8_lossy(&name[..end]).into_owned();
+    Some(Link { index, name, up: flags & IFF_UP != 0 })
 }
 
 /// The controller's answer to `CTRL_CMD_GETFAMILY`: the family's number.
@@ -571,7 +590,8 @@ mod tests {
             seen.push((kind, parse_link(body)));
         });
         assert!(matches!(walk, Walk::More));
-        assert_eq!(seen, vec![(RTM_NEWLINK, Some((3, "eth0".to_string(), false)))]);
+        let eth0 = Link { index: 3, name: "eth0".to_string(), up: false };
+        assert_eq!(seen, vec![(RTM_NEWLINK, Some(eth0))]);
         assert!(matches!(
             walk_messages(&message(NLMSG_DONE, 5, &[0; 4]), 5, &mut |_, _| {}),
             Walk::Done

@@ -16,7 +16,7 @@ use xxhash_rust::xxh32::{xxh32, Xxh32};
 
 use crate::codec::{lz4_block_max, lz4_header_checksum, Format, LZ4_MAGIC, LZ4_STORED};
 use crate::output::{Output, Target};
-use crate::pipeline::{self, Sink, Source, ThreadTimes, Worker};
+use crate::pipeline::{self, line_aligned, Sink, Source, ThreadTimes, Worker};
 use crate::result::{Facts, Operation, RunResult};
 use crate::TampError;
 
@@ -301,10 +301,9 @@ impl<R: Read> Read for Counted<R> {
 
 type Input = Counted<AlignedReader<Chain<Cursor<Vec<u8>>, File>>>;
 
-/// A buffered reader whose buffer starts on a 64-byte boundary. `BufReader`'s buffer starts
-/// where its heap block does, 16 bytes off a line boundary, and the kernel's copy into such a
-/// buffer ran at a third of the speed (tmpfs, AMD EPYC guest: 0.34–0.40 against 0.10–0.12 CPU-s
-/// per 512 MiB); the reader of a zstd file spent most of its CPU there.
+/// A buffered reader whose buffer starts on a 64-byte boundary ([`line_aligned`]); `BufReader`'s
+/// starts where its heap block does, 16 bytes off one, and the reader of a zstd file spent most
+/// of its CPU in the kernel's copy into it.
 struct AlignedReader<R> {
     inner: R,
     buf: Vec<u8>,
@@ -318,8 +317,8 @@ struct AlignedReader<R> {
 
 impl<R: Read> AlignedReader<R> {
     fn with_capacity(cap: usize, inner: R) -> Self {
-        let buf = vec![0u8; cap + 64];
-        let start = buf.as_ptr().align_offset(64).min(63);
+        let mut buf = Vec::new();
+        let start = line_aligned(&mut buf, cap);
         AlignedReader { inner, buf, start, cap, pos: 0, filled: 0 }
     }
 }

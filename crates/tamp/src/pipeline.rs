@@ -70,6 +70,18 @@ struct Slot<M> {
     output: Vec<u8>,
 }
 
+/// Grows `buf` to hold `len` bytes from a 64-byte boundary and returns where that boundary is.
+/// Buffers the kernel reads into start there: its copy into a destination 16 bytes off a line
+/// boundary (where a heap block starts) ran at a third of the speed of the same copy into an
+/// aligned one (tmpfs, AMD EPYC guest: 0.34–0.40 against 0.10–0.12 CPU-s per 512 MiB).
+pub(crate) fn line_aligned(buf: &mut Vec<u8>, len: usize) -> usize {
+    if buf.len() < len + 64 {
+        buf.resize(len + 64, 0);
+    }
+    // Always possible for bytes; the bound only keeps the window inside `buf`.
+    buf.as_ptr().align_offset(64).min(63)
+}
+
 /// Times the waits of one thread.
 struct Stopwatch {
     start: Instant,

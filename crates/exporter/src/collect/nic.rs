@@ -9,6 +9,7 @@
 //! each interface's are kept for [`LINK_FACTS_MAX_AGE`] and read again after.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -16,7 +17,7 @@ use measure::{FsRoot, UsageError};
 use nicstat::ioctl::Socket;
 use nicstat::link::read_link_facts;
 use nicstat::netdev::{parse_net_dev, NetDevCounters};
-use nicstat::netlink::{LinkMode, LinkStats};
+use nicstat::netlink::LinkStats;
 use nicstat::{Duplex, LinkFacts, SpeedSource};
 
 use super::{CollectError, Collector, Config};
@@ -35,7 +36,7 @@ pub struct Nic {
     /// What is kept per interface, by name.
     known: Mutex<Known>,
     /// Whether the fallback from the ethtool dump to sysfs has been said.
-    said_link_modes: Mutex<bool>,
+    said_link_modes: AtomicBool,
     max_age: Duration,
 }
 
@@ -104,7 +105,7 @@ impl Nic {
             root,
             counters: Mutex::new(Counters::Unopened),
             known: Mutex::default(),
-            said_link_modes: Mutex::new(false),
+            said_link_modes: AtomicBool::new(false),
             max_age,
         }
     }
@@ -142,26 +143,22 @@ impl Nic {
     /// Every interface's speed and duplex from one ethtool netlink dump, when the counters come
     /// from netlink and the kernel has ethtool's family; `None` otherwise (said once), so the
     /// caller reads each interface's link facts from sysfs.
-    fn read_link_modes(&self) -> Option<HashMap<String, LinkMode>> {
+    fn read_link_modes(&self) -> Option<HashMap<String, (Option<u32>, Duplex)>> {
         let mut counters = self.counters.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let Counters::Netlink(stats) = &mut *counters else { return None };
-        let mut said = self.said_link_modes.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        match stats.link_modes() {
-            Ok(Some(modes)) => Some(modes.into_iter().map(|m| (m.name.clone(), m)).collect()),
-            Ok(None) if !*said => {
-                *said = true;
-                measure::say!("nic collector: no ethtool netlink family in this kernel; reading link speeds from sysfs");
-                None
+        let why = match stats.link_modes() {
+            Ok(Some(modes)) => {
+                return Some(
+                    modes.into_iter().map(|m| (m.name, (m.speed_mbps, m.duplex))).collect(),
+                )
             }
-            Err(e) if !*said => {
-                *said = true;
-                measure::say!(
-                    "nic collector: ethtool netlink: {e}; reading link speeds from sysfs"
-                );
-                None
-            }
-            _ => None,
+            Ok(None) => "no ethtool netlink family in this kernel".to_string(),
+            Err(e) => format!("ethtool netlink: {e}"),
+        };
+        if !self.said_link_modes.swap(true, Ordering::Relaxed) {
+            measure::say!("nic collector: {why}; reading link speeds from sysfs");
         }
+        None
     }
 }
 
@@ -204,9 +201,9 @@ impl Collector for Nic {
             let facts = match &modes {
                 Some(modes) => {
                     let mut facts = LinkFacts::unknown(&device.name);
-                    if let Some(mode) = modes.get(&device.name) {
-                        facts.speed_mbps = mode.speed_mbps;
-                        facts.duplex = mode.duplex;
+                    if let Some(&(speed_mbps, duplex)) = modes.get(&device.name) {
+                        facts.speed_mbps = speed_mbps;
+                        facts.duplex = duplex;
                         facts.speed_source = SpeedSource::EthtoolNetlink;
                     }
                     facts
