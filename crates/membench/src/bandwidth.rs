@@ -70,14 +70,6 @@ pub struct BandwidthResult {
     pub interrupted: bool,
 }
 
-/// How far apart a thread's streams start within their pages: stream `i` begins `i × STAGGER`
-/// bytes into its buffer. Buffers from separate mappings all begin at the same page offset, so
-/// a copy's load and the store to the same index would share their low 12 address bits, which
-/// the CPU's memory-dependence check compares first (4 KiB aliasing): on an AMD EPYC guest a
-/// 1-thread `copy` ran 4–22% faster with its streams half a page apart than at the same offset.
-/// 1,088 bytes (17 lines) keeps two or three streams at least a KiB apart within the page.
-pub(crate) const STAGGER: usize = 1088;
-
 /// A thread's private buffers for one kernel.
 pub(crate) struct Buffers {
     arenas: Vec<Arena>,
@@ -92,8 +84,6 @@ impl Buffers {
         let bytes = opts.bytes_per_thread.next_multiple_of(BLOCK as u64);
         let mut arenas = Vec::new();
         for i in 0..opts.kernel.info().buffers {
-            // Room for the stream to start STAGGER × i bytes in.
-            let bytes = bytes + (i * STAGGER) as u64;
             let mut arena = Arena::new(
                 ArenaSpec { bytes, policy: spec.policy.clone(), page: opts.page },
                 topology,
@@ -110,16 +100,10 @@ impl Buffers {
         Ok(self.arenas.iter().map(Arena::placement).collect::<Result<_, _>>()?)
     }
 
-    /// The kernels' three streams (unused ones repeat the first buffer), stream `i` starting
-    /// `i × STAGGER` bytes into its buffer; `&mut self`: the kernels write through them.
+    /// The kernels' three streams (unused ones repeat the first buffer); `&mut self`: the
+    /// kernels write through them.
     pub(crate) fn pointers(&mut self) -> [*mut u8; 3] {
-        let mut ptrs: Vec<*mut u8> = self
-            .arenas
-            .iter_mut()
-            .enumerate()
-            // SAFETY: buffer i was made STAGGER × i bytes longer than a stream (in `new`).
-            .map(|(i, arena)| unsafe { arena.as_mut_ptr().add(i * STAGGER) })
-            .collect();
+        let mut ptrs: Vec<*mut u8> = self.arenas.iter_mut().map(Arena::as_mut_ptr).collect();
         let first = ptrs.first().copied().unwrap_or(std::ptr::null_mut());
         ptrs.resize(3, first);
         [ptrs[0], ptrs[1], ptrs[2]]
@@ -353,46 +337,4 @@ pub fn saturation_point(steps: &[BandwidthResult]) -> Option<usize> {
             w[1].aggregate_gbs.median < w[0].aggregate_gbs.median * (1.0 + SATURATION_GAIN)
         })
         .map(|i| steps[i].threads.len())
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
-mod tests {
-    use super::*;
-    use place::MemPolicy;
-
-    /// Each stream starts STAGGER bytes further into its page than the one before, and a whole
-    /// pass from there stays inside its buffer.
-    #[test]
-    fn streams_start_staggered_and_end_inside_their_buffers() {
-        let topology = Topology::detect().unwrap();
-        let opts = BandwidthOptions {
-            kernel: Kernel::TriadNt,
-            isa: Isa::best(),
-            bytes_per_thread: 1 << 20,
-            page: PageSize::Base,
-            duration: Duration::from_millis(1),
-            rounds: 1,
-        };
-        let spec = ThreadSpec { cpu: None, policy: MemPolicy::Inherit };
-        let mut buffers = Buffers::new(&spec, &opts, &topology).unwrap();
-        let starts: Vec<usize> =
-            buffers.arenas.iter_mut().map(|a| a.as_mut_ptr() as usize).collect();
-        let lens: Vec<usize> = buffers.arenas.iter().map(|a| a.len()).collect();
-        let ptrs = buffers.pointers();
-        let mut in_page = Vec::new();
-        for (i, p) in ptrs.iter().enumerate() {
-            let p = *p as usize;
-            assert_eq!(p - starts[i], i * STAGGER);
-            assert!(p + (1 << 20) <= starts[i] + lens[i], "stream {i} ends outside its buffer");
-            assert_eq!(p % 64, 0, "vector loads need 64-byte alignment");
-            in_page.push(p % 4096);
-        }
-        in_page.sort_unstable();
-        in_page.dedup();
-        assert_eq!(in_page.len(), 3, "three streams at three page offsets: {in_page:?}");
-        // And the kernel runs over them.
-        // SAFETY: three distinct buffers, each valid for 1 MiB from its pointer (checked above).
-        unsafe { pass(opts.kernel, opts.isa, ptrs, 1 << 20, 1) };
-    }
 }
