@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use cpuacct::cpustat::{parse_proc_stat, CpuTimes};
+use cpuacct::cpustat::MachineReading;
 use measure::time::ClockTicks;
 use serde::{Deserialize, Serialize};
 
@@ -190,15 +190,15 @@ pub(crate) fn snapshot(pid: u32) -> Result<(Memory, AddressSpace, u64), Error> {
     Ok((procfs::parse_memory(&status, &rollup), AddressSpace::of(&maps), minflt))
 }
 
-/// Busy time of every CPU since boot, from `/proc/stat`.
-pub(crate) fn machine_busy() -> Result<CpuTimes, Error> {
-    let text = std::fs::read_to_string("/proc/stat").map_err(Error::io("reading /proc/stat"))?;
-    parse_proc_stat(&text).map(|s| s.total).map_err(|e| Error::Worker(format!("/proc/stat: {e}")))
+/// A reading of the whole machine's CPU time, for [`busy_seconds`].
+pub(crate) fn machine_busy() -> Result<MachineReading, Error> {
+    MachineReading::now().map_err(|e| Error::Worker(e.to_string()))
 }
 
-/// Busy seconds of all CPUs between two `/proc/stat` readings.
-pub fn busy_seconds(before: &CpuTimes, after: &CpuTimes, ticks: ClockTicks) -> f64 {
-    ticks.to_secs(after.busy().saturating_sub(before.busy()))
+/// Busy seconds of all CPUs between two readings (measured idle against the wall clock: the
+/// tick-sampled busy columns miss work done in short bursts).
+pub fn busy_seconds(before: &MachineReading, after: &MachineReading, ticks: ClockTicks) -> f64 {
+    after.busy_ns_since(before, ticks) as f64 / 1e9
 }
 
 /// User and system ticks of a live process (its own and reaped children's).
@@ -587,10 +587,6 @@ mod tests {
         assert_eq!(cpu_per_op_us(2.0, 1_000_000.0), 2.0);
         assert_eq!(cpu_per_op_us(0.5, 250.0), 2000.0);
         assert!(cpu_per_op_us(1.0, 0.0).is_nan());
-        let t = ClockTicks::new(100);
-        let a = CpuTimes { user: 100, system: 50, idle: 1000, ..Default::default() };
-        let b = CpuTimes { user: 250, system: 100, idle: 1100, ..Default::default() };
-        assert_eq!(busy_seconds(&a, &b, t), 2.0);
     }
 
     #[test]

@@ -147,10 +147,100 @@ pub fn parse_proc_stat(text: &str) -> Result<ProcStat, ParseError> {
     Ok(stat)
 }
 
+/// The whole machine's busy time between two moments, taken from what the kernel measures
+/// rather than what it samples: wall time × online CPUs, less idle, I/O wait and steal.
+///
+/// The tick-sampled busy columns miss work done in bursts shorter than a tick: a PostgreSQL
+/// server answering 200 short transactions a second used 219 ms of CPU by its own clocks over
+/// 5 s while `user + system + …` grew by 50 ms (this VM, `CONFIG_TICK_CPU_ACCOUNTING`, HZ 250).
+/// Idle and I/O wait come from the tickless idle clock on `NO_HZ` kernels, so their complement
+/// is exact to a `USER_HZ` tick per CPU. On a kernel without `NO_HZ` idle is sampled too and
+/// this is as good as the busy columns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MachineReading {
+    /// `CLOCK_MONOTONIC`, ns, read right after the file.
+    at_ns: u64,
+    /// `cpuN` lines: the CPUs whose idle clocks run.
+    online: u32,
+    times: CpuTimes,
+}
+
+impl MachineReading {
+    /// Reads `/proc/stat` and the clock.
+    pub fn now() -> Result<Self, measure::Error> {
+        let path = std::path::PathBuf::from("/proc/stat");
+        let text = std::fs::read_to_string(&path)
+            .map_err(|source| measure::Error::Io { path: path.clone(), source })?;
+        let at_ns = measure::time::monotonic_ns();
+        let stat =
+            parse_proc_stat(&text).map_err(|source| measure::Error::Parse { path, source })?;
+        Ok(Self::of(&stat, at_ns))
+    }
+
+    /// A reading of `stat` taken at `at_ns` (`CLOCK_MONOTONIC`).
+    pub fn of(stat: &ProcStat, at_ns: u64) -> Self {
+        MachineReading { at_ns, online: stat.cpus.len() as u32, times: stat.total }
+    }
+
+    /// Busy ns of all CPUs from `earlier` to this reading. When CPUs went online or offline in
+    /// between, the wall-time product has no fixed CPU count, so the sampled busy columns are
+    /// used instead.
+    pub fn busy_ns_since(&self, earlier: &Self, ticks: measure::time::ClockTicks) -> u64 {
+        let grew =
+            |f: fn(&CpuTimes) -> u64| ticks.to_ns(f(&self.times).saturating_sub(f(&earlier.times)));
+        if self.online != earlier.online || self.online == 0 {
+            return grew(CpuTimes::busy);
+        }
+        let capacity =
+            self.at_ns.saturating_sub(earlier.at_ns).saturating_mul(u64::from(self.online));
+        let not_running =
+            grew(|t| t.idle.saturating_add(t.iowait).saturating_add(t.steal.unwrap_or(0)));
+        capacity.saturating_sub(not_running)
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
+
+    fn reading(text: &str, at_ns: u64) -> MachineReading {
+        MachineReading::of(&parse_proc_stat(text).unwrap(), at_ns)
+    }
+
+    #[test]
+    fn machine_busy_is_capacity_less_idle_iowait_and_steal() {
+        let t = measure::time::ClockTicks::new(100);
+        // Two CPUs for 2 s: 400 ticks of capacity; idle +300, iowait +20, steal +10.
+        let a = reading(
+            "cpu  0 0 0 1000 100 0 0 50\ncpu0 0 0 0 500 50 0 0 25\ncpu1 0 0 0 500 50 0 0 25\n",
+            0,
+        );
+        let b = reading(
+            "cpu  5 0 0 1300 120 0 0 60\ncpu0 5 0 0 650 60 0 0 30\ncpu1 0 0 0 650 60 0 0 30\n",
+            2_000_000_000,
+        );
+        // The busy columns grew by 5 ticks (sampled); capacity less the rest is 70 ticks.
+        assert_eq!(b.busy_ns_since(&a, t), 700_000_000);
+        // A later reading with less idle than before (the idle clock stepping back) is not
+        // more than the capacity.
+        let c = reading(
+            "cpu  5 0 0 900 100 0 0 50\ncpu0 5 0 0 450 50 0 0 25\ncpu1 0 0 0 450 50 0 0 25\n",
+            1_000_000_000,
+        );
+        assert_eq!(c.busy_ns_since(&a, t), 2_000_000_000);
+    }
+
+    #[test]
+    fn machine_busy_falls_back_to_the_sampled_columns_when_cpus_come_and_go() {
+        let t = measure::time::ClockTicks::new(100);
+        let a = reading("cpu  10 0 0 1000 0 0 0\ncpu0 10 0 0 1000 0 0 0\n", 0);
+        let b = reading(
+            "cpu  40 0 0 1100 0 0 0\ncpu0 30 0 0 1050 0 0 0\ncpu1 10 0 0 50 0 0 0\n",
+            1_000_000_000,
+        );
+        assert_eq!(b.busy_ns_since(&a, t), 300_000_000);
+    }
 
     #[test]
     fn guest_time_is_not_counted_twice() {

@@ -1,9 +1,9 @@
 //! What the transactions cost: the server's process tree CPU (pstime's exact per-process
 //! clocks, backends that start during the run included, reaped ones through the parent's
-//! `cutime + cstime`), the whole machine's busy time (`/proc/stat`), and this process's own
+//! `cutime + cstime`), the whole machine's busy time (`/proc/stat`'s measured idle against the wall clock), and this process's own
 //! CPU, each between two moments around the run.
 
-use cpuacct::cpustat::parse_proc_stat;
+use cpuacct::cpustat::MachineReading;
 use cpuacct::pstime::{self, Sampler, Snapshot};
 use measure::time::{process_cpu_ns, ClockTicks};
 use measure::FsRoot;
@@ -22,7 +22,8 @@ pub struct Cost {
     pub server_cpu_ns: u64,
     /// Some of it is missing (a process exited and its parent had not reaped it by the end).
     pub server_cpu_lower_bound: bool,
-    /// Busy time of every CPU, ns.
+    /// Busy time of every CPU, ns: wall time × CPUs less idle, I/O wait and steal
+    /// ([`MachineReading`]; the tick-sampled busy columns miss short transactions).
     pub machine_busy_ns: u64,
     /// This process's CPU (all its threads), ns.
     pub driver_cpu_ns: u64,
@@ -41,19 +42,10 @@ pub struct Cost {
 pub struct CostProbe {
     sampler: Sampler,
     first: Snapshot,
-    busy_ticks: u64,
+    machine: MachineReading,
     driver_ns: u64,
     root: u32,
     ticks: ClockTicks,
-}
-
-fn busy_ticks() -> Result<u64, Error> {
-    let path = std::path::PathBuf::from("/proc/stat");
-    let text = std::fs::read_to_string(&path)
-        .map_err(|source| Error::Io { path: path.clone(), source })?;
-    let stat = parse_proc_stat(&text)
-        .map_err(|source| Error::Cpu(measure::Error::Parse { path, source }))?;
-    Ok(stat.total.busy())
 }
 
 fn own_cpu_ns() -> u64 {
@@ -66,21 +58,15 @@ impl CostProbe {
         let ticks = ClockTicks::system();
         let mut sampler = Sampler::new(FsRoot::live(), pstime::Options::default(), ticks)?;
         let first = sampler.snapshot()?;
-        let busy = busy_ticks()?;
-        Ok(CostProbe {
-            sampler,
-            first,
-            busy_ticks: busy,
-            driver_ns: own_cpu_ns(),
-            root: server_pid,
-            ticks,
-        })
+        let machine = MachineReading::now().map_err(Error::Cpu)?;
+        Ok(CostProbe { sampler, first, machine, driver_ns: own_cpu_ns(), root: server_pid, ticks })
     }
 
     /// The second reading, divided by `transactions`.
     pub fn finish(mut self, transactions: u64) -> Result<Cost, Error> {
         let driver_ns = own_cpu_ns().saturating_sub(self.driver_ns);
-        let busy = busy_ticks()?.saturating_sub(self.busy_ticks);
+        let machine =
+            MachineReading::now().map_err(Error::Cpu)?.busy_ns_since(&self.machine, self.ticks);
         let second = self.sampler.snapshot()?;
         let report = pstime::compare(
             &self.first,
@@ -116,7 +102,6 @@ impl CostProbe {
             // Children it reaped during the run (backends that ended): their whole lives.
             cpu = cpu.saturating_add(self.ticks.to_ns(p.children_ticks));
         }
-        let machine = self.ticks.to_ns(busy);
         let per = |ns: u64| {
             if transactions == 0 {
                 f64::NAN

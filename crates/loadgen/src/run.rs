@@ -507,7 +507,10 @@ impl Worker {
         }
     }
 
-    fn run(mut self) {
+    /// Returns the worker's connection, still open, so the server's CPU can be read while its
+    /// backends are alive (a backend that exits and is reaped between two `/proc` reads
+    /// would be lost from both).
+    fn run(mut self) -> Option<Prepared> {
         let mut n = 0u64;
         let late_ns = self.plan.late_after.as_nanos() as u64;
         let max_lag_ns = self.plan.max_lag.map(|d| d.as_nanos() as u64);
@@ -621,15 +624,16 @@ impl Worker {
                 }
             }
         }
-        self.finish();
+        self.finish()
     }
 
     /// Ends the worker: an outage still open is kept as one with no success after it.
-    fn finish(mut self) {
+    fn finish(mut self) -> Option<Prepared> {
         if let Some(o) = self.outage.take() {
             lock(&self.shared).outages.push(o);
         }
         self.done.fetch_add(1, Ordering::SeqCst);
+        self.prepared.take()
     }
 }
 
@@ -764,9 +768,8 @@ pub fn run(
         );
     }
     let stopped_at = Instant::now();
-    for h in handles {
-        let _ = h.join();
-    }
+    // Kept open until the server's CPU is read below.
+    let open: Vec<Prepared> = handles.into_iter().filter_map(|h| h.join().ok().flatten()).collect();
 
     let mut total = Hists::new()?;
     let mut log2 = Log2Hist::default();
@@ -825,6 +828,7 @@ pub fn run(
         },
         (None, _) => (None, cost_unavailable),
     };
+    drop(open);
     Ok(LoadReport {
         server: target.kind,
         target: target.describe(),
