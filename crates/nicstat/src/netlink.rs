@@ -9,7 +9,11 @@
 //! there (drops include missed packets; frame and carrier columns are sums).
 //!
 //! Link speed and duplex come from one ethtool generic-netlink dump (`ETHTOOL_MSG_LINKMODES_GET`,
-//! Linux 5.6+) for every interface at once, instead of two sysfs files per interface.
+//! Linux 5.6+) for every interface at once, instead of two sysfs files per interface, or from
+//! one request per interface when only a few are wanted. Which interfaces may have new ones is
+//! what the kernel announces: link changes on rtnetlink (a renegotiated speed comes with a
+//! carrier change) and ethtool's `monitor` group (a speed or duplex set with ethtool), both
+//! collected by [`LinkStats::take_announced`].
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -24,6 +28,7 @@ const NLM_F_REQUEST: u16 = 0x1;
 const NLM_F_ACK: u16 = 0x4;
 const NLM_F_DUMP: u16 = 0x300;
 const RTM_NEWLINK: u16 = 16;
+const RTM_DELLINK: u16 = 17;
 const RTM_GETLINK: u16 = 18;
 const RTM_NEWSTATS: u16 = 92;
 const RTM_GETSTATS: u16 = 94;
@@ -44,6 +49,15 @@ const GENL_HDR: usize = 4;
 const CTRL_CMD_GETFAMILY: u8 = 3;
 const CTRL_ATTR_FAMILY_ID: u16 = 1;
 const CTRL_ATTR_FAMILY_NAME: u16 = 2;
+const CTRL_ATTR_MCAST_GROUPS: u16 = 7;
+const CTRL_ATTR_MCAST_GRP_NAME: u16 = 1;
+const CTRL_ATTR_MCAST_GRP_ID: u16 = 2;
+/// The group ethtool announces settings changes on (`ETHTOOL_MCGRP_MONITOR_NAME`).
+const ETHTOOL_MONITOR_GROUP: &[u8] = b"monitor";
+/// Every ethtool message's first attribute is its request header (`ETHTOOL_A_*_HEADER`).
+const ETHTOOL_A_HEADER: u16 = 1;
+const SOL_NETLINK: libc::c_int = 270;
+const NETLINK_ADD_MEMBERSHIP: libc::c_int = 1;
 const ETHTOOL_MSG_LINKMODES_GET: u8 = 4;
 const ETHTOOL_GENL_VERSION: u8 = 1;
 const ETHTOOL_A_LINKMODES_HEADER: u16 = 1;
@@ -69,15 +83,46 @@ pub struct LinkMode {
     pub duplex: Duplex,
 }
 
-/// The two sockets and the names they have learnt.
+/// Interfaces whose link facts may have changed: what the kernel announced since the last
+/// [`LinkStats::take_announced`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Announced {
+    /// These interfaces, by name, sorted (one that is gone since is left out).
+    Links(Vec<String>),
+    /// Any of them: an announcement queue overflowed, or one named no interface.
+    All,
+}
+
+/// Announcements not yet taken, by interface index.
+#[derive(Debug, Default)]
+struct Pending {
+    indexes: Vec<u32>,
+    all: bool,
+}
+
+impl Pending {
+    fn note(&mut self, index: Option<u32>) {
+        match index {
+            Some(index) if !self.all => self.indexes.push(index),
+            Some(_) => {}
+            None => self.all = true,
+        }
+    }
+}
+
+/// The sockets and the names they have learnt.
 #[derive(Debug)]
 pub struct LinkStats {
     dump: OwnedFd,
     events: OwnedFd,
     /// Every interface, sorted by index: looked up by binary search.
     names: Vec<Link>,
-    /// The generic-netlink socket for link modes, opened at the first [`LinkStats::link_modes`].
+    /// The generic-netlink socket for link modes, opened at the first link-modes read.
     ethtool: Ethtool,
+    /// ethtool's `monitor` group, on a socket of its own (not mixed with answers); `None`
+    /// before ethtool is opened or where the family has no such group.
+    ethtool_events: Option<OwnedFd>,
+    announced: Pending,
     buf: Vec<u8>,
     seq: u32,
 }
@@ -147,6 +192,8 @@ impl LinkStats {
             events,
             names: Vec::new(),
             ethtool: Ethtool::Unopened,
+            ethtool_events: None,
+            announced: Pending::default(),
             buf: vec![0; 64 << 10],
             seq: 0,
         };
@@ -156,7 +203,7 @@ impl LinkStats {
 
     /// Every interface's counters now, in index order.
     pub fn read(&mut self) -> io::Result<Vec<NetDevCounters>> {
-        if self.links_changed()? {
+        if self.drain_link_events()? {
             self.learn_names()?;
         }
         let mut by_index = Vec::new();
@@ -195,41 +242,114 @@ impl LinkStats {
     /// As sysfs does, an interface that is down has no speed; one whose driver reports no link
     /// settings (loopback) is left out.
     pub fn link_modes(&mut self) -> io::Result<Option<Vec<LinkMode>>> {
-        if self.links_changed()? {
+        let Some(family) = self.ethtool_family()? else { return Ok(None) };
+        let request = self.link_modes_request(family, None);
+        let mut found = Vec::new();
+        self.ethtool_exchange(&request, |kind, body| {
+            if kind == family {
+                found.extend(parse_link_mode(body));
+            }
+        })?;
+        Ok(Some(self.as_link_modes(found)))
+    }
+
+    /// The speed and duplex of the interfaces named, one request each: cheaper than the dump
+    /// for a few. Interfaces that are gone or report no link settings (loopback) are left out.
+    /// `Ok(None)` as for [`LinkStats::link_modes`].
+    pub fn link_modes_of(&mut self, names: &[&str]) -> io::Result<Option<Vec<LinkMode>>> {
+        let Some(family) = self.ethtool_family()? else { return Ok(None) };
+        let indexes: Vec<u32> = names
+            .iter()
+            .filter_map(|name| self.names.iter().find(|l| l.name == *name).map(|l| l.index))
+            .collect();
+        let mut found = Vec::new();
+        for index in indexes {
+            let request = self.link_modes_request(family, Some(index));
+            let answer = self.ethtool_exchange(&request, |kind, body| {
+                if kind == family {
+                    found.extend(parse_link_mode(body));
+                }
+            });
+            match answer {
+                Ok(()) => {}
+                // Gone since the names were learnt, or no link settings: as in the dump.
+                Err(e) if matches!(e.raw_os_error(), Some(libc::ENODEV | libc::EOPNOTSUPP)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(Some(self.as_link_modes(found)))
+    }
+
+    /// Which interfaces' link facts may have changed since the last call, as the kernel
+    /// announced it; the announcements are taken (an empty list: none).
+    pub fn take_announced(&mut self) -> io::Result<Announced> {
+        if self.drain_link_events()? {
+            self.learn_names()?;
+        }
+        if let Some(fd) = &self.ethtool_events {
+            let pending = &mut self.announced;
+            drain(fd, &mut self.buf, |_, body| pending.note(parse_ethtool_index(body)))?;
+        }
+        let pending = std::mem::take(&mut self.announced);
+        if pending.all {
+            return Ok(Announced::All);
+        }
+        let mut names: Vec<String> =
+            pending.indexes.iter().filter_map(|&i| self.name_of(i).map(str::to_string)).collect();
+        names.sort_unstable();
+        names.dedup();
+        Ok(Announced::Links(names))
+    }
+
+    /// ethtool's family number, opening its sockets at the first call (and learning names
+    /// again if links changed); `None` when the kernel has no such family.
+    fn ethtool_family(&mut self) -> io::Result<Option<u16>> {
+        if self.drain_link_events()? {
             self.learn_names()?;
         }
         if let Ethtool::Unopened = self.ethtool {
             self.ethtool = self.open_ethtool()?;
         }
-        let Ethtool::Open(fd, family) = &self.ethtool else { return Ok(None) };
+        Ok(match self.ethtool {
+            Ethtool::Open(_, family) => Some(family),
+            _ => None,
+        })
+    }
+
+    /// `ETHTOOL_MSG_LINKMODES_GET` for one interface (acknowledged), or a dump of all.
+    fn link_modes_request(&mut self, family: u16, index: Option<u32>) -> Vec<u8> {
         self.seq = self.seq.wrapping_add(1);
         let mut header = attr(ETHTOOL_A_HEADER_FLAGS, &ETHTOOL_FLAG_COMPACT_BITSETS.to_ne_bytes());
-        header = attr(ETHTOOL_A_LINKMODES_HEADER | NLA_F_NESTED, &header);
-        let request = genl_request(
-            *family,
-            NLM_F_REQUEST | NLM_F_DUMP,
-            self.seq,
-            ETHTOOL_MSG_LINKMODES_GET,
-            &header,
-        );
-        let mut found = Vec::new();
-        exchange(fd, &mut self.buf, self.seq, &request, |kind, body| {
-            if kind == *family {
-                found.extend(parse_link_mode(body));
+        let flags = match index {
+            Some(index) => {
+                header.extend(attr(ETHTOOL_A_HEADER_DEV_INDEX, &index.to_ne_bytes()));
+                NLM_F_REQUEST | NLM_F_ACK
             }
-        })?;
-        Ok(Some(
-            found
-                .into_iter()
-                .filter_map(|(index, speed_mbps, duplex)| {
-                    let link = self.link(index)?;
-                    // sysfs gives no speed for an interface that is down (EINVAL).
-                    let (speed_mbps, duplex) =
-                        if link.up { (speed_mbps, duplex) } else { (None, Duplex::Unknown) };
-                    Some(LinkMode { name: link.name.clone(), speed_mbps, duplex })
-                })
-                .collect(),
-        ))
+            None => NLM_F_REQUEST | NLM_F_DUMP,
+        };
+        header = attr(ETHTOOL_A_LINKMODES_HEADER | NLA_F_NESTED, &header);
+        genl_request(family, flags, self.seq, ETHTOOL_MSG_LINKMODES_GET, &header)
+    }
+
+    fn ethtool_exchange(&mut self, request: &[u8], each: impl FnMut(u16, &[u8])) -> io::Result<()> {
+        let Ethtool::Open(fd, _) = &self.ethtool else {
+            return Err(io::Error::new(io::ErrorKind::NotConnected, "ethtool socket not open"));
+        };
+        exchange(fd, &mut self.buf, self.seq, request, each)
+    }
+
+    /// (index, speed, duplex) answers as named link modes; an interface that is down has no
+    /// speed, as sysfs gives none (EINVAL).
+    fn as_link_modes(&self, found: Vec<(u32, Option<u32>, Duplex)>) -> Vec<LinkMode> {
+        found
+            .into_iter()
+            .filter_map(|(index, speed_mbps, duplex)| {
+                let link = self.link(index)?;
+                let (speed_mbps, duplex) =
+                    if link.up { (speed_mbps, duplex) } else { (None, Duplex::Unknown) };
+                Some(LinkMode { name: link.name.clone(), speed_mbps, duplex })
+            })
+            .collect()
     }
 
     /// The generic-netlink socket and ethtool's family number; `Absent` when there is no such
@@ -245,44 +365,40 @@ impl LinkStats {
             CTRL_CMD_GETFAMILY,
             &attr(CTRL_ATTR_FAMILY_NAME, b"ethtool\0"),
         );
-        let mut family = None;
+        let (mut family, mut monitor) = (None, None);
         match exchange(&fd, &mut self.buf, self.seq, &request, |kind, body| {
             if kind == GENL_ID_CTRL {
                 family = family.or(parse_family_id(body));
+                monitor = monitor.or(parse_group_id(body, ETHTOOL_MONITOR_GROUP));
             }
         }) {
-            Ok(()) => Ok(family.map_or(Ethtool::Absent, |id| Ethtool::Open(fd, id))),
-            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(Ethtool::Absent),
-            Err(e) => Err(e),
+            Ok(()) => {}
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(Ethtool::Absent),
+            Err(e) => return Err(e),
         }
+        let Some(family) = family else { return Ok(Ethtool::Absent) };
+        if let Some(group) = monitor {
+            let events = netlink_socket(NETLINK_GENERIC)?;
+            bind(&events, 0)?;
+            join_group(&events, group)?;
+            self.ethtool_events = Some(events);
+        }
+        Ok(Ethtool::Open(fd, family))
     }
 
     /// Whether the kernel announced a link change since the last read (drains the
-    /// announcements; an overflowed queue counts as a change).
-    fn links_changed(&mut self) -> io::Result<bool> {
+    /// announcements, keeping which interfaces for [`LinkStats::take_announced`]; an overflowed
+    /// queue counts as a change of every interface).
+    fn drain_link_events(&mut self) -> io::Result<bool> {
+        let pending = &mut self.announced;
         let mut changed = false;
-        loop {
-            // SAFETY: receives into our own buffer, at most its length, without blocking.
-            let n = unsafe {
-                libc::recv(
-                    self.events.as_raw_fd(),
-                    self.buf.as_mut_ptr().cast(),
-                    self.buf.len(),
-                    libc::MSG_DONTWAIT,
-                )
-            };
-            if n < 0 {
-                let e = io::Error::last_os_error();
-                match e.raw_os_error() {
-                    Some(libc::EAGAIN) => return Ok(changed),
-                    Some(libc::ENOBUFS) => changed = true,
-                    Some(libc::EINTR) => {}
-                    _ => return Err(e),
-                }
-            } else {
+        let overflowed = drain(&self.events, &mut self.buf, |kind, body| {
+            if kind == RTM_NEWLINK || kind == RTM_DELLINK {
                 changed = true;
+                pending.note(body.get(4..8).map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]])));
             }
-        }
+        })?;
+        Ok(changed || overflowed)
     }
 
     /// Index → name for every interface (one `RTM_GETLINK` dump).
@@ -320,6 +436,67 @@ impl LinkStats {
         }
         exchange(&self.dump, &mut self.buf, seq, &req[..len], each)
     }
+}
+
+/// Receives every announcement queued on `fd` without waiting, passing each message's type and
+/// body to `each`; `true` when the queue overflowed (announcements were lost: the caller must
+/// assume anything changed).
+fn drain(fd: &OwnedFd, buf: &mut [u8], mut each: impl FnMut(u16, &[u8])) -> io::Result<bool> {
+    let mut overflowed = false;
+    loop {
+        // SAFETY: receives into our own buffer, at most its length, without blocking.
+        let n = unsafe {
+            libc::recv(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT)
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EAGAIN) => return Ok(overflowed),
+                Some(libc::ENOBUFS) => overflowed = true,
+                Some(libc::EINTR) => {}
+                _ => return Err(e),
+            }
+            continue;
+        }
+        let mut data = &buf[..n as usize];
+        while let Some((kind, body, rest)) = next_message(data) {
+            each(kind, body);
+            data = rest;
+        }
+        // A malformed datagram: what it said is unknown.
+        if !data.is_empty() {
+            overflowed = true;
+        }
+    }
+}
+
+/// The first message of `data`: its type, its body and what follows; `None` at the end or at
+/// a malformed length.
+fn next_message(data: &[u8]) -> Option<(u16, &[u8], &[u8])> {
+    let len = u32::from_ne_bytes(data.get(0..4)?.try_into().ok()?) as usize;
+    let kind = u16::from_ne_bytes(data.get(4..6)?.try_into().ok()?);
+    if len < NLMSG_HDR || len > data.len() {
+        return None;
+    }
+    Some((kind, &data[NLMSG_HDR..len], &data[align4(len).min(data.len())..]))
+}
+
+/// Joins multicast group `group` (a generic-netlink group number, beyond the 32 of `bind`).
+fn join_group(fd: &OwnedFd, group: u32) -> io::Result<()> {
+    // SAFETY: passes a u32 of the size given.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            SOL_NETLINK,
+            NETLINK_ADD_MEMBERSHIP,
+            std::ptr::addr_of!(group).cast(),
+            std::mem::size_of::<u32>() as libc::socklen_t,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Sends one request and passes each answer's type and body to `each` until the end of the
@@ -394,16 +571,14 @@ enum Walk {
 /// an error. Malformed lengths end the walk as an error, never as a read past the datagram.
 fn walk_messages(mut data: &[u8], seq: u32, each: &mut impl FnMut(u16, &[u8])) -> Walk {
     while data.len() >= NLMSG_HDR {
-        let len = u32::from_ne_bytes([data[0], data[1], data[2], data[3]]) as usize;
-        let kind = u16::from_ne_bytes([data[4], data[5]]);
         let msg_seq = u32::from_ne_bytes([data[8], data[9], data[10], data[11]]);
-        if len < NLMSG_HDR || len > data.len() {
+        let Some((kind, body, rest)) = next_message(data) else {
+            let len = u32::from_ne_bytes([data[0], data[1], data[2], data[3]]);
             return Walk::Failed(io::Error::new(
                 io::ErrorKind::InvalidData,
                 format!("malformed netlink message (length {len})"),
             ));
-        }
-        let body = &data[NLMSG_HDR..len];
+        };
         if msg_seq == seq {
             match kind {
                 NLMSG_DONE => return Walk::Done,
@@ -418,7 +593,7 @@ fn walk_messages(mut data: &[u8], seq: u32, each: &mut impl FnMut(u16, &[u8])) -
                 _ => each(kind, body),
             }
         }
-        data = &data[align4(len).min(data.len())..];
+        data = rest;
     }
     Walk::More
 }
@@ -498,17 +673,48 @@ fn parse_family_id(body: &[u8]) -> Option<u16> {
     Some(u16::from_ne_bytes(id.get(0..2)?.try_into().ok()?))
 }
 
+/// The number of multicast group `name` in the controller's answer to `CTRL_CMD_GETFAMILY`.
+fn parse_group_id(body: &[u8], name: &[u8]) -> Option<u32> {
+    let groups =
+        attributes(body.get(GENL_HDR..)?).find(|&(kind, _)| kind == CTRL_ATTR_MCAST_GROUPS)?.1;
+    attributes(groups).find_map(|(_, group)| {
+        let mut id = None;
+        let mut named = false;
+        for (kind, payload) in attributes(group) {
+            match kind {
+                CTRL_ATTR_MCAST_GRP_NAME => {
+                    named = payload.strip_suffix(&[0]).unwrap_or(payload) == name
+                }
+                CTRL_ATTR_MCAST_GRP_ID if payload.len() >= 4 => {
+                    id = Some(u32::from_ne_bytes([payload[0], payload[1], payload[2], payload[3]]));
+                }
+                _ => {}
+            }
+        }
+        id.filter(|_| named)
+    })
+}
+
+/// The interface an ethtool announcement is about: the index in its header attribute.
+fn parse_ethtool_index(body: &[u8]) -> Option<u32> {
+    let header = attributes(body.get(GENL_HDR..)?).find(|&(kind, _)| kind == ETHTOOL_A_HEADER)?.1;
+    header_index(header)
+}
+
+/// The interface index in an ethtool request header (`ETHTOOL_A_HEADER_DEV_INDEX`).
+fn header_index(header: &[u8]) -> Option<u32> {
+    attributes(header)
+        .find(|&(k, p)| k == ETHTOOL_A_HEADER_DEV_INDEX && p.len() >= 4)
+        .map(|(_, p)| u32::from_ne_bytes([p[0], p[1], p[2], p[3]]))
+}
+
 /// An `ETHTOOL_MSG_LINKMODES_GET_REPLY` body: interface index, speed (Mbit/s, `None` when
 /// unknown) and duplex.
 fn parse_link_mode(body: &[u8]) -> Option<(u32, Option<u32>, Duplex)> {
     let (mut index, mut speed, mut duplex) = (None, None, Duplex::Unknown);
     for (kind, payload) in attributes(body.get(GENL_HDR..)?) {
         match kind {
-            ETHTOOL_A_LINKMODES_HEADER => {
-                index = attributes(payload)
-                    .find(|&(k, p)| k == ETHTOOL_A_HEADER_DEV_INDEX && p.len() >= 4)
-                    .map(|(_, p)| u32::from_ne_bytes([p[0], p[1], p[2], p[3]]));
-            }
+            ETHTOOL_A_LINKMODES_HEADER => index = header_index(payload),
             ETHTOOL_A_LINKMODES_SPEED if payload.len() >= 4 => {
                 let mbps = u32::from_ne_bytes([payload[0], payload[1], payload[2], payload[3]]);
                 // As sysfs prints it: SPEED_UNKNOWN and 0 are no speed; above i32::MAX too.
@@ -635,6 +841,87 @@ mod tests {
         assert_eq!(parse_family_id(&ctrl[..GENL_HDR]), None);
     }
 
+    fn ctrl_family_body(groups: &[(&[u8], u32)]) -> Vec<u8> {
+        let mut b = vec![1u8, 2, 0, 0];
+        b.extend(attr(CTRL_ATTR_FAMILY_NAME, b"ethtool\0"));
+        b.extend(attr(CTRL_ATTR_FAMILY_ID, &21u16.to_ne_bytes()));
+        let mut list = Vec::new();
+        for (i, (name, id)) in groups.iter().enumerate() {
+            let mut group = attr(CTRL_ATTR_MCAST_GRP_ID, &id.to_ne_bytes());
+            group.extend(attr(CTRL_ATTR_MCAST_GRP_NAME, name));
+            list.extend(attr((i as u16 + 1) | NLA_F_NESTED, &group));
+        }
+        b.extend(attr(CTRL_ATTR_MCAST_GROUPS | NLA_F_NESTED, &list));
+        b
+    }
+
+    #[test]
+    fn the_monitor_group_is_found_by_name_among_the_family_groups() {
+        let body = ctrl_family_body(&[(b"other\0", 3), (b"monitor\0", 7)]);
+        assert_eq!(parse_group_id(&body, ETHTOOL_MONITOR_GROUP), Some(7));
+        assert_eq!(parse_family_id(&body), Some(21));
+        // A name that only starts the same, or no group by that name: none.
+        let body = ctrl_family_body(&[(b"monitored\0", 3)]);
+        assert_eq!(parse_group_id(&body, ETHTOOL_MONITOR_GROUP), None);
+        assert_eq!(parse_group_id(&ctrl_family_body(&[]), ETHTOOL_MONITOR_GROUP), None);
+    }
+
+    #[test]
+    fn ethtool_announcements_name_the_interface_in_their_header() {
+        // A LINKMODES_NTF (command 5) has the same header as the GET reply.
+        let mut body = link_mode_body(Some(9), 100, DUPLEX_FULL);
+        body[0] = 5;
+        assert_eq!(parse_ethtool_index(&body), Some(9));
+        assert_eq!(parse_ethtool_index(&link_mode_body(None, 100, 1)), None);
+        let mut pending = Pending::default();
+        pending.note(Some(9));
+        pending.note(Some(4));
+        assert_eq!((pending.indexes.clone(), pending.all), (vec![9, 4], false));
+        pending.note(None);
+        pending.note(Some(5));
+        assert!(pending.all, "an announcement naming no interface means any");
+    }
+
+    /// A datagram socket pair: what `drain` receives from is written on the other end.
+    fn pair() -> (OwnedFd, OwnedFd) {
+        let mut fds = [0; 2];
+        // SAFETY: socketpair fills the two descriptors, owned from here on.
+        let rc = unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_DGRAM, 0, fds.as_mut_ptr()) };
+        assert_eq!(rc, 0);
+        // SAFETY: both are new descriptors nothing else owns.
+        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
+    }
+
+    fn send(fd: &OwnedFd, data: &[u8]) {
+        // SAFETY: sends our own bytes.
+        let n = unsafe { libc::send(fd.as_raw_fd(), data.as_ptr().cast(), data.len(), 0) };
+        assert_eq!(n, data.len() as isize);
+    }
+
+    #[test]
+    fn drain_takes_every_queued_message_and_flags_a_malformed_datagram() {
+        let (ours, theirs) = pair();
+        let mut buf = vec![0u8; 4096];
+        let mut link = vec![0u8; IFINFOMSG];
+        link[4..8].copy_from_slice(&3u32.to_ne_bytes());
+        let mut two = message(RTM_NEWLINK, 0, &link);
+        two.extend(message(RTM_DELLINK, 0, &link));
+        send(&theirs, &two);
+        send(&theirs, &message(RTM_NEWLINK, 0, &link));
+        let mut seen = Vec::new();
+        let overflowed =
+            drain(&ours, &mut buf, |kind, body| seen.push((kind, body.len()))).unwrap();
+        assert!(!overflowed);
+        let n = IFINFOMSG;
+        assert_eq!(seen, vec![(RTM_NEWLINK, n), (RTM_DELLINK, n), (RTM_NEWLINK, n)]);
+        // Nothing queued: returns at once.
+        assert!(!drain(&ours, &mut buf, |_, _| panic!("nothing was sent")).unwrap());
+        let mut bad = message(RTM_NEWLINK, 0, &link);
+        bad[0..4].copy_from_slice(&9999u32.to_ne_bytes());
+        send(&theirs, &bad);
+        assert!(drain(&ours, &mut buf, |_, _| {}).unwrap(), "a length past the datagram");
+    }
+
     #[test]
     fn arbitrary_and_mutated_datagrams_never_panic() {
         use test_support::fuzz;
@@ -643,11 +930,14 @@ mod tests {
             message(NLMSG_DONE, 1, &[0; 4]),
             message(NLMSG_ERROR, 1, &(-1i32).to_ne_bytes()),
             message(21, 1, &link_mode_body(Some(2), 1000, DUPLEX_FULL)),
+            message(GENL_ID_CTRL, 1, &ctrl_family_body(&[(b"monitor\0", 7)])),
         ];
         fuzz::check(fuzz::PURE, fuzz::bytes_or_mutated(seeds, 600), |data| {
             let _ = walk_messages(&data, 1, &mut |kind, body| {
                 let _ = (kind, parse_stats(body), parse_link(body));
                 let _ = (parse_family_id(body), parse_link_mode(body));
+                let _ = (parse_group_id(body, ETHTOOL_MONITOR_GROUP), parse_ethtool_index(body));
+                let _ = next_message(body);
             });
             Ok(())
         });

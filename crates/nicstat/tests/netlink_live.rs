@@ -145,3 +145,51 @@ fn link_modes_match_the_ethtool_ioctl() {
     .join()
     .unwrap();
 }
+
+/// What the kernel announces names the interfaces whose facts may have changed: a speed set
+/// with ethtool (its netlink monitor group) and a link brought down (rtnetlink); the one-request
+/// read then has the new speed, as the ioctl does.
+#[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+fn announced_changes_name_their_interfaces_and_are_read_one_by_one() {
+    use nicstat::netlink::Announced;
+    use test_support::net::{ip, set_link_speed};
+    std::thread::spawn(|| {
+        // SAFETY: unshare(2) of this thread's network namespace only.
+        assert_eq!(unsafe { libc::unshare(libc::CLONE_NEWNET) }, 0, "unshare: needs root");
+        ip(&["link", "set", "lo", "up"]);
+        ip(&["tuntap", "add", "dev", "ant0", "mode", "tap"]);
+        ip(&["link", "set", "ant0", "up"]);
+        ip(&["link", "add", "ana0", "type", "veth", "peer", "name", "anb0"]);
+        ip(&["link", "set", "ana0", "up"]);
+        ip(&["link", "set", "anb0", "up"]);
+
+        let mut stats = LinkStats::open().unwrap();
+        assert!(stats.link_modes().unwrap().is_some(), "no ethtool netlink family");
+        // Whatever setting up the links announced is taken; then nothing is pending.
+        stats.take_announced().unwrap();
+        assert_eq!(stats.take_announced().unwrap(), Announced::Links(vec![]));
+
+        set_link_speed("ant0", 2500, false).unwrap();
+        assert_eq!(stats.take_announced().unwrap(), Announced::Links(vec!["ant0".into()]));
+        let modes = stats.link_modes_of(&["ant0"]).unwrap().unwrap();
+        assert_eq!(modes.len(), 1, "{modes:?}");
+        assert_eq!((modes[0].speed_mbps, modes[0].duplex), (Some(2500), Duplex::Half));
+        let ioctl = Socket::open().unwrap().link_settings("ant0").unwrap();
+        assert_eq!((ioctl.speed_mbps, ioctl.duplex), (Some(2500), Duplex::Half));
+
+        ip(&["link", "set", "anb0", "down"]);
+        let Announced::Links(names) = stats.take_announced().unwrap() else {
+            panic!("an overflow for one link change")
+        };
+        assert!(names.contains(&"anb0".to_string()), "{names:?}");
+        assert!(!names.contains(&"ant0".to_string()), "{names:?}");
+        // Down: no speed, as in the dump. Loopback has no link settings and a name that is
+        // not an interface is not one: both left out, not an error.
+        let modes = stats.link_modes_of(&["anb0", "lo", "nosuch0"]).unwrap().unwrap();
+        assert_eq!(modes.len(), 1, "{modes:?}");
+        assert_eq!((modes[0].name.as_str(), modes[0].speed_mbps), ("anb0", None));
+    })
+    .join()
+    .unwrap();
+}

@@ -6,7 +6,8 @@
 //! - [`browser`]: Debian's headless Chromium on a page: screenshot, DOM, what it logged.
 //! - [`fuzz`]: the runner and generators of the fuzz-style property tests (arbitrary and mutated
 //!   valid inputs), pure tier and live tier.
-//! - [`net`]: a veth pair with its peer in a namespace of its own ([`net::Veth`]).
+//! - [`net`]: a veth pair with its peer in a namespace of its own ([`net::Veth`]); a link's
+//!   speed and duplex set as `ethtool -s` does ([`net::set_link_speed`]).
 //! - [`serve`]: a `platscope serve` on loopback, stopped by PID ([`serve::Serve`]).
 //! - [`tree`]: a `/proc` + `/sys` fixture tree in a temporary directory ([`Tree`]).
 //!
