@@ -111,13 +111,14 @@ stop_server() {
   server_pid=
 }
 
-# measure: "ms_per_scrape bytes series" for the running server (one warm-up scrape first, so
-# one-time start-up work — BPF loading, first reads — is not counted).
+# measure [PAUSE]: "ms_per_scrape bytes series" for the running server (one warm-up scrape
+# first, so one-time start-up work — BPF loading, first reads — is not counted), PAUSE seconds
+# between scrapes (default none).
 measure() {
-  local t0 t1 body
+  local t0 t1 body pause=${1:-0}
   ip netns exec "$ns" curl -sf -o "$dir/body" "$url/metrics"
   t0=$(ticks "$server_pid")
-  ip netns exec "$ns" sh -c "for i in \$(seq $scrapes); do curl -sf -o /dev/null '$url/metrics' || exit 1; done"
+  ip netns exec "$ns" sh -c "for i in \$(seq $scrapes); do curl -sf -o /dev/null '$url/metrics' || exit 1; [ $pause = 0 ] || sleep $pause; done"
   t1=$(ticks "$server_pid")
   awk -v t0="$t0" -v t1="$t1" -v hz="$hz" -v n="$scrapes" -v bytes="$(wc -c < "$dir/body")" \
     -v series="$(grep -vc '^#' "$dir/body")" \
@@ -128,14 +129,19 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 rows=""
 fixed_url=
 declare -A ms
-# "+facts": link speeds and duplex read again at every scrape (--link-facts-max-age 0), the
-# scrape that comes every 30 s by default; the other rows keep them from the warm-up scrape.
-for collect in all all+facts nic nic+facts cpu process io pagecache bench; do
+# "+facts": link speeds and duplex read again at every scrape (--link-facts-max-age 0), as the
+# scrape after a kernel announcement of every link, or one every 300 s by default, does; the
+# other rows keep them from the warm-up scrape. "+aging": a maximum age of 2 s with 0.1 s
+# between scrapes, the default 300 s at a 15 s scrape interval scaled down: each interface is read
+# again at a scrape of its own between 1 and 2 s after the last.
+for collect in all all+facts all+aging nic nic+facts cpu process io pagecache bench; do
   args=(--no-store serve --listen 127.0.0.1:0)
-  [ "${collect%+facts}" = all ] || args+=(--collect "${collect%+facts}")
+  base=${collect%+*} pause=0
+  [ "$base" = all ] || args+=(--collect "$base")
   [ "${collect#*+}" = facts ] && args+=(--link-facts-max-age 0)
+  [ "${collect#*+}" = aging ] && args+=(--link-facts-max-age 2) && pause=0.1
   start_server "platscope-$collect" "$platscope" "${args[@]}"
-  read -r m b s < <(measure)
+  read -r m b s < <(measure "$pause")
   stop_server
   ms[$collect]=$m
   echo "bench: platscope serve --collect $collect: $m ms per scrape, $s series, $b bytes" >&2
@@ -151,9 +157,10 @@ echo "bench: node_exporter (defaults): $ne ms per scrape, $s series, $b bytes" >
 rows+="| node_exporter $("$node_exporter" --version 2>&1 | head -1 | awk '{print $3}') (default collectors) | $ne | $s | $b |"$'\n'
 
 ratio=$(awk -v p="${ms[all]}" -v n="$ne" 'BEGIN {if (n > 0) printf "%.2f", p / n; else print "n/a"}')
-verdict=$(awk -v p="${ms[all]}" -v f="${ms[all+facts]}" 'BEGIN {
-  if (p < 10 && f < 10) print "under the 10 ms goal, with link facts read again or not"
-  else if (p < 10) print "under the 10 ms goal when link facts are kept, over it at the scrape that reads them again"
+verdict=$(awk -v p="${ms[all]}" -v a="${ms[all+aging]}" -v f="${ms[all+facts]}" 'BEGIN {
+  if (p < 10 && a < 10 && f < 10) print "under the 10 ms goal, with link facts read again or not"
+  else if (p < 10 && a < 10) print "under the 10 ms goal when link facts are kept and when they age, over it at a scrape that reads every one of them again (after the kernel announced a change of every link)"
+  else if (p < 10) print "under the 10 ms goal when link facts are kept, over it when they age"
   else print "over the 10 ms goal"}')
 table="| server | CPU ms per scrape | series | bytes |
 |---|---|---|---|
@@ -175,8 +182,10 @@ by curl after one warm-up scrape; the figure is the server's CPU time (utime + s
 /proc/PID/stat, every thread) over those scrapes per scrape, at the clock-tick resolution of
 1/$hz s over the whole run. platscope ran as \`platscope --no-store serve\` (release build) with
 every collector and then with each collector alone ("+facts": with \`--link-facts-max-age 0\`, so
-every scrape also reads every interface's speed and duplex, as one scrape in 30 s does by
-default); the \`process\` collector had no groups
+every scrape also reads every interface's speed and duplex, as the scrape after the kernel
+announced a change of every link does; "+aging": \`--link-facts-max-age 2\` with 0.1 s between
+scrapes, the default 300 s maximum at a 15 s interval scaled down, so each interface's facts are
+read again between 1 and 2 s after the last, at scrapes of their own); the \`process\` collector had no groups
 configured (one group per process name, top 10 + other); \`bench\` read the default results
 database.
 
@@ -191,7 +200,10 @@ part of it is the kernel's iterator step (\`bpf_iter_task_next\`). The BPF progr
 in the kernel at every context switch and VFS call, charged to the tasks that switch or do I/O,
 not to the server: their cost is not a scrape cost, and not here. \`nic\` reads the counters
 from one rtnetlink dump at every scrape, and every interface's speed and duplex from one ethtool
-netlink dump once they are 30 s old (the "+facts" rows read them at every scrape; four sysfs
+netlink dump when they are first seen; each is read again when 150–300 s old (fixed per name),
+by a request of its own; an interface whose change the kernel
+announces (rtnetlink's link group, ethtool's monitor group) is read again at the next scrape, by
+a request of its own when fewer than a fifth are due (the "+facts" rows read them at every scrape; four sysfs
 reads per interface instead cost 51 ms per scrape at 1,000 interfaces in an earlier run of this
 script).
 \`bench\` reads the results store again only when it has changed (here it did not).

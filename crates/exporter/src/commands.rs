@@ -39,8 +39,9 @@ pub struct ServeArgs {
     pub process_top: u64,
 
     /// How old (seconds) an interface's speed and duplex may be before the `nic` collector
-    /// reads them again (0: at every scrape). A change the kernel announces is read at the next
-    /// scrape regardless, and counters at every scrape.
+    /// reads them again (0: at every scrape); each interface's between half of this and all of
+    /// it, so they are not all read at one scrape. A change the kernel announces is read at the
+    /// next scrape regardless, and counters at every scrape.
     #[arg(long, value_name = "SECONDS", default_value_t = collect::nic::LINK_FACTS_MAX_AGE.as_secs(), value_parser = clap::value_parser!(u64).range(0..=86400))]
     pub link_facts_max_age: u64,
 
