@@ -33,9 +33,17 @@ fn compress_round_trips_through_stock_tools_and_is_stored() {
     ok(&platscope(&["--no-store", "compress", "-d", "-t", "2", &lz4, "-o", &back]));
     assert!(std::fs::read(&back).expect("back") == original, "platscope -d too");
 
-    // zstd, one frame per block, read by zstd.
+    // zstd, one frame per block (2 MiB by default, as pzstd -1), read by zstd.
     let zst = at("corpus.zst");
-    ok(&platscope(&["--db", &db, "compress", "--format", "zstd", &corpus, "-o", &zst]));
+    let json = ok(&platscope(&[
+        "--db", &db, "--json", "compress", "--format", "zstd", &corpus, "-o", &zst,
+    ]));
+    let run: serde_json::Value = serde_json::from_str(&json).expect("json");
+    assert_eq!(
+        (run["block_size"].as_u64(), run["blocks"].as_u64()),
+        (Some(2 << 20), Some(2)),
+        "{run}"
+    );
     let stock = Command::new("zstd").args(["-d", "-c", "-q", &zst]).output().expect("zstd runs");
     assert!(stock.status.success() && stock.stdout == original, "zstd -d gives the original");
 

@@ -24,6 +24,20 @@ use crate::TampError;
 /// The default block size: 256 KiB, as the seed's Tamp.
 pub const DEFAULT_BLOCK: usize = 256 << 10;
 
+/// The default zstd frame size: 2 MiB, as `pzstd -1` cuts its input (four windows of level 1).
+/// zstd picks its parameters for a frame's size: 256 KiB frames came out 1.6% smaller on the
+/// bench corpus but compressed 0.84–1.0× as fast as pzstd's, 2 MiB ones as small as pzstd's and
+/// 1.01–1.10× as fast (2-vCPU EPYC VM, 512 MiB, 4 interleaved rounds at load 0.0–0.9).
+pub const DEFAULT_ZSTD_BLOCK: usize = 2 << 20;
+
+/// The default block size for `format`.
+pub fn default_block(format: Format) -> usize {
+    match format {
+        Format::Lz4 => DEFAULT_BLOCK,
+        Format::Zstd => DEFAULT_ZSTD_BLOCK,
+    }
+}
+
 /// How to compress.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompressOptions {

@@ -29,9 +29,10 @@ pub struct CompressArgs {
     /// Compression level (zstd 1–22; lz4 has one level).
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub level: i32,
-    /// Uncompressed bytes per block (64KiB … 4MiB).
-    #[arg(long, default_value = "256KiB", value_parser = parse_bytes)]
-    pub block: u64,
+    /// Uncompressed bytes per block (64KiB … 4MiB; default 256KiB for lz4, as the seed's Tamp,
+    /// and 2MiB for zstd, as pzstd -1: smaller zstd frames compress a little smaller, slower).
+    #[arg(long, value_parser = parse_bytes)]
+    pub block: Option<u64>,
     /// Output file (only with one input); default: INPUT.lz4 / INPUT.zst, or INPUT without
     /// its suffix with -d.
     #[arg(short = 'o', long, value_name = "OUT", conflicts_with = "discard")]
@@ -209,12 +210,12 @@ impl Experiment for Compress {
                  each",
             ));
         }
-        let block = usize::try_from(args.block).unwrap_or(usize::MAX);
+        let format = args.format.unwrap_or(Format::Lz4);
+        let block = args
+            .block
+            .map_or(crate::default_block(format), |b| usize::try_from(b).unwrap_or(usize::MAX));
         if !(64 << 10..=4 << 20).contains(&block) {
-            return Err(Classified::usage(format!(
-                "--block {} is outside 64KiB … 4MiB",
-                args.block
-            )));
+            return Err(Classified::usage(format!("--block {block} is outside 64KiB … 4MiB")));
         }
         let threads = args.threads.map_or_else(crate::online_cpus, |t| t as usize);
         // Every output is named and checked before the first run: a taken name among several
@@ -234,7 +235,6 @@ impl Experiment for Compress {
                 let opts = DecompressOptions { threads, format: args.format };
                 crate::decompress(input, &output, &opts, stop::flag())?
             } else {
-                let format = args.format.unwrap_or(Format::Lz4);
                 let opts =
                     CompressOptions { format, level: args.level, threads, block_size: block };
                 crate::compress(input, &output, &opts, stop::flag())?

@@ -42,7 +42,9 @@ pub mod scale;
 
 pub use clock::online_cpus;
 pub use codec::Format;
-pub use compress::{compress, compress_reader, CompressOptions, DEFAULT_BLOCK};
+pub use compress::{
+    compress, compress_reader, default_block, CompressOptions, DEFAULT_BLOCK, DEFAULT_ZSTD_BLOCK,
+};
 pub use decompress::{decompress, DecompressOptions, PARALLEL_FRAME_MAX, ZSTD_WINDOW_LOG_MAX};
 pub use error::TampError;
 pub use output::Output;
