@@ -4,17 +4,11 @@
 //! touched.
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
-use std::process::Command;
-
 use nicstat::ioctl::Socket;
 use nicstat::netdev::{parse_net_dev, NetDevCounters};
 use nicstat::netlink::LinkStats;
 use nicstat::Duplex;
-
-fn ip(args: &[&str]) {
-    let out = Command::new("ip").args(args).output().unwrap();
-    assert!(out.status.success(), "ip {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-}
+use test_support::net::ip;
 
 fn proc_net_dev() -> Vec<NetDevCounters> {
     // /proc/thread-self/net: this thread's namespace (/proc/self follows the main thread).
@@ -153,7 +147,7 @@ fn link_modes_match_the_ethtool_ioctl() {
 #[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn announced_changes_name_their_interfaces_and_are_read_one_by_one() {
     use nicstat::netlink::Announced;
-    use test_support::net::{ip, set_link_speed};
+    use test_support::net::set_link_speed;
     std::thread::spawn(|| {
         // SAFETY: unshare(2) of this thread's network namespace only.
         assert_eq!(unsafe { libc::unshare(libc::CLONE_NEWNET) }, 0, "unshare: needs root");

@@ -27,7 +27,7 @@ use super::{CollectError, Collector, Config};
 use crate::{Family, Kind, Labels, Unit};
 
 /// How long an interface's link facts are reused at most (each interface's between half of this
-/// and all of it, [`refresh_age`]). Changes the kernel announces show at the next scrape; this
+/// and all of it, fixed per name). Changes the kernel announces show at the next scrape; this
 /// bounds the rest (a driver that changes speed without a link event, or no netlink to hear
 /// announcements on).
 pub const LINK_FACTS_MAX_AGE: Duration = Duration::from_secs(300);
