@@ -108,6 +108,11 @@ impl Pending {
             None => self.all = true,
         }
     }
+
+    /// Announcements were lost (a queue overflowed): any interface may have changed.
+    fn note_lost(&mut self, lost: bool) {
+        self.all |= lost;
+    }
 }
 
 /// The sockets and the names they have learnt.
@@ -288,7 +293,9 @@ impl LinkStats {
         }
         if let Some(fd) = &self.ethtool_events {
             let pending = &mut self.announced;
-            drain(fd, &mut self.buf, |_, body| pending.note(parse_ethtool_index(body)))?;
+            let overflowed =
+                drain(fd, &mut self.buf, |_, body| pending.note(parse_ethtool_index(body)))?;
+            pending.note_lost(overflowed);
         }
         let pending = std::mem::take(&mut self.announced);
         if pending.all {
@@ -398,6 +405,7 @@ impl LinkStats {
                 pending.note(body.get(4..8).map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]])));
             }
         })?;
+        pending.note_lost(overflowed);
         Ok(changed || overflowed)
     }
 
@@ -880,6 +888,12 @@ mod tests {
         pending.note(None);
         pending.note(Some(5));
         assert!(pending.all, "an announcement naming no interface means any");
+        let mut pending = Pending::default();
+        pending.note_lost(false);
+        assert!(!pending.all);
+        pending.note(Some(2));
+        pending.note_lost(true);
+        assert!(pending.all, "lost announcements mean any interface");
     }
 
     /// A datagram socket pair: what `drain` receives from is written on the other end.
