@@ -587,6 +587,17 @@ mod tests {
         assert_eq!(cpu_per_op_us(2.0, 1_000_000.0), 2.0);
         assert_eq!(cpu_per_op_us(0.5, 250.0), 2000.0);
         assert!(cpu_per_op_us(1.0, 0.0).is_nan());
+        // Two CPUs for 1.5 s, 1 s of it idle: 2 busy seconds (the busy columns, sampled, say 1).
+        let t = ClockTicks::new(100);
+        let reading = |text: &str, at_ns| {
+            MachineReading::of(&cpuacct::cpustat::parse_proc_stat(text).unwrap(), at_ns)
+        };
+        let a = reading("cpu  100 0 50 1000 0 0 0\ncpu0 0 0 0 0 0 0 0\ncpu1 0 0 0 0 0 0 0\n", 0);
+        let b = reading(
+            "cpu  150 0 100 1100 0 0 0\ncpu0 0 0 0 0 0 0 0\ncpu1 0 0 0 0 0 0 0\n",
+            1_500_000_000,
+        );
+        assert_eq!(busy_seconds(&a, &b, t), 2.0);
     }
 
     #[test]

@@ -158,7 +158,7 @@ pub fn parse_proc_stat(text: &str) -> Result<ProcStat, ParseError> {
 /// this is as good as the busy columns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MachineReading {
-    /// `CLOCK_MONOTONIC`, ns, read right after the file.
+    /// `CLOCK_MONOTONIC`, ns, read right after the file was parsed.
     at_ns: u64,
     /// `cpuN` lines: the CPUs whose idle clocks run.
     online: u32,
@@ -168,13 +168,9 @@ pub struct MachineReading {
 impl MachineReading {
     /// Reads `/proc/stat` and the clock.
     pub fn now() -> Result<Self, measure::Error> {
-        let path = std::path::PathBuf::from("/proc/stat");
-        let text = std::fs::read_to_string(&path)
-            .map_err(|source| measure::Error::Io { path: path.clone(), source })?;
-        let at_ns = measure::time::monotonic_ns();
-        let stat =
-            parse_proc_stat(&text).map_err(|source| measure::Error::Parse { path, source })?;
-        Ok(Self::of(&stat, at_ns))
+        let root = measure::FsRoot::live();
+        let stat = root.parse(&root.path("proc/stat"), &mut String::new(), parse_proc_stat)?;
+        Ok(Self::of(&stat, measure::time::monotonic_ns()))
     }
 
     /// A reading of `stat` taken at `at_ns` (`CLOCK_MONOTONIC`).

@@ -1,7 +1,7 @@
 //! What the transactions cost: the server's process tree CPU (pstime's exact per-process
 //! clocks, backends that start during the run included, reaped ones through the parent's
-//! `cutime + cstime`), the whole machine's busy time (`/proc/stat`'s measured idle against the wall clock), and this process's own
-//! CPU, each between two moments around the run.
+//! `cutime + cstime`), the whole machine's busy time (`/proc/stat`'s measured idle against the
+//! wall clock), and this process's own CPU, each between two moments around the run.
 
 use cpuacct::cpustat::MachineReading;
 use cpuacct::pstime::{self, Sampler, Snapshot};

@@ -208,9 +208,7 @@ impl LinkStats {
 
     /// Every interface's counters now, in index order.
     pub fn read(&mut self) -> io::Result<Vec<NetDevCounters>> {
-        if self.drain_link_events()? {
-            self.learn_names()?;
-        }
+        self.follow_link_events()?;
         let mut by_index = Vec::new();
         self.dump_request(RTM_GETSTATS, |kind, body| {
             if kind == RTM_NEWSTATS {
@@ -263,9 +261,13 @@ impl LinkStats {
     /// `Ok(None)` as for [`LinkStats::link_modes`].
     pub fn link_modes_of(&mut self, names: &[&str]) -> io::Result<Option<Vec<LinkMode>>> {
         let Some(family) = self.ethtool_family()? else { return Ok(None) };
-        let indexes: Vec<u32> = names
+        // One pass over the known links, not one search per name.
+        let wanted: std::collections::HashSet<&str> = names.iter().copied().collect();
+        let indexes: Vec<u32> = self
+            .names
             .iter()
-            .filter_map(|name| self.names.iter().find(|l| l.name == *name).map(|l| l.index))
+            .filter(|l| wanted.contains(l.name.as_str()))
+            .map(|l| l.index)
             .collect();
         let mut found = Vec::new();
         for index in indexes {
@@ -288,9 +290,7 @@ impl LinkStats {
     /// Which interfaces' link facts may have changed since the last call, as the kernel
     /// announced it; the announcements are taken (an empty list: none).
     pub fn take_announced(&mut self) -> io::Result<Announced> {
-        if self.drain_link_events()? {
-            self.learn_names()?;
-        }
+        self.follow_link_events()?;
         if let Some(fd) = &self.ethtool_events {
             let pending = &mut self.announced;
             let overflowed =
@@ -311,9 +311,7 @@ impl LinkStats {
     /// ethtool's family number, opening its sockets at the first call (and learning names
     /// again if links changed); `None` when the kernel has no such family.
     fn ethtool_family(&mut self) -> io::Result<Option<u16>> {
-        if self.drain_link_events()? {
-            self.learn_names()?;
-        }
+        self.follow_link_events()?;
         if let Ethtool::Unopened = self.ethtool {
             self.ethtool = self.open_ethtool()?;
         }
@@ -393,10 +391,10 @@ impl LinkStats {
         Ok(Ethtool::Open(fd, family))
     }
 
-    /// Whether the kernel announced a link change since the last read (drains the
-    /// announcements, keeping which interfaces for [`LinkStats::take_announced`]; an overflowed
-    /// queue counts as a change of every interface).
-    fn drain_link_events(&mut self) -> io::Result<bool> {
+    /// Takes the link announcements queued since the last call, keeping which interfaces for
+    /// [`LinkStats::take_announced`] (an overflowed queue counts as a change of every
+    /// interface), and if there were any, learns the names again.
+    fn follow_link_events(&mut self) -> io::Result<()> {
         let pending = &mut self.announced;
         let mut changed = false;
         let overflowed = drain(&self.events, &mut self.buf, |kind, body| {
@@ -406,7 +404,10 @@ impl LinkStats {
             }
         })?;
         pending.note_lost(overflowed);
-        Ok(changed || overflowed)
+        if changed || overflowed {
+            self.learn_names()?;
+        }
+        Ok(())
     }
 
     /// Index → name for every interface (one `RTM_GETLINK` dump).

@@ -61,11 +61,9 @@ struct Known {
 /// One interface's facts and labels, kept between scrapes.
 #[derive(Debug)]
 struct Interface {
-    /// Link facts and when they were read.
+    /// Link facts, and until when they are kept ([`refresh_age`] after they were read).
     facts: LinkFacts,
-    read_at: Instant,
-    /// How old its facts may grow ([`refresh_age`]).
-    max_age: Duration,
+    fresh_until: Instant,
     /// Its label sets, rendered once for its lifetime: it carries eight counter samples.
     labels: DeviceLabels,
     /// The last scrape that saw it.
@@ -227,9 +225,7 @@ impl Collector for Nic {
         let mut due: Vec<&NetDevCounters> = Vec::new();
         for device in &devices {
             match known.by_name.get_mut(&device.name) {
-                Some(i)
-                    if now.duration_since(i.read_at) < i.max_age && !is_announced(&device.name) =>
-                {
+                Some(i) if now < i.fresh_until && !is_announced(&device.name) => {
                     i.scrape = scrape;
                 }
                 _ => due.push(device),
@@ -243,6 +239,7 @@ impl Collector for Nic {
         };
         let mut socket: Option<Option<Socket>> = None;
         for device in due {
+            let fresh_until = now + refresh_age(self.max_age, &device.name);
             let facts = match &modes {
                 Some(modes) => {
                     let mut facts = LinkFacts::unknown(&device.name);
@@ -266,12 +263,12 @@ impl Collector for Nic {
             };
             match known.by_name.get_mut(&device.name) {
                 Some(interface) => {
-                    (interface.facts, interface.read_at, interface.scrape) = (facts, now, scrape);
+                    (interface.facts, interface.fresh_until, interface.scrape) =
+                        (facts, fresh_until, scrape);
                 }
                 None => {
                     let labels = DeviceLabels::new(&device.name);
-                    let max_age = refresh_age(self.max_age, &device.name);
-                    let interface = Interface { facts, read_at: now, max_age, labels, scrape };
+                    let interface = Interface { facts, fresh_until, labels, scrape };
                     known.by_name.insert(device.name.clone(), interface);
                 }
             }
@@ -557,18 +554,19 @@ mod tests {
             let text = scrape(&nic);
             assert!(text.contains(&speed(100)), "{text}");
             assert!(text.contains("platscope_nic_duplex_full{device=\"nst0\"} 1\n"), "{text}");
-            let read_at = |nic: &Nic, name: &str| nic.known.lock().unwrap().by_name[name].read_at;
-            let (tap_first, veth_first) = (read_at(&nic, "nst0"), read_at(&nic, "nsc0"));
+            // Facts read again move their keep-until time on.
+            let kept = |nic: &Nic, name: &str| nic.known.lock().unwrap().by_name[name].fresh_until;
+            let (tap_first, veth_first) = (kept(&nic, "nst0"), kept(&nic, "nsc0"));
             // Unannounced, unchanged: nothing is read again.
             scrape(&nic);
-            assert_eq!(read_at(&nic, "nst0"), tap_first);
+            assert_eq!(kept(&nic, "nst0"), tap_first);
 
             set_link_speed("nst0", 1000, false).unwrap();
             let text = scrape(&nic);
             assert!(text.contains(&speed(1000)), "{text}");
             assert!(text.contains("platscope_nic_duplex_full{device=\"nst0\"} 0\n"), "{text}");
-            assert!(read_at(&nic, "nst0") > tap_first);
-            assert_eq!(read_at(&nic, "nsc0"), veth_first, "an unannounced interface read again");
+            assert!(kept(&nic, "nst0") > tap_first);
+            assert_eq!(kept(&nic, "nsc0"), veth_first, "an unannounced interface read again");
         })
         .join()
         .unwrap();
