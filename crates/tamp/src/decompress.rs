@@ -228,6 +228,7 @@ pub fn decompress(
                     || Ok(DecodeWorker::new(path.clone())),
                     sink,
                     opts.threads,
+                    pipeline::slots_for(opts.threads, None),
                     stop,
                 )?,
                 Format::Zstd => pipeline::run(
@@ -235,6 +236,7 @@ pub fn decompress(
                     || Ok(DecodeWorker::new(path.clone())),
                     sink,
                     opts.threads,
+                    pipeline::slots_for(opts.threads, None),
                     stop,
                 )?,
             };
