@@ -22,7 +22,7 @@ rounds=${2:-3}
   exit 2
 }
 started=$(date +%s)
-for t in lz4 zstd pzstd pigz /usr/bin/time; do
+for t in lz4 zstd pzstd pigz jq /usr/bin/time; do
   command -v "$t" > /dev/null || { echo "bench: $t is missing: run scripts/setup.sh --deps" >&2; exit 1; }
 done
 # Taken before the build: the build (a relink after every commit) and the tools themselves load
@@ -162,6 +162,17 @@ table=$(
   row "d pigz -d -p $N" "$N (inflate on 1)"
 )
 scaling=$(awk -v a="$(med "$lz4_1")" -v b="$(med "$lz4_n")" -v n="$N" 'BEGIN {printf "%.2f× one thread (%.0f%% of %d×)", a / b, a / b / n * 100, n}')
+# The most -t N could gain on N CPUs: its threads' CPU (workers, reader, writer, from tamp's own
+# per-thread clocks) spread over all N CPUs with nothing idle, against -t 1's wall. Per round.
+ceilings=() shares=()
+for ((r = 1; r <= rounds; r++)); do
+  one=$logs/$(key "$lz4_1").r$r.log many=$logs/$(key "$lz4_n").r$r.log
+  [[ -s $one && -s $many ]] || continue
+  ceilings+=("$(jq -n --argjson a "$(jq .wall_s "$one")" --argjson t "$(jq '[.thread_busy[].cpu_s] | add' "$many")" \
+    --argjson n "$N" '$a / ($t / $n) * 100 | round / 100')")
+  shares+=("$(jq '.machine_cpu_share * 100 | round' "$many")")
+done
+ceiling_text="Its ceiling on these $N CPUs, -t 1's wall over -t $N's thread CPU spread on all $N with none idle, per round: ${ceilings[*]:-none} (machine busy during -t $N: ${shares[*]:-?} %)."
 for pair in "$lz4_1|c lz4 -1" "$lz4_n|c lz4 -1" "$lz4_n|$lz4_1" "c tamp zstd -1 -t $N|c zstd -T$N -1" \
   "c tamp zstd -1 -t $N|c pzstd -p $N -1" "c tamp zstd -1 -t $N|c pigz -p $N -1" "d tamp lz4 -t $N|d lz4 -d" \
   "d tamp lz4 -t $N (lz4's file)|d lz4 -d" "d tamp zstd -t $N|d zstd -d" "d tamp zstd -t $N|d pzstd -d -p $N" \
@@ -187,9 +198,7 @@ section=$(cat <<MD
 ## Parallel compression: tamp vs lz4, zstd, pzstd, pigz
 
 Command: \`bench/compress_tools.sh $size_mib $rounds\` — $rounds round(s), each figure the median;
-the tools' order rotated each round. Run on $(date -u +%Y-%m-%d); it took ${elapsed} s. Driven
-through the crate's example binary (\`crates/tamp/examples/tamp.rs\`) until \`platscope compress\`
-is wired; it calls the same library.
+the tools' order rotated each round. Run on $(date -u +%Y-%m-%d); it took ${elapsed} s.
 
 Machine: $model, $N online CPU(s) (all used: \`taskset -c $cpus\`), kernel $(uname -r), memory
 $(awk '/^MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo). Load average before the script (and its build):
@@ -200,11 +209,11 @@ $(git describe --always --dirty 2>/dev/null || echo "an unknown commit").
 Input: the tamp corpus (seed 4, $size_mib MiB = $bytes bytes, \`tamp corpus 4 $bytes\`) on /dev/shm;
 compressed outputs written to /dev/shm, decompressed output discarded (\`> /dev/null\`, tamp
 \`--discard\`). MB/s is uncompressed bytes (10^6) per wall second in both directions; CPU s is
-user + sys of the whole command (GNU time). tamp's blocks: 256 KiB.
+user + sys of the whole command (GNU time). tamp's blocks: its defaults (lz4 256 KiB, zstd 2 MiB).
 
 $table
 
-tamp lz4 with $N threads: $scaling.
+tamp lz4 with $N threads: $scaling. $ceiling_text
 
 $below_text
 

@@ -36,6 +36,7 @@ pub mod metrics;
 mod output;
 mod pipeline;
 pub mod procstat;
+mod queue;
 pub mod render;
 mod result;
 pub mod scale;

@@ -10,9 +10,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{bounded, Receiver};
-
 use crate::clock::thread_cpu;
+use crate::queue::{queue, Receiver};
 use crate::TampError;
 
 /// Produces the units of work, in order, on the reader thread.
@@ -93,9 +92,9 @@ impl Stopwatch {
     fn new() -> Self {
         Self { start: Instant::now(), cpu0: thread_cpu(), wait: Duration::ZERO }
     }
-    fn recv<T>(&mut self, rx: &Receiver<T>) -> Option<T> {
+    fn recv<T>(&mut self, rx: &Receiver<T>, gather: usize) -> Option<T> {
         let t = Instant::now();
-        let r = rx.recv().ok();
+        let r = rx.recv_gathered(gather);
         self.wait += t.elapsed();
         r
     }
@@ -170,9 +169,13 @@ where
     let workers = workers.max(1);
     // Fewer slots than workers + 2 would leave a worker (or the reader) with nothing to hold.
     let slots = slots.max(workers + 2);
-    let (free_tx, free_rx) = bounded::<Slot<S::Meta>>(slots);
-    let (work_tx, work_rx) = bounded::<Slot<S::Meta>>(slots);
-    let (done_tx, done_rx) = bounded::<Slot<S::Meta>>(slots);
+    let (free_tx, free_rx) = queue::<Slot<S::Meta>>(slots);
+    let (work_tx, work_rx) = queue::<Slot<S::Meta>>(slots);
+    let (done_tx, done_rx) = queue::<Slot<S::Meta>>(slots);
+    // The reader, out of free slots, sleeps until a quarter of them are back: it fills one in a
+    // moment (a position, for a file the workers read), and a wake-up per block cost it more
+    // CPU than that. Every slot comes back once the blocks in flight are written.
+    let refill = (slots / 4).max(1);
     for _ in 0..slots {
         let slot = Slot {
             seq: 0,
@@ -208,7 +211,7 @@ where
                         interrupted = true;
                         break;
                     }
-                    let Some(mut slot) = sw.recv(&free_rx) else { break };
+                    let Some(mut slot) = sw.recv(&free_rx, refill) else { break };
                     let filled = catch_unwind(AssertUnwindSafe(|| source.fill(&mut slot.input)))
                         .unwrap_or(Err(TampError::Panicked("reader")));
                     match filled {
@@ -250,7 +253,7 @@ where
                         None
                     }
                 };
-                while let Some(mut slot) = sw.recv(&work_rx) {
+                while let Some(mut slot) = sw.recv(&work_rx, 1) {
                     let (Some(w), Some(meta), false) =
                         (worker.as_mut(), slot.meta.as_ref(), failure.is_set())
                     else {
@@ -293,7 +296,7 @@ where
                 if let Err(e) = sink.start() {
                     failure.set(e);
                 }
-                while let Some(slot) = sw.recv(&done_rx) {
+                while let Some(slot) = sw.recv(&done_rx, 1) {
                     if failure.is_set() {
                         let _ = free_tx.send(slot);
                         for s in pending.iter_mut().filter_map(Option::take) {
