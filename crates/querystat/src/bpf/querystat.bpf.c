@@ -68,9 +68,12 @@ struct {
 static const struct qs_inflight zero_inflight = {};
 static const struct qs_text zero_text = {};
 
-static __always_inline bool in_tree(void)
+/* Whether the process of `pid_tgid` (bpf_get_current_pid_tgid's answer: one helper call gives
+ * both halves, and each call's return is dear on AMD hosts with SRSO's Safe RET) is the
+ * server's. */
+static __always_inline bool in_tree(__u64 pid_tgid)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u32 tgid = pid_tgid >> 32;
 
 	return bpf_map_lookup_elem(&tree, &tgid) != NULL;
 }
@@ -125,9 +128,11 @@ static __always_inline struct qs_inflight *inflight_of(__u32 tid)
 
 static __always_inline void begin(__u32 command)
 {
-	if (!in_tree())
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+
+	if (!in_tree(pid_tgid))
 		return;
-	__u32 tid = current_tid();
+	__u32 tid = (__u32)pid_tgid;
 	struct qs_inflight *q = inflight_of(tid);
 
 	if (!q)
@@ -202,9 +207,13 @@ static __always_inline void end(bool hit_if_no_read)
 /* Keeps the statement text of the current thread (only with --slower). */
 static __always_inline void keep_text(const void *text, __u32 len, bool user_str)
 {
-	if (slower_ns == 0 || !text || !in_tree())
+	if (slower_ns == 0 || !text)
 		return;
-	__u32 tid = current_tid();
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+
+	if (!in_tree(pid_tgid))
+		return;
+	__u32 tid = (__u32)pid_tgid;
 	struct qs_text *t = bpf_map_lookup_elem(&texts, &tid);
 
 	if (!t) {
