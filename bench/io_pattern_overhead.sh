@@ -25,6 +25,8 @@ seconds=${2:-5}
 for tool in fio bpftrace; do
   command -v "$tool" >/dev/null || apt-get install -y -qq "$tool" >/dev/null
 done
+# Before anything of the bench's own runs: other work on the machine moves every column.
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 platscope=${PLATSCOPE:-target/release/platscope}
 [ -x "$platscope" ] || cargo build --release --locked -p platscope >&2
 mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
@@ -136,7 +138,8 @@ write_doc_section io-pattern-overhead "<!-- io-pattern-overhead:begin -->
 ## io pattern: overhead on the traced workload
 
 \`bench/io_pattern_overhead.sh $rounds $seconds\` on $(date -u +%Y-%m-%d): $cpu, $(nproc) CPUs,
-kernel $(uname -r). fio $(fio --version), $(bpftrace --version | head -1); fio psync (pread64),
+kernel $(uname -r), load average $load_start before the run and $(cut -d' ' -f1-3 /proc/loadavg) at its end
+(the bench's own fio and tracer keep a CPU busy). fio $(fio --version), $(bpftrace --version | head -1); fio psync (pread64),
 one job, a 1 GiB file in the page cache, ${seconds} s per run, median of $rounds rounds in
 rotating order. The bpftrace script tallies pread64 only, per (pid, fd), on the classic syscall
 tracepoints; platscope follows all ten read/write calls per (device, inode) plus metadata calls
