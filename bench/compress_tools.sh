@@ -53,6 +53,12 @@ add() { cmd[$1]=$2; src[$1]=${3:-}; }
 add "c tamp lz4 -t 1" "$T -t 1 --format lz4 IN -o OUT"
 add "c tamp lz4 -t $N" "$T -t $N --format lz4 IN -o OUT"
 add "c lz4 -1" "lz4 -1 -q -f IN OUT"
+# The machine's own scaling, the anchor for tamp's -t N ÷ -t 1: N independent `lz4 -1`
+# processes at once, each on an Nth of the corpus (split ahead, outside the timing).
+split -n "$N" -d -a 3 "$in" "$work/part."
+parts_cmd=""
+for part in "$work"/part.*; do parts_cmd+="lz4 -1 -q -f $part OUT.${part##*.} & "; done
+add "c $N × lz4 -1 at once" "${parts_cmd}wait; touch OUT"
 add "c tamp zstd -1 -t $N" "$T -t $N --format zstd --level 1 IN -o OUT"
 add "c zstd -T$N -1" "zstd -1 -T$N -q -f IN -o OUT"
 add "c pzstd -p $N -1" "pzstd -1 -p $N -q -f IN -o OUT"
@@ -65,7 +71,7 @@ add "d zstd -d" "zstd -d -q -c IN > /dev/null" "c zstd -T$N -1"
 add "d zstd -d (tamp's file)" "zstd -d -q -c IN > /dev/null" "c tamp zstd -1 -t $N"
 add "d pzstd -d -p $N" "pzstd -d -p $N -q -c IN > /dev/null" "c pzstd -p $N -1"
 add "d pigz -d -p $N" "pigz -d -p $N -c IN > /dev/null" "c pigz -p $N -1"
-order=("c tamp lz4 -t 1" "c tamp lz4 -t $N" "c lz4 -1" "c tamp zstd -1 -t $N" "c zstd -T$N -1"
+order=("c tamp lz4 -t 1" "c tamp lz4 -t $N" "c lz4 -1" "c $N × lz4 -1 at once" "c tamp zstd -1 -t $N" "c zstd -T$N -1"
   "c pzstd -p $N -1" "c pigz -p $N -1")
 dorder=("d tamp lz4 -t $N" "d lz4 -d" "d tamp lz4 -t $N (lz4's file)" "d tamp zstd -t $N" "d zstd -d"
   "d zstd -d (tamp's file)" "d pzstd -d -p $N" "d pigz -d -p $N")
@@ -88,7 +94,8 @@ run_job() { # NAME ROUND
   read -r w u s < "$log.time"
   walls[$name]+="$w "
   cpu_s[$name]+="$(awk -v u="$u" -v s="$s" 'BEGIN {print u + s}') "
-  [[ $name == c* ]] && outsz[$name]=$(stat -c %s "$work/$k.out")
+  # (Summed over OUT.* too: the parts' outputs.)
+  [[ $name == c* ]] && outsz[$name]=$(stat -c %s "$work/$k.out"* | awk '{n += $1} END {print n}')
   if [[ $c == "$T"* ]]; then
     verdicts[$name]=$(grep -o '"verdict": *"[^"]*"' "$log" | head -1 | sed 's/.*: *"//; s/"$//')
     if [[ $name == d* ]]; then
@@ -147,6 +154,7 @@ table=$(
   echo "|---|---:|---:|---:|---:|---:|---|---|"
   row "$lz4_1" 1 "c lz4 -1"
   row "c lz4 -1" 1
+  row "c $N × lz4 -1 at once" "$N processes" "c lz4 -1"
   row "$lz4_n" "$N" "c lz4 -1" "$lz4_1"
   row "c tamp zstd -1 -t $N" "$N" "c zstd -T$N -1" "c pzstd -p $N -1" "c pigz -p $N -1"
   row "c zstd -T$N -1" "$N"
@@ -162,6 +170,7 @@ table=$(
   row "d pigz -d -p $N" "$N (inflate on 1)"
 )
 scaling=$(awk -v a="$(med "$lz4_1")" -v b="$(med "$lz4_n")" -v n="$N" 'BEGIN {printf "%.2f× one thread (%.0f%% of %d×)", a / b, a / b / n * 100, n}')
+machine_scaling=$(awk -v a="$(med "c lz4 -1")" -v b="$(med "c $N × lz4 -1 at once")" -v n="$N" 'BEGIN {printf "%.2f×", a / b}')
 # The most -t N could gain on N CPUs: its threads' CPU (workers, reader, writer, from tamp's own
 # per-thread clocks) spread over all N CPUs with nothing idle, against -t 1's wall. Per round.
 ceilings=() shares=()
@@ -213,7 +222,9 @@ user + sys of the whole command (GNU time). tamp's blocks: its defaults (lz4 256
 
 $table
 
-tamp lz4 with $N threads: $scaling. $ceiling_text
+tamp lz4 with $N threads: $scaling. $N \`lz4 -1\` processes at once, each on 1/$N of the
+corpus, ran $machine_scaling as fast as one on all of it: what these $N CPUs give $N independent
+jobs in this run, the anchor for tamp's scaling. $ceiling_text
 
 $below_text
 
@@ -229,5 +240,5 @@ MD
 )
 write_doc_section compress-tools "$section"
 echo "$table"
-echo "tamp lz4: $scaling"
+echo "tamp lz4: $scaling; $N × lz4 -1 at once: $machine_scaling one"
 echo "logs in $logs; wrote docs/benchmarks.md; took ${elapsed} s" >&2
