@@ -990,6 +990,52 @@ mod tests {
         assert_eq!(stats.name_of(fake - 1), None, "the dump does not have it");
     }
 
+    /// The kernel's own overflow: with the announcement socket's receive buffer at its minimum,
+    /// a burst of new links overflows it (ENOBUFS). Every interface then counts as announced,
+    /// and the names come from a dump, complete. Live: root, in a network namespace of this
+    /// test's own thread (`ip` children inherit it).
+    #[test]
+    #[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+    fn an_overflowed_announcement_queue_marks_every_interface_and_relearns_the_names() {
+        std::thread::spawn(|| {
+            // SAFETY: unshare(2) of this thread's network namespace only.
+            assert_eq!(unsafe { libc::unshare(libc::CLONE_NEWNET) }, 0, "unshare: needs root");
+            let mut stats = LinkStats::open().unwrap();
+            let tiny: libc::c_int = 0; // the kernel raises it to its minimum (a few KiB)
+                                       // SAFETY: setsockopt on our own socket with an int of the size passed.
+            let rc = unsafe {
+                libc::setsockopt(
+                    stats.events.as_raw_fd(),
+                    libc::SOL_SOCKET,
+                    libc::SO_RCVBUF,
+                    std::ptr::addr_of!(tiny).cast(),
+                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                )
+            };
+            assert_eq!(rc, 0);
+            let pairs = 40;
+            let batch: String = (0..pairs)
+                .map(|i| format!("link add ova{i} type veth peer name ovb{i}\n"))
+                .collect();
+            let file = std::env::temp_dir().join(format!("ps-overflow-{}", std::process::id()));
+            std::fs::write(&file, batch).unwrap();
+            test_support::net::ip(&["-batch", file.to_str().unwrap()]);
+            std::fs::remove_file(&file).unwrap();
+
+            assert_eq!(stats.take_announced().unwrap(), Announced::All, "the queue overflowed");
+            let names: Vec<String> = stats.read().unwrap().into_iter().map(|c| c.name).collect();
+            for i in 0..pairs {
+                for name in [format!("ova{i}"), format!("ovb{i}")] {
+                    assert!(names.contains(&name), "{name} missing from {names:?}");
+                }
+            }
+            // Nothing since: nothing announced.
+            assert_eq!(stats.take_announced().unwrap(), Announced::Links(Vec::new()));
+        })
+        .join()
+        .unwrap();
+    }
+
     #[test]
     fn drain_takes_every_queued_message_and_flags_a_malformed_datagram() {
         let (ours, theirs) = pair();
