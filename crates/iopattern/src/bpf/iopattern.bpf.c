@@ -337,13 +337,16 @@ int BPF_PROG(iop_sys_exit, struct pt_regs *regs, long ret)
 
 	if (!op || op->kind == OP_NONE)
 		return 0;
+	/* Failed reads and writes move nothing and are not counted (checked before any helper
+	 * call: a server's non-blocking socket reads fail with EAGAIN often). Metadata calls count
+	 * whether or not they succeed (a failed lookup still looked). */
+	if (ret < 0 && op->kind != OP_META)
+		return 0;
 	struct task_struct *task = bpf_get_current_task_btf();
 
-	/* Metadata calls count whether or not they succeed (a failed lookup still looked). */
 	if (op->kind == OP_META)
 		return traced_task(task) ? count_meta(task, op, regs) : 0;
-	/* Failed reads and writes move nothing and are not counted. */
-	if (ret < 0 || !traced_task(task))
+	if (!traced_task(task))
 		return 0;
 	/* The arguments are still in the saved registers at exit (arm64 keeps the first one
 	 * in orig_x0), and the descriptor still names the file the call used: no state is
