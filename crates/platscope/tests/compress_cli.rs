@@ -104,6 +104,46 @@ fn bad_compress_input_is_a_usage_error_and_writes_nothing() {
     assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0, "nothing written");
 }
 
+/// `-` is standard input, as for lz4 and zstd: a pipe compresses and decompresses to the same
+/// bytes; without -o or --discard, or beside another input, it is a usage error.
+#[test]
+fn a_dash_reads_standard_input_in_both_directions() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let at = |name: &str| dir.path().join(name).display().to_string();
+    let original: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8 ^ (i >> 13) as u8).collect();
+    let piped = |args: &[&str], input: &[u8]| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_platscope"))
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("platscope runs");
+        let mut stdin = child.stdin.take().expect("stdin");
+        // A refused run exits without reading: a broken pipe then is the answer, not a fault.
+        let _ = stdin.write_all(input);
+        drop(stdin);
+        child.wait_with_output().expect("platscope ends")
+    };
+    let (packed, unpacked) = (at("piped.lz4"), at("piped"));
+    let out =
+        piped(&["--no-store", "--json", "compress", "-t", "2", "-", "-o", &packed], &original);
+    let json: serde_json::Value = serde_json::from_str(&ok(&out)).expect("json");
+    assert_eq!(json["input"], "standard input", "{json}");
+    assert_eq!(json["bytes_in"], original.len() as u64, "{json}");
+    let compressed = std::fs::read(&packed).expect("the compressed file");
+    ok(&piped(&["--no-store", "compress", "-d", "-", "-o", &unpacked], &compressed));
+    assert!(std::fs::read(&unpacked).expect("the decompressed file") == original);
+
+    let unnamed = piped(&["--no-store", "compress", "-"], &original);
+    assert_eq!(unnamed.status.code(), Some(2), "{}", text(&unnamed.stderr));
+    assert!(text(&unnamed.stderr).contains("-o"), "{}", text(&unnamed.stderr));
+    let beside = piped(&["--no-store", "compress", "--discard", "-", &packed], &original);
+    assert_eq!(beside.status.code(), Some(2), "{}", text(&beside.stderr));
+}
+
 /// Issue 29: an existing output is refused without `--force` in both directions (exit 1, one
 /// line naming `--force`), left byte for byte as it was with nothing beside it, and replaced
 /// with `--force`.

@@ -55,7 +55,8 @@ pub struct CompressArgs {
     /// report names its generated corpus so, not the temporary file it sits in).
     #[arg(long, hide = true, value_name = "TEXT")]
     pub input_name: Option<String>,
-    /// Files to compress or decompress.
+    /// Files to compress or decompress; `-` reads standard input (the only input, with -o or
+    /// --discard).
     #[arg(value_name = "IN", required_unless_present = "make_corpus")]
     pub inputs: Vec<PathBuf>,
 }
@@ -90,6 +91,11 @@ fn suffix(format: Format) -> &'static str {
     }
 }
 
+/// `-`: standard input, as lz4, zstd and gzip read it.
+fn is_stdin(input: &Path) -> bool {
+    input.as_os_str() == "-"
+}
+
 /// Where one input's result goes.
 fn output_for(args: &CompressArgs, input: &Path) -> Result<Output, Classified> {
     if args.discard {
@@ -98,6 +104,12 @@ fn output_for(args: &CompressArgs, input: &Path) -> Result<Output, Classified> {
     let file = |path: PathBuf| if args.force { Output::File(path) } else { Output::NewFile(path) };
     if let Some(o) = &args.output {
         return Ok(file(o.clone()));
+    }
+    if is_stdin(input) {
+        return Err(Classified::usage(
+            "standard input (-) has no name to derive the output's from: name it with -o, or \
+             give --discard",
+        ));
     }
     let name = input
         .file_name()
@@ -210,6 +222,11 @@ impl Experiment for Compress {
                  each",
             ));
         }
+        if args.inputs.len() > 1 && args.inputs.iter().any(|i| is_stdin(i)) {
+            return Err(Classified::usage(
+                "standard input (-) can only be the one input: give it alone",
+            ));
+        }
         let format = args.format.unwrap_or(Format::Lz4);
         let block = args
             .block
@@ -230,7 +247,10 @@ impl Experiment for Compress {
             }
         }
         let mut inputs = args.inputs.iter().zip(outputs).peekable();
-        while let Some((input, output)) = inputs.next() {
+        while let Some((given, output)) = inputs.next() {
+            // Standard input through its /dev/stdin name: a pipe goes to the reader thread, a
+            // redirected file to the workers, as the same input named by its path would.
+            let input = if is_stdin(given) { Path::new("/dev/stdin") } else { given.as_path() };
             let mut result = if args.decompress {
                 let opts = DecompressOptions { threads, format: args.format };
                 crate::decompress(input, &output, &opts, stop::flag())?
@@ -241,6 +261,8 @@ impl Experiment for Compress {
             };
             if let Some(name) = &args.input_name {
                 result.input = name.clone();
+            } else if is_stdin(given) {
+                result.input = "standard input".into();
             }
             let outcome = Compressed::Run(Box::new(result));
             if outcome.interrupted() || inputs.peek().is_none() {
