@@ -227,6 +227,14 @@ impl Experiment for Compress {
                 "standard input (-) can only be the one input: give it alone",
             ));
         }
+        if args.inputs.iter().any(|i| is_stdin(i))
+            && std::io::IsTerminal::is_terminal(&std::io::stdin())
+        {
+            // As lz4 and zstd refuse: typed input would wait for an end of file.
+            return Err(Classified::usage(
+                "standard input (-) is a terminal: pipe or redirect the data into it",
+            ));
+        }
         let format = args.format.unwrap_or(Format::Lz4);
         let block = args
             .block
