@@ -3,7 +3,7 @@
 
 use std::path::Path;
 use std::process::{Command, Output};
-use test_support::{platscope, text};
+use test_support::{platscope, platscope_with_stdin, text};
 
 fn ok(out: &Output) -> String {
     assert!(out.status.success(), "{}\n{}", text(&out.stdout), text(&out.stderr));
@@ -108,25 +108,10 @@ fn bad_compress_input_is_a_usage_error_and_writes_nothing() {
 /// bytes; without -o or --discard, or beside another input, it is a usage error.
 #[test]
 fn a_dash_reads_standard_input_in_both_directions() {
-    use std::io::Write;
-    use std::process::Stdio;
     let dir = tempfile::tempdir().expect("temp dir");
     let at = |name: &str| dir.path().join(name).display().to_string();
     let original: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8 ^ (i >> 13) as u8).collect();
-    let piped = |args: &[&str], input: &[u8]| {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_platscope"))
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("platscope runs");
-        let mut stdin = child.stdin.take().expect("stdin");
-        // A refused run exits without reading: a broken pipe then is the answer, not a fault.
-        let _ = stdin.write_all(input);
-        drop(stdin);
-        child.wait_with_output().expect("platscope ends")
-    };
+    let piped = platscope_with_stdin;
     let (packed, unpacked) = (at("piped.lz4"), at("piped"));
     let out =
         piped(&["--no-store", "--json", "compress", "-t", "2", "-", "-o", &packed], &original);

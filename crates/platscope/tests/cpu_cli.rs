@@ -10,10 +10,9 @@
 
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
-use std::io::Write;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
-use test_support::{platscope, text, Burner};
+use test_support::{platscope, platscope_with_stdin, text, Burner};
 
 const BIN: &str = env!("CARGO_BIN_EXE_platscope");
 const BURN_NS: u64 = 500_000_000;
@@ -378,15 +377,10 @@ fn util_from_reads_a_captured_mpstat_log() {
 
     // -: standard input; --busy-only and --node-cpus on the hand-made 256-CPU log.
     let big = std::fs::read(mpstat_fixture("mpstat_sysstat12_handmade_256cpu_24h.txt")).unwrap();
-    let mut child = Command::new(BIN)
-        .args(["cpu", "util", "--from", "-", "--busy-only", "--node-cpus", "0-127,128-255"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(&big).unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = platscope_with_stdin(
+        &["cpu", "util", "--from", "-", "--busy-only", "--node-cpus", "0-127,128-255"],
+        &big,
+    );
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
     assert_eq!(stdout.matches(" NODE ").count(), 3, "{stdout}");

@@ -1,7 +1,8 @@
 //! The `platscope` binary as users run it.
 
+use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
 /// The `platscope` binary of this build: `CARGO_BIN_EXE_platscope` when the runner sets it at
 /// run time, else the one beside the test binary's `deps/` directory (where Cargo builds a
@@ -33,6 +34,36 @@ pub fn platscope(args: &[&str]) -> Output {
         Ok(out) => out,
         Err(e) => panic!("running platscope {args:?}: {e}"),
     }
+}
+
+/// Runs `platscope ARGS` to its end with `input` on its standard input, written from a thread
+/// of its own so a long answer cannot stall it. A run that ends without reading all of it
+/// (a refused one) is not a fault here.
+pub fn platscope_with_stdin(args: &[&str], input: &[u8]) -> Output {
+    let mut child = match command()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(e) => panic!("running platscope {args:?}: {e}"),
+    };
+    let feeder = child.stdin.take().map(|mut stdin| {
+        let input = input.to_vec();
+        std::thread::spawn(move || {
+            let _ = stdin.write_all(&input);
+        })
+    });
+    let out = match child.wait_with_output() {
+        Ok(out) => out,
+        Err(e) => panic!("waiting for platscope {args:?}: {e}"),
+    };
+    if let Some(feeder) = feeder {
+        let _ = feeder.join();
+    }
+    out
 }
 
 /// The id of the newest run in the results database `db` (`results list --json`).
