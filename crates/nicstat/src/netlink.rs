@@ -6,8 +6,8 @@
 //! date from the kernel's link announcements (a second socket subscribed to `RTNLGRP_LINK` is
 //! drained at each read; each announcement carries the link), so a renamed interface shows its
 //! new name at the next read. The dump is read again when an index is new to the names or
-//! announcements were lost. Counters are mapped to `/proc/net/dev`'s columns the way the kernel prints them
-//! there (drops include missed packets; frame and carrier columns are sums).
+//! announcements were lost. Counters are mapped to `/proc/net/dev`'s columns the way the kernel
+//! prints them there (drops include missed packets; frame and carrier columns are sums).
 //!
 //! Link speed and duplex come from one ethtool generic-netlink dump (`ETHTOOL_MSG_LINKMODES_GET`,
 //! Linux 5.6+) for every interface at once, instead of two sysfs files per interface, or from
@@ -405,7 +405,7 @@ impl LinkStats {
             if kind != RTM_NEWLINK && kind != RTM_DELLINK {
                 return;
             }
-            let index = body.get(4..8).map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]));
+            let index = link_index(body);
             pending.note(index);
             match (kind, parse_link(body), index) {
                 (RTM_NEWLINK, Some(link), _) => learn_link(names, link),
@@ -695,9 +695,14 @@ fn parse_stats(body: &[u8]) -> Option<(u32, NetDevCounters)> {
     ))
 }
 
+/// The interface index of an `RTM_NEWLINK` or `RTM_DELLINK` body (its `ifinfomsg`).
+fn link_index(body: &[u8]) -> Option<u32> {
+    Some(u32::from_ne_bytes(body.get(4..8)?.try_into().ok()?))
+}
+
 /// An `RTM_NEWLINK` body: the interface index, name, and whether it is administratively up.
 fn parse_link(body: &[u8]) -> Option<Link> {
-    let index = u32::from_ne_bytes(body.get(4..8)?.try_into().ok()?);
+    let index = link_index(body)?;
     let flags = u32::from_ne_bytes(body.get(8..12)?.try_into().ok()?);
     let name = attributes(body.get(IFINFOMSG..)?).find(|&(kind, _)| kind == IFLA_IFNAME)?.1;
     let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
@@ -1001,8 +1006,9 @@ mod tests {
             // SAFETY: unshare(2) of this thread's network namespace only.
             assert_eq!(unsafe { libc::unshare(libc::CLONE_NEWNET) }, 0, "unshare: needs root");
             let mut stats = LinkStats::open().unwrap();
-            let tiny: libc::c_int = 0; // the kernel raises it to its minimum (a few KiB)
-                                       // SAFETY: setsockopt on our own socket with an int of the size passed.
+            // The kernel raises a receive buffer of 0 to its minimum (a few KiB).
+            let tiny: libc::c_int = 0;
+            // SAFETY: setsockopt on our own socket with an int of the size passed.
             let rc = unsafe {
                 libc::setsockopt(
                     stats.events.as_raw_fd(),

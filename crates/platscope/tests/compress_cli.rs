@@ -111,21 +111,23 @@ fn a_dash_reads_standard_input_in_both_directions() {
     let dir = tempfile::tempdir().expect("temp dir");
     let at = |name: &str| dir.path().join(name).display().to_string();
     let original: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8 ^ (i >> 13) as u8).collect();
-    let piped = platscope_with_stdin;
     let (packed, unpacked) = (at("piped.lz4"), at("piped"));
-    let out =
-        piped(&["--no-store", "--json", "compress", "-t", "2", "-", "-o", &packed], &original);
+    let out = platscope_with_stdin(
+        &["--no-store", "--json", "compress", "-t", "2", "-", "-o", &packed],
+        &original,
+    );
     let json: serde_json::Value = serde_json::from_str(&ok(&out)).expect("json");
     assert_eq!(json["input"], "standard input", "{json}");
     assert_eq!(json["bytes_in"], original.len() as u64, "{json}");
     let compressed = std::fs::read(&packed).expect("the compressed file");
-    ok(&piped(&["--no-store", "compress", "-d", "-", "-o", &unpacked], &compressed));
+    ok(&platscope_with_stdin(&["--no-store", "compress", "-d", "-", "-o", &unpacked], &compressed));
     assert!(std::fs::read(&unpacked).expect("the decompressed file") == original);
 
-    let unnamed = piped(&["--no-store", "compress", "-"], &original);
+    let unnamed = platscope_with_stdin(&["--no-store", "compress", "-"], &original);
     assert_eq!(unnamed.status.code(), Some(2), "{}", text(&unnamed.stderr));
     assert!(text(&unnamed.stderr).contains("-o"), "{}", text(&unnamed.stderr));
-    let beside = piped(&["--no-store", "compress", "--discard", "-", &packed], &original);
+    let beside =
+        platscope_with_stdin(&["--no-store", "compress", "--discard", "-", &packed], &original);
     assert_eq!(beside.status.code(), Some(2), "{}", text(&beside.stderr));
 }
 

@@ -162,14 +162,7 @@ fn compress_source<S: Source<Meta = Block>>(
         let encoder = codec.encoder(block_size)?;
         Ok(EncodeWorker { encoder, file: file.clone(), buf: Vec::new() })
     };
-    let out = pipeline::run(
-        source,
-        make_worker,
-        sink,
-        threads,
-        pipeline::slots_for(threads, Some(block_size)),
-        stop,
-    )?;
+    let out = pipeline::run(source, make_worker, sink, threads, Some(block_size), stop)?;
     let mut sink = out.sink;
     let bytes_out = sink.target.written;
     if !out.interrupted {

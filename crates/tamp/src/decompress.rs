@@ -228,7 +228,7 @@ pub fn decompress(
                     || Ok(DecodeWorker::new(path.clone())),
                     sink,
                     opts.threads,
-                    pipeline::slots_for(opts.threads, None),
+                    None, // the block size is known only once the frames are read
                     stop,
                 )?,
                 Format::Zstd => pipeline::run(
@@ -236,7 +236,7 @@ pub fn decompress(
                     || Ok(DecodeWorker::new(path.clone())),
                     sink,
                     opts.threads,
-                    pipeline::slots_for(opts.threads, None),
+                    None,
                     stop,
                 )?,
             };

@@ -222,14 +222,13 @@ impl Experiment for Compress {
                  each",
             ));
         }
-        if args.inputs.len() > 1 && args.inputs.iter().any(|i| is_stdin(i)) {
+        let from_stdin = args.inputs.iter().any(|i| is_stdin(i));
+        if from_stdin && args.inputs.len() > 1 {
             return Err(Classified::usage(
                 "standard input (-) can only be the one input: give it alone",
             ));
         }
-        if args.inputs.iter().any(|i| is_stdin(i))
-            && std::io::IsTerminal::is_terminal(&std::io::stdin())
-        {
+        if from_stdin && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
             // As lz4 and zstd refuse: typed input would wait for an end of file.
             return Err(Classified::usage(
                 "standard input (-) is a terminal: pipe or redirect the data into it",

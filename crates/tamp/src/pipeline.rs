@@ -1,9 +1,10 @@
 //! The engine: one reader thread, N worker threads, one writer thread restoring order, and a fixed
 //! pool of slots (an input and an output buffer each) circulating between them.
 //!
-//! Memory is bounded by construction: the caller fixes the number of slots ([`slots_for`]), every
-//! channel can hold all of them, so no send ever blocks and nothing queues without bound. Threads only wait in `recv`,
-//! and each wait is timed: a thread's *busy* time is its lifetime minus its waits.
+//! Memory is bounded by construction: the number of slots follows the workers and the unit size
+//! ([`slots_for`]), every queue can hold all of them, so no send ever blocks and nothing queues
+//! without bound. Threads only wait in `recv`, and each wait is timed: a thread's *busy* time is
+//! its lifetime minus its waits.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -142,7 +143,7 @@ const QUEUED_AT_MOST: usize = 256 << 20;
 /// reading). Each slot holds an input and an output buffer of about `unit` bytes; a worker gets
 /// enough to queue [`QUEUED_PER_WORKER`] (less when [`QUEUED_AT_MOST`] is shared by many), at
 /// least 2 and at most 16; one more each for the reader and the writer.
-pub(crate) fn slots_for(workers: usize, unit: Option<usize>) -> usize {
+fn slots_for(workers: usize, unit: Option<usize>) -> usize {
     let workers = workers.max(1);
     let queued = QUEUED_PER_WORKER.min(QUEUED_AT_MOST / workers);
     let per_worker = unit.map_or(2, |u| (queued / u.max(1)).clamp(2, 16));
@@ -150,14 +151,15 @@ pub(crate) fn slots_for(workers: usize, unit: Option<usize>) -> usize {
 }
 
 /// Runs `source` → `workers` × `make_worker()` → `sink` until the source ends, an error happens or
-/// `stop` is set. Returns the first error, or the outcome (with the sink, so the caller can
+/// `stop` is set; `unit` is the size of a unit of work when it is known before reading (it sets
+/// how many slots circulate, [`slots_for`]). Returns the first error, or the outcome (with the sink, so the caller can
 /// commit or discard its output).
 pub(crate) fn run<S, W, K, F>(
     mut source: S,
     make_worker: F,
     mut sink: K,
     workers: usize,
-    slots: usize,
+    unit: Option<usize>,
     stop: &AtomicBool,
 ) -> Result<Outcome<K>, TampError>
 where
@@ -167,8 +169,7 @@ where
     F: Fn() -> Result<W, TampError> + Sync,
 {
     let workers = workers.max(1);
-    // Fewer slots than workers + 2 would leave a worker (or the reader) with nothing to hold.
-    let slots = slots.max(workers + 2);
+    let slots = slots_for(workers, unit);
     let (free_tx, free_rx) = queue::<Slot<S::Meta>>(slots);
     let (work_tx, work_rx) = queue::<Slot<S::Meta>>(slots);
     let (done_tx, done_rx) = queue::<Slot<S::Meta>>(slots);

@@ -118,7 +118,8 @@ static __always_inline bool traced_task(struct task_struct *task)
 			if (task->comm[i] != filter_comm[i])
 				return false;
 		}
-		if (filter_comm_len < TASK_COMM_LEN_ && task->comm[filter_comm_len & (TASK_COMM_LEN_ - 1)])
+		if (filter_comm_len < TASK_COMM_LEN_ &&
+		    task->comm[filter_comm_len & (TASK_COMM_LEN_ - 1)])
 			return false;
 	}
 	if (filter_cgroup && bpf_current_task_under_cgroup(&cgroup_filter, 0) != 1)
