@@ -78,16 +78,28 @@ threadsets=(1)
 ((all > 1)) && threadsets+=("$all")
 cpus_of() { local IFS=,; echo "${allowed[*]:0:$1}"; }
 
-isa=$("$P" mem bandwidth --kernel read --threads 1 --physcpubind "${allowed[0]}" --size "$S" \
-  --duration-ms 20 --json --no-store 2>/dev/null | grep -o '"isa": *"[a-z0-9]*"' | head -1 | sed 's/.*: *"//; s/"//')
-case $isa in
-  avx512) lk_sfx=_avx512 mr_width=512 ;;
-  avx2 | avx) lk_sfx=_avx mr_width=256 ;;
-  sse2) lk_sfx=_sse mr_width=128 ;;
-  *) lk_sfx= mr_width=64 ;;
-esac
+# The widest vectors this CPU has: the tools' kernels of that width are the anchors. platscope
+# picks its ISA per run (a trial of its two widest; the rows below name what it ran with), so on
+# an AVX-512 CPU likwid-bench's 256-bit kernels run too and count as anchors beside the 512-bit
+# ones: the widest is not always the fastest (Skylake-SP copies).
+flags=$(grep -m1 '^flags' /proc/cpuinfo || true)
+if [[ $flags == *" avx512f"* ]]; then isa=avx512 lk_sfx=_avx512 mr_width=512 lk_narrow=_avx
+elif [[ $flags == *" avx2"* ]]; then isa=avx2 lk_sfx=_avx mr_width=256 lk_narrow=_sse
+elif [[ $flags == *" sse2"* ]]; then isa=sse2 lk_sfx=_sse mr_width=128 lk_narrow=
+else isa=scalar lk_sfx= mr_width=64 lk_narrow=
+fi
 lk_read=load$lk_sfx lk_copy=copy$lk_sfx lk_copy_nt=copy_mem$lk_sfx lk_nt=store_mem$lk_sfx
 mr_read=read$mr_width
+# The next width down (none below SSE); only run where platscope's trial has it as a candidate.
+lk2_read= lk2_copy= lk2_copy_nt= lk2_nt=
+if [[ -n $lk_narrow ]]; then
+  lk2_read=load$lk_narrow lk2_copy=copy$lk_narrow lk2_copy_nt=copy_mem$lk_narrow lk2_nt=store_mem$lk_narrow
+fi
+case $(awk -F': ' '/^vendor_id/ {print $2; exit}' /proc/cpuinfo) in
+  GenuineIntel) host_kind=intel host_name="Intel" ;;
+  AuthenticAMD) host_kind=amd host_name="AMD" ;;
+  *) host_kind=$(uname -m) host_name=$(uname -m) ;;
+esac
 
 # glibc memcpy (mbw's MEMCPY) switches to non-temporal stores above this many bytes.
 nt_threshold=$( (/lib64/ld-linux-x86-64.so.2 --list-tunables || ld.so --list-tunables) 2>/dev/null |
@@ -135,9 +147,11 @@ job_platscope() { # KERNEL T
     --size "$S" --duration-ms "$dur_ms" --json --no-store &&
     v=$(json_field median < "$log") && [[ -n $v ]]; then
     record "$fig" "$T" "$v"
+    ran_with["$fig|$T"]+="$(grep -o '"isa": *"[a-z0-9]*"' "$log" | head -1 | sed 's/.*: *"//; s/"//') "
   else fail "$fig" "$T" "$(why "$log")"; fi
   cmds["$fig|$T"]=$last_cmd
 }
+declare -A ran_with
 
 declare -A lk_last
 job_likwid() { # TEST STREAMS T
@@ -240,6 +254,7 @@ job_stream() { # T
 jobs=("platscope read" "platscope read-line" "platscope copy" "platscope copy-nt" "platscope write-nt"
   "likwid $lk_read 1" "likwid clload 1" "likwid $lk_copy 2" "likwid $lk_copy_nt 2" "likwid $lk_nt 1" mbw
   sysbench memrate stream)
+[[ -n $lk2_read ]] && jobs+=("likwid $lk2_read 1" "likwid $lk2_copy 2" "likwid $lk2_copy_nt 2" "likwid $lk2_nt 1")
 for ((r = 1; r <= rounds; r++)); do
   for T in "${threadsets[@]}"; do
     for ((j = 0; j < ${#jobs[@]}; j++)); do
@@ -286,6 +301,12 @@ map[read-line]="=likwid-bench clload;-copies only;-no line-stride read;-no line-
 map[copy]="=likwid-bench $lk_copy;=mbw DUMB,~mbw MEMCPY,~mbw MCBLOCK;-no copy operation;~stress-ng stream"
 map[copy-nt]="=likwid-bench $lk_copy_nt;=mbw MEMCPY;-no copy operation;-no non-temporal copy"
 map[write-nt]="=likwid-bench $lk_nt;-copies only;-ordinary stores only (its write is platscope's write);=stress-ng memrate write128nt"
+if [[ -n $lk2_read ]]; then # the narrower likwid kernel counts too: of the two, the better
+  map[read]=${map[read]/=likwid-bench $lk_read;/=likwid-bench $lk_read,=likwid-bench $lk2_read;}
+  map[copy]=${map[copy]/=likwid-bench $lk_copy;/=likwid-bench $lk_copy,=likwid-bench $lk2_copy;}
+  map[copy-nt]=${map[copy-nt]/=likwid-bench $lk_copy_nt;/=likwid-bench $lk_copy_nt,=likwid-bench $lk2_copy_nt;}
+  map[write-nt]=${map[write-nt]/=likwid-bench $lk_nt;/=likwid-bench $lk_nt,=likwid-bench $lk2_nt;}
+fi
 
 below=()
 table="| kernel | threads (CPUs) | platscope | likwid-bench | mbw | sysbench | stress-ng | best other | platscope / best |"
@@ -338,7 +359,7 @@ done
 
 # Every figure, with what it counts and how it became GB/s.
 declare -A counts
-counts["platscope read"]="bytes loaded ($isa loads); reported in GB/s; the median of its 10 rounds per run"
+counts["platscope read"]="bytes loaded (vector loads of the ISA its trial chose); reported in GB/s; the median of its 10 rounds per run"
 counts["platscope read-line"]="whole 64-byte lines fetched, one 8-byte load per line; GB/s as reported"
 counts["likwid-bench clload"]="whole 64-byte lines fetched (the array's bytes), one load per line; MByte/s ÷ 1000"
 counts["platscope copy"]="bytes loaded + stored, ordinary stores, RFO not counted (STREAM); GB/s as reported"
@@ -348,6 +369,12 @@ counts["platscope write-nt"]="bytes stored with non-temporal stores; GB/s as rep
 counts["likwid-bench $lk_read"]="bytes loaded; MByte/s (10^6) ÷ 1000"
 counts["likwid-bench $lk_copy"]="bytes loaded + stored, ordinary stores, RFO not counted (STREAM); MByte/s ÷ 1000"
 counts["likwid-bench $lk_nt"]="bytes stored with non-temporal stores (movntpd); MByte/s ÷ 1000"
+if [[ -n $lk2_read ]]; then
+  counts["likwid-bench $lk2_read"]="${counts["likwid-bench $lk_read"]} (the narrower vectors)"
+  counts["likwid-bench $lk2_copy"]="${counts["likwid-bench $lk_copy"]} (the narrower vectors)"
+  counts["likwid-bench $lk2_copy_nt"]="${counts["likwid-bench $lk_copy_nt"]} (the narrower vectors)"
+  counts["likwid-bench $lk2_nt"]="${counts["likwid-bench $lk_nt"]} (the narrower vectors)"
+fi
 counts["mbw MEMCPY"]="glibc memcpy, $memcpy_stores; mbw's MiB/s counts the array once: × 2 (read + written, STREAM) × 1.048576 ÷ 1000"
 counts["mbw DUMB"]="b[i]=a[i], one 8-byte load and ordinary store per element; × 2 × 1.048576 ÷ 1000"
 counts["mbw MCBLOCK"]="mempcpy of 256 KiB blocks, but mbw 1.2.2 (seen in Debian's build; $(dpkg-query -W -f='${Version}' mbw 2>/dev/null || echo 'version unknown') here) never advances the source: it copies the same 256 KiB (cache-resident) block over the whole destination, so only the stores reach memory; × 2 × 1.048576 ÷ 1000 all the same"
@@ -360,6 +387,15 @@ figs_order=("platscope read" "likwid-bench $lk_read" "sysbench memory read" "str
   "platscope copy" "likwid-bench $lk_copy" "mbw MEMCPY" "mbw DUMB" "mbw MCBLOCK" "stress-ng stream"
   "platscope copy-nt" "likwid-bench $lk_copy_nt"
   "platscope write-nt" "likwid-bench $lk_nt" "stress-ng memrate write128nt")
+[[ -n $lk2_read ]] && figs_order+=("likwid-bench $lk2_read" "likwid-bench $lk2_copy" "likwid-bench $lk2_copy_nt" "likwid-bench $lk2_nt")
+# The ISA each platscope run ran with, as its trial chose (read-line's loads are scalar).
+isa_lines=$(
+  for k in read copy copy-nt write-nt; do
+    for T in "${threadsets[@]}"; do
+      [[ -n ${ran_with["platscope $k|$T"]:-} ]] && echo "- $k, $T thread(s): ${ran_with["platscope $k|$T"]% }"
+    done
+  done
+)
 detail=$(
   echo "| figure | threads | counts, and the conversion to GB/s | median GB/s | range over rounds | rounds |"
   echo "|---|---:|---|---:|---|---:|"
@@ -390,8 +426,8 @@ below_text="platscope is at or above the best matching tool in every row that ha
 ((${#below[@]})) && below_text=$(printf '%s\n' "${below[@]}")
 
 section=$(cat <<MD
-<!-- mem-bandwidth-tools:begin -->
-## Memory bandwidth vs established tools (likwid-bench, mbw, sysbench, stress-ng)
+<!-- mem-bandwidth-tools-$host_kind:begin -->
+## Memory bandwidth vs established tools on the $host_name host (likwid-bench, mbw, sysbench, stress-ng)
 
 Command: \`bench/mem_bandwidth_tools.sh $rounds $dur_ms\` — $rounds round(s); in each, every tool runs
 once per thread count, the tools' order rotated from round to round; each figure is the median over
@@ -400,7 +436,7 @@ ${elapsed} s.
 
 Machine: $("$P" topo | head -1); last-level cache $(fmt_bytes "$llc") in all; kernel $(uname -r);
 $("$P" topo | awk '/THP|clocksource|hypervisor/ {$1=$1; printf "%s; ", $0}')memory $(awk '/^MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo);
-platscope's ISA: $isa. Load average at the start: $load_start; at the end: $(cut -d' ' -f1-3 /proc/loadavg).
+Widest vectors: $isa (the tools' anchors; platscope's runs name theirs below the table). Load average at the start: $load_start; at the end: $(cut -d' ' -f1-3 /proc/loadavg).
 
 platscope: $("$P" --version 2>/dev/null | head -1), binary built $(date -u -r "$P" '+%Y-%m-%d %H:%M UTC'), tree at
 $(git describe --always --dirty 2>/dev/null || echo "an unknown commit"). Tools: $(IFS=';'; echo "${versions[*]}" | sed 's/;/, /g') ($install_note).
@@ -418,9 +454,14 @@ $table
 
 $below_text
 
+The ISA platscope ran with, per run in round order (no \`--isa\`: the faster of its two widest in a
+trial on the run's own buffers; a narrower one only when more than 3 % faster):
+
+$isa_lines
+
 How the tools map to platscope's kernels:
 
-- **read**: likwid-bench \`$lk_read\` (same vector width as platscope's $isa loads), stress-ng memrate
+- **read**: likwid-bench \`$lk_read\` (the widest vectors, $isa)${lk2_read:+ and \`$lk2_read\` (the next width down; the better of the two counts, as for every likwid-bench kernel below)}, stress-ng memrate
   \`$mr_read\` (the same width; memrate has no option to run one method in this version, so each run
   cycles through all its methods and this one gets a share of the time), sysbench memory
   \`--memory-oper=read\` (8-byte scalar loads). mbw only copies.
@@ -453,12 +494,12 @@ Commands (the last round's; likwid-bench's \`-i\` varies by round):
 \`\`\`text
 $commands
 \`\`\`
-<!-- mem-bandwidth-tools:end -->
+<!-- mem-bandwidth-tools-$host_kind:end -->
 MD
 )
 
 doc=docs/benchmarks.md
-write_doc_section mem-bandwidth-tools "$section"
+write_doc_section "mem-bandwidth-tools-$host_kind" "$section"
 echo "$table"
 echo "$below_text"
 echo "logs in $out; wrote $doc; took ${elapsed} s" >&2

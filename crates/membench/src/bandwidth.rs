@@ -2,6 +2,7 @@
 //! itself, placed by the `place` library and verified), all released together and sampled in
 //! rounds so every figure has a distribution.
 
+use std::sync::{Barrier, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use place::{pin, Arena, ArenaSpec, MemPolicy, PageSize, Placement};
@@ -20,7 +21,10 @@ use measure::summary::{summarize, Summary};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BandwidthOptions {
     pub kernel: Kernel,
-    pub isa: Isa,
+    /// The vector ISA; `None`: the faster of the two widest this CPU has, chosen by a trial on
+    /// the run's own buffers ([`isa_candidates`]). The widest is not always the fastest: on a
+    /// Skylake-SP core, AVX-512 copies to DRAM ran about a sixth slower than AVX2 ones.
+    pub isa: Option<Isa>,
     /// Size of each of a thread's buffers.
     pub bytes_per_thread: u64,
     pub page: PageSize,
@@ -60,7 +64,12 @@ pub struct ThreadResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BandwidthResult {
     pub kernel: Kernel,
+    /// The ISA the rounds ran with.
     pub isa: Isa,
+    /// How it was chosen when none was asked for: each candidate's GB/s in the trial, all
+    /// threads together (empty when `--isa` was given, or there was nothing to choose).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub isa_trial: Vec<IsaTrial>,
     /// What the byte count includes (e.g. that write-allocate traffic is not counted).
     pub accounting: String,
     pub bytes_per_thread: u64,
@@ -68,6 +77,81 @@ pub struct BandwidthResult {
     pub aggregate_gbs: Summary,
     pub threads: Vec<ThreadResult>,
     pub interrupted: bool,
+}
+
+/// One candidate ISA's figure in a run's trial.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IsaTrial {
+    pub isa: Isa,
+    /// The median of its trial slots, summed over the threads.
+    pub gbs: f64,
+}
+
+/// Slots per candidate in a trial; the candidates take turns, so slow drifts hit all alike.
+const TRIAL_SLOTS: usize = 3;
+
+/// How much faster a narrower ISA must be in the trial to be chosen over a wider one.
+const TRIAL_MARGIN: f64 = 0.03;
+
+/// The ISAs a run with no `--isa` tries for `kernel`, widest first: the two widest vector ISAs
+/// (one or none: nothing to choose, and no trial). read-line's loads are scalar whatever the ISA.
+pub fn isa_candidates(kernel: Kernel) -> Vec<Isa> {
+    if kernel == Kernel::ReadLine {
+        return Vec::new();
+    }
+    let mut isas: Vec<Isa> = Isa::available().into_iter().filter(|&i| i != Isa::Scalar).collect();
+    isas.reverse();
+    isas.truncate(2);
+    isas
+}
+
+/// A trial the threads of one run take together: each runs every candidate in turn on its own
+/// buffers, adds its medians, and all pick the same winner once every thread has added.
+struct Trial {
+    candidates: Vec<Isa>,
+    all_added: Barrier,
+    totals: Mutex<Vec<f64>>,
+}
+
+impl Trial {
+    fn new(candidates: Vec<Isa>, threads: usize) -> Self {
+        let totals = Mutex::new(vec![0.0; candidates.len()]);
+        Self { candidates, all_added: Barrier::new(threads), totals }
+    }
+
+    /// This thread's part: `slot(isa)` measures GB/s for one slot. Returns the winner.
+    fn take(&self, mut slot: impl FnMut(Isa) -> f64) -> Isa {
+        let mut rates = vec![Vec::with_capacity(TRIAL_SLOTS); self.candidates.len()];
+        for _ in 0..TRIAL_SLOTS {
+            for (rates, &isa) in rates.iter_mut().zip(&self.candidates) {
+                rates.push(slot(isa));
+            }
+        }
+        {
+            let mut totals = self.totals.lock().unwrap_or_else(PoisonError::into_inner);
+            for (total, rates) in totals.iter_mut().zip(&rates) {
+                *total += summarize(rates).map_or(0.0, |s| s.median);
+            }
+        }
+        self.all_added.wait();
+        self.winner().0
+    }
+
+    /// The winner, and every candidate's figure. A narrower ISA wins only by more than
+    /// [`TRIAL_MARGIN`]: closer than that, the trial cannot tell them apart and the wider stays.
+    fn winner(&self) -> (Isa, Vec<IsaTrial>) {
+        let totals = self.totals.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let figures: Vec<IsaTrial> =
+            self.candidates.iter().zip(totals).map(|(&isa, gbs)| IsaTrial { isa, gbs }).collect();
+        let best = figures
+            .iter()
+            .fold(None::<&IsaTrial>, |best, f| match best {
+                Some(b) if f.gbs <= b.gbs * (1.0 + TRIAL_MARGIN) => Some(b),
+                _ => Some(f),
+            })
+            .map_or(Isa::best(), |f| f.isa);
+        (best, figures)
+    }
 }
 
 /// A thread's private buffers for one kernel.
@@ -115,36 +199,57 @@ fn pass_bytes(opts: &BandwidthOptions) -> u64 {
     opts.bytes_per_thread.next_multiple_of(BLOCK as u64) * opts.kernel.info().counted_streams
 }
 
-/// One thread's rounds over its buffers, once released: GB/s per round.
-fn stream(opts: &BandwidthOptions, buffers: &mut Buffers) -> Vec<f64> {
+/// One thread's rounds over its buffers, once released: the ISA they ran with (chosen in the
+/// trial first when there is one) and GB/s per round.
+fn stream(
+    opts: &BandwidthOptions,
+    trial: Option<&Trial>,
+    buffers: &mut Buffers,
+) -> (Isa, Vec<f64>) {
     let bytes = opts.bytes_per_thread.next_multiple_of(BLOCK as u64) as usize;
     let per_pass = pass_bytes(opts);
     let ptrs = buffers.pointers();
     let round = opts.duration / opts.rounds.max(1);
     let clock = cheapest_trustworthy_clock();
-    let start = Instant::now();
-    let mut samples = Vec::new();
     let mut checksum = 0u64;
-    for r in 1..=opts.rounds + 1 {
-        let deadline = start + round * r;
+    // Passes for at least `time` (at least one); GB/s.
+    let mut passes = |isa: Isa, time: Duration, seed: u64| {
+        let until = Instant::now() + time;
         let t0 = clock.read();
         let mut moved = 0u64;
         loop {
             // SAFETY: the buffers are this thread's arenas of `bytes` (a multiple of BLOCK),
-            // page-aligned, distinct; opts.isa was validated against Isa::available.
-            checksum ^= unsafe { pass(opts.kernel, opts.isa, ptrs, bytes, r as u64) };
+            // page-aligned, distinct; every ISA here is in Isa::available.
+            checksum ^= unsafe { pass(opts.kernel, isa, ptrs, bytes, seed) };
             moved += per_pass;
-            if Instant::now() >= deadline || stop::requested() {
+            if Instant::now() >= until || stop::requested() {
                 break;
             }
         }
-        samples.push(moved as f64 / clock.ticks_to_ns(clock.read().wrapping_sub(t0)).max(1.0)); // bytes/ns = GB/s
+        moved as f64 / clock.ticks_to_ns(clock.read().wrapping_sub(t0)).max(1.0)
+        // bytes/ns = GB/s
+    };
+    let isa = match (opts.isa, trial) {
+        (Some(isa), _) => isa,
+        (None, Some(trial)) => {
+            // One untimed pass first: the first after the fill pays for cold TLBs.
+            passes(trial.candidates[0], Duration::ZERO, 0);
+            let slot = round / TRIAL_SLOTS as u32;
+            trial.take(|isa| passes(isa, slot, 0))
+        }
+        (None, None) => Isa::best(),
+    };
+    let start = Instant::now();
+    let mut samples = Vec::new();
+    for r in 1..=opts.rounds + 1 {
+        let left = (start + round * r).saturating_duration_since(Instant::now());
+        samples.push(passes(isa, left, r as u64));
         if stop::requested() {
             break;
         }
     }
     std::hint::black_box(checksum);
-    samples
+    (isa, samples)
 }
 
 /// Runs one kernel on every thread at once.
@@ -158,9 +263,12 @@ pub fn run(
     if threads.is_empty() {
         return Err(BenchError::Usage("at least one thread is needed".into()));
     }
-    if !Isa::available().contains(&opts.isa) {
-        return Err(BenchError::Usage(format!("this CPU cannot run {}", opts.isa)));
+    if let Some(isa) = opts.isa.filter(|isa| !Isa::available().contains(isa)) {
+        return Err(BenchError::Usage(format!("this CPU cannot run {isa}")));
     }
+    let candidates = isa_candidates(opts.kernel);
+    let trial =
+        (opts.isa.is_none() && candidates.len() > 1).then(|| Trial::new(candidates, threads.len()));
     let mut policies: Vec<&MemPolicy> = threads.iter().map(|t| &t.policy).collect();
     policies.dedup();
     for policy in policies {
@@ -178,16 +286,19 @@ pub fn run(
             Ok((buffers, placements))
         },
         work: &|_, _, (mut buffers, placements): (Buffers, Vec<Placement>)| {
-            Ok((stream(opts, &mut buffers), placements))
+            Ok((stream(opts, trial.as_ref(), &mut buffers), placements))
         },
     };
     let ((), outcomes) = crew.run(drop);
     let mut per_thread = Vec::new();
+    let mut isa = opts.isa.unwrap_or_else(Isa::best);
     for (spec, outcome) in threads.iter().zip(outcomes) {
-        if let Some((samples, placements)) = outcome? {
+        if let Some(((ran_with, samples), placements)) = outcome? {
+            isa = ran_with; // the same on every thread: they chose from the same totals
             per_thread.push((spec.cpu, samples, placements));
         }
     }
+    let isa_trial = trial.map(|t| t.winner().1).unwrap_or_default();
     // Round 0 is warm-up; a round counts only if every thread finished it.
     let rounds = per_thread.iter().map(|(_, s, _)| s.len()).min().unwrap_or(0);
     let interrupted = rounds < opts.rounds as usize + 1;
@@ -204,7 +315,8 @@ pub fn run(
         .collect::<Result<Vec<_>, BenchError>>()?;
     Ok(BandwidthResult {
         kernel: opts.kernel,
-        isa: opts.isa,
+        isa,
+        isa_trial,
         accounting: opts.kernel.info().accounting.to_string(),
         bytes_per_thread: opts.bytes_per_thread,
         aggregate_gbs,
@@ -337,4 +449,42 @@ pub fn saturation_point(steps: &[BandwidthResult]) -> Option<usize> {
             w[1].aggregate_gbs.median < w[0].aggregate_gbs.median * (1.0 + SATURATION_GAIN)
         })
         .map(|i| steps[i].threads.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_thread_of_a_trial_picks_the_same_winner_from_the_sum() {
+        // Thread 0 sees the narrower ISA faster, thread 1 the wider by more: the sum decides,
+        // and both threads leave with it.
+        let trial = Trial::new(vec![Isa::Avx512, Isa::Sse2], 2);
+        let picks: Vec<Isa> = std::thread::scope(|s| {
+            let t = &trial;
+            let a = s.spawn(move || t.take(|isa| if isa == Isa::Sse2 { 6.0 } else { 5.0 }));
+            let b = s.spawn(move || t.take(|isa| if isa == Isa::Sse2 { 4.0 } else { 9.0 }));
+            [a, b].into_iter().map(|h| h.join().unwrap_or(Isa::Scalar)).collect()
+        });
+        assert_eq!(picks, [Isa::Avx512, Isa::Avx512]);
+        let (winner, figures) = trial.winner();
+        assert_eq!(winner, Isa::Avx512);
+        assert_eq!(
+            figures,
+            [IsaTrial { isa: Isa::Avx512, gbs: 14.0 }, IsaTrial { isa: Isa::Sse2, gbs: 10.0 }]
+        );
+    }
+
+    #[test]
+    fn a_narrower_isa_must_win_by_the_margin_and_read_line_has_nothing_to_try() {
+        for (narrower, expected) in [(7.0, Isa::Avx2), (7.14, Isa::Avx2), (7.3, Isa::Sse2)] {
+            let trial = Trial::new(vec![Isa::Avx2, Isa::Sse2], 1);
+            let pick = trial.take(|isa| if isa == Isa::Sse2 { narrower } else { 7.0 });
+            assert_eq!(pick, expected, "sse2 at {narrower} against avx2 at 7.0");
+        }
+        assert!(isa_candidates(Kernel::ReadLine).is_empty());
+        let copy = isa_candidates(Kernel::Copy);
+        assert!(copy.len() <= 2 && !copy.contains(&Isa::Scalar), "{copy:?}");
+        assert!(copy.windows(2).all(|w| w[0] > w[1]), "widest first: {copy:?}");
+    }
 }

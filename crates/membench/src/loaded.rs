@@ -123,6 +123,7 @@ fn load(opts: &BandwidthOptions, state: &AtomicU64, moved: &Counter, buffers: &m
     let [a, b, c] = buffers.pointers();
     let bytes = opts.bytes_per_thread as usize;
     let per_chunk = CHUNK as u64 * opts.kernel.info().counted_streams;
+    let isa = opts.isa.unwrap_or_else(Isa::best);
     let mut offset = 0;
     let mut checksum = 0u64;
     loop {
@@ -139,7 +140,7 @@ fn load(opts: &BandwidthOptions, state: &AtomicU64, moved: &Counter, buffers: &m
         checksum ^= unsafe {
             pass(
                 opts.kernel,
-                opts.isa,
+                isa,
                 [a.add(offset), b.add(offset), c.add(offset)],
                 CHUNK,
                 offset as u64,
@@ -199,7 +200,7 @@ pub fn run(
     let kernel = opts.mix.kernel();
     let load_opts = BandwidthOptions {
         kernel,
-        isa: opts.isa,
+        isa: Some(opts.isa),
         bytes_per_thread: opts.load_bytes_per_thread.next_multiple_of(CHUNK as u64),
         page: opts.chase.page,
         duration: opts.point_duration,

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use membench::bandwidth::{run, BandwidthOptions, ThreadSpec};
+use membench::bandwidth::{isa_candidates, run, BandwidthOptions, ThreadSpec};
 use membench::kernels::bandwidth::{Isa, Kernel, KERNELS};
 use membench::latency::LatencyOptions;
 use membench::loaded::{self, LoadMix, LoadedOptions};
@@ -29,7 +29,7 @@ fn every_kernel_and_isa_gives_a_sane_figure_with_verified_memory() {
         for k in KERNELS {
             let opts = BandwidthOptions {
                 kernel: k.kernel,
-                isa,
+                isa: Some(isa),
                 bytes_per_thread: 32 << 20,
                 page: PageSize::Base,
                 duration: Duration::from_millis(100),
@@ -46,6 +46,49 @@ fn every_kernel_and_isa_gives_a_sane_figure_with_verified_memory() {
             assert!(!r.accounting.is_empty());
         }
     }
+}
+
+#[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+fn with_no_isa_asked_every_thread_runs_the_trial_winner() {
+    let _serial = serial();
+    let t = topology();
+    let cpus = t.online_cpu_ids();
+    let candidates = isa_candidates(Kernel::Copy);
+    let opts = BandwidthOptions {
+        kernel: Kernel::Copy,
+        isa: None,
+        bytes_per_thread: 32 << 20,
+        page: PageSize::Base,
+        duration: Duration::from_millis(200),
+        rounds: 4,
+    };
+    let specs: Vec<ThreadSpec> = cpus
+        .iter()
+        .take(2)
+        .map(|&cpu| ThreadSpec { cpu: Some(cpu), policy: MemPolicy::Inherit })
+        .collect();
+    let r = run(&specs, &opts, &t).expect("runs");
+    let tried: Vec<Isa> = r.isa_trial.iter().map(|f| f.isa).collect();
+    if candidates.len() < 2 {
+        assert!(tried.is_empty(), "one candidate ({candidates:?}): nothing to try");
+        assert_eq!(r.isa, Isa::best());
+        return;
+    }
+    assert_eq!(tried, candidates, "every candidate tried, widest first");
+    assert!(r.isa_trial.iter().all(|f| f.gbs > 0.05 && f.gbs < 1000.0), "{:?}", r.isa_trial);
+    let widest = &r.isa_trial[0];
+    let chosen = r.isa_trial.iter().find(|f| f.isa == r.isa).expect("the ISA run is a candidate");
+    // The wider unless the narrower beat it by more than the margin (3 %).
+    if r.isa == widest.isa {
+        assert!(r.isa_trial.iter().all(|f| f.gbs <= widest.gbs * 1.03), "{:?}", r.isa_trial);
+    } else {
+        assert!(chosen.gbs > widest.gbs * 1.03, "{:?}", r.isa_trial);
+    }
+    // Read-line has no vector ISA to choose.
+    let line =
+        run(&specs, &BandwidthOptions { kernel: Kernel::ReadLine, ..opts }, &t).expect("runs");
+    assert!(line.isa_trial.is_empty());
 }
 
 #[test]

@@ -232,7 +232,7 @@ fn memory_steps(
 
     let bw_opts = |threads: usize| BandwidthOptions {
         kernel: Kernel::Read,
-        isa: Isa::best(),
+        isa: None,
         bytes_per_thread: bandwidth::default_bytes_per_thread(topology, threads),
         page: PageSize::Base,
         duration: budget.bandwidth,

@@ -32,7 +32,8 @@ pub struct BandwidthArgs {
     /// stores, no write-allocate reads; glibc memcpy uses them for large copies).
     #[arg(long, default_value = "read", value_parser = Kernel::parse)]
     pub kernel: Kernel,
-    /// Vector instruction set (default: the widest this CPU has): avx512, avx2, sse2, neon, scalar.
+    /// Vector instruction set: avx512, avx2, sse2, neon, scalar (default: the faster of the two
+    /// widest this CPU has, in a short trial on the run's buffers).
     #[arg(long, value_parser = |s: &str| s.parse::<Isa>())]
     pub isa: Option<Isa>,
     /// Threads, pinned one per CPU over the allowed CPUs (default: all of them).
@@ -129,7 +130,7 @@ impl Experiment for Bandwidth {
         }
         let opts = BandwidthOptions {
             kernel: args.kernel,
-            isa: args.isa.unwrap_or_else(Isa::best),
+            isa: args.isa,
             bytes_per_thread: args
                 .size
                 .unwrap_or_else(|| bandwidth::default_bytes_per_thread(topology, threads)),

@@ -44,6 +44,16 @@ pub fn bandwidth_text(r: &BandwidthResult, peak: Option<f64>) -> String {
         if r.aggregate_gbs.noisy { " [noisy]" } else { "" },
         of_peak(r.aggregate_gbs.median, peak),
     );
+    if !r.isa_trial.is_empty() {
+        let figures: Vec<String> =
+            r.isa_trial.iter().map(|t| format!("{} {:.2} GB/s", t.isa, t.gbs)).collect();
+        let _ = writeln!(
+            out,
+            "  {}: the fastest in a trial on these buffers ({}); --isa picks one",
+            r.isa,
+            figures.join(", ")
+        );
+    }
     for t in &r.threads {
         let cpu = t.cpu.map_or("?".to_string(), |c| c.to_string());
         let _ = writeln!(
@@ -211,6 +221,7 @@ mod tests {
         BandwidthResult {
             kernel: Kernel::Read,
             isa: Isa::Avx2,
+            isa_trial: Vec::new(),
             accounting: "bytes read".into(),
             bytes_per_thread: 1 << 26,
             aggregate_gbs: measure::summarize(&[gbs, gbs, gbs]).unwrap(),
@@ -223,6 +234,23 @@ mod tests {
                 .collect(),
             interrupted,
         }
+    }
+
+    #[test]
+    fn a_chosen_isa_is_shown_with_the_trial_it_won() {
+        let mut r = step(10.0, 1, false);
+        assert!(!bandwidth_text(&r, None).contains("trial"), "--isa given: no trial line");
+        r.isa_trial = vec![
+            crate::bandwidth::IsaTrial { isa: Isa::Avx512, gbs: 8.214 },
+            crate::bandwidth::IsaTrial { isa: Isa::Avx2, gbs: 9.931 },
+        ];
+        let text = bandwidth_text(&r, None);
+        assert!(
+            text.contains(
+                "avx2: the fastest in a trial on these buffers (avx512 8.21 GB/s, avx2 9.93 GB/s)"
+            ),
+            "{text}"
+        );
     }
 
     #[test]
