@@ -3,18 +3,42 @@
 # Median of the numbers on stdin, one per line.
 median() { sort -g | awk '{a[NR]=$1} END {m=(NR+1)/2; if (NR%2) print a[m]; else print (a[m-0.5]+a[m+0.5])/2}'; }
 
+# The kind of host a figure comes from: intel, amd, or the architecture elsewhere; and its label.
+host_kind() {
+  case $(awk -F': ' '/^vendor_id/ {print $2; exit}' /proc/cpuinfo) in
+    GenuineIntel) echo intel ;;
+    AuthenticAMD) echo amd ;;
+    *) uname -m ;;
+  esac
+}
+host_label() {
+  case $(host_kind) in intel) echo "Intel host" ;; amd) echo "AMD host" ;; *) echo "$(uname -m) host" ;; esac
+}
+
 # write_doc_section NAME TEXT: put TEXT (which must begin with <!-- NAME:begin --> and end with
-# <!-- NAME:end -->) in place of the section of that name in docs/benchmarks.md, or append it;
-# every other section is kept as it is. Creates the file if missing.
+# <!-- NAME:end -->) in docs/benchmarks.md as this host kind's section NAME@KIND (KIND from
+# host_kind; its first "## " heading gets " — Intel host" and the like), in place of that
+# section, else just before another host's NAME section (whose notes below its end marker stay
+# with it), else at the end. A figure from one
+# host never replaces another's; every other section is kept as it is. Creates the file if
+# missing.
 write_doc_section() {
-  local name=$1 doc=docs/benchmarks.md tmp
+  local base=$1 name doc=docs/benchmarks.md tmp text placed=0
+  name="$base@$(host_kind)"
   [ -f "$doc" ] || printf '# Benchmarks\n\nSide-by-side measurements from bench/. Each section says how it was run and on what.\n' > "$doc"
+  text=${2//"<!-- $base:begin -->"/"<!-- $name:begin -->"}
+  text=${text//"<!-- $base:end -->"/"<!-- $name:end -->"}
+  text=$(label="$(host_label)" awk '!done && /^## / {print $0 " — " ENVIRON["label"]; done = 1; next} {print}' <<< "$text")
+  grep -qF "<!-- $name:begin -->" "$doc" && placed=1
   tmp=$(mktemp "$doc.XXXXXX")
   # The text goes through the environment: awk -v would interpret backslashes in it.
-  section=$2 awk -v begin="<!-- $name:begin -->" -v end="<!-- $name:end -->" '
+  section=$text awk -v begin="<!-- $name:begin -->" -v end="<!-- $name:end -->" \
+    -v sibling="<!-- $base@" -v placed="$placed" '
+    !placed && !done && index($0, sibling) == 1 && /:begin -->$/ {print ENVIRON["section"] "\n"; done=1}
     index($0, begin) {skip=1; print ENVIRON["section"]; done=1; next}
     index($0, end) {skip=0; next}
-    !skip {print}
+    skip {next}
+    {print}
     END {if (!done) print "\n" ENVIRON["section"]}
   ' "$doc" > "$tmp" && cat "$tmp" > "$doc"
   rm -f "$tmp"

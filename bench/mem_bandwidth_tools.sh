@@ -95,11 +95,7 @@ lk2_read= lk2_copy= lk2_copy_nt= lk2_nt=
 if [[ -n $lk_narrow ]]; then
   lk2_read=load$lk_narrow lk2_copy=copy$lk_narrow lk2_copy_nt=copy_mem$lk_narrow lk2_nt=store_mem$lk_narrow
 fi
-case $(awk -F': ' '/^vendor_id/ {print $2; exit}' /proc/cpuinfo) in
-  GenuineIntel) host_kind=intel host_name="Intel" ;;
-  AuthenticAMD) host_kind=amd host_name="AMD" ;;
-  *) host_kind=$(uname -m) host_name=$(uname -m) ;;
-esac
+
 
 # glibc memcpy (mbw's MEMCPY) switches to non-temporal stores above this many bytes.
 nt_threshold=$( (/lib64/ld-linux-x86-64.so.2 --list-tunables || ld.so --list-tunables) 2>/dev/null |
@@ -162,7 +158,11 @@ job_likwid() { # TEST STREAMS T
   # likwid-bench's own calibration (-s) costs seconds per run.
   iters=$(awk -v d="$dur_ms" -v g="${lk_last[$fig|$T]:-10}" -v b="$total" \
     'BEGIN {i = int(d / 1000 * g * 1e9 / b + 0.999); print (i < 10 ? 10 : i)}')
-  if run_logged "$log" likwid-bench -t "$t" -W "N:${total}B:$T" -i "$iters" &&
+  # likwid-bench 5.2 refuses a byte count of 2^31 or more ("Stream size cannot be read"); its
+  # kB is 1000 bytes, so larger sizes go in whole kB, at most 999 bytes (≪ 0.01 %) short.
+  local size="${total}B"
+  ((total < 2147483648)) || size="$((total / 1000))kB"
+  if run_logged "$log" likwid-bench -t "$t" -W "N:$size:$T" -i "$iters" &&
     v=$(awk '/^MByte\/s:/ {printf "%.4f", $2 / 1000}' "$log") && [[ -n $v ]]; then
     record "$fig" "$T" "$v"
     lk_last["$fig|$T"]=$v
@@ -426,8 +426,8 @@ below_text="platscope is at or above the best matching tool in every row that ha
 ((${#below[@]})) && below_text=$(printf '%s\n' "${below[@]}")
 
 section=$(cat <<MD
-<!-- mem-bandwidth-tools-$host_kind:begin -->
-## Memory bandwidth vs established tools on the $host_name host (likwid-bench, mbw, sysbench, stress-ng)
+<!-- mem-bandwidth-tools:begin -->
+## Memory bandwidth vs established tools (likwid-bench, mbw, sysbench, stress-ng)
 
 Command: \`bench/mem_bandwidth_tools.sh $rounds $dur_ms\` — $rounds round(s); in each, every tool runs
 once per thread count, the tools' order rotated from round to round; each figure is the median over
@@ -494,12 +494,12 @@ Commands (the last round's; likwid-bench's \`-i\` varies by round):
 \`\`\`text
 $commands
 \`\`\`
-<!-- mem-bandwidth-tools-$host_kind:end -->
+<!-- mem-bandwidth-tools:end -->
 MD
 )
 
 doc=docs/benchmarks.md
-write_doc_section "mem-bandwidth-tools-$host_kind" "$section"
+write_doc_section mem-bandwidth-tools "$section"
 echo "$table"
 echo "$below_text"
 echo "logs in $out; wrote $doc; took ${elapsed} s" >&2
