@@ -57,10 +57,11 @@ P=target/release/platscope
 
 # --- sizes and CPUs ----------------------------------------------------------------------------
 # LLC: the summed size of the caches of the highest level (all their instances).
-llc=$("$P" topo --json | awk '
-  /"level":/ {gsub(/[^0-9]/, "", $2); lvl = $2 + 0}
-  /"size_bytes":/ {gsub(/[^0-9]/, "", $2); sz[lvl] += $2; if (lvl > max) max = lvl}
-  END {print sz[max] + 0}')
+# Only the cache instances (objects with "cpus"): topo's JSON also lists the CPUID cache
+# descriptors, and counting those too doubled the LLC (66 MiB for one 33 MiB L3).
+command -v jq > /dev/null || { echo "jq is needed (apt-get install jq)" >&2; exit 1; }
+llc=$("$P" topo --json | jq '[.. | objects | select(has("level") and has("size_bytes") and has("cpus"))]
+  | (map(.level) | max) as $top | map(select(.level == $top) | .size_bytes) | add // 0')
 # Each thread's buffer (each array, for copy): the smallest power of two ≥ 4× the LLC and
 # ≥ 32 MiB. A power of two because sysbench takes no other block size; mbw takes whole MiB,
 # likwid-bench bytes with a "B" suffix, the rest bytes.
