@@ -19,9 +19,8 @@ host_label() {
 # <!-- NAME:end -->) in docs/benchmarks.md as this host kind's section NAME@KIND (KIND from
 # host_kind; its first "## " heading gets " — Intel host" and the like), in place of that
 # section, else just before another host's NAME section (whose notes below its end marker stay
-# with it), else at the end. A figure from one
-# host never replaces another's; every other section is kept as it is. Creates the file if
-# missing.
+# with it), else at the end. A figure from one host never replaces another's; every other
+# section is kept as it is. Creates the file if missing.
 write_doc_section() {
   local base=$1 name doc=docs/benchmarks.md tmp text placed=0
   name="$base@$(host_kind)"

@@ -91,7 +91,7 @@ pub struct IsaTrial {
 const TRIAL_SLOTS: usize = 3;
 
 /// How much faster a narrower ISA must be in the trial to be chosen over a wider one.
-const TRIAL_MARGIN: f64 = 0.03;
+pub const TRIAL_MARGIN: f64 = 0.03;
 
 /// The ISAs a run with no `--isa` tries for `kernel`, widest first: the two widest vector ISAs
 /// (one or none: nothing to choose, and no trial). read-line's loads are scalar whatever the ISA.
@@ -199,13 +199,9 @@ fn pass_bytes(opts: &BandwidthOptions) -> u64 {
     opts.bytes_per_thread.next_multiple_of(BLOCK as u64) * opts.kernel.info().counted_streams
 }
 
-/// One thread's rounds over its buffers, once released: the ISA they ran with (chosen in the
-/// trial first when there is one) and GB/s per round.
-fn stream(
-    opts: &BandwidthOptions,
-    trial: Option<&Trial>,
-    buffers: &mut Buffers,
-) -> (Isa, Vec<f64>) {
+/// One thread's rounds over its buffers, once released (after its part of the trial, when there
+/// is one): GB/s per round.
+fn stream(opts: &BandwidthOptions, trial: Option<&Trial>, buffers: &mut Buffers) -> Vec<f64> {
     let bytes = opts.bytes_per_thread.next_multiple_of(BLOCK as u64) as usize;
     let per_pass = pass_bytes(opts);
     let ptrs = buffers.pointers();
@@ -226,8 +222,8 @@ fn stream(
                 break;
             }
         }
-        moved as f64 / clock.ticks_to_ns(clock.read().wrapping_sub(t0)).max(1.0)
         // bytes/ns = GB/s
+        moved as f64 / clock.ticks_to_ns(clock.read().wrapping_sub(t0)).max(1.0)
     };
     let isa = match (opts.isa, trial) {
         (Some(isa), _) => isa,
@@ -249,7 +245,7 @@ fn stream(
         }
     }
     std::hint::black_box(checksum);
-    (isa, samples)
+    samples
 }
 
 /// Runs one kernel on every thread at once.
@@ -291,14 +287,16 @@ pub fn run(
     };
     let ((), outcomes) = crew.run(drop);
     let mut per_thread = Vec::new();
-    let mut isa = opts.isa.unwrap_or_else(Isa::best);
     for (spec, outcome) in threads.iter().zip(outcomes) {
-        if let Some(((ran_with, samples), placements)) = outcome? {
-            isa = ran_with; // the same on every thread: they chose from the same totals
+        if let Some((samples, placements)) = outcome? {
             per_thread.push((spec.cpu, samples, placements));
         }
     }
-    let isa_trial = trial.map(|t| t.winner().1).unwrap_or_default();
+    // Every thread ran the winner of the same totals.
+    let (isa, isa_trial) = match trial {
+        Some(trial) => trial.winner(),
+        None => (opts.isa.unwrap_or_else(Isa::best), Vec::new()),
+    };
     // Round 0 is warm-up; a round counts only if every thread finished it.
     let rounds = per_thread.iter().map(|(_, s, _)| s.len()).min().unwrap_or(0);
     let interrupted = rounds < opts.rounds as usize + 1;
