@@ -39,10 +39,14 @@ struct {
 	__type(value, struct qs_proc);
 } tree SEC(".maps");
 
+/* The in-flight query of each server thread, in the thread's own task storage: found from the
+ * task pointer with no hashing and no walk of a large bucket array (whose random buckets miss
+ * the cache on every probe), and freed by the kernel when the thread exits. Created only for
+ * the server's threads, so a thread that has one is the server's. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct qs_inflight);
 } inflight SEC(".maps");
 
@@ -65,7 +69,6 @@ struct {
 	__uint(max_entries, 1 << 20);
 } slow SEC(".maps");
 
-static const struct qs_inflight zero_inflight = {};
 static const struct qs_text zero_text = {};
 
 /* Whether the process of `pid_tgid` (bpf_get_current_pid_tgid's answer: one helper call gives
@@ -78,9 +81,16 @@ static __always_inline bool in_tree(__u64 pid_tgid)
 	return bpf_map_lookup_elem(&tree, &tgid) != NULL;
 }
 
-static __always_inline __u32 current_tid(void)
+/* The in-flight record of `task`, a server thread's; NULL for every other thread. */
+static __always_inline struct qs_inflight *inflight_of(struct task_struct *task)
 {
-	return (__u32)bpf_get_current_pid_tgid();
+	return bpf_task_storage_get(&inflight, task, 0, 0);
+}
+
+/* The current thread's in-flight record, NULL unless it is the server's. */
+static __always_inline struct qs_inflight *my_inflight(void)
+{
+	return inflight_of(bpf_get_current_task_btf());
 }
 
 /* floor(log2(v)) + 1 for v > 0, 0 for 0: the slot of a value in microseconds. */
@@ -115,25 +125,25 @@ static __always_inline struct qs_stats *my_stats(void)
 	return bpf_map_lookup_elem(&stats, &zero);
 }
 
-/* The current thread's in-flight record, created if missing. */
-static __always_inline struct qs_inflight *inflight_of(__u32 tid)
+/* The current thread's in-flight record, created on its first query when it is the server's
+ * (the tree is consulted once per thread, not once per query). */
+static __always_inline struct qs_inflight *my_inflight_or_new(void)
 {
-	struct qs_inflight *q = bpf_map_lookup_elem(&inflight, &tid);
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct qs_inflight *q = inflight_of(task);
 
 	if (q)
 		return q;
-	bpf_map_update_elem(&inflight, &tid, &zero_inflight, BPF_NOEXIST);
-	return bpf_map_lookup_elem(&inflight, &tid);
+	__u32 tgid = task->tgid;
+
+	if (!bpf_map_lookup_elem(&tree, &tgid))
+		return NULL;
+	return bpf_task_storage_get(&inflight, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 }
 
 static __always_inline void begin(__u32 command)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-
-	if (!in_tree(pid_tgid))
-		return;
-	__u32 tid = (__u32)pid_tgid;
-	struct qs_inflight *q = inflight_of(tid);
+	struct qs_inflight *q = my_inflight_or_new();
 
 	if (!q)
 		return;
@@ -152,8 +162,7 @@ static __always_inline void begin(__u32 command)
  * PostgreSQL's hit means no buffer had to be read in; MariaDB's is set by the query cache. */
 static __always_inline void end(bool hit_if_no_read)
 {
-	__u32 tid = current_tid();
-	struct qs_inflight *q = bpf_map_lookup_elem(&inflight, &tid);
+	struct qs_inflight *q = my_inflight();
 
 	if (!q || q->depth == 0)
 		return;
@@ -190,7 +199,10 @@ static __always_inline void end(bool hit_if_no_read)
 	e->off_ns[0] = q->off_ns[0];
 	e->off_ns[1] = q->off_ns[1];
 	e->off_ns[2] = q->off_ns[2];
-	e->pid = bpf_get_current_pid_tgid() >> 32;
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pid_tgid;
+
+	e->pid = pid_tgid >> 32;
 	e->tid = tid;
 	e->command = q->command;
 	e->preempted = q->preempted;
@@ -269,8 +281,7 @@ SEC("usdt")
 int BPF_USDT(pg_buffer_done, int fork, int block, int spc, int db, int rel, int backend,
 	     int is_extend, int found)
 {
-	__u32 tid = current_tid();
-	struct qs_inflight *q = bpf_map_lookup_elem(&inflight, &tid);
+	struct qs_inflight *q = my_inflight();
 
 	if (q && q->depth > 0 && (found & 0xff))
 		q->buffer_hits++;
@@ -282,8 +293,7 @@ int BPF_USDT(pg_buffer_done, int fork, int block, int spc, int db, int rel, int 
 SEC("usdt")
 int BPF_USDT(pg_block_read)
 {
-	__u32 tid = current_tid();
-	struct qs_inflight *q = bpf_map_lookup_elem(&inflight, &tid);
+	struct qs_inflight *q = my_inflight();
 
 	if (q && q->depth > 0)
 		q->buffer_reads++;
@@ -299,8 +309,7 @@ int BPF_USDT(pg_block_read)
 SEC("uprobe")
 int BPF_UPROBE(my_dispatch, int command, void *thd, const char *packet, unsigned int length)
 {
-	__u32 tid = current_tid();
-	struct qs_inflight *q = bpf_map_lookup_elem(&inflight, &tid);
+	struct qs_inflight *q = my_inflight();
 
 	/* Inside a query, every nested dispatch is counted so the returns pair up. */
 	if (q && q->depth > 0) {
@@ -326,8 +335,7 @@ int BPF_URETPROBE(my_dispatch_ret)
 SEC("uretprobe")
 int BPF_URETPROBE(my_qc_ret, int ret)
 {
-	__u32 tid = current_tid();
-	struct qs_inflight *q = bpf_map_lookup_elem(&inflight, &tid);
+	struct qs_inflight *q = my_inflight();
 
 	if (q && q->depth > 0 && ret == 1)
 		q->hit = 1;
@@ -357,8 +365,7 @@ int BPF_PROG(qs_sched_switch, bool preempt, struct task_struct *prev, struct tas
 			if (s)
 				s->involuntary++;
 		}
-		__u32 prev_tid = prev->pid;
-		struct qs_inflight *q = bpf_map_lookup_elem(&inflight, &prev_tid);
+		struct qs_inflight *q = inflight_of(prev);
 
 		if (q && q->depth > 0) {
 			now = bpf_ktime_get_ns();
@@ -383,12 +390,8 @@ int BPF_PROG(qs_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		}
 	}
 
-	__u32 next_tgid = next->tgid;
-
-	if (!bpf_map_lookup_elem(&tree, &next_tgid))
-		return 0;
-	__u32 next_tid = next->pid;
-	struct qs_inflight *q = bpf_map_lookup_elem(&inflight, &next_tid);
+	/* Only the server's threads have a record: no tree lookup for the next thread. */
+	struct qs_inflight *q = inflight_of(next);
 
 	if (q && q->depth > 0 && q->off_since_ns) {
 		if (!now)
@@ -424,7 +427,7 @@ int BPF_PROG(qs_exit, struct task_struct *task)
 
 	if (!bpf_map_lookup_elem(&tree, &tgid))
 		return 0;
-	bpf_map_delete_elem(&inflight, &tid);
+	/* The thread's in-flight record goes with its task storage. */
 	bpf_map_delete_elem(&texts, &tid);
 	if (tid == tgid)
 		bpf_map_delete_elem(&tree, &tgid);
