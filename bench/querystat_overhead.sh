@@ -42,6 +42,8 @@ cleanup() {
   rm -rf "$dir"
 }
 trap cleanup EXIT
+# Before the cluster is built: its initdb and pgbench -i raise the load this would record.
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 pg_start "$dir"
 "$pgbin/pgbench" -i -q -s 10 > /dev/null 2>&1
 
@@ -115,7 +117,6 @@ run_pgbench() {
 }
 
 declare -A tps lat scpu lat50 lat99
-load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 rate=
 for ((r = 0; r < rounds; r++)); do
   for w in full fixed; do
