@@ -141,6 +141,28 @@ fn pg_counts_match_pgbench_in_every_protocol_root() {
     assert_eq!(after.completed() - before.completed(), 50 + startup_tx);
 }
 
+/// The probes are attached to the postgres binary system-wide; only the traced server's
+/// process tree may be counted. Two servers of the same binary take statements at the same
+/// time: the count is the traced one's, exactly, and the other's threads never get a record.
+#[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+fn pg_only_the_traced_servers_queries_are_counted_root() {
+    require_root();
+    let _serial = serial();
+    let traced_pg = start_postgres();
+    let other_pg = start_postgres();
+    pgbench(&traced_pg, &["-i", "-s", "1", "-q"]);
+    pgbench(&other_pg, &["-i", "-s", "1", "-q"]);
+    let tracer = Tracer::attach(&server_of(traced_pg.pid()), &Options::default()).unwrap();
+    let before = settled(&tracer);
+    std::thread::scope(|s| {
+        s.spawn(|| pgbench(&other_pg, &["-n", "-S", "-c", "2", "-j", "2", "-t", "300"]));
+        pgbench(&traced_pg, &["-n", "-S", "-t", "120"]);
+    });
+    let after = settled(&tracer);
+    assert_eq!(after.completed() - before.completed(), 120 + PGBENCH_STARTUP_STATEMENTS);
+}
+
 /// Shared-buffer misses: a table twice the size of shared buffers, read at random. The blocks
 /// traced as read inside queries are what pg_stat_database counts as read, less the reads
 /// outside any query (catalogs read while each backend starts).
