@@ -475,7 +475,7 @@ pub fn core_ghz() -> Option<f64> {
 /// so more trials bring an unlucky figure up, while a real disagreement stays). The last rounds
 /// each come after a pause, so that a disturbance gets the chance to pass: in a guest, work on
 /// the host's other thread of this core (which the guest cannot see) may slow the two chains
-/// unequally, the multiplies having one port and the adds four. Once, in a report on a
+/// unequally (on Intel cores the multiplies have one port, the adds four). Once, in a report on a
 /// Skylake-SP guest, they read 2.86 and 2.76 GHz, where every other run that day agreed within
 /// 2 %.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]

@@ -40,9 +40,9 @@ struct {
 } tree SEC(".maps");
 
 /* The in-flight query of each server thread, in the thread's own task storage: found from the
- * task pointer with no hashing and no walk of a large bucket array (whose random buckets miss
- * the cache on every probe), and freed by the kernel when the thread exits. Created only for
- * the server's threads, so a thread that has one is the server's. */
+ * task pointer, with no thread ID to hash and no bucket to walk, and freed by the kernel when
+ * the thread exits. Created only for the server's threads, so a thread that has one is the
+ * server's. */
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
