@@ -7,15 +7,17 @@ scripts/setup.sh --deps
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 # Incremental caches double target/ and a one-shot run never reuses them.
 export CARGO_INCREMENTAL=0
+# Each step's start time goes to the log: CI's time is near its budget.
+step() { echo "== $1 ($(date -u +%T))"; }
 
-echo "== cargo fmt --check ($(date -u +%T))"
+step "cargo fmt --check"
 cargo fmt --all -- --check
-echo "== cargo clippy -D warnings ($(date -u +%T))"
+step "cargo clippy -D warnings"
 cargo clippy --locked --workspace --all-targets -- -D warnings
-echo "== cargo doc -D warnings ($(date -u +%T))"
+step "cargo doc -D warnings"
 RUSTDOCFLAGS="-D warnings" cargo doc --locked --workspace --no-deps --quiet
-echo "== cargo test: pure tier (what plain \`cargo test\` runs) ($(date -u +%T))"
+step "cargo test: pure tier (what plain \`cargo test\` runs)"
 cargo test --locked --workspace
-echo "== cargo test: live, guest and browser tiers (marked #[ignore] with their tier) ($(date -u +%T))"
+step "cargo test: live, guest and browser tiers (marked #[ignore] with their tier)"
 cargo test --locked --workspace -- --ignored
-echo "== done ($(date -u +%T))"
+step "done"

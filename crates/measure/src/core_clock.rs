@@ -498,13 +498,14 @@ fn measure_chains() -> (Option<f64>, Option<f64>) {
         let g = cycles as f64 / secs / 1e9;
         (g.is_finite() && g > 0.0).then_some(g)
     };
-    add_chain(4 * ADD_ITERATIONS); // wake the core up from any idle state
+    let wake_up = || add_chain(4 * ADD_ITERATIONS); // from any idle state
+    wake_up();
     let (mut add_best, mut mul_best) = (f64::INFINITY, f64::INFINITY);
     let (mut add, mut mul) = (None, None);
     for round in 0..ROUNDS + PAUSED_ROUNDS {
         if round >= ROUNDS {
             std::thread::sleep(PAUSE);
-            add_chain(4 * ADD_ITERATIONS);
+            wake_up();
         }
         for _ in 0..TRIALS {
             add_best = add_best.min(time(add_chain, ADD_ITERATIONS));

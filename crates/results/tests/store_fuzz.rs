@@ -50,7 +50,7 @@ fn a_run(i: u32) -> NewRun {
 
 /// A store of today's schema with three runs, as bytes.
 fn current_store() -> Vec<u8> {
-    let dir = fuzz::scratch_dir().unwrap();
+    let dir = fuzz::scratch_dir();
     let path = dir.path().join("results.db");
     let mut store = SqliteStore::open(&path).unwrap();
     for i in 0..3 {
@@ -192,7 +192,7 @@ fn damage() -> impl Strategy<Value = String> {
 }
 
 fn sql_damage(cases: u32) {
-    let dir = fuzz::scratch_dir().unwrap();
+    let dir = fuzz::scratch_dir();
     let current = current_store();
     let schema1 = schema1_store();
     let input = (any::<bool>(), proptest::collection::vec(damage(), 1..4));
@@ -211,7 +211,7 @@ fn sql_damage(cases: u32) {
 }
 
 fn byte_damage(cases: u32) {
-    let dir = fuzz::scratch_dir().unwrap();
+    let dir = fuzz::scratch_dir();
     let seeds = vec![current_store(), schema1_store()];
     fuzz::check(cases, fuzz::mutated(seeds), |bytes| {
         let path = dir.path().join("mutated.db");
@@ -223,7 +223,7 @@ fn byte_damage(cases: u32) {
 
 /// Any run recorded reads back: samples with NaN, infinities or none at all, any text.
 fn round_trip(cases: u32) {
-    let dir = fuzz::scratch_dir().unwrap();
+    let dir = fuzz::scratch_dir();
     let path = dir.path().join("results.db");
     // `check` takes an `Fn`: the store is borrowed mutably one case at a time.
     let store = std::cell::RefCell::new(SqliteStore::open(&path).unwrap());
@@ -302,7 +302,7 @@ fn any_recorded_run_reads_back_long() {
 /// recorded but `results show` failed on it ("Invalid column type Null … median").
 #[test]
 fn a_metric_without_finite_samples_reads_back() {
-    let dir = fuzz::scratch_dir().unwrap();
+    let dir = fuzz::scratch_dir();
     let path = dir.path().join("results.db");
     let mut store = SqliteStore::open(&path).unwrap();
     for samples in [vec![], vec![f64::NAN, f64::INFINITY]] {
@@ -324,7 +324,7 @@ fn a_metric_without_finite_samples_reads_back() {
 /// every SQLite message is kept on one line.
 #[test]
 fn tables_without_a_schema_version_are_refused_on_one_line() {
-    let dir = fuzz::scratch_dir().unwrap();
+    let dir = fuzz::scratch_dir();
     for version in [0, -1] {
         let path = dir.path().join(format!("v{version}.db"));
         std::fs::write(&path, current_store()).unwrap();

@@ -167,7 +167,7 @@ fn decodes_within_bounds(dir: &Path, bytes: &[u8]) -> Result<(), TestCaseError> 
 fn seeds() -> Vec<Vec<u8>> {
     let data = tamp::corpus::generate(3, 12_000);
     let mut out = Vec::new();
-    let dir = fuzz::scratch_dir().unwrap();
+    let dir = fuzz::scratch_dir();
     for (codec, block) in [
         (&Lz4 as &dyn tamp::codec::Codec, 4096),
         (&Lz4, 100_000),
@@ -199,7 +199,7 @@ fn seeds() -> Vec<Vec<u8>> {
 
 fn frames(cases: u32) {
     let _g = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = fuzz::scratch_dir().unwrap();
+    let dir = fuzz::scratch_dir();
     let seeds = seeds();
     // Arbitrary bytes behind each magic number, so they reach the frame parsers.
     let magic = prop_oneof![
@@ -217,7 +217,7 @@ fn frames(cases: u32) {
 }
 
 fn round_trip(cases: u32) {
-    let dir = fuzz::scratch_dir().unwrap();
+    let dir = fuzz::scratch_dir();
     // Tiny blocks (a frame or block per byte or so) on short inputs, real block sizes on
     // longer ones, incompressible or a single repeated byte.
     let tiny = (fuzz::bytes(300), 1usize..=7);
@@ -283,7 +283,7 @@ fn lz4_header(flg: u8, bd: u8, extra: &[u8]) -> Vec<u8> {
 
 fn claim(bytes: &[u8]) -> (TampError, usize) {
     let _g = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = fuzz::scratch_dir().unwrap();
+    let dir = fuzz::scratch_dir();
     let (r, largest) = decode(dir.path(), bytes);
     (r.unwrap_err(), largest)
 }

@@ -60,14 +60,15 @@ pub fn check<S: Strategy>(
 /// A scratch directory for targets that write a file per case, on tmpfs when there is one:
 /// on ext4, truncating and rewriting a file forces its blocks out at close (`auto_da_alloc`),
 /// and 50 000 such writes spent a third of a live-tier run waiting on the disk.
-pub fn scratch_dir() -> std::io::Result<tempfile::TempDir> {
+pub fn scratch_dir() -> tempfile::TempDir {
     let shm = std::path::Path::new("/dev/shm");
     if shm.is_dir() {
         if let Ok(dir) = tempfile::tempdir_in(shm) {
-            return Ok(dir);
+            return dir;
         }
     }
     tempfile::tempdir()
+        .unwrap_or_else(|e| panic!("a scratch directory (not in /dev/shm, nor in $TMPDIR): {e}"))
 }
 
 /// One edit of a valid input.

@@ -46,7 +46,7 @@ fn files(cases: u32) {
         "hugepages-18014398509481984kB".into(),
         "32768K\n".into(),
     ];
-    let dir = fuzz::scratch_dir().unwrap();
+    let dir = fuzz::scratch_dir();
     let node = dir.path().join("sys/devices/system/node/node0");
     std::fs::create_dir_all(&node).unwrap();
     let sys = SysRoot::at(dir.path());

@@ -71,13 +71,9 @@ struct {
 
 static const struct qs_text zero_text = {};
 
-/* Whether the process of `pid_tgid` (bpf_get_current_pid_tgid's answer: one helper call gives
- * both halves, and each call's return is dear on AMD hosts with SRSO's Safe RET) is the
- * server's. */
-static __always_inline bool in_tree(__u64 pid_tgid)
+/* Whether process `tgid` is the server's. */
+static __always_inline bool in_tree(__u32 tgid)
 {
-	__u32 tgid = pid_tgid >> 32;
-
 	return bpf_map_lookup_elem(&tree, &tgid) != NULL;
 }
 
@@ -134,9 +130,7 @@ static __always_inline struct qs_inflight *my_inflight_or_new(void)
 
 	if (q)
 		return q;
-	__u32 tgid = task->tgid;
-
-	if (!bpf_map_lookup_elem(&tree, &tgid))
+	if (!in_tree(task->tgid))
 		return NULL;
 	return bpf_task_storage_get(&inflight, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 }
@@ -221,9 +215,11 @@ static __always_inline void keep_text(const void *text, __u32 len, bool user_str
 {
 	if (slower_ns == 0 || !text)
 		return;
+	/* One helper call gives both halves (each call's return is dear on AMD hosts with SRSO's
+	 * Safe RET). */
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 
-	if (!in_tree(pid_tgid))
+	if (!in_tree(pid_tgid >> 32))
 		return;
 	__u32 tid = (__u32)pid_tgid;
 	struct qs_text *t = bpf_map_lookup_elem(&texts, &tid);
@@ -413,7 +409,7 @@ int BPF_PROG(qs_fork, struct task_struct *parent, struct task_struct *child)
 	__u32 child_tgid = child->tgid;
 	struct qs_proc fresh = {};
 
-	if (child_tgid == parent_tgid || !bpf_map_lookup_elem(&tree, &parent_tgid))
+	if (child_tgid == parent_tgid || !in_tree(parent_tgid))
 		return 0;
 	bpf_map_update_elem(&tree, &child_tgid, &fresh, BPF_ANY);
 	return 0;
@@ -425,7 +421,7 @@ int BPF_PROG(qs_exit, struct task_struct *task)
 	__u32 tid = task->pid;
 	__u32 tgid = task->tgid;
 
-	if (!bpf_map_lookup_elem(&tree, &tgid))
+	if (!in_tree(tgid))
 		return 0;
 	/* The thread's in-flight record goes with its task storage. */
 	bpf_map_delete_elem(&texts, &tid);
