@@ -200,7 +200,7 @@ platscope with every collector over node_exporter: **$ratio** per scrape; $verdi
 Link facts aging out, spread over the scrapes, cost $aging_cost ms per scrape (+aging less +paused).
 
 The rows per collector show where a scrape's time goes. \`process\` sums every process's threads
-in the kernel at the scrape (one BPF pass over all threads with the open-coded task iterator,
+in the kernel at the scrape (one BPF pass over the process list with the open-coded task iterator, a process's threads walked only when it has more than one,
 one record per process in mapped memory), so its kernel time is counted here; in perf the largest
 part of it is the kernel's iterator step (\`bpf_iter_task_next\`). The BPF programs behind \`cpu\` and \`io\` run
 in the kernel at every context switch and VFS call, charged to the tasks that switch or do I/O,
