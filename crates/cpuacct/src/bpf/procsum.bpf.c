@@ -2,9 +2,8 @@
 /* Every process's CPU time, summed over its threads in the kernel, in one pass (serve's process
  * collector). Run on demand (BPF_PROG_RUN), the program walks the process list, and the
  * threads of each process that has more than one, with the kernel's open-coded task iterators
- * (Linux 6.7+), and writes one
- * record per process into an array user space has mapped: no seq_file, no per-thread record,
- * no per-task PID lookup as the task iterator program does. */
+ * (Linux 6.7+), and writes one record per process into an array user space has mapped: no
+ * seq_file, no per-thread record, no per-task PID lookup as the task iterator program does. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include "cpuacct.h"
