@@ -144,7 +144,7 @@ job_platscope() { # KERNEL T
     --size "$S" --duration-ms "$dur_ms" --json --no-store &&
     v=$(json_field median < "$log") && [[ -n $v ]]; then
     record "$fig" "$T" "$v"
-    ran_with["$fig|$T"]+="$(grep -o '"isa": *"[a-z0-9]*"' "$log" | head -1 | sed 's/.*: *"//; s/"//') "
+    ran_with["$fig|$T"]+="$(grep -o '"isa": *"[a-z0-9]*"' "$log" | head -1 | sed 's/.*: *"//; s/"//')/$(grep -o '"walk": *"[a-z-]*"' "$log" | head -1 | sed 's/.*: *"//; s/"//') "
   else fail "$fig" "$T" "$(why "$log")"; fi
   cmds["$fig|$T"]=$last_cmd
 }
@@ -389,9 +389,10 @@ figs_order=("platscope read" "likwid-bench $lk_read" "sysbench memory read" "str
   "platscope copy-nt" "likwid-bench $lk_copy_nt"
   "platscope write-nt" "likwid-bench $lk_nt" "stress-ng memrate write128nt")
 [[ -n $lk2_read ]] && figs_order+=("likwid-bench $lk2_read" "likwid-bench $lk2_copy" "likwid-bench $lk2_copy_nt" "likwid-bench $lk2_nt")
-# The ISA each platscope run ran with, as its trial chose (read-line's loads are scalar).
+# The ISA and walk each platscope run ran with, as its trial chose (read-line's loads are
+# scalar whatever the ISA; only its walk is chosen).
 isa_lines=$(
-  for k in read copy copy-nt write-nt; do
+  for k in read read-line copy copy-nt write-nt; do
     for T in "${threadsets[@]}"; do
       [[ -n ${ran_with["platscope $k|$T"]:-} ]] && echo "- $k, $T thread(s): ${ran_with["platscope $k|$T"]% }"
     done
@@ -455,8 +456,14 @@ $table
 
 $below_text
 
-The ISA platscope ran with, per run in round order (no \`--isa\`: the faster of its two widest in a
-trial on the run's own buffers; a narrower one only when more than 3 % faster):
+The ISA and walk platscope ran with (ISA/walk), per run in round order. With neither \`--isa\` nor
+\`--walk\` given, a trial on the run's own buffers tries its two widest ISAs walking the buffers
+front to back, then the same walking four 4 KiB pages at a time (a step in each in turn, as
+glibc's memcpy does for large copies: four streams for the prefetchers where front to back gives
+one); a later candidate is taken only when more than 3 % faster. Every byte is read or written
+once per pass either way. The other tools walk front to back, except glibc's memcpy (mbw MEMCPY),
+which interleaves pages too for copies this large (this glibc's memmove has loops of
+non-temporal stores to two and to four pages in turn):
 
 $isa_lines
 

@@ -9,7 +9,7 @@ use place::{pin, Arena, ArenaSpec, MemPolicy, PageSize, Placement};
 use serde::{Deserialize, Serialize};
 use topo::Topology;
 
-use crate::kernels::bandwidth::{pass, Isa, Kernel, BLOCK};
+use crate::kernels::bandwidth::{pass, Isa, Kernel, Walk, BLOCK};
 use crate::timers::cheapest_trustworthy_clock;
 use crate::together::Crew;
 use crate::BenchError;
@@ -25,6 +25,10 @@ pub struct BandwidthOptions {
     /// the run's own buffers ([`isa_candidates`]). The widest is not always the fastest: on a
     /// Skylake-SP core, AVX-512 copies to DRAM ran about a sixth slower than AVX2 ones.
     pub isa: Option<Isa>,
+    /// The order each pass walks the buffers in; `None`: chosen in the same trial as the ISA.
+    /// Four pages at a time is faster on some memory systems, not on every one.
+    #[serde(default)]
+    pub walk: Option<Walk>,
     /// Size of each of a thread's buffers.
     pub bytes_per_thread: u64,
     pub page: PageSize,
@@ -66,8 +70,13 @@ pub struct BandwidthResult {
     pub kernel: Kernel,
     /// The ISA the rounds ran with.
     pub isa: Isa,
-    /// How it was chosen when none was asked for: each candidate's GB/s in the trial, all
-    /// threads together (empty when `--isa` was given, or there was nothing to choose).
+    /// The order the rounds walked the buffers in (results stored before walks were chosen
+    /// walked sequentially).
+    #[serde(default)]
+    pub walk: Walk,
+    /// How the ISA and the walk were chosen when not asked for: each candidate's GB/s in the
+    /// trial, all threads together (empty when both were given, or there was nothing to
+    /// choose).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub isa_trial: Vec<IsaTrial>,
     /// What the byte count includes (e.g. that write-allocate traffic is not counted).
@@ -79,10 +88,22 @@ pub struct BandwidthResult {
     pub interrupted: bool,
 }
 
-/// One candidate ISA's figure in a run's trial.
+impl BandwidthResult {
+    /// How the rounds ran, for a heading: the ISA, and the walk when it was not sequential.
+    pub fn how(&self) -> String {
+        match self.walk {
+            Walk::Sequential => self.isa.to_string(),
+            walk => format!("{}, {walk} walk", self.isa),
+        }
+    }
+}
+
+/// One candidate's figure in a run's trial: an ISA and a walk.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IsaTrial {
     pub isa: Isa,
+    #[serde(default)]
+    pub walk: Walk,
     /// The median of its trial slots, summed over the threads.
     pub gbs: f64,
 }
@@ -90,7 +111,8 @@ pub struct IsaTrial {
 /// Slots per candidate in a trial; the candidates take turns, so slow drifts hit all alike.
 const TRIAL_SLOTS: usize = 3;
 
-/// How much faster a narrower ISA must be in the trial to be chosen over a wider one.
+/// How much faster a later candidate (a narrower ISA, or the four-page walk) must be in the
+/// trial to be chosen over an earlier one.
 pub const TRIAL_MARGIN: f64 = 0.03;
 
 /// The ISAs a run with no `--isa` tries for `kernel`, widest first: the two widest vector ISAs
@@ -105,26 +127,39 @@ pub fn isa_candidates(kernel: Kernel) -> Vec<Isa> {
     isas
 }
 
+/// What a run with neither `--isa` nor `--walk` tries, in order of preference: each of
+/// [`isa_candidates`] (or the widest ISA where there is nothing to choose) walking
+/// sequentially, then each walking four pages at a time. A given ISA or walk is the only one
+/// tried of its kind; one candidate means no trial.
+pub fn trial_candidates(kernel: Kernel, isa: Option<Isa>, walk: Option<Walk>) -> Vec<(Isa, Walk)> {
+    let isas = match isa {
+        Some(isa) => vec![isa],
+        None => Some(isa_candidates(kernel)).filter(|c| !c.is_empty()).unwrap_or(vec![Isa::best()]),
+    };
+    let walks = walk.map_or(Walk::ALL.to_vec(), |w| vec![w]);
+    walks.iter().flat_map(|&w| isas.iter().map(move |&i| (i, w))).collect()
+}
+
 /// A trial the threads of one run take together: each runs every candidate in turn on its own
 /// buffers, adds its medians, and all pick the same winner once every thread has added.
 struct Trial {
-    candidates: Vec<Isa>,
+    candidates: Vec<(Isa, Walk)>,
     all_added: Barrier,
     totals: Mutex<Vec<f64>>,
 }
 
 impl Trial {
-    fn new(candidates: Vec<Isa>, threads: usize) -> Self {
+    fn new(candidates: Vec<(Isa, Walk)>, threads: usize) -> Self {
         let totals = Mutex::new(vec![0.0; candidates.len()]);
         Self { candidates, all_added: Barrier::new(threads), totals }
     }
 
-    /// This thread's part: `slot(isa)` measures GB/s for one slot. Returns the winner.
-    fn take(&self, mut slot: impl FnMut(Isa) -> f64) -> Isa {
+    /// This thread's part: `slot(isa, walk)` measures GB/s for one slot. Returns the winner.
+    fn take(&self, mut slot: impl FnMut(Isa, Walk) -> f64) -> (Isa, Walk) {
         let mut rates = vec![Vec::with_capacity(TRIAL_SLOTS); self.candidates.len()];
         for _ in 0..TRIAL_SLOTS {
-            for (rates, &isa) in rates.iter_mut().zip(&self.candidates) {
-                rates.push(slot(isa));
+            for (rates, &(isa, walk)) in rates.iter_mut().zip(&self.candidates) {
+                rates.push(slot(isa, walk));
             }
         }
         {
@@ -137,19 +172,24 @@ impl Trial {
         self.winner().0
     }
 
-    /// The winner, and every candidate's figure. A narrower ISA wins only by more than
-    /// [`TRIAL_MARGIN`]: closer than that, the trial cannot tell them apart and the wider stays.
-    fn winner(&self) -> (Isa, Vec<IsaTrial>) {
+    /// The winner, and every candidate's figure. A later candidate wins only by more than
+    /// [`TRIAL_MARGIN`]: closer than that, the trial cannot tell them apart and the earlier
+    /// (the wider ISA, the sequential walk) stays.
+    fn winner(&self) -> ((Isa, Walk), Vec<IsaTrial>) {
         let totals = self.totals.lock().unwrap_or_else(PoisonError::into_inner).clone();
-        let figures: Vec<IsaTrial> =
-            self.candidates.iter().zip(totals).map(|(&isa, gbs)| IsaTrial { isa, gbs }).collect();
+        let figures: Vec<IsaTrial> = self
+            .candidates
+            .iter()
+            .zip(totals)
+            .map(|(&(isa, walk), gbs)| IsaTrial { isa, walk, gbs })
+            .collect();
         let best = figures
             .iter()
             .fold(None::<&IsaTrial>, |best, f| match best {
                 Some(b) if f.gbs <= b.gbs * (1.0 + TRIAL_MARGIN) => Some(b),
                 _ => Some(f),
             })
-            .map_or(Isa::best(), |f| f.isa);
+            .map_or((Isa::best(), Walk::Sequential), |f| (f.isa, f.walk));
         (best, figures)
     }
 }
@@ -209,14 +249,14 @@ fn stream(opts: &BandwidthOptions, trial: Option<&Trial>, buffers: &mut Buffers)
     let clock = cheapest_trustworthy_clock();
     let mut checksum = 0u64;
     // Passes for at least `time` (at least one); GB/s.
-    let mut passes = |isa: Isa, time: Duration, seed: u64| {
+    let mut passes = |isa: Isa, walk: Walk, time: Duration, seed: u64| {
         let until = Instant::now() + time;
         let t0 = clock.read();
         let mut moved = 0u64;
         loop {
             // SAFETY: the buffers are this thread's arenas of `bytes` (a multiple of BLOCK),
             // page-aligned, distinct; every ISA here is in Isa::available.
-            checksum ^= unsafe { pass(opts.kernel, isa, ptrs, bytes, seed) };
+            checksum ^= unsafe { pass(opts.kernel, isa, walk, ptrs, bytes, seed) };
             moved += per_pass;
             if Instant::now() >= until || stop::requested() {
                 break;
@@ -225,21 +265,21 @@ fn stream(opts: &BandwidthOptions, trial: Option<&Trial>, buffers: &mut Buffers)
         // bytes/ns = GB/s
         moved as f64 / clock.ticks_to_ns(clock.read().wrapping_sub(t0)).max(1.0)
     };
-    let isa = match (opts.isa, trial) {
-        (Some(isa), _) => isa,
-        (None, Some(trial)) => {
+    let (isa, walk) = match trial {
+        Some(trial) => {
             // One untimed pass first: the first after the fill pays for cold TLBs.
-            passes(trial.candidates[0], Duration::ZERO, 0);
+            let (isa, walk) = trial.candidates[0];
+            passes(isa, walk, Duration::ZERO, 0);
             let slot = round / TRIAL_SLOTS as u32;
-            trial.take(|isa| passes(isa, slot, 0))
+            trial.take(|isa, walk| passes(isa, walk, slot, 0))
         }
-        (None, None) => Isa::best(),
+        None => (opts.isa.unwrap_or_else(Isa::best), opts.walk.unwrap_or_default()),
     };
     let start = Instant::now();
     let mut samples = Vec::new();
     for r in 1..=opts.rounds + 1 {
         let left = (start + round * r).saturating_duration_since(Instant::now());
-        samples.push(passes(isa, left, r as u64));
+        samples.push(passes(isa, walk, left, r as u64));
         if stop::requested() {
             break;
         }
@@ -262,9 +302,8 @@ pub fn run(
     if let Some(isa) = opts.isa.filter(|isa| !Isa::available().contains(isa)) {
         return Err(BenchError::Usage(format!("this CPU cannot run {isa}")));
     }
-    let candidates = isa_candidates(opts.kernel);
-    let trial =
-        (opts.isa.is_none() && candidates.len() > 1).then(|| Trial::new(candidates, threads.len()));
+    let candidates = trial_candidates(opts.kernel, opts.isa, opts.walk);
+    let trial = (candidates.len() > 1).then(|| Trial::new(candidates, threads.len()));
     let mut policies: Vec<&MemPolicy> = threads.iter().map(|t| &t.policy).collect();
     policies.dedup();
     for policy in policies {
@@ -293,9 +332,9 @@ pub fn run(
         }
     }
     // Every thread ran the winner of the same totals.
-    let (isa, isa_trial) = match trial {
+    let ((isa, walk), isa_trial) = match trial {
         Some(trial) => trial.winner(),
-        None => (opts.isa.unwrap_or_else(Isa::best), Vec::new()),
+        None => ((opts.isa.unwrap_or_else(Isa::best), opts.walk.unwrap_or_default()), Vec::new()),
     };
     // Round 0 is warm-up; a round counts only if every thread finished it.
     let rounds = per_thread.iter().map(|(_, s, _)| s.len()).min().unwrap_or(0);
@@ -314,6 +353,7 @@ pub fn run(
     Ok(BandwidthResult {
         kernel: opts.kernel,
         isa,
+        walk,
         isa_trial,
         accounting: opts.kernel.info().accounting.to_string(),
         bytes_per_thread: opts.bytes_per_thread,
@@ -453,36 +493,87 @@ pub fn saturation_point(steps: &[BandwidthResult]) -> Option<usize> {
 mod tests {
     use super::*;
 
+    const SEQ: Walk = Walk::Sequential;
+    const PAGES: Walk = Walk::FourPages;
+
     #[test]
     fn every_thread_of_a_trial_picks_the_same_winner_from_the_sum() {
         // Thread 0 sees the narrower ISA faster, thread 1 the wider by more: the sum decides,
         // and both threads leave with it.
-        let trial = Trial::new(vec![Isa::Avx512, Isa::Sse2], 2);
-        let picks: Vec<Isa> = std::thread::scope(|s| {
+        let trial = Trial::new(vec![(Isa::Avx512, SEQ), (Isa::Sse2, SEQ)], 2);
+        let picks: Vec<(Isa, Walk)> = std::thread::scope(|s| {
             let t = &trial;
-            let a = s.spawn(move || t.take(|isa| if isa == Isa::Sse2 { 6.0 } else { 5.0 }));
-            let b = s.spawn(move || t.take(|isa| if isa == Isa::Sse2 { 4.0 } else { 9.0 }));
-            [a, b].into_iter().map(|h| h.join().unwrap_or(Isa::Scalar)).collect()
+            let a = s.spawn(move || t.take(|isa, _| if isa == Isa::Sse2 { 6.0 } else { 5.0 }));
+            let b = s.spawn(move || t.take(|isa, _| if isa == Isa::Sse2 { 4.0 } else { 9.0 }));
+            [a, b].into_iter().map(|h| h.join().unwrap_or((Isa::Scalar, PAGES))).collect()
         });
-        assert_eq!(picks, [Isa::Avx512, Isa::Avx512]);
+        assert_eq!(picks, [(Isa::Avx512, SEQ), (Isa::Avx512, SEQ)]);
         let (winner, figures) = trial.winner();
-        assert_eq!(winner, Isa::Avx512);
+        assert_eq!(winner, (Isa::Avx512, SEQ));
         assert_eq!(
             figures,
-            [IsaTrial { isa: Isa::Avx512, gbs: 14.0 }, IsaTrial { isa: Isa::Sse2, gbs: 10.0 }]
+            [
+                IsaTrial { isa: Isa::Avx512, walk: SEQ, gbs: 14.0 },
+                IsaTrial { isa: Isa::Sse2, walk: SEQ, gbs: 10.0 }
+            ]
         );
     }
 
     #[test]
-    fn a_narrower_isa_must_win_by_the_margin_and_read_line_has_nothing_to_try() {
+    fn a_later_candidate_must_win_by_the_margin() {
         for (narrower, expected) in [(7.0, Isa::Avx2), (7.14, Isa::Avx2), (7.3, Isa::Sse2)] {
-            let trial = Trial::new(vec![Isa::Avx2, Isa::Sse2], 1);
-            let pick = trial.take(|isa| if isa == Isa::Sse2 { narrower } else { 7.0 });
-            assert_eq!(pick, expected, "sse2 at {narrower} against avx2 at 7.0");
+            let trial = Trial::new(vec![(Isa::Avx2, SEQ), (Isa::Sse2, SEQ)], 1);
+            let pick = trial.take(|isa, _| if isa == Isa::Sse2 { narrower } else { 7.0 });
+            assert_eq!(pick, (expected, SEQ), "sse2 at {narrower} against avx2 at 7.0");
         }
-        assert!(isa_candidates(Kernel::ReadLine).is_empty());
+        // The four-page walk against the sequential one of the same ISA, and against a
+        // narrower ISA that had already won.
+        for (pages, expected) in [(7.2, (Isa::Avx2, SEQ)), (7.3, (Isa::Avx2, PAGES))] {
+            let trial = Trial::new(vec![(Isa::Avx2, SEQ), (Isa::Avx2, PAGES)], 1);
+            let pick = trial.take(|_, walk| if walk == PAGES { pages } else { 7.0 });
+            assert_eq!(pick, expected, "four pages at {pages} against sequential at 7.0");
+        }
+        let trial = Trial::new(
+            vec![(Isa::Avx2, SEQ), (Isa::Sse2, SEQ), (Isa::Avx2, PAGES), (Isa::Sse2, PAGES)],
+            1,
+        );
+        let gbs = |isa, walk| match (isa, walk) {
+            (Isa::Sse2, SEQ) => 8.0,
+            (Isa::Avx2, PAGES) => 8.2,
+            _ => 7.0,
+        };
+        assert_eq!(trial.take(gbs), (Isa::Sse2, SEQ), "8.2 is not 3% above 8.0");
+    }
+
+    #[test]
+    fn the_candidates_are_the_widest_isas_sequential_first_unless_one_is_given() {
         let copy = isa_candidates(Kernel::Copy);
         assert!(copy.len() <= 2 && !copy.contains(&Isa::Scalar), "{copy:?}");
         assert!(copy.windows(2).all(|w| w[0] > w[1]), "widest first: {copy:?}");
+        let all = trial_candidates(Kernel::Copy, None, None);
+        assert_eq!(all.len(), 2 * copy.len().max(1));
+        assert!(all[..all.len() / 2].iter().all(|&(_, w)| w == SEQ), "{all:?}");
+        assert!(all[all.len() / 2..].iter().all(|&(_, w)| w == PAGES), "{all:?}");
+        // read-line's loads are scalar whatever the ISA: only the walk is tried.
+        assert!(isa_candidates(Kernel::ReadLine).is_empty());
+        assert_eq!(
+            trial_candidates(Kernel::ReadLine, None, None),
+            [(Isa::best(), SEQ), (Isa::best(), PAGES)]
+        );
+        assert_eq!(
+            trial_candidates(Kernel::Copy, Some(Isa::Sse2), Some(PAGES)),
+            [(Isa::Sse2, PAGES)]
+        );
+        let walks = trial_candidates(Kernel::Read, Some(Isa::Scalar), None);
+        assert_eq!(walks, [(Isa::Scalar, SEQ), (Isa::Scalar, PAGES)]);
+        let isas = trial_candidates(Kernel::Read, None, Some(SEQ));
+        assert_eq!(isas.iter().map(|&(i, _)| i).collect::<Vec<_>>(), {
+            let c = isa_candidates(Kernel::Read);
+            if c.is_empty() {
+                vec![Isa::best()]
+            } else {
+                c
+            }
+        });
     }
 }

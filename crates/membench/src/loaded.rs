@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use topo::Topology;
 
 use crate::bandwidth::{BandwidthOptions, Buffers, ThreadSpec};
-use crate::kernels::bandwidth::{pass, Isa, Kernel};
+use crate::kernels::bandwidth::{pass, Isa, Kernel, Walk};
 use crate::latency::{Chase, LatencyOptions};
 use crate::timers::cheapest_trustworthy_clock;
 use crate::together::Crew;
@@ -141,6 +141,7 @@ fn load(opts: &BandwidthOptions, state: &AtomicU64, moved: &Counter, buffers: &m
             pass(
                 opts.kernel,
                 isa,
+                Walk::Sequential,
                 [a.add(offset), b.add(offset), c.add(offset)],
                 CHUNK,
                 offset as u64,
@@ -201,6 +202,7 @@ pub fn run(
     let load_opts = BandwidthOptions {
         kernel,
         isa: Some(opts.isa),
+        walk: Some(Walk::Sequential),
         bytes_per_thread: opts.load_bytes_per_thread.next_multiple_of(CHUNK as u64),
         page: opts.chase.page,
         duration: opts.point_duration,

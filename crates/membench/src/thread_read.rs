@@ -12,7 +12,7 @@ use place::{lists, pin, Arena, ArenaSpec, MemPolicy, PageSize, Placement};
 use serde::{Deserialize, Serialize};
 use topo::Topology;
 
-use crate::kernels::bandwidth::{pass, Isa, Kernel};
+use crate::kernels::bandwidth::{pass, Isa, Kernel, Walk};
 use crate::timers::cheapest_trustworthy_clock;
 use crate::BenchError;
 use measure::stop;
@@ -97,6 +97,7 @@ pub fn run(
                                     pass(
                                         Kernel::ReadLine,
                                         Isa::Scalar,
+                                        Walk::Sequential,
                                         [ptr, ptr, ptr],
                                         BYTES as usize,
                                         0,

@@ -3,8 +3,10 @@
 
 use std::time::Duration;
 
-use membench::bandwidth::{isa_candidates, run, BandwidthOptions, ThreadSpec, TRIAL_MARGIN};
-use membench::kernels::bandwidth::{Isa, Kernel, KERNELS};
+use membench::bandwidth::{
+    run, trial_candidates, BandwidthOptions, IsaTrial, ThreadSpec, TRIAL_MARGIN,
+};
+use membench::kernels::bandwidth::{Isa, Kernel, Walk, KERNELS};
 use membench::latency::LatencyOptions;
 use membench::loaded::{self, LoadMix, LoadedOptions};
 use place::{MemPolicy, PageSize};
@@ -20,16 +22,23 @@ fn topology() -> Topology {
 
 #[test]
 #[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
-fn every_kernel_and_isa_gives_a_sane_figure_with_verified_memory() {
+fn every_kernel_isa_and_walk_gives_a_sane_figure_with_verified_memory() {
     let _serial = serial();
     let t = topology();
     let cpu = t.online_cpu_ids()[0];
     let node = t.node_of_cpu(cpu).expect("node");
-    for isa in Isa::available() {
+    // Every ISA front to back; the four-page walk with the widest (the walk is the same code
+    // around each ISA's body, and the kernels' unit tests check every pair's results).
+    let runs = Isa::available()
+        .into_iter()
+        .map(|isa| (isa, Walk::Sequential))
+        .chain([(Isa::best(), Walk::FourPages)]);
+    for (isa, walk) in runs {
         for k in KERNELS {
             let opts = BandwidthOptions {
                 kernel: k.kernel,
                 isa: Some(isa),
+                walk: Some(walk),
                 bytes_per_thread: 32 << 20,
                 page: PageSize::Base,
                 duration: Duration::from_millis(100),
@@ -38,9 +47,11 @@ fn every_kernel_and_isa_gives_a_sane_figure_with_verified_memory() {
             let spec = ThreadSpec { cpu: Some(cpu), policy: MemPolicy::Bind(vec![node]) };
             let r = run(&[spec], &opts, &t).expect("runs");
             let gbs = r.aggregate_gbs.median;
-            println!("{} {isa}: {gbs:.2} GB/s", k.name);
+            println!("{} {isa} {walk}: {gbs:.2} GB/s", k.name);
+            assert_eq!((r.isa, r.walk), (isa, walk), "as asked");
+            assert!(r.isa_trial.is_empty(), "both given: no trial");
             // Above a floppy disk, below any memory system a single core can drive.
-            assert!(gbs > 0.05 && gbs < 1000.0, "{} {isa}: {gbs}", k.name);
+            assert!(gbs > 0.05 && gbs < 1000.0, "{} {isa} {walk}: {gbs}", k.name);
             assert_eq!(r.threads[0].placements.len(), k.buffers);
             assert!(r.threads[0].placements.iter().all(|p| p.all_on(&[node])));
             assert!(!r.accounting.is_empty());
@@ -50,14 +61,14 @@ fn every_kernel_and_isa_gives_a_sane_figure_with_verified_memory() {
 
 #[test]
 #[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
-fn with_no_isa_asked_every_thread_runs_the_trial_winner() {
+fn with_neither_isa_nor_walk_asked_every_thread_runs_the_trial_winner() {
     let _serial = serial();
     let t = topology();
     let cpus = t.online_cpu_ids();
-    let candidates = isa_candidates(Kernel::Copy);
     let opts = BandwidthOptions {
         kernel: Kernel::Copy,
         isa: None,
+        walk: None,
         bytes_per_thread: 32 << 20,
         page: PageSize::Base,
         duration: Duration::from_millis(200),
@@ -68,28 +79,22 @@ fn with_no_isa_asked_every_thread_runs_the_trial_winner() {
         .take(2)
         .map(|&cpu| ThreadSpec { cpu: Some(cpu), policy: MemPolicy::Inherit })
         .collect();
-    let r = run(&specs, &opts, &t).expect("runs");
-    let tried: Vec<Isa> = r.isa_trial.iter().map(|f| f.isa).collect();
-    if candidates.len() < 2 {
-        assert!(tried.is_empty(), "one candidate ({candidates:?}): nothing to try");
-        assert_eq!(r.isa, Isa::best());
-        return;
+    // Read-line has no vector ISA to choose: only its walk is tried.
+    for kernel in [Kernel::Copy, Kernel::ReadLine] {
+        let r = run(&specs, &BandwidthOptions { kernel, ..opts.clone() }, &t).expect("runs");
+        let tried: Vec<(Isa, Walk)> = r.isa_trial.iter().map(|f| (f.isa, f.walk)).collect();
+        let candidates = trial_candidates(kernel, None, None);
+        assert_eq!(tried, candidates, "{kernel}: every candidate tried, in order");
+        assert!(candidates.contains(&(Isa::best(), Walk::FourPages)), "{candidates:?}");
+        assert!(r.isa_trial.iter().all(|f| f.gbs > 0.05 && f.gbs < 1000.0), "{:?}", r.isa_trial);
+        // A later candidate only when it beat the one before it by more than the margin.
+        let expected = r.isa_trial.iter().fold(None::<&IsaTrial>, |best, f| match best {
+            Some(b) if f.gbs <= b.gbs * (1.0 + TRIAL_MARGIN) => Some(b),
+            _ => Some(f),
+        });
+        let expected = expected.map(|f| (f.isa, f.walk));
+        assert_eq!(Some((r.isa, r.walk)), expected, "{kernel}: {:?}", r.isa_trial);
     }
-    assert_eq!(tried, candidates, "every candidate tried, widest first");
-    assert!(r.isa_trial.iter().all(|f| f.gbs > 0.05 && f.gbs < 1000.0), "{:?}", r.isa_trial);
-    let widest = &r.isa_trial[0];
-    let chosen = r.isa_trial.iter().find(|f| f.isa == r.isa).expect("the ISA run is a candidate");
-    // The wider unless the narrower beat it by more than the margin.
-    let bar = widest.gbs * (1.0 + TRIAL_MARGIN);
-    if r.isa == widest.isa {
-        assert!(r.isa_trial.iter().all(|f| f.gbs <= bar), "{:?}", r.isa_trial);
-    } else {
-        assert!(chosen.gbs > bar, "{:?}", r.isa_trial);
-    }
-    // Read-line has no vector ISA to choose.
-    let line =
-        run(&specs, &BandwidthOptions { kernel: Kernel::ReadLine, ..opts }, &t).expect("runs");
-    assert!(line.isa_trial.is_empty());
 }
 
 #[test]

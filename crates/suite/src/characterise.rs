@@ -233,6 +233,7 @@ fn memory_steps(
     let bw_opts = |threads: usize| BandwidthOptions {
         kernel: Kernel::Read,
         isa: None,
+        walk: None,
         bytes_per_thread: bandwidth::default_bytes_per_thread(topology, threads),
         page: PageSize::Base,
         duration: budget.bandwidth,

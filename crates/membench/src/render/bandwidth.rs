@@ -35,7 +35,7 @@ pub fn bandwidth_text(r: &BandwidthResult, peak: Option<f64>) -> String {
         out,
         "{} ({}), {} thread(s), {} per buffer: median {:.2} GB/s, best {:.2} GB/s, middle-half spread {:.1}%{}{}",
         r.kernel,
-        r.isa,
+        r.how(),
         r.threads.len(),
         format_bytes(r.bytes_per_thread),
         r.aggregate_gbs.median,
@@ -46,12 +46,12 @@ pub fn bandwidth_text(r: &BandwidthResult, peak: Option<f64>) -> String {
     );
     if !r.isa_trial.is_empty() {
         let figures: Vec<String> =
-            r.isa_trial.iter().map(|t| format!("{} {:.2} GB/s", t.isa, t.gbs)).collect();
+            r.isa_trial.iter().map(|t| format!("{} {} {:.2} GB/s", t.isa, t.walk, t.gbs)).collect();
         let _ = writeln!(
             out,
-            "  {}: chosen in a trial on these buffers ({}; a narrower ISA only when more than {:.0}% \
-             faster); --isa picks one",
-            r.isa,
+            "  {}: chosen in a trial on these buffers ({}; a narrower ISA or the four-page walk \
+             only when more than {:.0}% faster); --isa and --walk pick them",
+            r.how(),
             figures.join(", "),
             100.0 * crate::bandwidth::TRIAL_MARGIN
         );
@@ -217,12 +217,13 @@ pub fn thread_read_summary(r: &ThreadRead) -> String {
 mod tests {
     use super::*;
     use crate::bandwidth::saturation_point;
-    use crate::kernels::bandwidth::{Isa, Kernel};
+    use crate::kernels::bandwidth::{Isa, Kernel, Walk};
 
     fn step(gbs: f64, threads: usize, interrupted: bool) -> BandwidthResult {
         BandwidthResult {
             kernel: Kernel::Read,
             isa: Isa::Avx2,
+            walk: Walk::Sequential,
             isa_trial: Vec::new(),
             accounting: "bytes read".into(),
             bytes_per_thread: 1 << 26,
@@ -242,18 +243,26 @@ mod tests {
     fn a_chosen_isa_is_shown_with_the_trial_it_won() {
         let mut r = step(10.0, 1, false);
         assert!(!bandwidth_text(&r, None).contains("trial"), "--isa given: no trial line");
+        let trial = |isa, walk, gbs| crate::bandwidth::IsaTrial { isa, walk, gbs };
         r.isa_trial = vec![
-            crate::bandwidth::IsaTrial { isa: Isa::Avx512, gbs: 8.214 },
-            crate::bandwidth::IsaTrial { isa: Isa::Avx2, gbs: 9.931 },
+            trial(Isa::Avx512, Walk::Sequential, 8.214),
+            trial(Isa::Avx2, Walk::Sequential, 9.931),
         ];
         let text = bandwidth_text(&r, None);
+        assert!(text.starts_with("read (avx2), 1 thread(s)"), "{text}");
         assert!(
             text.contains(
-                "avx2: chosen in a trial on these buffers (avx512 8.21 GB/s, avx2 9.93 GB/s; a \
-                 narrower ISA only when more than 3% faster)"
+                "avx2: chosen in a trial on these buffers (avx512 sequential 8.21 GB/s, avx2 \
+                 sequential 9.93 GB/s; a narrower ISA or the four-page walk only when more than \
+                 3% faster)"
             ),
             "{text}"
         );
+        r.walk = Walk::FourPages;
+        r.isa_trial.push(trial(Isa::Avx2, Walk::FourPages, 10.95));
+        let text = bandwidth_text(&r, None);
+        assert!(text.starts_with("read (avx2, four-pages walk), 1 thread(s)"), "{text}");
+        assert!(text.contains("avx2 four-pages 10.95 GB/s;"), "{text}");
     }
 
     #[test]

@@ -222,7 +222,7 @@ pub(super) fn summary(d: &ReportData) -> String {
             &format!(
                 "{} ({}), {what}; median of {} rounds, best {} GB/s",
                 r.kernel,
-                r.isa,
+                r.how(),
                 r.aggregate_gbs.samples,
                 fmt3(r.aggregate_gbs.max)
             ),
@@ -232,7 +232,7 @@ pub(super) fn summary(d: &ReportData) -> String {
         let mut how = format!(
             "{} ({}), {} thread(s): {}",
             best.kernel,
-            best.isa,
+            best.how(),
             best.threads.len(),
             best.accounting
         );

@@ -166,6 +166,7 @@ pub fn bandwidth(gbs: f64, threads: &[u32], node: u32) -> BandwidthResult {
     BandwidthResult {
         kernel: Kernel::Read,
         isa: Isa::Avx2,
+        walk: Default::default(),
         isa_trial: Vec::new(),
         accounting: "bytes read".into(),
         bytes_per_thread: 96 * MIB,
