@@ -75,7 +75,8 @@ pub fn summary_text(d: &ReportData) -> String {
         let _ = writeln!(
             out,
             "  read bandwidth:   {:.1} GB/s ({}), {what}{saturation}",
-            top.aggregate_gbs.median, top.isa
+            top.aggregate_gbs.median,
+            top.how()
         );
     }
     if let Some((best, other)) = report::html::headline::best_copy(d) {

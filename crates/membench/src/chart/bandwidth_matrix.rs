@@ -51,7 +51,7 @@ pub fn bandwidth_matrix(m: &BandwidthMatrix) -> Option<Figure> {
         col_title: "memory node",
     });
     let first = m.cells.iter().flatten().next();
-    let kernel = first.map_or("?".to_string(), |c| format!("{} kernel ({})", c.kernel, c.isa));
+    let kernel = first.map_or("?".to_string(), |c| format!("{} kernel ({})", c.kernel, c.how()));
     let per_thread = first.map_or(String::new(), |c| bytes_label(c.bytes_per_thread as f64));
     let accounting = first.map_or(String::new(), |c| c.accounting.clone());
     let caption = format!(

@@ -41,7 +41,7 @@ pub fn bandwidth_run(r: &BandwidthResult) -> Option<Figure> {
         "Bandwidth of the {} kernel ({}) with {} thread(s) at once, each streaming through its \
          own {}: {} in GB/s (10<sup>9</sup> bytes/s). Counted: {}.",
         esc(&r.kernel.to_string()),
-        esc(&r.isa.to_string()),
+        esc(&r.how()),
         r.threads.len(),
         esc(&bytes_label(r.bytes_per_thread as f64)),
         samples_text("rounds", std::iter::once(&r.aggregate_gbs)),

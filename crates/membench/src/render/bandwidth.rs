@@ -80,7 +80,7 @@ pub fn bandwidth_matrix(m: &BandwidthMatrix) -> String {
         .cells
         .first()
         .and_then(|r| r.first())
-        .map_or("?".to_string(), |c| format!("{} ({})", c.kernel, c.isa));
+        .map_or("?".to_string(), |c| format!("{} ({})", c.kernel, c.how()));
     let _ = writeln!(
         out,
         "{kernel} bandwidth in GB/s (median), {} thread(s) on the CPU node (down), memory bound to the node across:",
