@@ -57,10 +57,14 @@ impl FromStr for Walk {
 /// Visits `$bytes` (a multiple of `$chunk`, which divides [`PAGE`]) chunk by chunk in `$walk`'s
 /// order. The four-page walk runs `$four` on the same chunk of four consecutive pages (`$at`:
 /// their offsets) over every whole group of four pages; the rest, and the whole buffer in a
-/// sequential walk, goes through `$one` a chunk at a time (`$o`: its offset). A macro rather
-/// than a function taking closures, so the bodies compile inside each ISA's `target_feature`
-/// function.
+/// sequential walk, goes through `$one` a chunk at a time (`$o`: its offset). Given `$one` alone,
+/// `$four` is `$one` on each of the four. A macro rather than a function taking closures, so the
+/// bodies compile inside each ISA's `target_feature` function.
 macro_rules! walk {
+    // A kernel whose chunks need nothing from each other: the four pages' chunks one by one.
+    ($walk:expr, $bytes:expr, $chunk:expr, |$o:ident| $one:block) => {
+        walk!($walk, $bytes, $chunk, |at| { for $o in at $one }, |$o| $one)
+    };
     ($walk:expr, $bytes:expr, $chunk:expr, |$at:ident| $four:block, |$o:ident| $one:block) => {{
         let (bytes, chunk): (usize, usize) = ($bytes, $chunk);
         let mut start = 0usize;
@@ -317,25 +321,12 @@ pub unsafe fn pass(
 /// One 8-byte load per 64-byte line, four independent chains so loads overlap.
 unsafe fn read_line(a: *const u8, bytes: usize, walk: Walk) -> u64 {
     let mut acc = [0u64; 4];
-    walk!(
-        walk,
-        bytes,
-        BLOCK,
-        |at| {
-            for o in at {
-                for (k, x) in acc.iter_mut().enumerate() {
-                    // SAFETY: o + k*64 < bytes: o is a block's start inside the buffer.
-                    *x ^= unsafe { a.add(o + k * 64).cast::<u64>().read_volatile() };
-                }
-            }
-        },
-        |o| {
-            for (k, x) in acc.iter_mut().enumerate() {
-                // SAFETY: as above.
-                *x ^= unsafe { a.add(o + k * 64).cast::<u64>().read_volatile() };
-            }
+    walk!(walk, bytes, BLOCK, |o| {
+        for (k, x) in acc.iter_mut().enumerate() {
+            // SAFETY: o + k*64 < bytes: o starts a block inside the buffer.
+            *x ^= unsafe { a.add(o + k * 64).cast::<u64>().read_volatile() };
         }
-    );
+    });
     acc.iter().fold(0, |x, y| x ^ y)
 }
 
@@ -374,19 +365,9 @@ unsafe fn scalar(
             }
         }
     };
-    walk!(
-        walk,
-        bytes,
-        64,
-        |at| {
-            for o in at {
-                chunk(o);
-            }
-        },
-        |o| {
-            chunk(o);
-        }
-    );
+    walk!(walk, bytes, 64, |o| {
+        chunk(o);
+    });
     sum
 }
 
@@ -413,25 +394,12 @@ mod x86 {
                 #[target_feature(enable = $feature)]
                 unsafe fn read(a: *const u8, bytes: usize, walk: Walk) -> u64 {
                     let mut acc = [$splat(0); N];
-                    walk!(
-                        walk,
-                        bytes,
-                        N * W,
-                        |at| {
-                            for o in at {
-                                for (k, x) in acc.iter_mut().enumerate() {
-                                    // SAFETY: o + (k+1)·W ≤ bytes (o starts a block), aligned.
-                                    *x = $xor(*x, unsafe { $load(a.add(o + k * W).cast::<$vi>()) });
-                                }
-                            }
-                        },
-                        |o| {
-                            for (k, x) in acc.iter_mut().enumerate() {
-                                // SAFETY: as above.
-                                *x = $xor(*x, unsafe { $load(a.add(o + k * W).cast::<$vi>()) });
-                            }
+                    walk!(walk, bytes, N * W, |o| {
+                        for (k, x) in acc.iter_mut().enumerate() {
+                            // SAFETY: o + (k+1)·W ≤ bytes (o starts a block), aligned.
+                            *x = $xor(*x, unsafe { $load(a.add(o + k * W).cast::<$vi>()) });
                         }
-                    );
+                    });
                     let folded = acc.iter().fold($splat(0), |x, y| $xor(x, *y));
                     // SAFETY: a vector is W plain bytes.
                     let lanes: [u64; $w / 8] = unsafe { std::mem::transmute(folded) };
@@ -454,26 +422,13 @@ mod x86 {
                 #[target_feature(enable = $feature)]
                 unsafe fn write(a: *mut u8, bytes: usize, seed: u64, temporal: bool, walk: Walk) {
                     let v = $splat(seed as i64);
-                    walk!(
-                        walk,
-                        bytes,
-                        4 * W,
-                        |at| {
-                            for o in at {
-                                for k in 0..4 {
-                                    // SAFETY: the chunk's 4 vectors lie inside the writable
-                                    // buffer (o starts a chunk), aligned.
-                                    unsafe { put(a.add(o + k * W).cast::<$vi>(), v, temporal) };
-                                }
-                            }
-                        },
-                        |o| {
-                            for k in 0..4 {
-                                // SAFETY: as above.
-                                unsafe { put(a.add(o + k * W).cast::<$vi>(), v, temporal) };
-                            }
+                    walk!(walk, bytes, 4 * W, |o| {
+                        for k in 0..4 {
+                            // SAFETY: the chunk's 4 vectors lie inside the writable buffer (o
+                            // starts a chunk), aligned.
+                            unsafe { put(a.add(o + k * W).cast::<$vi>(), v, temporal) };
                         }
-                    );
+                    });
                     if !temporal {
                         $fence; // order the streaming stores before the pass is timed as done
                     }
@@ -550,25 +505,12 @@ mod x86 {
                     temporal: bool,
                     walk: Walk,
                 ) {
-                    walk!(
-                        walk,
-                        bytes,
-                        4 * W,
-                        |at| {
-                            for o in at {
-                                for k in 0..4 {
-                                    // SAFETY: o starts a chunk of 4 vectors inside the buffers.
-                                    unsafe { triad_at(a, b, c, o + k * W, temporal) };
-                                }
-                            }
-                        },
-                        |o| {
-                            for k in 0..4 {
-                                // SAFETY: as above.
-                                unsafe { triad_at(a, b, c, o + k * W, temporal) };
-                            }
+                    walk!(walk, bytes, 4 * W, |o| {
+                        for k in 0..4 {
+                            // SAFETY: o starts a chunk of 4 vectors inside the buffers.
+                            unsafe { triad_at(a, b, c, o + k * W, temporal) };
                         }
-                    );
+                    });
                     if !temporal {
                         $fence;
                     }
