@@ -348,47 +348,53 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(qs_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	__u32 prev_tgid = prev->tgid;
-	struct qs_proc *proc = bpf_map_lookup_elem(&tree, &prev_tgid);
 	bool involuntary = preempt || prev_state == TASK_RUNNING;
+	struct qs_stats *s = NULL;
 	__u64 now = 0;
 
-	if (proc) {
-		struct qs_stats *s = my_stats();
+	/* The tree is looked up only at an involuntary switch, for the per-process count (a
+	 * server process that never ran a query has no record); most switches are a thread
+	 * going to sleep, and cost one task-storage lookup here. */
+	if (involuntary) {
+		__u32 prev_tgid = prev->tgid;
+		struct qs_proc *proc = bpf_map_lookup_elem(&tree, &prev_tgid);
 
-		if (involuntary) {
+		if (proc) {
 			__sync_fetch_and_add(&proc->involuntary, 1);
+			s = my_stats();
 			if (s)
 				s->involuntary++;
 		}
-		struct qs_inflight *q = inflight_of(prev);
+	}
+	/* Only the server's threads have a record. */
+	struct qs_inflight *q = inflight_of(prev);
 
-		if (q && q->depth > 0) {
-			now = bpf_ktime_get_ns();
-			q->off_since_ns = now;
-			if (involuntary) {
-				q->off_reason = 0;
-				q->preempted = 1;
-				if (s)
-					s->preemptions++;
-				struct qs_comm who = {};
+	if (q && q->depth > 0) {
+		now = bpf_ktime_get_ns();
+		q->off_since_ns = now;
+		if (involuntary) {
+			q->off_reason = 0;
+			q->preempted = 1;
+			if (!s)
+				s = my_stats();
+			if (s)
+				s->preemptions++;
+			struct qs_comm who = {};
 
-				bpf_probe_read_kernel_str(who.comm, sizeof(who.comm), next->comm);
-				__u64 one = 1, *n = bpf_map_lookup_elem(&preemptors, &who);
+			bpf_probe_read_kernel_str(who.comm, sizeof(who.comm), next->comm);
+			__u64 one = 1, *n = bpf_map_lookup_elem(&preemptors, &who);
 
-				if (n)
-					__sync_fetch_and_add(n, 1);
-				else
-					bpf_map_update_elem(&preemptors, &who, &one, BPF_NOEXIST);
-			} else {
-				q->off_reason = (prev_state & TASK_UNINTERRUPTIBLE) ? 1 : 2;
-			}
+			if (n)
+				__sync_fetch_and_add(n, 1);
+			else
+				bpf_map_update_elem(&preemptors, &who, &one, BPF_NOEXIST);
+		} else {
+			q->off_reason = (prev_state & TASK_UNINTERRUPTIBLE) ? 1 : 2;
 		}
 	}
 
-	/* Only the server's threads have a record: no tree lookup for the next thread. */
-	struct qs_inflight *q = inflight_of(next);
-
+	/* The same for the incoming thread: no tree lookup. */
+	q = inflight_of(next);
 	if (q && q->depth > 0 && q->off_since_ns) {
 		if (!now)
 			now = bpf_ktime_get_ns();
