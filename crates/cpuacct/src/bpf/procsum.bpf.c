@@ -57,7 +57,8 @@ int sum_processes(void *ctx)
 		r->utime_ns = sig->utime + leader->utime;
 		r->stime_ns = sig->stime + leader->stime;
 		r->nr_threads = 1;
-		/* The name as two plain loads from the task (a trusted pointer): no helper call. */
+		/* The name as two plain loads from the task, which the verifier lets the program
+		 * read directly under RCU: no helper call. */
 		name = (__u64 *)r->comm;
 		name[0] = *(__u64 *)&leader->comm[0];
 		name[1] = *(__u64 *)&leader->comm[8];
