@@ -140,6 +140,20 @@ pub fn trial_candidates(kernel: Kernel, isa: Option<Isa>, walk: Option<Walk>) ->
     walks.iter().flat_map(|&w| isas.iter().map(move |&i| (i, w))).collect()
 }
 
+/// The candidate a trial's figures (in the candidates' order) choose: a later one wins only by
+/// more than [`TRIAL_MARGIN`] over the best before it; closer than that, the trial cannot tell
+/// them apart and the earlier (the wider ISA, the sequential walk) stays. `None` when there are
+/// no figures.
+pub fn trial_winner(figures: &[IsaTrial]) -> Option<(Isa, Walk)> {
+    figures
+        .iter()
+        .fold(None::<&IsaTrial>, |best, f| match best {
+            Some(b) if f.gbs <= b.gbs * (1.0 + TRIAL_MARGIN) => Some(b),
+            _ => Some(f),
+        })
+        .map(|f| (f.isa, f.walk))
+}
+
 /// A trial the threads of one run take together: each runs every candidate in turn on its own
 /// buffers, adds its medians, and all pick the same winner once every thread has added.
 struct Trial {
@@ -172,9 +186,7 @@ impl Trial {
         self.winner().0
     }
 
-    /// The winner, and every candidate's figure. A later candidate wins only by more than
-    /// [`TRIAL_MARGIN`]: closer than that, the trial cannot tell them apart and the earlier
-    /// (the wider ISA, the sequential walk) stays.
+    /// The winner ([`trial_winner`]), and every candidate's figure.
     fn winner(&self) -> ((Isa, Walk), Vec<IsaTrial>) {
         let totals = self.totals.lock().unwrap_or_else(PoisonError::into_inner).clone();
         let figures: Vec<IsaTrial> = self
@@ -183,13 +195,7 @@ impl Trial {
             .zip(totals)
             .map(|(&(isa, walk), gbs)| IsaTrial { isa, walk, gbs })
             .collect();
-        let best = figures
-            .iter()
-            .fold(None::<&IsaTrial>, |best, f| match best {
-                Some(b) if f.gbs <= b.gbs * (1.0 + TRIAL_MARGIN) => Some(b),
-                _ => Some(f),
-            })
-            .map_or((Isa::best(), Walk::Sequential), |f| (f.isa, f.walk));
+        let best = trial_winner(&figures).unwrap_or((Isa::best(), Walk::Sequential));
         (best, figures)
     }
 }

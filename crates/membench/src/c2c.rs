@@ -24,7 +24,7 @@ use topo::Topology;
 
 use crate::kernels::c2c::{self as k, PingFn, PongFn, STOP};
 use crate::timers::cheapest_trustworthy_clock;
-use crate::BenchError;
+use crate::{BenchError, PAGE};
 
 /// How the line is polled and handed over (see [`crate::kernels::c2c`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -97,7 +97,6 @@ pub const PASSES: usize = 2;
 /// is rarely reached by noise alone).
 pub const ADDRESS_FACTOR: f64 = 2.0;
 
-const PAGE: usize = 4096;
 const LINE: usize = 64;
 
 /// Where line `index` of a run sits: (page index, byte offset inside that page). Each line has

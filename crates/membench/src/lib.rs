@@ -37,6 +37,11 @@ pub mod thread_read;
 pub mod timers;
 mod together;
 
+/// 4 KiB, fixed (an arm64 kernel's base page may be larger): the page memhammer allocates in,
+/// c2c spreads its lines over, shared segments are rounded to, and the four-page walk
+/// interleaves, as glibc's large-copy loop does.
+pub(crate) const PAGE: usize = 4096;
+
 /// Why a benchmark could not run or finish.
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {

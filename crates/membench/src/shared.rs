@@ -9,9 +9,7 @@ use std::ptr::NonNull;
 use place::{pages_nodes, tally_nodes, Arena, ArenaSpec, MemPolicy, PageSize, Placement};
 use topo::Topology;
 
-use crate::BenchError;
-
-const PAGE: usize = 4096;
+use crate::{BenchError, PAGE};
 
 /// An attached System V shared memory segment. Detached on drop; a private one is already
 /// marked for removal, so it goes when its last user detaches.

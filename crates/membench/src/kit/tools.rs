@@ -15,10 +15,7 @@ use topo::Topology;
 use crate::kit::{self, SlbSemaphore};
 use crate::shared::SharedRegion;
 use crate::slb_shared::{hammer_shared, LockKind, SharedLayout};
-use crate::{slb, BenchError};
-
-/// memhammer's page: it allocated and addressed 4 KiB pages.
-const PAGE: u64 = 4096;
+use crate::{slb, BenchError, PAGE};
 
 const CREATE_SEM_HELP: &str = "\
 usage: create_sem
@@ -192,7 +189,7 @@ fn memhammer_options(
 
 impl Hammer {
     fn bytes(self) -> u64 {
-        self.pages * PAGE // pages < 2^32, so this cannot overflow
+        self.pages * PAGE as u64 // pages < 2^32, so this cannot overflow
     }
 }
 
