@@ -244,8 +244,9 @@ query), to count shared-buffer hits exactly; without it a query's hit or miss co
 \`smgr__md__read__done\`, which fires only when a block is read in.
 
 The programs themselves ran $bpf_ns per call (kernel.bpf_stats_enabled, one extra traced run$before_ns);
-each USDT probe also costs a breakpoint trap into the kernel and back (and a single-step of
-the displaced instruction), which is most of the price: a pgbench -S query with a warm cache
+each USDT probe also costs a breakpoint trap into the kernel and back (its site is a 1-byte
+nop, which x86 emulates, so there is no single-step; bench/uprobe_site_cost.sh times one hit),
+which is most of the price: a pgbench -S query with a warm cache
 fires 2 probes: querystat added $added_us us of server CPU per query to $base_us us here. On a
 query this short that is why the issue's goal of at most 5% throughput loss at full speed may
 not be met on a VM; compare querystat's cost with bpftrace's doing the same counting above
