@@ -226,6 +226,36 @@ fn bad_out_db_and_ids_are_clear_errors_that_touch_nothing() {
     let out = platscope(&["results", "show", "999", "--db", &db]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("no run 999"));
+
+    // A baseline that cannot be read is known before the report measures anything: no page,
+    // no run stored.
+    let runs = |db: &str| text(&platscope(&["results", "list", "--db", db, "--json"]).stdout);
+    let stored = runs(&db);
+    let out_dir = dir.path("pages");
+    let missing = dir.path("missing.db");
+    let baselines: [(&str, &[&str], i32, &str); 5] = [
+        (missing.as_str(), &[], 2, "no results database"),
+        ("999", &[], 2, "no run 999"),
+        (db.as_str(), &[], 2, "no report run"),
+        (foreign.as_str(), &[], 1, "not a platscope results database"),
+        (db.as_str(), &["--no-store"], 2, "drop --no-store"),
+    ];
+    for (baseline, extra, code, needle) in baselines {
+        let mut args = vec!["report", "--quick", "--db", &db, "--out", &out_dir];
+        if extra.contains(&"--no-store") {
+            args.retain(|a| *a != "--db" && *a != db.as_str());
+        }
+        args.extend_from_slice(extra);
+        args.extend(["--baseline", baseline]);
+        let out = platscope(&args);
+        let err = text(&out.stderr);
+        println!("{args:?} -> {:?}: {}", out.status.code(), err.trim());
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err:?}");
+        assert!(err.contains("--baseline") && err.contains(needle), "{args:?}: {err:?}");
+        assert!(!Path::new(&out_dir).exists(), "{args:?} made --out or wrote a page");
+        assert_eq!(runs(&db), stored, "{args:?} stored a run");
+    }
 }
 
 #[test]

@@ -117,7 +117,7 @@ fn an_unreachable_server_is_a_clear_error_and_the_local_store_is_intact() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
-    assert!(err.contains("127.0.0.1:1") && err.contains("push again"), "{err}");
+    assert!(err.contains("127.0.0.1:1") && err.contains("try again"), "{err}");
     assert!(!err.contains("secret"), "the password is not printed: {err}");
     let after = ok(&platscope("alpha", dir.path(), &["--json", "results", "list", "--db", db]));
     assert_eq!(before, after, "the local store is untouched");

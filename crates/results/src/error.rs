@@ -10,15 +10,15 @@ use rusqlite::ErrorCode;
 pub enum StoreError {
     #[error("cannot open results database {path}: {reason}; choose another with --db or skip storing with --no-store")]
     Open { path: PathBuf, reason: String },
-    #[error("{0} is not a platscope results database (it holds other data or is corrupt); nothing was written — use another --db")]
+    #[error("{0} is not a platscope results database (it holds other data or is corrupt); nothing was written — give another file")]
     Foreign(PathBuf),
-    #[error("{path} was written by a newer platscope (schema {found}, this one knows up to {supported}); nothing was written — upgrade platscope or use another --db")]
+    #[error("{path} was written by a newer platscope (schema {found}, this one knows up to {supported}); nothing was written — upgrade platscope or give another file")]
     NewerSchema { path: PathBuf, found: i64, supported: i64 },
     #[error("no run {0} in the results database (see `platscope results list`)")]
     NoSuchRun(i64),
     #[error("results database {path}: {cause}")]
     Sql { path: PathBuf, cause: String },
-    #[error("results database {location}: {cause}; nothing local was changed — check that the server is up and reachable, then push again (`platscope results push --to …`)")]
+    #[error("results database {location}: {cause}; nothing local was changed — check that the server is up and reachable, then try again")]
     Remote { location: String, cause: String },
     #[error("{location:?} is not a PostgreSQL connection string ({reason}); use postgresql://USER@HOST:PORT/DB or host=… dbname=…")]
     BadLocation { location: String, reason: String },

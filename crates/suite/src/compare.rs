@@ -373,6 +373,30 @@ pub fn read_baseline(
     local: &dyn ResultStore,
     this: &StoredReport,
 ) -> Result<(StoredReport, String, Vec<StoredReport>), measure::Classified> {
+    let (base, name, remote) =
+        resolve(reference, Some(local)).map_err(|e| e.context("--baseline"))?;
+    let skip = [this.run.uuid.as_str(), base.run.uuid.as_str()];
+    let hosts = [this.run.host.as_str(), base.run.host.as_str()];
+    let mut earlier = history(local, &hosts, &skip, HISTORY_PER_HOST)?;
+    if let Some(store) = &remote {
+        for report in history(store.as_ref(), &[base.run.host.as_str()], &skip, HISTORY_PER_HOST)? {
+            if !earlier.iter().any(|r| !r.run.uuid.is_empty() && r.run.uuid == report.run.uuid) {
+                earlier.push(report);
+            }
+        }
+    }
+    Ok((base, name, earlier))
+}
+
+/// A baseline report, its description, and its own store when that is not this machine's.
+type Resolved = (StoredReport, String, Option<Box<dyn ResultStore>>);
+
+/// The baseline `reference` names; `local` is this machine's store, needed only for a bare run
+/// id.
+fn resolve(
+    reference: &BaselineRef,
+    local: Option<&dyn ResultStore>,
+) -> Result<Resolved, measure::Classified> {
     let describe = |r: &StoredReport, location: &str| {
         format!(
             "run {} of {} ({}, {})",
@@ -384,13 +408,17 @@ pub fn read_baseline(
     };
     let none = |location: &str| {
         measure::Classified::usage(format!(
-            "--baseline: no report run in {location} (run `platscope report` there first)"
+            "no report run in {location} (run `platscope report` there first)"
         ))
     };
-    // The baseline, its description, and its own store when that is not `local`.
-    let (base, name, remote): (StoredReport, String, Option<Box<dyn ResultStore>>) = match reference
-    {
+    Ok(match reference {
         BaselineRef::Id(id) => {
+            let local = local.ok_or_else(|| {
+                measure::Classified::usage(format!(
+                    "{id} names a run in this machine's results database, and there is none yet \
+                     (give --db PATH, or FILE#ID)"
+                ))
+            })?;
             let r = StoredReport::read(local, *id)?;
             let name = describe(&r, &local.location());
             (r, name, None)
@@ -398,7 +426,7 @@ pub fn read_baseline(
         BaselineRef::File { path, id } => {
             if !path.exists() {
                 return Err(measure::Classified::usage(format!(
-                    "--baseline: no results database at {}",
+                    "no results database at {}",
                     path.display()
                 )));
             }
@@ -419,18 +447,16 @@ pub fn read_baseline(
             let name = describe(&r, &store.location());
             (r, name, Some(Box::new(store)))
         }
-    };
-    let skip = [this.run.uuid.as_str(), base.run.uuid.as_str()];
-    let hosts = [this.run.host.as_str(), base.run.host.as_str()];
-    let mut earlier = history(local, &hosts, &skip, HISTORY_PER_HOST)?;
-    if let Some(store) = &remote {
-        for report in history(store.as_ref(), &[base.run.host.as_str()], &skip, HISTORY_PER_HOST)? {
-            if !earlier.iter().any(|r| !r.run.uuid.is_empty() && r.run.uuid == report.run.uuid) {
-                earlier.push(report);
-            }
-        }
-    }
-    Ok((base, name, earlier))
+    })
+}
+
+/// Whether the baseline `reference` names can be read, before a report spends minutes measuring
+/// what it would be compared with. `local` is this machine's store, if it has one yet.
+pub fn check_baseline(
+    reference: &BaselineRef,
+    local: Option<&dyn ResultStore>,
+) -> Result<(), measure::Classified> {
+    resolve(reference, local).map(drop).map_err(|e| e.context("--baseline"))
 }
 
 #[cfg(test)]

@@ -64,12 +64,25 @@ impl Tool for Report {
     type Args = ReportArgs;
 
     fn run(args: &ReportArgs, globals: &Globals) -> Result<(), Classified> {
-        let out_dir = report::file::prepare_out(&args.out)?;
         let baseline_ref = args.baseline.as_deref().map(BaselineRef::parse).transpose()?;
+        if let (Some(reference), true) = (&baseline_ref, args.from_db.is_empty()) {
+            // Found now, not after minutes of measuring.
+            if globals.store.no_store {
+                return Err(Classified::usage(
+                    "--baseline compares stored samples: drop --no-store",
+                ));
+            }
+            let local = crate::commands::results::open_read_only(&globals.store).ok();
+            compare::check_baseline(reference, local.as_ref().map(|db| db as &dyn ResultStore))?;
+        }
+        let out_dir = report::file::prepare_out(&args.out)?;
         let redactor = args.redact.then(|| redactor(globals)).transpose()?;
         let mut baseline_host = None;
         // The report run's id, named if printing its summary fails after it was stored.
         let mut stored_as = None;
+        // The report's own failure to compare, found after measuring: the page and the stored
+        // run are kept without the comparison, and the command still fails.
+        let mut comparison_failed = None;
         let data = if args.from_db.is_empty() {
             let topology = Topology::detect()
                 .map_err(|e| Classified::runtime(format!("reading the topology: {e}")))?;
@@ -84,14 +97,23 @@ impl Tool for Report {
             let mut data = characterise::run(mode, &sections, &topology, &mut rec, globals)?;
             if let Some(reference) = &baseline_ref {
                 // The steps are stored: compare through the store, as --from-db would.
-                let db = crate::commands::results::open_read_only(&globals.store).map_err(|e| {
-                    e.context("--baseline compares stored samples (drop --no-store)")
-                })?;
-                let this = StoredReport::from_steps(&db, data.clone())?;
-                let (base, name, history) = compare::read_baseline(reference, &db, &this)?;
-                baseline_host = Some(base.run.host.clone());
-                data.comparison =
-                    Some(compare::compare(&this, &base, name, &history, &globals.registry));
+                let compared =
+                    crate::commands::results::open_read_only(&globals.store).and_then(|db| {
+                        let this = StoredReport::from_steps(&db, data.clone())?;
+                        let (base, name, history) = compare::read_baseline(reference, &db, &this)?;
+                        let host = base.run.host.clone();
+                        Ok((
+                            compare::compare(&this, &base, name, &history, &globals.registry),
+                            host,
+                        ))
+                    });
+                match compared {
+                    Ok((comparison, host)) => {
+                        baseline_host = Some(host);
+                        data.comparison = Some(comparison);
+                    }
+                    Err(e) => comparison_failed = Some(e),
+                }
             }
             // The page's own data, so `report --from-db` can rebuild it, comparison included;
             // its figures are the steps'.
@@ -144,7 +166,14 @@ impl Tool for Report {
                     .map_err(|e| experiment::output_failed(&e, stored_as))?;
             }
         }
-        Ok(())
+        match comparison_failed {
+            Some(e) => Err(e.context(format!(
+                "the report was kept without the comparison ({}{})",
+                path.display(),
+                stored_as.map(|id| format!(", run {id}")).unwrap_or_default()
+            ))),
+            None => Ok(()),
+        }
     }
 }
 
