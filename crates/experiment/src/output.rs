@@ -52,6 +52,23 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
     result.map_err(|e| io::Error::new(e.kind(), format!("writing {}: {e}", path.display())))
 }
 
+/// Whether a file can be written at `path`: a probe file beside it is created and removed, and
+/// `path` itself, if it exists, must not be a directory. Nothing else is touched.
+pub fn check_writable(path: &Path) -> io::Result<()> {
+    if path.is_dir() {
+        return Err(io::Error::new(
+            io::ErrorKind::IsADirectory,
+            format!("{} is a directory; name a file", path.display()),
+        ));
+    }
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let probe = path.with_file_name(format!(".{name}.probe-{}", std::process::id()));
+    std::fs::write(&probe, b"")
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display())))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
+}
+
 /// One run's report sections as a self-contained page (`--html-out FILE`).
 pub fn write_page(path: &Path, kind: &str, version: &str, parts: &[Part]) -> io::Result<()> {
     let body: String = parts.iter().map(|p| chart::render_part(p, "no data in this run")).collect();

@@ -49,14 +49,25 @@ impl Classified {
     /// The same error with context in front of its message ("reading X: …"); the error's
     /// causes follow it as anyhow's `{:#}` prints them ("reading X: cause: its cause").
     pub fn context(self, what: impl fmt::Display) -> Self {
-        let mut message = format!("{what}: {}", self.error);
-        let mut cause = self.error.source();
-        while let Some(c) = cause {
-            message.push_str(&format!(": {c}"));
-            cause = c.source();
-        }
+        let message = format!("{what}: {}", one_line(self.error.as_ref()));
         Self { usage: self.usage, error: message.into() }
     }
+}
+
+/// An error and its causes on one line, "error: cause: its cause". A cause the text already
+/// says is not said again: many errors put their source in their own message as well as
+/// returning it from `source()` ("cannot read X: No such file or directory" twice otherwise).
+pub fn one_line(error: &(dyn StdError + 'static)) -> String {
+    let mut line = error.to_string();
+    let mut cause = error.source();
+    while let Some(c) = cause {
+        let said = c.to_string();
+        if !line.contains(&said) {
+            line.push_str(&format!(": {said}"));
+        }
+        cause = c.source();
+    }
+    line
 }
 
 /// A command that ran another program and passes its exit status on (`cpu util -- CMD` exits
@@ -169,5 +180,37 @@ mod tests {
         assert_eq!(code(&Classified::usage("give a size")), 2);
         assert_eq!(Classified::exit_with(7).passed_on_status(), Some(7));
         assert_eq!(Classified::usage("x").passed_on_status(), None);
+    }
+
+    /// Says its source in its message and returns it too, as thiserror does for a `source`
+    /// field written into the format string.
+    #[derive(Debug, thiserror::Error)]
+    #[error("cannot read {path}: {source}")]
+    struct Read {
+        path: &'static str,
+        source: std::io::Error,
+    }
+
+    /// Returns its source without saying it.
+    #[derive(Debug, thiserror::Error)]
+    #[error("opening the store")]
+    struct Open(#[source] std::io::Error);
+
+    #[test]
+    fn one_line_says_each_cause_once() {
+        let gone = || std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+        let read = Read { path: "x.lz4", source: gone() };
+        assert_eq!(one_line(&read), "cannot read x.lz4: no such file");
+        assert_eq!(one_line(&Open(gone())), "opening the store: no such file");
+        let runtime = Classified::runtime(Read { path: "x.lz4", source: gone() });
+        assert_eq!(one_line(&runtime), "cannot read x.lz4: no such file");
+        assert_eq!(
+            runtime.context("compress").to_string(),
+            "compress: cannot read x.lz4: no such file"
+        );
+        assert_eq!(
+            Classified::runtime(Open(gone())).context("results").to_string(),
+            "results: opening the store: no such file"
+        );
     }
 }

@@ -29,7 +29,14 @@ fn main() -> ExitCode {
         Err(err) => return usage_error(&err),
     };
     if let Some((entry, leaf)) = REGISTRY.find(&matches) {
-        return finish(entry.run(leaf, &cli::globals(&matches)));
+        let globals = cli::globals(&matches);
+        // An --html-out that cannot be written is said before the run, not after it.
+        if let Some(page) = &globals.html_out {
+            if let Err(e) = experiment::output::check_writable(page) {
+                return finish(Err(measure::Classified::runtime(format!("--html-out: {e}"))));
+            }
+        }
+        return finish(entry.run(leaf, &globals));
     }
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
@@ -74,12 +81,7 @@ fn finish_as(program: &str, result: Result<(), Classified>) -> ExitCode {
     }
     // The error and its causes on one line; a closed stderr (`2>&1 | head`) must not turn
     // the exit code into a panic's.
-    let mut line = err.to_string();
-    let mut cause = std::error::Error::source(&err);
-    while let Some(c) = cause {
-        line.push_str(&format!(": {c}"));
-        cause = c.source();
-    }
+    let line = measure::usage::one_line(&err);
     // A connection error may quote the URL it was given: its password never reaches the
     // terminal or a log.
     let line = results::redact(&line);

@@ -166,6 +166,10 @@ fn bad_input_gets_one_line_and_the_right_exit_code() {
         (&["topo", "--hardware", "--json"], 2, "cannot be used with"),
         (&["topo", "--facts", "--hardware"], 2, "cannot be used with"),
         (&["no-such-command"], 2, "unrecognized subcommand"),
+        // Said before the run: nothing is measured or printed first.
+        (&["--no-store", "--html-out", "/proc/no-such-dir/page.html", "timer"], 1, "--html-out"),
+        (&["--no-store", "--html-out", "/", "timer"], 1, "is a directory"),
+        (&["--no-store", "compress", "/no-such-file"], 2, "cannot read /no-such-file"),
     ];
     for (args, code, needle) in cases {
         let out = platscope(args);
@@ -178,6 +182,10 @@ fn bad_input_gets_one_line_and_the_right_exit_code() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
         assert!(out.stdout.is_empty(), "{args:?}: nothing on stdout after an error");
     }
+    // A cause the message already says is not repeated after it.
+    let out = platscope(&["--no-store", "compress", "/no-such-file"]);
+    let err = stderr(&out);
+    assert_eq!(err.matches("No such file").count(), 1, "said once: {err}");
 }
 
 #[test]
