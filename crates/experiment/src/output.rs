@@ -4,6 +4,7 @@
 
 use std::io::{self, Write};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use chart::Part;
 use serde::Serialize;
@@ -17,16 +18,33 @@ pub enum Format {
     Csv,
 }
 
+/// Set when standard output carries the command's data (`compress -o -`).
+static STDOUT_IS_DATA: AtomicBool = AtomicBool::new(false);
+
+/// Standard output carries the command's own data from now on (`compress -o -`, as `lz4 -c`):
+/// every result this seam prints, in any format, goes to standard error instead, so it never
+/// mixes with the data.
+pub fn results_to_stderr() {
+    STDOUT_IS_DATA.store(true, Ordering::Relaxed);
+}
+
 /// Writes text to stdout. Returns `Ok` when the reader has gone away.
 pub fn emit(text: &str) -> io::Result<()> {
     write_out(text).map(drop)
 }
 
 /// Writes a whole sample to stdout at once, for monitors that loop: `Ok(false)` when the
-/// reader has gone away (`| head`), so the loop ends quietly.
+/// reader has gone away (`| head`), so the loop ends quietly. Standard error instead after
+/// [`results_to_stderr`].
 pub fn write_out(text: &str) -> io::Result<bool> {
-    let mut out = io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+    let written = if STDOUT_IS_DATA.load(Ordering::Relaxed) {
+        let mut out = io::stderr().lock();
+        out.write_all(text.as_bytes()).and_then(|()| out.flush())
+    } else {
+        let mut out = io::stdout().lock();
+        out.write_all(text.as_bytes()).and_then(|()| out.flush())
+    };
+    match written {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(false),
         Err(e) => Err(e),

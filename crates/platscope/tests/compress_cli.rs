@@ -131,6 +131,60 @@ fn a_dash_reads_standard_input_in_both_directions() {
     assert_eq!(beside.status.code(), Some(2), "{}", text(&beside.stderr));
 }
 
+/// `-o -` writes the stream to standard output, as `lz4 -c` does, in both directions; the
+/// run's figures go to standard error so they never mix with the data. A reader that goes away
+/// is a one-line error, exit 1.
+#[test]
+fn a_dash_output_writes_standard_output_in_both_directions() {
+    let original: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8 ^ (i >> 13) as u8).collect();
+    for format in ["lz4", "zstd"] {
+        let packed = platscope_with_stdin(
+            &["--no-store", "--json", "compress", "--format", format, "-t", "2", "-", "-o", "-"],
+            &original,
+        );
+        assert!(packed.status.success(), "{}", text(&packed.stderr));
+        let json: serde_json::Value =
+            serde_json::from_slice(&packed.stderr).expect("json on stderr");
+        assert_eq!(json["output"], "standard output", "{json}");
+        assert_eq!(json["bytes_out"], packed.stdout.len() as u64, "{json}");
+        let magic: &[u8] =
+            if format == "lz4" { &[0x04, 0x22, 0x4d, 0x18] } else { &[0x28, 0xb5, 0x2f, 0xfd] };
+        assert!(packed.stdout.starts_with(magic), "{format}: a frame on stdout");
+        let unpacked =
+            platscope_with_stdin(&["--no-store", "compress", "-d", "-", "-o", "-"], &packed.stdout);
+        assert!(unpacked.status.success(), "{}", text(&unpacked.stderr));
+        assert!(unpacked.stdout == original, "{format}: the original bytes back on stdout");
+        assert!(text(&unpacked.stderr).contains("standard output"), "the text goes to stderr");
+    }
+
+    // Bytes that do not compress, so the stream outgrows the pipe's buffer: the reader is gone
+    // before platscope has written it all, whatever the timing.
+    let mut x = 0x9e37_79b9_7f4a_7c15_u64;
+    let noise: Vec<u8> = (0..4_000_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = dir.path().join("noise");
+    std::fs::write(&input, &noise).expect("write");
+    let mut child = test_support::command()
+        .args(["--no-store", "compress", "-o", "-", &input.display().to_string()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("wait");
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err:?}");
+    assert!(err.contains("cannot write standard output"), "{err}");
+}
+
 /// Issue 29: an existing output is refused without `--force` in both directions (exit 1, one
 /// line naming `--force`), left byte for byte as it was with nothing beside it, and replaced
 /// with `--force`.

@@ -152,7 +152,7 @@ fn compress_source<S: Source<Meta = Block>>(
     let Job { name, output, codec, threads, block_size, stop } = *job;
     let header = codec.header(block_size)?;
     let target = Target::open(output)?;
-    let out_name = target.path().map(|p| p.display().to_string());
+    let out_name = target.name();
     let sink =
         FrameSink { target, header, trailer: codec.trailer(), empty: Some(codec.empty_body()?) };
     let stat0 = crate::procstat::read().ok();

@@ -257,7 +257,7 @@ pub fn decompress(
         }
     };
     let bytes_out = target.written;
-    let out_name = target.path().map(|p| p.display().to_string());
+    let out_name = target.name();
     if !interrupted {
         target.commit()?;
     }

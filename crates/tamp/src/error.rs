@@ -33,6 +33,15 @@ pub enum TampError {
         /// What the OS said.
         source: io::Error,
     },
+    /// Writing standard output failed (`-o -`): its reader went away or its device is full.
+    #[error(
+        "cannot write standard output: {source} (what its reader got is a truncated stream that \
+         lz4 -d and zstd -d refuse)"
+    )]
+    WriteStdout {
+        /// What the OS said.
+        source: io::Error,
+    },
     /// The output file exists and was not to be replaced ([`crate::Output::NewFile`]).
     #[error("{path} exists: not replacing it (pass --force to overwrite, or name another -o)")]
     Exists {

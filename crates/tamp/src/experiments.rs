@@ -34,7 +34,8 @@ pub struct CompressArgs {
     #[arg(long, value_parser = parse_bytes)]
     pub block: Option<u64>,
     /// Output file (only with one input); default: INPUT.lz4 / INPUT.zst, or INPUT without
-    /// its suffix with -d.
+    /// its suffix with -d. `-` is standard output (as `lz4 -c`): the run's figures then go to
+    /// standard error.
     #[arg(short = 'o', long, value_name = "OUT", conflicts_with = "discard")]
     pub output: Option<PathBuf>,
     /// Compress to nowhere: measure only.
@@ -103,6 +104,9 @@ fn output_for(args: &CompressArgs, input: &Path) -> Result<Output, Classified> {
     }
     let file = |path: PathBuf| if args.force { Output::File(path) } else { Output::NewFile(path) };
     if let Some(o) = &args.output {
+        if is_stdin(o) {
+            return Ok(Output::Stdout);
+        }
         return Ok(file(o.clone()));
     }
     if is_stdin(input) {
@@ -233,6 +237,16 @@ impl Experiment for Compress {
             return Err(Classified::usage(
                 "standard input (-) is a terminal: pipe or redirect the data into it",
             ));
+        }
+        if args.output.as_deref().is_some_and(is_stdin) {
+            if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+                // As lz4 and zstd refuse: compressed bytes on a terminal help nobody.
+                return Err(Classified::usage(
+                    "-o - writes to standard output, which is a terminal: pipe or redirect it",
+                ));
+            }
+            // The data owns standard output; the run's figures go to standard error.
+            experiment::output::results_to_stderr();
         }
         let format = args.format.unwrap_or(Format::Lz4);
         let block = args

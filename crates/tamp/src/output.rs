@@ -1,10 +1,12 @@
 //! Where the output goes: a temporary file in the target directory, renamed into place only when
-//! the whole run succeeded (so a failure or a stop never leaves a half-written file), or nowhere.
+//! the whole run succeeded (so a failure or a stop never leaves a half-written file), standard
+//! output as it is produced, or nowhere.
 //! A [`Output::NewFile`] never replaces a file: one already there is refused before the run
 //! starts, and one that appears during it is refused at the rename (which cannot clobber).
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 
 use crate::TampError;
@@ -21,6 +23,10 @@ pub enum Output {
     NewFile(PathBuf),
     /// Nowhere: the output is produced and counted, then dropped (the seed's "output discarded").
     Discard,
+    /// Standard output (`-o -`, as `lz4 -c`): written as it is produced, so an interrupted or
+    /// failed run leaves the reader a truncated stream (a frame without its end, which `lz4 -d`
+    /// and `zstd -d` refuse), not a file to remove.
+    Stdout,
 }
 
 /// The output buffer's size. Kept well under a block (256 KiB by default; an LZ4 block
@@ -32,6 +38,8 @@ const BUFFER: usize = 32 << 10;
 #[derive(Debug)]
 pub(crate) struct Target {
     file: Option<(BufWriter<File>, PathBuf, PathBuf)>,
+    /// Standard output, for [`Output::Stdout`]: its descriptor, duplicated.
+    stdout: Option<BufWriter<File>>,
     /// Whether the rename may replace an existing file.
     replace: bool,
     pub written: u64,
@@ -40,8 +48,18 @@ pub(crate) struct Target {
 impl Target {
     pub fn open(output: &Output) -> Result<Self, TampError> {
         let replace = matches!(output, Output::File(_));
+        let stdout = match output {
+            Output::Stdout => {
+                let fd = std::io::stdout()
+                    .as_fd()
+                    .try_clone_to_owned()
+                    .map_err(|source| TampError::WriteStdout { source })?;
+                Some(BufWriter::with_capacity(BUFFER, File::from(fd)))
+            }
+            _ => None,
+        };
         let file = match output {
-            Output::Discard => None,
+            Output::Discard | Output::Stdout => None,
             Output::File(path) | Output::NewFile(path) => {
                 let dir = match path.parent() {
                     Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
@@ -69,12 +87,15 @@ impl Target {
                 Some((BufWriter::with_capacity(BUFFER, f), tmp, path.clone()))
             }
         };
-        Ok(Self { file, replace, written: 0 })
+        Ok(Self { file, stdout, replace, written: 0 })
     }
 
     pub fn write(&mut self, data: &[u8]) -> Result<(), TampError> {
         if let Some((w, tmp, path)) = self.file.as_mut() {
             w.write_all(data).map_err(|source| write_err(path, tmp, source))?;
+        }
+        if let Some(w) = self.stdout.as_mut() {
+            w.write_all(data).map_err(stdout_err)?;
         }
         self.written += data.len() as u64;
         Ok(())
@@ -83,6 +104,9 @@ impl Target {
     /// Flushes and renames the temporary file into place; without `replace`, the rename fails
     /// (atomically: `renameat2(RENAME_NOREPLACE)`, or link and unlink) if the name is taken.
     pub fn commit(&mut self) -> Result<(), TampError> {
+        if let Some(mut w) = self.stdout.take() {
+            w.flush().map_err(stdout_err)?;
+        }
         if let Some((mut w, tmp, path)) = self.file.take() {
             let flushed = w.flush();
             drop(w);
@@ -107,10 +131,22 @@ impl Target {
         Ok(())
     }
 
-    /// The final path, when writing to a file.
-    pub fn path(&self) -> Option<&Path> {
-        self.file.as_ref().map(|(_, _, p)| p.as_path())
+    /// Where the output goes, for the result: the final path, or "standard output"; `None`
+    /// when discarded.
+    pub fn name(&self) -> Option<String> {
+        match (&self.file, &self.stdout) {
+            (Some((_, _, p)), _) => Some(p.display().to_string()),
+            (None, Some(_)) => Some(STDOUT_NAME.to_string()),
+            (None, None) => None,
+        }
     }
+}
+
+/// How the results name standard output.
+const STDOUT_NAME: &str = "standard output";
+
+fn stdout_err(source: std::io::Error) -> TampError {
+    TampError::WriteStdout { source }
 }
 
 fn write_err(path: &Path, _tmp: &Path, source: std::io::Error) -> TampError {
