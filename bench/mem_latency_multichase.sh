@@ -15,6 +15,8 @@ mc=${MULTICHASE:?set MULTICHASE to the multichase build directory, see the heade
 [ -x "$mc" ] || { echo "no multichase binary at $mc" >&2; exit 1; }
 command -v jq >/dev/null || { echo "jq is missing: scripts/setup.sh --deps" >&2; exit 1; }
 cpu=${CPU:-1}
+# Before anything of the bench's own runs: other work on the machine moves multichase's figures.
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 cargo build --release -q -p platscope
 P=target/release/platscope
 
@@ -108,7 +110,7 @@ of the rounds. Run on $(date -u +%Y-%m-%d); multichase built from google/multich
 of the run (\`make multichase\`).
 
 Machine: $machine; kernel $(uname -r); caches: $caches
-load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) (other builds share this machine).
+load average before the run: $load_start; at its end: $(cut -d' ' -f1-3 /proc/loadavg) (the bench itself keeps one CPU busy).
 
 $table
 
