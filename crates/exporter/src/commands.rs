@@ -66,20 +66,21 @@ impl Tool for Serve {
     fn run(args: &ServeArgs, globals: &Globals) -> Result<(), Classified> {
         let names = args.collect.as_deref().map(collect::parse_list).transpose()?;
         let web = args.web_config.as_deref().map(WebConfig::load).transpose()?;
-        if !args.listen.ip().is_loopback() {
-            match &web {
-                None => measure::say!(
-                    "platscope serve: warning: listening on {} without --web-config: anyone who \
-                     can reach this port reads the metrics",
-                    args.listen
-                ),
-                Some(web) if web.tls.is_none() && !web.users.is_empty() => measure::say!(
-                    "platscope serve: warning: basic-auth passwords cross the network in clear \
-                     text without tls_server_config"
-                ),
-                Some(_) => {}
-            }
-        }
+        // Said once the address is bound: a bind that fails is the one line the user sees.
+        let warning = match &web {
+            _ if args.listen.ip().is_loopback() => None,
+            None => Some(format!(
+                "platscope serve: warning: listening on {} without --web-config: anyone who can \
+                 reach this port reads the metrics",
+                args.listen
+            )),
+            Some(web) if web.tls.is_none() && !web.users.is_empty() => Some(
+                "platscope serve: warning: basic-auth passwords cross the network in clear text \
+                 without tls_server_config"
+                    .to_string(),
+            ),
+            Some(_) => None,
+        };
         let groups = args
             .groups
             .iter()
@@ -99,6 +100,9 @@ impl Tool for Serve {
         measure::stop::install();
         let limits = Limits { max_connections: args.max_connections as usize };
         let server = Server::bind(args.listen, exporter, web)?.with_limits(limits);
+        if let Some(warning) = warning {
+            measure::say!("{warning}");
+        }
         measure::say!("platscope serve: serving on {} (collectors: {names})", server.url());
         server.run(measure::stop::flag())?;
         measure::say!("platscope serve: stopped by {}", measure::stop::cause());

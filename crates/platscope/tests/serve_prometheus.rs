@@ -611,6 +611,11 @@ fn serve_usage_and_runtime_errors_are_one_line_with_the_right_exit_code() {
     let (code, err) = run_serve(&["--listen", &addr]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("Address already in use") && err.lines().count() == 1, "{err}");
+    // An address no interface has (TEST-NET-1): the bind's error alone, not the warning that
+    // precedes a real non-loopback listen.
+    let (code, err) = run_serve(&["--listen", "192.0.2.1:9100"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no interface of this host") && err.lines().count() == 1, "{err}");
 }
 
 #[test]
