@@ -48,29 +48,29 @@ sites=(nop nop5 imul)
 for ((r = 0; r < rounds; r++)); do
   for ((i = 0; i < ${#sites[@]}; i++)); do
     site=${sites[$(((i + r) % ${#sites[@]}))]}
-    bare=$("$bin" "$site" "$calls")
+    untraced_ns=$("$bin" "$site" "$calls")
     attach "$site"
-    traced=$("$bin" "$site" "$calls")
+    traced_ns=$("$bin" "$site" "$calls")
     detach
-    results["$site/bare"]+="$bare"$'\n'
-    results["$site/traced"]+="$traced"$'\n'
-    echo "round $r: $site untraced $bare ns/call, traced $traced ns/call" >&2
+    results["$site/bare"]+="$untraced_ns"$'\n'
+    results["$site/traced"]+="$traced_ns"$'\n'
+    echo "round $r: $site untraced $untraced_ns ns/call, traced $traced_ns ns/call" >&2
   done
 done
 
 # Each hit must cost something measurable; a traced loop as fast as the bare one means the probe
 # never fired, and the table would be a lie.
+declare -A bare traced
 for site in "${sites[@]}"; do
-  cost=$(awk -v t="$(printf '%s' "${results["$site/traced"]}" | median)" -v b="$(printf '%s' "${results["$site/bare"]}" | median)" 'BEGIN {print t - b}')
-  awk -v c="$cost" 'BEGIN {exit !(c > 50)}' || { echo "bench: a hit at $site cost $cost ns: the probe did not fire" >&2; exit 1; }
+  bare[$site]=$(printf '%s' "${results["$site/bare"]}" | median)
+  traced[$site]=$(printf '%s' "${results["$site/traced"]}" | median)
+  awk -v t="${traced[$site]}" -v b="${bare[$site]}" 'BEGIN {exit !(t - b > 50)}' ||
+    { echo "bench: a hit at $site cost under 50 ns: the probe did not fire" >&2; exit 1; }
 done
 
 spread() { sort -g | awk 'NR == 1 {lo = $1} {hi = $1} END {printf "%.0f–%.0f", lo, hi}'; }
 row() {
-  local site=$1 label=$2 b t
-  b=$(printf '%s' "${results["$site/bare"]}" | median)
-  t=$(printf '%s' "${results["$site/traced"]}" | median)
-  awk -v l="$label" -v b="$b" -v t="$t" -v s="$(printf '%s' "${results["$site/traced"]}" | spread)" \
+  awk -v l="$2" -v b="${bare[$1]}" -v t="${traced[$1]}" -v s="$(printf '%s' "${results["$1/traced"]}" | spread)" \
     'BEGIN {printf "| %s | %.1f | %.0f (%s) | %.0f |\n", l, b, t, s, t - b}'
 }
 table="| probe site (first instruction) | untraced ns/call | empty program attached ns/call (spread over rounds) | one hit ns |

@@ -37,14 +37,12 @@ pub fn emit(text: &str) -> io::Result<()> {
 /// reader has gone away (`| head`), so the loop ends quietly. Standard error instead after
 /// [`results_to_stderr`].
 pub fn write_out(text: &str) -> io::Result<bool> {
-    let written = if STDOUT_IS_DATA.load(Ordering::Relaxed) {
-        let mut out = io::stderr().lock();
-        out.write_all(text.as_bytes()).and_then(|()| out.flush())
+    let mut out: Box<dyn Write> = if STDOUT_IS_DATA.load(Ordering::Relaxed) {
+        Box::new(io::stderr().lock())
     } else {
-        let mut out = io::stdout().lock();
-        out.write_all(text.as_bytes()).and_then(|()| out.flush())
+        Box::new(io::stdout().lock())
     };
-    match written {
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(false),
         Err(e) => Err(e),

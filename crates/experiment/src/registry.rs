@@ -102,6 +102,11 @@ impl<E: Experiment> Entry for ExperimentEntry<E> {
     }
     fn run(&self, matches: &ArgMatches, globals: &Globals) -> Result<(), Classified> {
         let args: E::Args = parse(matches)?;
+        // The page is written after the run: one that cannot be is said before it.
+        if let Some(page) = &globals.html_out {
+            crate::output::check_writable(page)
+                .map_err(|e| Classified::runtime(format!("--html-out: {e}")))?;
+        }
         let topology = Topology::detect()
             .map_err(|e| Classified::runtime(format!("reading the topology: {e}")))?;
         measure::stop::install();

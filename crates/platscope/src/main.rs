@@ -29,14 +29,7 @@ fn main() -> ExitCode {
         Err(err) => return usage_error(&err),
     };
     if let Some((entry, leaf)) = REGISTRY.find(&matches) {
-        let globals = cli::globals(&matches);
-        // An --html-out that cannot be written is said before the run, not after it.
-        if let Some(page) = &globals.html_out {
-            if let Err(e) = experiment::output::check_writable(page) {
-                return finish(Err(measure::Classified::runtime(format!("--html-out: {e}"))));
-            }
-        }
-        return finish(entry.run(leaf, &globals));
+        return finish(entry.run(leaf, &cli::globals(&matches)));
     }
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,

@@ -56,15 +56,7 @@ fn remote(location: &str, e: &postgres::Error) -> StoreError {
     // the client's (no route, refused connection, timeout).
     let cause = match e.as_db_error() {
         Some(db) => db.message().to_string(),
-        None => {
-            let mut text = e.to_string();
-            let mut source = std::error::Error::source(e);
-            while let Some(s) = source {
-                text = format!("{text}: {s}");
-                source = s.source();
-            }
-            text
-        }
+        None => measure::usage::one_line(e),
     };
     StoreError::Remote { location: location.to_string(), cause }
 }

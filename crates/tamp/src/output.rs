@@ -7,7 +7,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::os::fd::AsFd;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::TampError;
 
@@ -37,30 +37,39 @@ const BUFFER: usize = 32 << 10;
 /// The open output of one run. Dropping it without [`Target::commit`] removes the temporary file.
 #[derive(Debug)]
 pub(crate) struct Target {
-    file: Option<(BufWriter<File>, PathBuf, PathBuf)>,
-    /// Standard output, for [`Output::Stdout`]: its descriptor, duplicated.
-    stdout: Option<BufWriter<File>>,
-    /// Whether the rename may replace an existing file.
-    replace: bool,
+    sink: Sink,
     pub written: u64,
+}
+
+/// Where a [`Target`]'s bytes go.
+#[derive(Debug)]
+enum Sink {
+    Discard,
+    /// A temporary file beside `path`, renamed to it at commit; `replace`: whether that rename
+    /// may replace a file of that name.
+    File {
+        w: BufWriter<File>,
+        tmp: PathBuf,
+        path: PathBuf,
+        replace: bool,
+    },
+    /// Standard output's descriptor, duplicated.
+    Stdout(BufWriter<File>),
 }
 
 impl Target {
     pub fn open(output: &Output) -> Result<Self, TampError> {
-        let replace = matches!(output, Output::File(_));
-        let stdout = match output {
+        let sink = match output {
+            Output::Discard => Sink::Discard,
             Output::Stdout => {
                 let fd = std::io::stdout()
                     .as_fd()
                     .try_clone_to_owned()
                     .map_err(|source| TampError::WriteStdout { source })?;
-                Some(BufWriter::with_capacity(BUFFER, File::from(fd)))
+                Sink::Stdout(BufWriter::with_capacity(BUFFER, File::from(fd)))
             }
-            _ => None,
-        };
-        let file = match output {
-            Output::Discard | Output::Stdout => None,
             Output::File(path) | Output::NewFile(path) => {
+                let replace = matches!(output, Output::File(_));
                 let dir = match path.parent() {
                     Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
                     _ => PathBuf::from("."),
@@ -84,78 +93,71 @@ impl Target {
                 // The buffer only gathers small writes (frame headers and trailers, tiny blocks):
                 // a write at least its size goes straight to the file from the caller's slot,
                 // so a compressed or decoded block is not copied once more on the way out.
-                Some((BufWriter::with_capacity(BUFFER, f), tmp, path.clone()))
+                let w = BufWriter::with_capacity(BUFFER, f);
+                Sink::File { w, tmp, path: path.clone(), replace }
             }
         };
-        Ok(Self { file, stdout, replace, written: 0 })
+        Ok(Self { sink, written: 0 })
     }
 
     pub fn write(&mut self, data: &[u8]) -> Result<(), TampError> {
-        if let Some((w, tmp, path)) = self.file.as_mut() {
-            w.write_all(data).map_err(|source| write_err(path, tmp, source))?;
-        }
-        if let Some(w) = self.stdout.as_mut() {
-            w.write_all(data).map_err(stdout_err)?;
+        match &mut self.sink {
+            Sink::Discard => {}
+            Sink::File { w, path, .. } => w
+                .write_all(data)
+                .map_err(|source| TampError::Write { path: path.clone(), source })?,
+            Sink::Stdout(w) => {
+                w.write_all(data).map_err(|source| TampError::WriteStdout { source })?
+            }
         }
         self.written += data.len() as u64;
         Ok(())
     }
 
-    /// Flushes and renames the temporary file into place; without `replace`, the rename fails
+    /// Flushes, and renames the temporary file into place; without `replace`, the rename fails
     /// (atomically: `renameat2(RENAME_NOREPLACE)`, or link and unlink) if the name is taken.
     pub fn commit(&mut self) -> Result<(), TampError> {
-        if let Some(mut w) = self.stdout.take() {
-            w.flush().map_err(stdout_err)?;
-        }
-        if let Some((mut w, tmp, path)) = self.file.take() {
-            let flushed = w.flush();
-            drop(w);
-            let r = match flushed {
-                Err(source) => Err(TampError::Write { path: path.clone(), source }),
-                Ok(()) if self.replace => std::fs::rename(&tmp, &path)
-                    .map_err(|source| TampError::Write { path: path.clone(), source }),
-                Ok(()) => tempfile::TempPath::try_from_path(&tmp)
-                    .and_then(|t| t.persist_noclobber(&path).map_err(|e| e.error))
-                    .map_err(|source| match source.kind() {
-                        std::io::ErrorKind::AlreadyExists => {
-                            TampError::Exists { path: path.clone() }
-                        }
-                        _ => TampError::Write { path: path.clone(), source },
-                    }),
-            };
-            if r.is_err() {
-                let _ = std::fs::remove_file(&tmp);
+        match std::mem::replace(&mut self.sink, Sink::Discard) {
+            Sink::Discard => Ok(()),
+            Sink::Stdout(mut w) => w.flush().map_err(|source| TampError::WriteStdout { source }),
+            Sink::File { mut w, tmp, path, replace } => {
+                let flushed = w.flush();
+                drop(w);
+                let r = match flushed {
+                    Err(source) => Err(TampError::Write { path: path.clone(), source }),
+                    Ok(()) if replace => std::fs::rename(&tmp, &path)
+                        .map_err(|source| TampError::Write { path: path.clone(), source }),
+                    Ok(()) => tempfile::TempPath::try_from_path(&tmp)
+                        .and_then(|t| t.persist_noclobber(&path).map_err(|e| e.error))
+                        .map_err(|source| match source.kind() {
+                            std::io::ErrorKind::AlreadyExists => {
+                                TampError::Exists { path: path.clone() }
+                            }
+                            _ => TampError::Write { path: path.clone(), source },
+                        }),
+                };
+                if r.is_err() {
+                    let _ = std::fs::remove_file(&tmp);
+                }
+                r
             }
-            r?;
         }
-        Ok(())
     }
 
     /// Where the output goes, for the result: the final path, or "standard output"; `None`
     /// when discarded.
     pub fn name(&self) -> Option<String> {
-        match (&self.file, &self.stdout) {
-            (Some((_, _, p)), _) => Some(p.display().to_string()),
-            (None, Some(_)) => Some(STDOUT_NAME.to_string()),
-            (None, None) => None,
+        match &self.sink {
+            Sink::Discard => None,
+            Sink::File { path, .. } => Some(path.display().to_string()),
+            Sink::Stdout(_) => Some("standard output".to_string()),
         }
     }
 }
 
-/// How the results name standard output.
-const STDOUT_NAME: &str = "standard output";
-
-fn stdout_err(source: std::io::Error) -> TampError {
-    TampError::WriteStdout { source }
-}
-
-fn write_err(path: &Path, _tmp: &Path, source: std::io::Error) -> TampError {
-    TampError::Write { path: path.to_path_buf(), source }
-}
-
 impl Drop for Target {
     fn drop(&mut self) {
-        if let Some((w, tmp, _)) = self.file.take() {
+        if let Sink::File { w, tmp, .. } = std::mem::replace(&mut self.sink, Sink::Discard) {
             drop(w);
             let _ = std::fs::remove_file(tmp);
         }
@@ -165,6 +167,8 @@ impl Drop for Target {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
+    use std::path::Path;
+
     use super::*;
 
     fn leftovers(dir: &Path) -> Vec<String> {

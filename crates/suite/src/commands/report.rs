@@ -65,8 +65,8 @@ impl Tool for Report {
 
     fn run(args: &ReportArgs, globals: &Globals) -> Result<(), Classified> {
         let baseline_ref = args.baseline.as_deref().map(BaselineRef::parse).transpose()?;
-        if let (Some(reference), true) = (&baseline_ref, args.from_db.is_empty()) {
-            // Found now, not after minutes of measuring.
+        // A report to measure: its baseline is found now, not after minutes of measuring.
+        if let Some(reference) = baseline_ref.as_ref().filter(|_| args.from_db.is_empty()) {
             if globals.store.no_store {
                 return Err(Classified::usage(
                     "--baseline compares stored samples: drop --no-store",
