@@ -121,7 +121,9 @@ impl WebConfig {
         let file: FileFormat = if text.trim().is_empty() {
             FileFormat { tls_server_config: None, basic_auth_users: None, http_server_config: None }
         } else {
-            serde_yaml::from_str(text).map_err(|e| e.to_string())?
+            // The parser quotes the file's text back (a key with a line break in it): the
+            // error stays one line.
+            serde_yaml::from_str(text).map_err(|e| e.to_string().replace('\n', "\\n"))?
         };
         if let Some(HttpFile { http2: Some(true) }) = file.http_server_config {
             return Err(
