@@ -205,7 +205,7 @@ fn iface<'a>(r: &'a Report, name: &str) -> &'a nicstat::InterfaceRates {
 const DATAGRAMS: u64 = 20_000;
 const PAYLOAD: usize = 1000;
 
-/// Sends `DATAGRAMS` datagrams from namespace a to b's port, paced so no queue overflows.
+/// Sends `DATAGRAMS` datagrams from namespace a to b's port, paced so a quiet host drops none.
 fn send_udp(lab: &Lab, port: u16) {
     let dst: SocketAddrV4 = format!("{}:{port}", lab.addr(2)).parse().unwrap();
     let a = lab.a.clone();
@@ -301,19 +301,24 @@ fn udp_packets_and_kilobytes_match_as_root() {
     );
 
     let frame = (PAYLOAD as u64 + UDP_OVERHEAD) as f64;
-    let want_packets = DATAGRAMS as f64;
-    let want_kb = want_packets * frame / 1024.0;
     let (tx, rx) = (iface(&ra, "veth0"), iface(&rb, "veth1"));
+    // The socket sent every datagram; what crossed the pair is what the receiver read (its buffer
+    // holds the whole burst). A loaded host can drop a few at the peer's backlog: veth counts
+    // those as transmit drops, not bytes, so sent = crossed + dropped is checked as well.
+    let crossed = received as f64;
+    assert!(crossed >= 0.9 * DATAGRAMS as f64, "only {received} of {DATAGRAMS} crossed the pair");
+    let crossed_kb = crossed * frame / 1024.0;
     // What nicstat prints is a rate; rate × interval is what the counters moved.
-    within("veth0 wPk", tx.tx_packets_per_s * ra.elapsed_s, want_packets, 0.01);
-    within("veth0 wKB", tx.tx_bytes_per_s * ra.elapsed_s / 1024.0, want_kb, 0.01);
-    within("veth1 rPk", rx.rx_packets_per_s * rb.elapsed_s, want_packets, 0.01);
-    within("veth1 rKB", rx.rx_bytes_per_s * rb.elapsed_s / 1024.0, want_kb, 0.01);
+    within("veth0 wPk", tx.tx_packets_per_s * ra.elapsed_s, crossed, 0.01);
+    within("veth0 wKB", tx.tx_bytes_per_s * ra.elapsed_s / 1024.0, crossed_kb, 0.01);
+    within("veth1 rPk", rx.rx_packets_per_s * rb.elapsed_s, crossed, 0.01);
+    within("veth1 rKB", rx.rx_bytes_per_s * rb.elapsed_s / 1024.0, crossed_kb, 0.01);
+    let dropped = tx.tx_drops_per_s * ra.elapsed_s;
+    within("veth0 wPk + drops (all sent)", crossed + dropped, DATAGRAMS as f64, 0.01);
     let udp_a = ra.udp.as_ref().unwrap();
     let udp_b = rb.udp.as_ref().unwrap();
-    within("UDP OutDG (a)", udp_a.out_datagrams as f64, want_packets, 0.01);
-    within("UDP InDG (b)", udp_b.in_datagrams as f64, want_packets, 0.01);
-    within("datagrams the receiver read", received as f64, want_packets, 0.01);
+    within("UDP OutDG (a)", udp_a.out_datagrams as f64, DATAGRAMS as f64, 0.01);
+    within("UDP InDG (b)", udp_b.in_datagrams as f64, crossed, 0.01);
     assert!(!tx.counters_restarted && !rx.counters_restarted);
 }
 
@@ -332,7 +337,7 @@ fn speed_override_gives_the_arithmetic_utilization_as_root() {
     let mon = watch(lab.a.clone(), options.clone(), ready_tx, wait);
     ready.recv().unwrap();
     send_udp(&lab, 9200);
-    recv.join().unwrap();
+    let received = recv.join().unwrap();
     go.send(()).unwrap();
     let r = mon.join().unwrap();
     print!("{}", render_report(&r, &options, &Stamp::fixed("live", "0"), true));
@@ -341,13 +346,16 @@ fn speed_override_gives_the_arithmetic_utilization_as_root() {
         (v.speed_mbps, v.duplex, v.speed_source),
         (Some(1000), Duplex::Full, SpeedSource::CommandLine)
     );
-    // %Util = max(read, write) bits/s over 1000 Mbit/s (full duplex); here writes dominate.
-    let bytes = DATAGRAMS as f64 * (PAYLOAD as u64 + UDP_OVERHEAD) as f64;
+    // %Util = max(read, write) bits/s over 1000 Mbit/s (full duplex); here writes dominate. What
+    // crossed the pair is what the receiver read: a loaded host can drop a few at the peer's
+    // backlog, and veth counts those as drops, not bytes (CI once lost 1% that way).
+    assert!(received >= DATAGRAMS * 9 / 10, "only {received} of {DATAGRAMS} crossed the pair");
+    let bytes = received as f64 * (PAYLOAD as u64 + UDP_OVERHEAD) as f64;
     let want = bytes * 8.0 / r.elapsed_s / 1e9 * 100.0;
     within("%Util with -S veth0:1000fd", v.util_pct.unwrap(), want, 0.01);
     within("%wUtil", v.tx_util_pct.unwrap(), want, 0.01);
     // With --wire each packet also carries 24 bytes of framing.
-    let wire = (bytes + DATAGRAMS as f64 * 24.0) * 8.0 / r.elapsed_s / 1e9 * 100.0;
+    let wire = (bytes + received as f64 * 24.0) * 8.0 / r.elapsed_s / 1e9 * 100.0;
     let again = nicstat::utilization_pct(
         0.0,
         (v.tx_bytes as f64 + v.tx_packets as f64 * 24.0) * 8.0 / r.elapsed_s,
