@@ -25,7 +25,8 @@ pub struct QuerystatArgs {
     /// Seconds between throughput lines.
     #[arg(value_name = "INTERVAL", default_value = "3", value_parser = measure::args::parse_interval)]
     pub interval: Duration,
-    /// Stop after this many intervals (default: until Ctrl-C or the server exits).
+    /// Stop after this many intervals (default: until Ctrl-C). A server that exits ends the run
+    /// with what was traced, and the command exits 1.
     #[arg(value_name = "COUNT", value_parser = measure::args::parse_count)]
     pub count: Option<u64>,
     /// Which kind of server to look for (default: whichever one is running).
@@ -92,10 +93,11 @@ impl Experiment for Querystat {
             buffer_hits: args.buffer_hits,
             empty_programs: args.empty_programs,
         };
+        let tracer = Tracer::attach(&server, &options)?;
+        // Said once the probes are on, so what follows it is traced.
         if !ctx.quiet {
             measure::say!("platscope: tracing {}", server.describe());
         }
-        let tracer = Tracer::attach(&server, &options)?;
         let run_options = RunOptions { interval: args.interval, count: args.count };
         let mut report = crate::run(&tracer, &run_options, stop::flag(), &mut Live(ctx))?;
         drop(tracer);
@@ -148,6 +150,18 @@ impl Outcome for Report {
 
     fn parts(&self, _topology: &topo::Topology) -> Vec<Part> {
         vec![part(self)]
+    }
+
+    /// A server that exits under the tracer ends the run with what was traced, printed and
+    /// stored, and the command fails (exit 1) so a script sees the server went away.
+    fn failure(&self) -> Option<Classified> {
+        (self.end == EndReason::ServerExited).then(|| {
+            Classified::runtime(format!(
+                "the {} server (PID {}) exited during the run; what was traced until then is kept",
+                self.server.kind.title(),
+                self.server.pid
+            ))
+        })
     }
 }
 
@@ -344,6 +358,22 @@ mod tests {
         let back = Report::from_stored("db querystat", stored).unwrap();
         assert_eq!(back.parts(&topology), parts);
         assert_eq!(back.text(), r.text());
+    }
+
+    #[test]
+    fn a_server_that_exits_fails_the_command_and_the_others_do_not() {
+        let mut r = report(&[40]);
+        for end in [EndReason::Count, EndReason::Stopped] {
+            r.end = end;
+            assert!(r.failure().is_none(), "{end:?}");
+        }
+        r.end = EndReason::ServerExited;
+        let why = r.failure().expect("a failure");
+        assert!(!why.is_usage());
+        assert_eq!(
+            why.to_string(),
+            "the MariaDB server (PID 42) exited during the run; what was traced until then is kept"
+        );
     }
 
     #[test]
