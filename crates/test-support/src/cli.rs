@@ -23,9 +23,23 @@ pub fn bin() -> PathBuf {
     path
 }
 
-/// A command for the binary, to add arguments, environment or pipes to.
+/// A command for the binary, to add arguments, environment or pipes to. A run without `--db`
+/// is stored under [`data_home`], never in the results database of whoever runs the tests.
 pub fn command() -> Command {
-    Command::new(bin())
+    let mut command = Command::new(bin());
+    command.env("XDG_DATA_HOME", data_home());
+    command
+}
+
+/// The tests' `XDG_DATA_HOME`: `test-data-home` beside the binary in the target directory,
+/// shared by the tests of a build (a test that reads the default store back reads the run it
+/// made by its id, or gives a directory of its own).
+pub fn data_home() -> PathBuf {
+    let dir = bin().parent().map(|d| d.join("test-data-home")).unwrap_or_default();
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        panic!("creating {}: {e}", dir.display());
+    }
+    dir
 }
 
 /// Runs `platscope ARGS` to its end.
