@@ -581,7 +581,7 @@ fn deploy_files_pass_promtool_and_systemd_analyze() {
 // Plain tier: loopback only, no root, no outside tools.
 
 fn run_serve(args: &[&str]) -> (i32, String) {
-    let out = Command::new(BIN)
+    let out = test_support::command()
         .arg("serve")
         .args(args)
         .stdin(Stdio::null())
