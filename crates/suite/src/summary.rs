@@ -118,16 +118,8 @@ pub fn summary_text(d: &ReportData) -> String {
     if let Some(one) = d.slb_scaling.first() {
         let base = one.summary().median_ns;
         let mut line = format!("  SLB:              {base:.1} ns/op with 1 worker");
-        // "Times slower" only from runs that did all their stores.
-        if let Some(most) =
-            d.slb_scaling.iter().rev().find(|r| r.workers.len() > 1 && !r.interrupted)
-        {
-            let _ = write!(
-                line,
-                ", {:.2}x slower with {}",
-                most.summary().median_ns / base,
-                most.workers.len()
-            );
+        if let Some((ratio, workers)) = d.slb_time_ratio() {
+            let _ = write!(line, ", {ratio:.2}x the time per store with {workers}");
         }
         if d.slb_scaling.iter().any(|r| r.interrupted) {
             line.push_str(" (interrupted: partial runs left out)");

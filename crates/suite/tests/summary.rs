@@ -13,7 +13,9 @@ fn a_complete_run_states_its_conclusions() {
     println!("{text}");
     assert!(text.contains("stops growing at 3 thread(s)"), "{text}");
     assert!(text.contains("ns idle"), "{text}");
-    assert!(text.contains("x slower with"), "{text}");
+    assert!(text.contains("x the time per store with"), "{text}");
+    let page = report::html::render_html(&sample());
+    assert!(page.contains("× the time per store with"), "the SLB card says it too");
 }
 
 #[test]
@@ -37,8 +39,10 @@ fn an_interrupted_run_draws_no_conclusion_from_what_it_missed() {
     assert!(text.contains("saturation unknown (interrupted)"), "{text}");
     assert!(!text.contains("ns idle"), "{text}");
     assert!(text.contains("interrupted before the idle point: no comparison"), "{text}");
-    assert!(!text.contains("x slower with"), "{text}");
+    assert!(!text.contains("x the time per store with"), "{text}");
     assert!(text.contains("interrupted: partial runs left out"), "{text}");
+    // The page's SLB card leaves the partial runs out as well.
+    assert!(!report::html::render_html(&data).contains("the time per store with"));
 }
 
 /// Where the core clock could not be trusted (two methods disagreed), the summary and the page

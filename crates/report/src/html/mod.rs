@@ -137,6 +137,15 @@ impl ReportData {
             comparison: None,
         }
     }
+
+    /// SLB's time per store with the most workers, as a multiple of one worker's: `(ratio,
+    /// workers)`, from the widest run that did all its stores (an interrupted one is partial).
+    /// Above 1, each store took longer with company.
+    pub fn slb_time_ratio(&self) -> Option<(f64, usize)> {
+        let one = self.slb_scaling.first()?.summary().median_ns;
+        let most = self.slb_scaling.iter().rev().find(|r| r.workers.len() > 1 && !r.interrupted)?;
+        Some((most.summary().median_ns / one, most.workers.len()))
+    }
 }
 
 /// A section of the report that did not run here, and why in one line.

@@ -293,13 +293,8 @@ pub(super) fn summary(d: &ReportData) -> String {
     if let Some(one) = d.slb_scaling.first() {
         let base = one.summary().median_ns;
         let mut how = format!("median ns per random store, {} worker(s)", one.workers.len());
-        if let Some(most) = d.slb_scaling.last().filter(|r| r.workers.len() > one.workers.len()) {
-            let _ = write!(
-                how,
-                "; {}× slower with {} workers",
-                fmt3(most.summary().median_ns / base),
-                most.workers.len()
-            );
+        if let Some((ratio, workers)) = d.slb_time_ratio() {
+            let _ = write!(how, "; {}× the time per store with {workers} workers", fmt3(ratio));
         }
         card(&mut out, "SLB", &format!("{} ns/op", fmt3(base)), &how);
     }
