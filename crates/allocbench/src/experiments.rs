@@ -38,10 +38,10 @@ pub struct AllocArgs {
     pub workload: Option<String>,
     /// Built-in: allocations per thread. Command: the operations it does (the rate is this
     /// over its wall time).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_parser = measure::args::parse_count, allow_negative_numbers = true)]
     pub ops: Option<u64>,
     /// Built-in: live objects per thread.
-    #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 4096, value_parser = measure::args::parse_count_u32, allow_negative_numbers = true)]
     pub working_set: u32,
     /// Built-in: share of objects freed by another thread (0–1).
     #[arg(long, default_value_t = 0.25)]
@@ -58,7 +58,7 @@ pub struct AllocArgs {
     pub seconds: u32,
     /// Server: a fixed rate in transactions per second (CPU per transaction is the figure to
     /// read then).
-    #[arg(long, value_name = "TX/S", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "TX/S", value_parser = measure::args::parse_count_u32, allow_negative_numbers = true)]
     pub rate: Option<u32>,
     /// Also write the charts as a standalone HTML page.
     #[arg(long, value_name = "FILE")]

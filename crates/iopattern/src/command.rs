@@ -25,7 +25,7 @@ pub struct PatternArgs {
     #[arg(value_name = "INTERVAL", default_value = "1", value_parser = measure::args::parse_interval)]
     pub interval: Duration,
     /// Number of samples (default: until Ctrl-C).
-    #[arg(value_name = "COUNT", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(value_name = "COUNT", value_parser = measure::args::parse_count, allow_negative_numbers = true)]
     pub count: Option<u64>,
     /// Only the filesystem holding this path (shown even when idle).
     #[arg(long = "fs", value_name = "MOUNT")]
@@ -45,7 +45,7 @@ pub struct PatternArgs {
     pub tolerance: u64,
     /// Also list the busiest files (default 10) with their sequential share.
     #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "10",
-          value_parser = clap::value_parser!(u64).range(1..))]
+          value_parser = measure::args::parse_count)]
     pub per_file: Option<u64>,
     /// Bench only: attach one empty program at sys_exit instead, count nothing (the floor of
     /// tracing's cost; bench/io_pattern_overhead.sh).

@@ -53,11 +53,11 @@ pub struct LoadArgs {
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// Offered transactions per second, all connections together.
-    #[arg(long, value_name = "TX/s", required_unless_present = "sweep_rate", value_parser = parse_rate)]
+    #[arg(long, value_name = "TX/s", required_unless_present = "sweep_rate", value_parser = parse_rate, allow_negative_numbers = true)]
     pub rate: Option<f64>,
     /// Run one fixed-rate step per rate (`100,200,500`) and draw throughput, latency and CPU
     /// per transaction against offered rate (--out).
-    #[arg(long, value_name = "LIST", conflicts_with = "rate", value_delimiter = ',', value_parser = parse_rate)]
+    #[arg(long, value_name = "LIST", conflicts_with = "rate", value_delimiter = ',', value_parser = parse_rate, allow_negative_numbers = true)]
     pub sweep_rate: Option<Vec<f64>>,
     /// Move each start by up to ±US µs (0: ±10% of the connection's period, the seed's default).
     #[arg(long, value_name = "US")]
@@ -69,10 +69,10 @@ pub struct RunArgs {
     #[arg(long, default_value = "1", value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub connections: u32,
     /// Seconds of schedule (per step with --sweep-rate).
-    #[arg(long, value_name = "S", default_value = "10", value_parser = parse_seconds, conflicts_with = "transactions")]
+    #[arg(long, value_name = "S", default_value = "10", value_parser = parse_seconds, conflicts_with = "transactions", allow_negative_numbers = true)]
     pub duration: Duration,
     /// Stop after this many transactions instead.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", value_parser = measure::args::parse_count, allow_negative_numbers = true)]
     pub transactions: Option<u64>,
     /// point-select, read-only, read-write (sysbench-like, after `load prepare`), or a SQL file
     /// with `:rand(lo,hi)` parameters.
@@ -82,7 +82,7 @@ pub struct RunArgs {
     #[arg(long, default_value = "prepared", value_parser = ["simple", "prepared"])]
     pub protocol: String,
     /// Seconds between interval lines.
-    #[arg(long, value_name = "S", default_value = "1", value_parser = parse_seconds)]
+    #[arg(long, value_name = "S", default_value = "1", value_parser = parse_seconds, allow_negative_numbers = true)]
     pub interval: Duration,
     /// Skip (and count) transactions that could only start MS late (pgbench -L).
     #[arg(long, value_name = "MS", value_parser = parse_ms)]
@@ -120,7 +120,7 @@ pub struct PrepareArgs {
     #[arg(long, default_value = "1", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub tables: u32,
     /// Rows per table.
-    #[arg(long, default_value = "10000", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value = "10000", value_parser = measure::args::parse_count, allow_negative_numbers = true)]
     pub rows: u64,
     /// Seed of the data.
     #[arg(long, default_value = "1")]
@@ -130,7 +130,7 @@ pub struct PrepareArgs {
 fn parse_rate(text: &str) -> Result<f64, String> {
     let v: f64 = text.trim().parse().map_err(|_| format!("{text:?} is not a rate in tx/s"))?;
     if !(v.is_finite() && v > 0.0 && v <= 10_000_000.0) {
-        return Err(format!("{text:?} must be between 0 and 10,000,000 tx/s"));
+        return Err(format!("{text:?} must be above 0 and at most 10,000,000 tx/s"));
     }
     Ok(v)
 }

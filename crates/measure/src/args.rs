@@ -39,6 +39,15 @@ pub fn parse_count(text: &str) -> Result<u64, UsageError> {
     }
 }
 
+/// [`parse_count`] for a count held in 32 bits (objects per thread, a rate in whole units).
+pub fn parse_count_u32(text: &str) -> Result<u32, UsageError> {
+    let n = parse_count(text)?;
+    u32::try_from(n).map_err(|_| UsageError::BadCount {
+        text: text.into(),
+        reason: format!("{:?} is too large (at most {})", text.trim(), u32::MAX),
+    })
+}
+
 /// Parses a process ID: a whole number from 1 (0 is the idle task, not a process).
 pub fn parse_pid(text: &str) -> Result<u32, UsageError> {
     let bad = |reason: &str| UsageError::BadPid { text: text.into(), reason: reason.into() };
@@ -82,6 +91,14 @@ mod tests {
             assert!(err.contains(why), "{bad}: {err}");
             assert!(!err.contains('\n'), "{err}");
         }
+    }
+
+    #[test]
+    fn a_32_bit_count_names_its_own_limit() {
+        assert_eq!(parse_count_u32("4294967295").unwrap(), u32::MAX);
+        let err = parse_count_u32("4294967296").unwrap_err().to_string();
+        assert!(err.contains("\"4294967296\" is too large (at most 4294967295)"), "{err}");
+        assert!(parse_count_u32("0").unwrap_err().to_string().contains("0 is not allowed"));
     }
 
     #[test]

@@ -85,7 +85,8 @@ impl Chase {
         let slots = len / opts.layout.stride;
         if slots < 16 {
             return Err(BenchError::Usage(format!(
-                "{bytes} bytes hold only {slots} slots of {} bytes; use at least {} bytes",
+                "a size of {bytes} B holds {slots} slot(s) of {} bytes, fewer than the 16 a \
+                 chase needs; use at least {} bytes",
                 opts.layout.stride,
                 16 * opts.layout.stride
             )));

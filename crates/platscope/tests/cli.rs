@@ -170,6 +170,15 @@ fn bad_input_gets_one_line_and_the_right_exit_code() {
         (&["--no-store", "--html-out", "/proc/no-such-dir/page.html", "timer"], 1, "--html-out"),
         (&["--no-store", "--html-out", "/", "timer"], 1, "is a directory"),
         (&["--no-store", "compress", "/no-such-file"], 2, "cannot read /no-such-file"),
+        // Counts and rates say what is wrong in the same words everywhere, negatives included
+        // (not clap's "0 is not in 1..18446744073709551615" or "unexpected argument '-1'").
+        (&["--no-store", "io", "pattern", "1", "0"], 2, "0 is not allowed"),
+        (&["--no-store", "io", "pattern", "1", "-3"], 2, "\"-3\" is negative"),
+        (&["--no-store", "alloc", "--ops", "-1"], 2, "\"-1\" is negative"),
+        (&["--no-store", "load", "--rate", "0"], 2, "must be above 0"),
+        (&["--no-store", "load", "--rate", "-1"], 2, "must be above 0"),
+        (&["--no-store", "load", "--rate", "5", "--duration", "-2"], 2, "positive number"),
+        (&["--no-store", "mem", "latency", "--size", "1"], 2, "fewer than the 16 a chase needs"),
     ];
     for (args, code, needle) in cases {
         let out = platscope(args);
