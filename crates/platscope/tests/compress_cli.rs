@@ -241,3 +241,54 @@ fn compress_refuses_to_overwrite_without_force_in_both_directions() {
     assert_eq!(std::fs::metadata(&other).expect("corpus").len(), 64 << 10);
     assert!(names().iter().all(|n| !n.starts_with('.')), "no temporary left: {:?}", names());
 }
+
+/// Starts `platscope ARGS`, sends `signal` after `after`, and waits for its end (bounded).
+fn signalled(args: &[&str], signal: libc::c_int, after: std::time::Duration) -> Output {
+    let child = test_support::command()
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("platscope runs");
+    std::thread::sleep(after);
+    let pid = libc::pid_t::try_from(child.id()).expect("pid");
+    // SAFETY: kill(2) on our own child, which has not been waited for (its PID is still ours).
+    assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
+    let (done_tx, done) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done_tx.send(child.wait_with_output());
+    });
+    match done.recv_timeout(std::time::Duration::from_secs(10)) {
+        Ok(out) => out.expect("output"),
+        Err(_) => {
+            // SAFETY: as above; SIGKILL so the test run does not hang on it.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("{args:?} still ran 10 s after its signal: a silent input held it");
+        }
+    }
+}
+
+#[test]
+fn a_silent_input_is_ended_by_one_sigterm_or_ctrl_c_and_writes_nothing() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let fifo = dir.path().join("silent");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).expect("path");
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let (fifo, out) = (fifo.display().to_string(), dir.path().join("out").display().to_string());
+    // No writer ever opens the FIFO: the open and the reads would wait for ever.
+    let wait = std::time::Duration::from_millis(400);
+    let args = ["--no-store", "--json", "compress", &fifo, "-o", &out];
+    let run = signalled(&args, libc::SIGTERM, wait);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&run.stdout).expect("one JSON result");
+    assert_eq!((json["interrupted"].as_bool(), json["bytes_in"].as_u64()), (Some(true), Some(0)));
+    assert!(!Path::new(&out).exists(), "an interrupted run leaves no output");
+
+    let run = signalled(&["--no-store", "compress", "-d", &fifo, "-o", &out], libc::SIGINT, wait);
+    let err = text(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{err}");
+    assert!(err.contains("stopped (Ctrl-C or SIGTERM) before any input arrived"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(!Path::new(&out).exists(), "nothing written");
+}

@@ -71,12 +71,13 @@ pub fn compress(
 ) -> Result<RunResult, TampError> {
     let codec = codec_for(opts.format, opts.level)?;
     let read_error = |source| TampError::Read { path: input.into(), source };
-    let file = File::open(input).map_err(read_error)?;
+    let file = crate::input::open(input).map_err(read_error)?;
     let metadata = file.metadata().map_err(read_error)?;
     if !metadata.is_file() {
-        // A pipe or a device: read in order by the reader thread.
+        // A pipe or a device: read in order by the reader thread, which sees a stop while the
+        // input is silent.
         return compress_reader(
-            file,
+            crate::input::Watched::new(file, stop).map_err(read_error)?,
             input,
             output,
             codec.as_ref(),

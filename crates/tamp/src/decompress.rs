@@ -6,7 +6,6 @@
 //! at most [`PARALLEL_FRAME_MAX`] (tamp) or follows pzstd's 4-byte skippable size marker (pzstd). Anything else valid — linked LZ4 blocks, one big
 //! zstd frame as `zstd -T` writes — is decoded on one thread, and the result says so.
 
-use std::fs::File;
 use std::io::{self, Chain, Cursor, ErrorKind, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -166,9 +165,15 @@ pub fn decompress(
         return Err(TampError::Usage("give at least 1 thread".into()));
     }
     let read_err = |source| TampError::Read { path: input.into(), source };
-    let mut file = File::open(input).map_err(read_err)?;
+    let file = crate::input::open(input).map_err(read_err)?;
+    let mut file = crate::input::Watched::new(file, stop).map_err(read_err)?;
     let mut prefix = Vec::with_capacity(4096);
-    (&mut file).take(4096).read_to_end(&mut prefix).map_err(read_err)?;
+    if let Err(e) = (&mut file).take(4096).read_to_end(&mut prefix) {
+        if crate::input::is_stopped(&e) {
+            return Err(TampError::StoppedBeforeInput { path: input.into() });
+        }
+        return Err(read_err(e));
+    }
     let probed = probe(&prefix);
     let format = match &probed {
         Probe::Lz4 { .. } => Format::Lz4,
@@ -301,7 +306,7 @@ impl<R: Read> Read for Counted<R> {
     }
 }
 
-type Input = Counted<AlignedReader<Chain<Cursor<Vec<u8>>, File>>>;
+type Input<'s> = Counted<AlignedReader<Chain<Cursor<Vec<u8>>, crate::input::Watched<'s>>>>;
 
 /// A buffered reader whose buffer starts on a 64-byte boundary ([`line_aligned`]); `BufReader`'s
 /// starts where its heap block does, 16 bytes off one, and the reader of a zstd file spent most
@@ -799,7 +804,7 @@ type SerialOut = (Vec<ThreadTimes>, u64, u64, bool, Target, usize);
 /// Decodes the whole input on this thread with the format's streaming decoder.
 fn serial(
     format: Format,
-    input: Input,
+    input: Input<'_>,
     path: &Path,
     mut target: Target,
     stop: &AtomicBool,
@@ -810,7 +815,7 @@ fn serial(
     let mut buf = vec![0u8; 1 << 20];
     let mut chunks = 0u64;
     let mut interrupted = false;
-    let mut dec: Box<dyn Read> = match format {
+    let mut dec: Box<dyn Read + '_> = match format {
         Format::Lz4 => {
             Box::new(lz4_flex::frame::FrameDecoder::new(Shared { inner: input, n: &counted }))
         }
@@ -834,6 +839,11 @@ fn serial(
                 target.write(&buf[..k])?;
             }
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            // A silent input gave up on the stop request.
+            Err(e) if crate::input::is_stopped(&e) => {
+                interrupted = true;
+                break;
+            }
             Err(e) if e.kind() == ErrorKind::UnexpectedEof => {
                 return Err(TampError::Truncated {
                     path: path.into(),
@@ -871,12 +881,12 @@ fn serial(
 }
 
 /// A reader that reports how far it got through a shared cell (the decoder owns the reader).
-struct Shared<'a> {
-    inner: Input,
+struct Shared<'a, 's> {
+    inner: Input<'s>,
     n: &'a std::cell::Cell<u64>,
 }
 
-impl Read for Shared<'_> {
+impl Read for Shared<'_, '_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let k = self.inner.read(buf)?;
         self.n.set(self.inner.n);

@@ -92,12 +92,24 @@ pub enum TampError {
     /// A thread of the pipeline panicked (a bug: please report it).
     #[error("a tamp {0} thread panicked; this is a bug, please report it")]
     Panicked(&'static str),
+    /// Ctrl-C or SIGTERM came before the input sent anything to decide its format by.
+    #[error("{path}: stopped (Ctrl-C or SIGTERM) before any input arrived; nothing was written")]
+    StoppedBeforeInput {
+        /// The input.
+        path: PathBuf,
+    },
     /// /proc/stat could not be read or parsed.
     #[error("cannot use /proc/stat: {0} (is /proc mounted?)")]
     ProcStat(String),
 }
 
 impl TampError {
+    /// Whether this is a silent input's read giving up on a stop request: the run was
+    /// interrupted, not failed.
+    pub(crate) fn is_stop(&self) -> bool {
+        matches!(self, TampError::Read { source, .. } if crate::input::is_stopped(source))
+    }
+
     /// Whether the command line was at fault (exit code 2): an option out of range, or an input
     /// that does not exist.
     pub fn is_usage(&self) -> bool {

@@ -32,6 +32,7 @@ pub mod corpus;
 mod decompress;
 mod error;
 pub mod experiments;
+mod input;
 pub mod metrics;
 mod output;
 mod pipeline;

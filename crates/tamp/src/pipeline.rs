@@ -227,6 +227,11 @@ where
                             }
                         }
                         Ok(None) => break,
+                        // A silent input gave up on the stop request.
+                        Err(e) if e.is_stop() => {
+                            interrupted = true;
+                            break;
+                        }
                         Err(e) => {
                             failure.set(e);
                             break;
