@@ -77,24 +77,29 @@ fn latin1_bytes_in_db_and_file_arguments_do_not_panic() {
     std::fs::create_dir(&sub).unwrap();
     let db = sub.join(OsStr::from_bytes(b"caf\xe9.db"));
 
-    let out =
-        Command::new(BIN).args(["timer", "--batches", "5", "--db"]).arg(&db).output().unwrap();
+    let out = test_support::command()
+        .args(["timer", "--batches", "5", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "timer --db: {}", stderr(&out));
     assert!(db.exists(), "the store was made at the Latin-1 path");
 
-    let out = Command::new(BIN).args(["results", "list", "--db"]).arg(&db).output().unwrap();
+    let out = test_support::command().args(["results", "list", "--db"]).arg(&db).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "results list: {}", stderr(&out));
     assert!(stdout(&out).contains("timer"), "{}", stdout(&out));
 
     let file = sub.join(OsStr::from_bytes(b"donn\xe9es"));
     std::fs::write(&file, vec![7u8; 64 << 10]).unwrap();
-    let out = Command::new(BIN).arg("pagecache").arg(&file).arg("--no-store").output().unwrap();
+    let out =
+        test_support::command().arg("pagecache").arg(&file).arg("--no-store").output().unwrap();
     assert_eq!(out.status.code(), Some(0), "pagecache: {}", stderr(&out));
     assert!(stdout(&out).contains("donn"), "{}", stdout(&out));
 
     // A missing file with a Latin-1 name: a one-line error, not a panic.
     let missing = sub.join(OsStr::from_bytes(b"absent\xe9"));
-    let out = Command::new(BIN).arg("pagecache").arg(&missing).arg("--no-store").output().unwrap();
+    let out =
+        test_support::command().arg("pagecache").arg(&missing).arg("--no-store").output().unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
     assert_eq!(stderr(&out).trim_end().lines().count(), 1, "{}", stderr(&out));
@@ -104,14 +109,14 @@ fn latin1_bytes_in_db_and_file_arguments_do_not_panic() {
 fn latin1_bytes_in_report_out_do_not_panic() {
     let dir = scratch("latin1-out");
     let db = dir.path().join("r.db");
-    let out = Command::new(BIN)
+    let out = test_support::command()
         .args(["mem", "latency", "--size", "1MiB", "--duration-ms", "50", "--db"])
         .arg(&db)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let page_dir = latin1(dir.path(), b"rapport\xe9");
-    let out = Command::new(BIN)
+    let out = test_support::command()
         .args(["report", "--from-db", "1", "--db"])
         .arg(&db)
         .arg("--out")
@@ -128,7 +133,7 @@ fn latin1_bytes_in_report_out_do_not_panic() {
 fn with_closed_stderr(args: &[&str]) -> std::process::ExitStatus {
     let (reader, writer) = std::io::pipe().unwrap();
     drop(reader);
-    Command::new(BIN).args(args).stdout(Stdio::null()).stderr(writer).status().unwrap()
+    test_support::command().args(args).stdout(Stdio::null()).stderr(writer).status().unwrap()
 }
 
 #[test]
@@ -256,7 +261,7 @@ fn large_size() -> String {
 fn stopped_during_setup(sig: libc::c_int, after: Duration, says: &str) {
     let _one_at_a_time = serial();
     let size = large_size();
-    let child = Command::new(BIN)
+    let child = test_support::command()
         .args(["mem", "latency", "--size", &size, "--no-store"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -291,7 +296,7 @@ fn sigterm_during_set_up_is_honoured_at_once() {
 #[test]
 #[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn an_interrupted_bandwidth_scaling_draws_no_conclusion() {
-    let child = Command::new(BIN)
+    let child = test_support::command()
         .args(["mem", "bandwidth", "--scale", "--duration-ms", "3000", "--size", "16MiB"])
         .arg("--no-store")
         .stdout(Stdio::piped())
@@ -323,7 +328,7 @@ fn semaphore_ids() -> Vec<String> {
 fn slb_processes_then(signals: &[libc::c_int]) -> (Output, Vec<String>) {
     let _one_at_a_time = serial();
     let before = semaphore_ids();
-    let child = Command::new(BIN)
+    let child = test_support::command()
         .args(["mem", "slb", "--processes", "--pages", "1024", "--loops", "1000000"])
         .args(["--workers", "2", "--no-store"])
         .stdout(Stdio::piped())
@@ -410,7 +415,7 @@ fn a_full_disk_keeps_the_measurement_and_says_where() {
     let disk = Tmpfs::new("512k");
     let cwd = scratch("unsaved");
     let db = disk.path().join("results.db");
-    let child = Command::new(BIN)
+    let child = test_support::command()
         .args(["mem", "latency", "--size", "1MiB", "--duration-ms", "1500", "--json", "--db"])
         .arg(&db)
         .current_dir(cwd.path())
@@ -465,7 +470,7 @@ fn a_full_disk_keeps_the_measurement_and_says_where() {
 #[test]
 fn cpu_util_passes_the_commands_exit_status_on() {
     let status = |script: &str| {
-        let out = Command::new(BIN)
+        let out = test_support::command()
             .args(["cpu", "util", "--", "sh", "-c", script])
             .stderr(Stdio::null())
             .output()
@@ -482,7 +487,7 @@ fn cpu_util_passes_the_commands_exit_status_on() {
 #[test]
 #[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn sigterm_to_cpu_util_ends_the_command_too() {
-    let child = Command::new(BIN)
+    let child = test_support::command()
         .args(["cpu", "util", "--", "sleep", "30"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -505,8 +510,11 @@ fn a_0444_store_recorded_by_root_is_read_by_another_user() {
     use std::os::unix::fs::PermissionsExt;
     let dir = scratch("readonly");
     let db = dir.path().join("results.db");
-    let out =
-        Command::new(BIN).args(["timer", "--batches", "5", "--db"]).arg(&db).output().unwrap();
+    let out = test_support::command()
+        .args(["timer", "--batches", "5", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o555)).unwrap();
     std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o444)).unwrap();
@@ -579,7 +587,7 @@ fn nicstat_says_when_its_interface_disappears() {
 fn io_pattern_ends_with_a_note_when_its_process_exits() {
     let mut sleeper = Command::new("sleep").arg("1").spawn().unwrap();
     let pid = sleeper.id().to_string();
-    let child = Command::new(BIN)
+    let child = test_support::command()
         .args(["io", "pattern", "5", "--pid", &pid])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -599,7 +607,7 @@ fn io_pattern_ends_with_a_note_when_its_process_exits() {
 /// Runs platscope ARGS with stdout on /dev/full (every write fails with ENOSPC).
 fn onto_dev_full(args: &[&str]) -> Output {
     let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
-    let child = Command::new(BIN)
+    let child = test_support::command()
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::from(full))
@@ -611,8 +619,11 @@ fn onto_dev_full(args: &[&str]) -> Output {
 
 /// The stored runs' (id, command) in `db`.
 fn stored_runs(db: &Path) -> Vec<(i64, String)> {
-    let out =
-        Command::new(BIN).args(["results", "list", "--json", "--db"]).arg(db).output().unwrap();
+    let out = test_support::command()
+        .args(["results", "list", "--json", "--db"])
+        .arg(db)
+        .output()
+        .unwrap();
     assert!(out.status.success(), "results list: {}", stderr(&out));
     let runs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     runs.as_array()
@@ -660,7 +671,7 @@ fn a_full_stdout_still_stores_the_run_and_says_so() {
 fn a_full_stdout_still_stores_a_compress_run() {
     let dir = scratch("full-compress");
     let corpus = dir.path().join("corpus");
-    let made = Command::new(BIN)
+    let made = test_support::command()
         .args(["--no-store", "compress", "--make-corpus", "1MiB"])
         .arg(&corpus)
         .output()
