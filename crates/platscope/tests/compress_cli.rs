@@ -242,8 +242,8 @@ fn compress_refuses_to_overwrite_without_force_in_both_directions() {
     assert!(names().iter().all(|n| !n.starts_with('.')), "no temporary left: {:?}", names());
 }
 
-/// Starts `platscope ARGS`, sends `signal` after `after`, and waits for its end (bounded).
-fn signalled(args: &[&str], signal: libc::c_int, after: std::time::Duration) -> Output {
+/// Starts `platscope ARGS`, sends `sig` after `after`, and waits for its end (10 s at most).
+fn signalled(args: &[&str], sig: libc::c_int, after: std::time::Duration) -> Output {
     let child = test_support::command()
         .args(args)
         .stdout(std::process::Stdio::piped())
@@ -251,21 +251,9 @@ fn signalled(args: &[&str], signal: libc::c_int, after: std::time::Duration) -> 
         .spawn()
         .expect("platscope runs");
     std::thread::sleep(after);
-    let pid = libc::pid_t::try_from(child.id()).expect("pid");
-    // SAFETY: kill(2) on our own child, which has not been waited for (its PID is still ours).
-    assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
-    let (done_tx, done) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = done_tx.send(child.wait_with_output());
-    });
-    match done.recv_timeout(std::time::Duration::from_secs(10)) {
-        Ok(out) => out.expect("output"),
-        Err(_) => {
-            // SAFETY: as above; SIGKILL so the test run does not hang on it.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-            panic!("{args:?} still ran 10 s after its signal: a silent input held it");
-        }
-    }
+    test_support::signal(&child, sig);
+    // A silent input that held it would fail the test here ("still running after 10s").
+    test_support::wait_within(child, std::time::Duration::from_secs(10)).0
 }
 
 #[test]

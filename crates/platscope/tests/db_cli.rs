@@ -37,6 +37,15 @@ fn start_tracing(args: &[&str]) -> (std::process::Child, String, mpsc::Receiver<
     (tracer, seen, lines)
 }
 
+/// A throwaway PostgreSQL 15 and a results database in a temp directory (kept while the
+/// directory lives).
+fn server_and_store() -> (Postgres, tempfile::TempDir, String) {
+    let pg = Postgres::start(&PgOptions::default()).expect("PostgreSQL 15 starts");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("results.db").display().to_string();
+    (pg, dir, db)
+}
+
 /// The rest of standard error once the tracer has ended (its reader sees the pipe close).
 fn rest(lines: &mpsc::Receiver<String>) -> String {
     lines.iter().map(|line| line + "\n").collect()
@@ -45,9 +54,7 @@ fn rest(lines: &mpsc::Receiver<String>) -> String {
 #[test]
 #[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn querystat_counts_the_statements_a_client_sends_and_is_stored() {
-    let pg = Postgres::start(&PgOptions::default()).expect("PostgreSQL 15 starts");
-    let dir = tempfile::tempdir().expect("temp dir");
-    let db = dir.path().join("results.db").display().to_string();
+    let (pg, _dir, db) = server_and_store();
     let pid = pg.pid().to_string();
     let args = ["--json", "--db", &db, "db", "querystat", "1", "3", "--pid", &pid];
     let (tracer, said, lines) = start_tracing(&args);
@@ -112,9 +119,7 @@ fn slow_query_run(pg: &Postgres, db: &str, extra: &[&str]) -> (String, String) {
 #[test]
 #[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn slow_query_text_is_printed_whole_and_stored_without_its_literals() {
-    let pg = Postgres::start(&PgOptions::default()).expect("PostgreSQL 15 starts");
-    let dir = tempfile::tempdir().expect("temp dir");
-    let db = dir.path().join("results.db").display().to_string();
+    let (pg, _dir, db) = server_and_store();
 
     let (terminal, stored) = slow_query_run(&pg, &db, &[]);
     assert!(terminal.contains("'SECRET-customer-42'"), "the terminal shows it whole: {terminal}");
@@ -129,25 +134,14 @@ fn slow_query_text_is_printed_whole_and_stored_without_its_literals() {
 #[test]
 #[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn a_server_that_exits_under_querystat_ends_it_with_exit_1_and_keeps_what_was_traced() {
-    let pg = Postgres::start(&PgOptions::default()).expect("PostgreSQL 15 starts");
-    let dir = tempfile::tempdir().expect("temp dir");
-    let db = dir.path().join("results.db").display().to_string();
+    let (pg, _dir, db) = server_and_store();
     let pid = pg.pid().to_string();
     // No COUNT: only the server's exit ends it (or the deadline below).
-    let (mut tracer, _, lines) =
-        start_tracing(&["--db", &db, "db", "querystat", "1", "--pid", &pid]);
+    let (tracer, _, lines) = start_tracing(&["--db", &db, "db", "querystat", "1", "--pid", &pid]);
     let psql = pg.command("psql").args(["-q", "-c", "SELECT 1; SELECT 2;"]).output();
     assert!(psql.expect("psql runs").status.success());
     pg.stop();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while tracer.try_wait().expect("wait").is_none() {
-        if Instant::now() > deadline {
-            let _ = tracer.kill();
-            panic!("querystat still ran 30 s after its server stopped");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let out = tracer.wait_with_output().expect("output");
+    let (out, _) = test_support::wait_within(tracer, Duration::from_secs(30));
     let err = rest(&lines);
     assert_eq!(out.status.code(), Some(1), "{err}");
     let last = err.lines().last().unwrap_or_default();

@@ -7,9 +7,9 @@
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-use test_support::{stderr, stdout, text};
+use test_support::{signal, stderr, stdout, wait_within};
 
 const BIN: &str = env!("CARGO_BIN_EXE_platscope");
 
@@ -18,49 +18,12 @@ fn scratch(tag: &str) -> tempfile::TempDir {
     tempfile::Builder::new().prefix(&format!("platscope-faults-{tag}-")).tempdir().unwrap()
 }
 
-/// Waits for `child` up to `limit`; kills it and fails the test past that. Its piped stdout and
-/// stderr are read while it runs: a child whose output outgrows the pipe (a pretty JSON run of
-/// 128 KiB) would otherwise block in `write` and never exit.
-fn wait_within(mut child: Child, limit: Duration) -> (Output, Duration) {
-    fn drain(
-        pipe: Option<impl std::io::Read + Send + 'static>,
-    ) -> std::thread::JoinHandle<Vec<u8>> {
-        std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            if let Some(mut pipe) = pipe {
-                let _ = pipe.read_to_end(&mut bytes);
-            }
-            bytes
-        })
-    }
-    let (out, err) = (drain(child.stdout.take()), drain(child.stderr.take()));
-    let started = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            let output =
-                Output { status, stdout: out.join().unwrap(), stderr: err.join().unwrap() };
-            return (output, started.elapsed());
-        }
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("still running after {limit:?}; stderr: {}", text(&err.join().unwrap()));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// Tests that take half the machine's memory or watch the system's semaphore sets run one at a
 /// time (libtest runs a file's tests in parallel).
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-fn signal(child: &Child, sig: libc::c_int) {
-    // SAFETY: kill has no memory effects; the pid is our unreaped child.
-    assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, sig) }, 0);
 }
 
 // ---- 3: non-UTF-8 bytes in path arguments ------------------------------------------------

@@ -7,20 +7,17 @@
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// How long a read waits for data before it looks at the stop flag again.
 const SLICE_MS: libc::c_int = 100;
 
-/// Opens `path` to read. A FIFO is opened non-blocking (no wait for a writer), then set back
-/// to blocking: [`Watched`] does the waiting, in `poll`.
+/// Opens `path` to read without waiting (a FIFO's open would wait for its writer), then sets
+/// the file back to blocking: [`Watched`] does the waiting, in `poll`. `O_NONBLOCK` changes
+/// nothing else for a regular file.
 pub(crate) fn open(path: &Path) -> io::Result<File> {
-    let fifo = std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo());
-    if !fifo {
-        return File::open(path);
-    }
     let file = OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
     let fd = file.as_raw_fd();
     // SAFETY: F_GETFL and F_SETFL on a descriptor this function owns; no pointers.

@@ -121,3 +121,49 @@ pub fn as_host(host: &str, data_home: &std::path::Path, args: &[&str]) -> std::p
         .output()
         .expect("platscope runs")
 }
+
+/// Sends `sig` to `child`, which has not been waited for.
+pub fn signal(child: &std::process::Child, sig: libc::c_int) {
+    let pid = libc::pid_t::try_from(child.id()).unwrap_or(libc::pid_t::MAX);
+    // SAFETY: kill has no memory effects; the pid is our unreaped child.
+    assert_eq!(unsafe { libc::kill(pid, sig) }, 0, "kill({pid}, {sig})");
+}
+
+/// Waits for `child` up to `limit`; kills it and fails the test past that. Its piped stdout and
+/// stderr are read while it runs: a child whose output outgrows the pipe (a pretty JSON run of
+/// 128 KiB) would otherwise block in `write` and never exit.
+pub fn wait_within(
+    mut child: std::process::Child,
+    limit: std::time::Duration,
+) -> (Output, std::time::Duration) {
+    fn drain(
+        pipe: Option<impl std::io::Read + Send + 'static>,
+    ) -> std::thread::JoinHandle<Vec<u8>> {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    }
+    let joined = |h: std::thread::JoinHandle<Vec<u8>>| h.join().unwrap_or_default();
+    let (out, err) = (drain(child.stdout.take()), drain(child.stderr.take()));
+    let started = std::time::Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                let output = Output { status, stdout: joined(out), stderr: joined(err) };
+                return (output, started.elapsed());
+            }
+            Ok(None) => {}
+            Err(e) => panic!("waiting for the child: {e}"),
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("still running after {limit:?}; stderr: {}", text(&joined(err)));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

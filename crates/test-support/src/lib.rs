@@ -25,5 +25,8 @@ pub mod serve;
 pub mod tree;
 
 pub use burner::Burner;
-pub use cli::{bin, command, newest_run, platscope, platscope_with_stdin, stderr, stdout, text};
+pub use cli::{
+    bin, command, newest_run, platscope, platscope_with_stdin, signal, stderr, stdout, text,
+    wait_within,
+};
 pub use tree::Tree;
