@@ -86,6 +86,22 @@ pub struct Headline {
     pub metric: Option<String>,
 }
 
+impl Headline {
+    pub fn new(
+        name: impl Into<String>,
+        value: impl Into<String>,
+        detail: impl Into<String>,
+    ) -> Self {
+        Self { name: name.into(), value: value.into(), detail: detail.into(), metric: None }
+    }
+
+    /// Backed by the stored metric `key` (`Metric::key`): a comparison tests it.
+    pub fn metric(mut self, key: impl Into<String>) -> Self {
+        self.metric = Some(key.into());
+        self
+    }
+}
+
 /// One section of a page, as an outcome draws it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Part {
@@ -97,6 +113,9 @@ pub struct Part {
     pub wide: bool,
     pub figure: Option<Figure>,
     pub headlines: Vec<Headline>,
+    /// Further figures a comparison tests beside the headlines (each thread count of a
+    /// scaling run, each kernel of a pair): compared, never shown as headline figures.
+    pub compared: Vec<Headline>,
     /// Sentences for the reader under the chart (caveats, what was skipped).
     pub notes: Vec<String>,
 }
@@ -110,6 +129,7 @@ impl Part {
             wide,
             figure: None,
             headlines: Vec::new(),
+            compared: Vec::new(),
             notes: Vec::new(),
         }
     }

@@ -278,6 +278,18 @@ pub fn run_step<E: Experiment>(
     ctx: &mut Context<'_>,
     argv: &[&str],
 ) -> Result<(E::Outcome, Option<i64>), Classified> {
+    let args = parse_step::<E>(argv)?;
+    let quiet = std::mem::replace(&mut ctx.quiet, true);
+    let outcome = E::run(&args, ctx);
+    ctx.quiet = quiet;
+    let outcome = outcome?;
+    let id = if outcome.worth_storing() { ctx.record(&outcome)? } else { None };
+    Ok((outcome, id))
+}
+
+/// `argv` (after the experiment's path) as experiment `E`'s arguments, as its command line
+/// parses them.
+pub fn parse_step<E: Experiment>(argv: &[&str]) -> Result<E::Args, Classified> {
     use clap::FromArgMatches as _;
     let command = <E::Args as clap::Args>::augment_args(clap::Command::new(
         E::PATH.last().copied().unwrap_or("step"),
@@ -286,13 +298,7 @@ pub fn run_step<E: Experiment>(
     let matches = command
         .try_get_matches_from(argv)
         .map_err(|e| Classified::usage(format!("{} {argv:?}: {e}", E::PATH.join(" "))))?;
-    let args = E::Args::from_arg_matches(&matches).map_err(|e| Classified::usage(e.to_string()))?;
-    let quiet = std::mem::replace(&mut ctx.quiet, true);
-    let outcome = E::run(&args, ctx);
-    ctx.quiet = quiet;
-    let outcome = outcome?;
-    let id = if outcome.worth_storing() { ctx.record(&outcome)? } else { None };
-    Ok((outcome, id))
+    E::Args::from_arg_matches(&matches).map_err(|e| Classified::usage(e.to_string()))
 }
 
 /// Prints an outcome in the chosen format (and the `--html-out` page): the one output seam.

@@ -19,6 +19,7 @@ pub static REGISTRY: Registry = Registry {
         experiment::<slb::Scale>(),
         experiment::<c2c::C2c>(),
         experiment::<slb::ComparePolicies>(),
+        experiment::<slb::Locks>(),
         experiment::<bandwidth::Bandwidth>(),
         experiment::<bandwidth::LoadedLatency>(),
         tool::<slb::SlbWorker>(),

@@ -64,6 +64,8 @@ pub struct ReportComparison {
 pub fn baseline_sections(baseline: &crate::html::ReportData) -> Vec<(String, String)> {
     crate::html::sections_html(baseline, Some(chart::Machine::Baseline))
         .into_iter()
+        // The area headings are this page's own.
+        .filter(|(id, _)| !id.starts_with("area-"))
         .map(|(id, html)| {
             let html = html
                 .replace("id=\"chart-", "id=\"baseline-chart-")

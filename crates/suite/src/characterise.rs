@@ -1,29 +1,30 @@
-//! `platscope report`: the machine's characterisation, step by step. Each step's budget (sizes,
-//! durations, delays) depends on the mode; each finished step is recorded at once, so an
-//! interruption or a later failure loses nothing already measured.
+//! `platscope report`: the machine's characterisation as a list of steps, each a registered
+//! experiment run as on its command line ([`plan`]). Each step is stored under its own kind as
+//! it finishes, so an interruption or a later failure loses nothing already measured, and
+//! `report --from-db` draws every step again through the registry. A step that cannot run here
+//! says why in one line, on the page and in the terminal, and the others still run.
+//!
+//! Adding a section to the report is its experiment and one line in [`plan`].
 
 use std::time::Duration;
 
-use experiment::Globals;
-use measure::metric::Step;
-use measure::progress::{hidden, Steps};
-use measure::stop;
-use membench::bandwidth::{self, BandwidthOptions, ThreadSpec};
-use membench::c2c::{self, C2cMode, C2cOptions};
-use membench::kernels::bandwidth::{Isa, Kernel};
-use membench::latency::{self, LatencyOptions};
-use membench::loaded::{self, LoadMix, LoadedOptions};
-use membench::scenarios::{self, scale_counts, shared_scenarios, NotRun, SlbWork};
-use membench::slb_shared::{self, LockKind, SharedSlbPlan};
-use place::{MemPolicy, PageSize, PlacementRequest};
-use report::html::{Note, ReportData, Section as PageSection};
+use chart::Area;
+use experiment::{run_step, Context, Experiment, Globals, Shown};
+use measure::progress::Steps;
+use measure::summary::differs_beyond_noise;
+use measure::{stop, Classified};
+use membench::chart as mem;
+use membench::experiments::{bandwidth, c2c, latency, slb};
+use membench::latency::LatencyPoint;
+use place::{MemPolicy, PlacementRequest};
+use report::html::{Note, ReportData, Section as PageSection, SkippedSection};
 use results::Recorder;
 use topo::Topology;
 
 use crate::sections::{self, Section};
 use crate::SuiteError;
 
-/// The command name the whole report's data is recorded under (see [`crate::from_db`]).
+/// The command name the whole report's page is recorded under (see [`crate::from_db`]).
 pub const REPORT_COMMAND: &str = "report";
 
 /// How thorough the report is.
@@ -44,7 +45,7 @@ impl Mode {
     }
 }
 
-/// How long and how large each step is, by mode.
+/// How long and how large each memory and contention step is, by mode.
 #[derive(Debug, Clone)]
 pub struct Budget {
     pub sweep_to: u64,
@@ -52,7 +53,6 @@ pub struct Budget {
     pub matrix_bytes: u64,
     pub matrix: Duration,
     pub bandwidth: Duration,
-    pub bandwidth_rounds: u32,
     pub loaded_delays: Vec<u64>,
     pub loaded: Duration,
     pub slb_pages: u64,
@@ -63,7 +63,7 @@ pub struct Budget {
 
 impl Budget {
     pub fn new(mode: Mode, topology: &Topology) -> Self {
-        let dram = latency::default_dram_bytes(topology);
+        let dram = membench::latency::default_dram_bytes(topology);
         match mode {
             Mode::Full => Budget {
                 sweep_to: 1 << 30,
@@ -71,8 +71,7 @@ impl Budget {
                 matrix_bytes: dram.max(1 << 30),
                 matrix: Duration::from_millis(500),
                 bandwidth: Duration::from_millis(2000),
-                bandwidth_rounds: bandwidth::DEFAULT_ROUNDS,
-                loaded_delays: loaded::DEFAULT_DELAYS.to_vec(),
+                loaded_delays: membench::loaded::DEFAULT_DELAYS.to_vec(),
                 loaded: Duration::from_millis(500),
                 slb_pages: 262_144,
                 slb_loops: 100,
@@ -84,7 +83,6 @@ impl Budget {
                 matrix_bytes: dram,
                 matrix: Duration::from_millis(150),
                 bandwidth: Duration::from_millis(500),
-                bandwidth_rounds: bandwidth::DEFAULT_ROUNDS,
                 loaded_delays: vec![0, 200, 800, 3200, 12800, 51200],
                 loaded: Duration::from_millis(150),
                 slb_pages: 65_536,
@@ -95,6 +93,245 @@ impl Budget {
     }
 }
 
+/// An experiment run as a step: stored, and its outcome handed back (type erased).
+type RunFn = fn(&mut Context<'_>, &[&str]) -> Result<(Box<dyn Shown>, Option<i64>), Classified>;
+/// The step's arguments parsed as its command's, without running it.
+type ParseFn = fn(&[&str]) -> Result<(), Classified>;
+
+/// A registered experiment as a step of the report.
+#[derive(Clone, Copy)]
+pub struct StepExperiment {
+    /// Its command (`["mem", "latency"]`).
+    pub path: &'static [&'static str],
+    run: RunFn,
+    parse: ParseFn,
+}
+
+impl std::fmt::Debug for StepExperiment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.path.join(" "))
+    }
+}
+
+impl StepExperiment {
+    pub fn of<E: Experiment>() -> Self {
+        fn run<E: Experiment>(
+            ctx: &mut Context<'_>,
+            argv: &[&str],
+        ) -> Result<(Box<dyn Shown>, Option<i64>), Classified> {
+            let (outcome, id) = run_step::<E>(ctx, argv)?;
+            Ok((Box::new(outcome), id))
+        }
+        fn parse<E: Experiment>(argv: &[&str]) -> Result<(), Classified> {
+            experiment::parse_step::<E>(argv).map(drop)
+        }
+        Self { path: E::PATH, run: run::<E>, parse: parse::<E> }
+    }
+
+    /// Whether `argv` parses as this experiment's arguments.
+    pub fn check(&self, argv: &[&str]) -> Result<(), Classified> {
+        (self.parse)(argv)
+    }
+
+    /// Runs it with `argv` as a quiet step and stores its outcome: (outcome, run id).
+    pub fn run(
+        &self,
+        ctx: &mut Context<'_>,
+        argv: &[&str],
+    ) -> Result<(Box<dyn Shown>, Option<i64>), Classified> {
+        (self.run)(ctx, argv)
+    }
+}
+
+/// What a step does.
+#[derive(Debug, Clone)]
+pub enum Action {
+    /// A registered experiment, with its arguments as on its command line.
+    Experiment { experiment: StepExperiment, argv: Vec<String> },
+    /// `compress` over a corpus the step writes first ([`sections`]).
+    Compression,
+    /// A throwaway PostgreSQL: a rate sweep, then `db querystat` under load ([`sections`]).
+    Database,
+    /// Cannot run on this machine: why, in one line.
+    Skip(String),
+}
+
+/// One step of the report.
+#[derive(Debug, Clone)]
+pub struct Step {
+    pub section: Section,
+    /// What it measures, in words (the progress bar and the page's list of stored runs).
+    pub label: &'static str,
+    /// Expected seconds (the progress bar's weight).
+    pub seconds: f64,
+    /// The page section it draws: where it says why when it cannot run.
+    pub draws: (Area, &'static str, &'static str),
+    pub action: Action,
+}
+
+fn experiment<E: Experiment>(argv: Vec<String>) -> Action {
+    Action::Experiment { experiment: StepExperiment::of::<E>(), argv }
+}
+
+fn ms(d: Duration) -> String {
+    d.as_millis().to_string()
+}
+
+fn on_page(s: mem::Section) -> (Area, &'static str, &'static str) {
+    (Area::Memory, s.id, s.title)
+}
+
+fn on_contention(s: mem::Section) -> (Area, &'static str, &'static str) {
+    (Area::Contention, s.id, s.title)
+}
+
+/// Every step of `sections`, in page order, on the CPUs `cpus` of `topology`.
+pub fn plan(mode: Mode, sections: &[Section], topology: &Topology, cpus: &[u32]) -> Vec<Step> {
+    let budget = Budget::new(mode, topology);
+    let n = cpus.len();
+    let nf = n as f64;
+    let factor = if mode == Mode::Full { 3.0 } else { 1.0 };
+    let nodes = topology.nodes_with_memory().len() as f64;
+    let cpu_nodes = topology.nodes.iter().filter(|n| !n.cpus.is_empty()).count() as f64;
+    let per_node = topology.nodes.iter().map(|n| n.cpus.len()).max().unwrap_or(1).max(1);
+    let bw = ms(budget.bandwidth);
+    let mut steps = Vec::new();
+    for &section in sections {
+        let mut add = |label, seconds, draws, action| {
+            steps.push(Step { section, label, seconds, draws, action });
+        };
+        match section {
+            Section::Memory => {
+                let argv = vec![
+                    "--sweep".into(),
+                    "--from".into(),
+                    "16KiB".into(),
+                    "--to".into(),
+                    budget.sweep_to.to_string(),
+                    "--duration-ms".into(),
+                    ms(budget.sweep),
+                    "--prefetch-check".into(),
+                ];
+                add(
+                    "latency by working-set size, prefetch self-check",
+                    14.0 * factor,
+                    on_page(mem::LATENCY_SIZE),
+                    experiment::<latency::Latency>(argv),
+                );
+                let argv = vec![
+                    "--matrix".into(),
+                    "--size".into(),
+                    budget.matrix_bytes.to_string(),
+                    "--duration-ms".into(),
+                    ms(budget.matrix),
+                ];
+                add(
+                    "node×node latency",
+                    1.5 * nodes * cpu_nodes * factor,
+                    on_page(mem::LATENCY_MATRIX),
+                    experiment::<latency::Latency>(argv),
+                );
+                let argv = vec![
+                    "--matrix".into(),
+                    "--threads".into(),
+                    per_node.to_string(),
+                    "--duration-ms".into(),
+                    bw.clone(),
+                ];
+                add(
+                    "node×node bandwidth",
+                    1.5 * nodes * cpu_nodes * factor,
+                    on_page(mem::BANDWIDTH_MATRIX),
+                    experiment::<bandwidth::Bandwidth>(argv),
+                );
+                add(
+                    "bandwidth by thread count",
+                    1.5 * nf * factor,
+                    on_page(mem::BANDWIDTH_THREADS),
+                    experiment::<bandwidth::Bandwidth>(vec![
+                        "--scale".into(),
+                        "--duration-ms".into(),
+                        bw.clone(),
+                    ]),
+                );
+                // Ordinary and non-temporal stores: the headline copy figure is the better of
+                // the two, as MLC and STREAM users read it.
+                add(
+                    "copy bandwidth, ordinary and non-temporal stores",
+                    2.0 * factor,
+                    on_page(mem::BANDWIDTH_KERNELS),
+                    experiment::<bandwidth::Bandwidth>(vec![
+                        "--kernel".into(),
+                        "copy,copy-nt".into(),
+                        "--duration-ms".into(),
+                        bw.clone(),
+                    ]),
+                );
+                let delays: Vec<String> = budget.loaded_delays.iter().map(u64::to_string).collect();
+                let action = if n >= 2 {
+                    experiment::<bandwidth::LoadedLatency>(vec![
+                        "--delays".into(),
+                        delays.join(","),
+                        "--duration-ms".into(),
+                        ms(budget.loaded),
+                        "--chase-size".into(),
+                        budget.matrix_bytes.to_string(),
+                    ])
+                } else {
+                    Action::Skip("needs at least two CPUs: one chases, the others load".into())
+                };
+                add(
+                    "loaded latency",
+                    (budget.loaded_delays.len() as f64 + 1.0) * 0.5 * factor,
+                    on_page(mem::LOADED_LATENCY),
+                    action,
+                );
+                let work = vec![
+                    "--pages".to_string(),
+                    budget.slb_pages.to_string(),
+                    "--loops".into(),
+                    budget.slb_loops.to_string(),
+                ];
+                add(
+                    "SLB by worker count",
+                    2.0 * nf * factor,
+                    on_page(mem::SLB),
+                    experiment::<slb::Scale>(work.clone()),
+                );
+                let mut policies = work;
+                policies.extend(["--workers".to_string(), n.to_string()]);
+                add(
+                    "SLB under local, interleaved and remote memory",
+                    6.0 * factor,
+                    on_page(mem::SLB_POLICIES),
+                    experiment::<slb::ComparePolicies>(policies),
+                );
+            }
+            Section::Contention => {
+                let full = if mode == Mode::Full { 4.0 } else { 1.0 };
+                add(
+                    "core to core",
+                    (nf * (nf - 1.0) / 2.0) * 0.15 * full + 0.5,
+                    on_contention(mem::C2C),
+                    experiment::<c2c::C2c>(vec!["--duration-ms".into(), ms(budget.c2c_pair)]),
+                );
+                add(
+                    "lock contention",
+                    4.0 * (nf.log2().ceil() + 1.0) * 0.3 * full,
+                    on_contention(mem::CONTENTION),
+                    experiment::<slb::Locks>(Vec::new()),
+                );
+            }
+            other => {
+                for step in sections::steps(other, mode, n) {
+                    steps.push(step);
+                }
+            }
+        }
+    }
+    steps
+}
+
 /// Runs every step of the chosen `sections` and returns the page's data.
 pub fn run(
     mode: Mode,
@@ -103,59 +340,44 @@ pub fn run(
     rec: &mut Recorder,
     globals: &Globals,
 ) -> Result<ReportData, SuiteError> {
-    let version = globals.version;
-    let memory = sections.contains(&Section::Memory);
-    let budget = Budget::new(mode, topology);
     let cpus =
         PlacementRequest { cpus: None, policy: MemPolicy::Inherit }.allowed_cpus(topology)?;
-    let first_cpu = cpus.first().copied();
-    let nodes = topology.nodes_with_memory().len() as f64;
-    let cpu_nodes = topology.nodes.iter().filter(|n| !n.cpus.is_empty()).count() as f64;
-    let n = cpus.len() as f64;
-    let factor = if mode == Mode::Full { 3.0 } else { 1.0 };
-    let memory_weights = vec![
-        ("latency by working-set size", 12.0 * factor),
-        ("prefetch self-check", 2.0 * factor),
-        ("node×node latency", 1.5 * nodes * cpu_nodes * factor),
-        ("node×node bandwidth", 1.5 * nodes * cpu_nodes * factor),
-        ("bandwidth by thread count", 1.5 * n * factor),
-        ("copy bandwidth, ordinary and non-temporal stores", 2.0 * factor),
-        ("loaded latency", (budget.loaded_delays.len() as f64 + 1.0) * 0.5 * factor),
-        ("SLB by worker count", 2.0 * n * factor),
-        ("SLB under local, interleaved and remote memory", 6.0 * factor),
-    ];
-    // The memory steps keep their indices (0..9) when memory is chosen; every other step is
-    // begun by name.
-    let mut steps = if memory { memory_weights } else { Vec::new() };
-    for section in sections {
-        steps.extend(section.steps(mode, cpus.len()));
-    }
-    let progress = Steps::new(&steps);
-
-    let mut data = ReportData::new(mode.name(), version, topology.clone(), rec.database());
-    data.sweep_cpu = first_cpu;
-    if memory {
+    let steps = plan(mode, sections, topology, &cpus);
+    let weights: Vec<(&str, f64)> = steps.iter().map(|s| (s.label, s.seconds)).collect();
+    let progress = Steps::new(&weights);
+    let mut data = ReportData::new(mode.name(), globals.version, topology.clone(), rec.database());
+    if sections.contains(&Section::Memory) {
         // Measure the core clock first: it also wakes the core from any idle state before the
         // smallest (cache-resident) sizes, which would otherwise absorb the ramp-up.
         measure::core_clock::core_ghz();
-        memory_steps(&budget, &cpus, topology, rec, &progress, &mut data)?;
     }
-    if sections.contains(&Section::Contention) {
-        contention(&budget, &cpus, topology, rec, &progress, &mut data)?;
-    }
-    let mut run = sections::Run {
-        mode,
-        topology,
-        globals,
-        rec,
-        progress: &progress,
-        data: &mut data,
-        cpus: cpus.len(),
-    };
-    for &section in sections {
-        run.section(section);
+    let mut outcomes: Vec<Box<dyn Shown>> = Vec::new();
+    {
+        let mut run =
+            sections::Run { mode, topology, globals, rec, data: &mut data, cpus: cpus.len() };
+        for (i, step) in steps.iter().enumerate() {
+            if stop::requested() {
+                break;
+            }
+            progress.begin(i);
+            match &step.action {
+                Action::Experiment { experiment, argv } => {
+                    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+                    match run.experiment(step.label, experiment, &argv) {
+                        Ok(outcome) => outcomes.push(outcome),
+                        Err(e) => run.skipped(step, e),
+                    }
+                }
+                Action::Skip(why) => run.skipped(step, why),
+                Action::Compression => run.compression(step),
+                Action::Database => run.database(step),
+            }
+        }
     }
     progress.finish();
+    if let Some(why) = idle_disagreement(&outcomes) {
+        data.notes.push(Note::new(PageSection::LoadedLatency, why));
+    }
     if stop::requested() {
         data.notes.push(Note::new(
             PageSection::Run,
@@ -170,347 +392,103 @@ pub fn run(
     Ok(data)
 }
 
-/// The memory steps (1–9): latency by size and the prefetch check, node×node latency and
-/// bandwidth, bandwidth by threads, copy, loaded latency, the SLB by workers and by placement;
-/// each recorded as it finishes, a failing one noted on the page.
-fn memory_steps(
-    budget: &Budget,
-    cpus: &[u32],
-    topology: &Topology,
-    rec: &mut Recorder,
-    progress: &Steps,
-    data: &mut ReportData,
-) -> Result<(), SuiteError> {
-    let first_cpu = cpus.first().copied();
-    let note =
-        |data: &mut ReportData, section: PageSection, step: &str, err: &dyn std::fmt::Display| {
-            data.notes.push(Note::new(section, format!("{step}: not measured ({err})")));
-        };
-    let latency_opts = LatencyOptions { duration: budget.sweep, ..LatencyOptions::default() };
-    // 1. Latency by size.
-    progress.begin(0);
-    let sizes = latency::sweep_sizes(16 << 10, budget.sweep_to);
-    let swept = scenarios::latency_sweep(first_cpu, &sizes, &latency_opts, topology, |_| {
-        Ok::<(), SuiteError>(())
-    })?;
-    data.latency_sweep = swept.done;
-    if let Some((bytes, e)) = swept.failed {
-        note(data, PageSection::LatencySize, &format!("latency at {bytes} bytes"), &e);
+/// A step that could not run: one line on the page (in the place of the section it draws)
+/// and in the terminal.
+pub(crate) fn skipped_section(step: &Step, why: impl std::fmt::Display) -> SkippedSection {
+    let (area, id, title) = step.draws;
+    SkippedSection {
+        area,
+        id: id.to_string(),
+        title: title.to_string(),
+        why: format!("{}: {why}", step.label),
     }
-    if !data.latency_sweep.is_empty() {
-        let sweep = &data.latency_sweep;
-        if let Some(id) = rec.record("report: latency by size", sweep, sweep, stop::requested())? {
-            data.stored_runs.push(("latency by size".into(), id));
-        }
-    }
-
-    // 2. Prefetch self-check on the largest size.
-    if !stop::requested() {
-        progress.begin(1);
-        if let Some(last) = data.latency_sweep.last() {
-            match latency::prefetch_check(first_cpu, last, &latency_opts, topology) {
-                Ok(c) => data.prefetch_check = Some(c),
-                Err(e) => note(data, PageSection::LatencySize, "prefetch self-check", &e),
-            }
-        }
-    }
-
-    // 3. Node×node latency.
-    if !stop::requested() {
-        progress.begin(2);
-        let opts = LatencyOptions { duration: budget.matrix, ..LatencyOptions::default() };
-        match latency::matrix(budget.matrix_bytes, &opts, topology) {
-            Ok(m) => {
-                if let Some(id) = rec.record("report: latency matrix", &m, &m, false)? {
-                    data.stored_runs.push(("node×node latency".into(), id));
-                }
-                data.latency_matrix = Some(m);
-            }
-            Err(e) => note(data, PageSection::LatencyMatrix, "node×node latency", &e),
-        }
-    }
-
-    let bw_opts = |threads: usize| BandwidthOptions {
-        kernel: Kernel::Read,
-        isa: None,
-        walk: None,
-        bytes_per_thread: bandwidth::default_bytes_per_thread(topology, threads),
-        page: PageSize::Base,
-        duration: budget.bandwidth,
-        rounds: budget.bandwidth_rounds,
-    };
-
-    // 4. Node×node bandwidth, all of a node's CPUs reading.
-    if !stop::requested() {
-        progress.begin(3);
-        let per_node = topology.nodes.iter().map(|n| n.cpus.len()).max().unwrap_or(1);
-        match bandwidth::matrix(per_node, &bw_opts(per_node), topology, &hidden()) {
-            Ok(m) => {
-                let interrupted = m.interrupted;
-                if let Some(id) = rec.record("report: bandwidth matrix", &m, &m, interrupted)? {
-                    data.stored_runs.push(("node×node bandwidth".into(), id));
-                }
-                data.bandwidth_matrix = Some(m);
-            }
-            Err(e) => note(data, PageSection::BandwidthMatrix, "node×node bandwidth", &e),
-        }
-    }
-
-    // 5. Bandwidth by thread count.
-    if !stop::requested() {
-        progress.begin(4);
-        match bandwidth::scale(cpus, &MemPolicy::Inherit, &bw_opts(cpus.len()), topology, &hidden())
-        {
-            Ok(s) => {
-                if let Some(id) =
-                    rec.record("report: bandwidth scaling", &s, &s, stop::requested())?
-                {
-                    data.stored_runs.push(("bandwidth by threads".into(), id));
-                }
-                data.bandwidth_scaling = Some(s);
-            }
-            Err(e) => note(data, PageSection::BandwidthThreads, "bandwidth by thread count", &e),
-        }
-    }
-
-    // 6. Copy with ordinary and with non-temporal stores, every CPU: the headline copy figure
-    // is the better of the two, as MLC and STREAM users read it.
-    for kernel in [Kernel::Copy, Kernel::CopyNt] {
-        if stop::requested() {
-            break;
-        }
-        progress.begin(5);
-        let threads: Vec<ThreadSpec> = cpus
-            .iter()
-            .map(|&cpu| ThreadSpec { cpu: Some(cpu), policy: MemPolicy::Inherit })
-            .collect();
-        let opts = BandwidthOptions { kernel, ..bw_opts(cpus.len()) };
-        match bandwidth::run(&threads, &opts, topology) {
-            Ok(r) => data.copy_bandwidth.push(r),
-            Err(e) => note(data, PageSection::BandwidthThreads, kernel.info().name, &e),
-        }
-    }
-    if !data.copy_bandwidth.is_empty() {
-        let interrupted = data.copy_bandwidth.iter().any(|r| r.interrupted);
-        let runs = &data.copy_bandwidth;
-        if let Some(id) = rec.record("report: copy bandwidth", runs, runs, interrupted)? {
-            data.stored_runs.push(("copy bandwidth".into(), id));
-        }
-    }
-
-    // 7. Loaded latency.
-    if !stop::requested() {
-        progress.begin(6);
-        match first_cpu {
-            Some(chase_cpu) if cpus.len() >= 2 => {
-                let load_cpus: Vec<u32> =
-                    cpus.iter().copied().filter(|&c| c != chase_cpu).collect();
-                let opts = LoadedOptions {
-                    chase: LatencyOptions::default(),
-                    chase_bytes: budget.matrix_bytes,
-                    mix: LoadMix::Reads,
-                    isa: Isa::best(),
-                    load_bytes_per_thread: bandwidth::default_bytes_per_thread(
-                        topology,
-                        load_cpus.len(),
-                    ),
-                    load_policy: MemPolicy::Inherit,
-                    delays: budget.loaded_delays.clone(),
-                    point_duration: budget.loaded,
-                };
-                match loaded::run(chase_cpu, &load_cpus, &opts, topology, &hidden()) {
-                    Ok(c) => {
-                        if let Some(id) =
-                            rec.record("report: loaded latency", &c, &c, c.interrupted)?
-                        {
-                            data.stored_runs.push(("loaded latency".into(), id));
-                        }
-                        data.loaded_latency = Some(c);
-                    }
-                    Err(e) => note(data, PageSection::LoadedLatency, "loaded latency", &e),
-                }
-            }
-            _ => data.notes.push(Note::new(
-                PageSection::LoadedLatency,
-                "loaded latency: not measured (needs at least two CPUs: one chases, the others \
-                 load)",
-            )),
-        }
-    }
-
-    // 8. SLB by worker count.
-    let work = SlbWork { pages: budget.slb_pages, loops: budget.slb_loops, page: PageSize::Base };
-    if !stop::requested() {
-        progress.begin(7);
-        let counts = scale_counts(cpus.len());
-        let scaled =
-            scenarios::slb_scale(&work, &counts, cpus, &MemPolicy::Inherit, topology, |_| {
-                Ok::<(), SuiteError>(())
-            })?;
-        data.slb_scaling = scaled.done;
-        if let Some((count, e)) = scaled.failed {
-            note(data, PageSection::Slb, &format!("SLB with {count} workers"), &e);
-        }
-        let steps: Vec<Step<'_, _>> =
-            data.slb_scaling.iter().map(|r| Step::new("workers", r.workers.len(), r)).collect();
-        if !steps.is_empty() {
-            let scaling = &data.slb_scaling;
-            if let Some(id) =
-                rec.record("report: SLB scaling", scaling, &steps, stop::requested())?
-            {
-                data.stored_runs.push(("SLB by workers".into(), id));
-            }
-        }
-    }
-
-    // 9. SLB under each placement policy, one worker per CPU.
-    if !stop::requested() {
-        progress.begin(8);
-        scenarios::slb_policies(&work, cpus.len() as u64, topology, |name, outcome| {
-            let outcome = outcome.map_err(|why| match why {
-                NotRun::Skipped(why) => why.to_string(),
-                NotRun::Failed(e) => e.to_string(),
-            });
-            data.slb_policies.push((name.to_string(), outcome));
-            Ok::<bool, SuiteError>(true)
-        })?;
-        let steps: Vec<Step<'_, _>> = data
-            .slb_policies
-            .iter()
-            .filter_map(|(name, outcome)| {
-                outcome.as_ref().ok().map(|r| Step::new("policy", name, r))
-            })
-            .collect();
-        if !steps.is_empty() {
-            let policies = &data.slb_policies;
-            if let Some(id) =
-                rec.record("report: SLB placement", policies, &steps, stop::requested())?
-            {
-                data.stored_runs.push(("SLB by placement".into(), id));
-            }
-        }
-    }
-    Ok(())
 }
 
-/// Shared-SLB work per worker in the lock contention step: 4096 pages × 50 loops.
-const CONTENTION_PAGES: u64 = 4096;
-const CONTENTION_LOOPS: u64 = 50;
+/// The loaded-latency run's own idle point against the idle DRAM latency of the node×node
+/// matrix: `Some(text)` when they differ beyond their noise (the same quantity measured twice
+/// in one report: the machine's state changed between the two steps).
+pub fn idle_disagreement(outcomes: &[Box<dyn Shown>]) -> Option<String> {
+    let local: Option<&LatencyPoint> =
+        outcomes.iter().find_map(|o| {
+            match o.as_any().downcast_ref::<latency::LatencyOutcome>()? {
+                latency::LatencyOutcome::Matrix(run) => {
+                    let m = &run.matrix;
+                    m.cpu_nodes.iter().zip(&m.cells).find_map(|(from, row)| {
+                        row.get(m.memory_nodes.iter().position(|n| n == from)?)
+                    })
+                }
+                _ => None,
+            }
+        });
+    let curve =
+        outcomes.iter().find_map(|o| o.as_any().downcast_ref::<membench::loaded::LoadedCurve>())?;
+    let idle = curve.points.iter().find(|p| p.delay_cycles.is_none())?;
+    let local = local?;
+    differs_beyond_noise(&local.ns, &idle.latency_ns).then(|| {
+        format!(
+            "the loaded-latency run's idle point ({:.1} ns) and the idle DRAM latency ({:.1} ns) \
+             differ beyond their noise: the machine's state changed between the two steps",
+            idle.latency_ns.median, local.ns.median
+        )
+    })
+}
 
-/// The contention steps: core to core (every CPU pair) and lock contention (the
-/// shared-memory SLB with each lock at 1, 2, 4 … workers).
-fn contention(
-    budget: &Budget,
-    cpus: &[u32],
-    topology: &Topology,
-    rec: &mut Recorder,
-    progress: &Steps,
-    data: &mut ReportData,
-) -> Result<(), SuiteError> {
-    // 11. Core to core.
-    if !stop::requested() {
-        progress.begin_named(sections::C2C);
-        let options = C2cOptions {
-            cpus: cpus.to_vec(),
-            mode: C2cMode::Read,
-            line_on: None,
-            duration: budget.c2c_pair,
-            lines: c2c::DEFAULT_LINES,
-        };
-        match c2c::run(&options, topology, |_, _| {}) {
-            Ok(r) => {
-                if let Some(id) = rec.record("report: core to core", &r, &r, r.interrupted)? {
-                    data.stored_runs.push(("core to core".into(), id));
-                }
-                data.c2c = Some(r);
-            }
-            Err(e) => data
-                .notes
-                .push(Note::new(PageSection::C2c, format!("core to core: not measured ({e})"))),
-        }
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may unwrap
+mod tests {
+    use super::*;
+
+    fn topology(spec: &str) -> Topology {
+        Topology::from_synthetic(spec).unwrap()
     }
-    // 12. Lock contention.
-    if !stop::requested() {
-        progress.begin_named(sections::LOCKS);
-        'locks: for lock in [LockKind::Spin, LockKind::Ticket, LockKind::Mutex, LockKind::None] {
-            for count in scale_counts(cpus.len()) {
-                let plan = SharedSlbPlan {
-                    pages: CONTENTION_PAGES,
-                    loops: CONTENTION_LOOPS,
-                    counters: 1,
-                    lock,
-                    cpus: cpus.iter().take(count as usize).map(|&c| Some(c)).collect(),
-                    policy: MemPolicy::Inherit,
-                    seed: 0x51B,
-                };
-                match slb_shared::run(&plan, cpus.len(), topology) {
-                    Ok(r) => data.contention.push(r),
-                    Err(e) => {
-                        data.notes.push(Note::new(
-                            PageSection::Contention,
-                            format!(
-                                "lock contention ({} lock, {count} workers): not measured ({e})",
-                                lock.name()
-                            ),
-                        ));
-                        break 'locks;
+
+    /// Every step of every section, quick and full, on one and on several nodes, is a
+    /// registered experiment whose arguments parse as its command's (or a step of its own).
+    #[test]
+    fn every_step_parses_as_its_command() {
+        for spec in
+            ["pack:1 [numa(memory=1GiB)] core:2 pu:1", "pack:2 [numa(memory=1GiB)] core:2 pu:1"]
+        {
+            let t = topology(spec);
+            let cpus = t.online_cpu_ids();
+            for mode in [Mode::Quick, Mode::Full] {
+                let steps = plan(mode, &Section::ALL, &t, &cpus);
+                let experiments =
+                    steps.iter().filter(|s| matches!(s.action, Action::Experiment { .. })).count();
+                assert!(experiments >= 12, "{spec} {mode:?}: {experiments} experiment steps");
+                for step in &steps {
+                    if let Action::Experiment { experiment, argv } = &step.action {
+                        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+                        experiment.check(&argv).unwrap_or_else(|e| {
+                            panic!("{}: {experiment:?} {argv:?}: {e}", step.label)
+                        });
                     }
+                    assert!(step.seconds > 0.0, "{}: no weight", step.label);
                 }
-                if stop::requested() {
-                    break 'locks;
-                }
-            }
-        }
-        // The seed's placement scenarios with the spinlock, one worker per CPU.
-        let no_remote = "skipped: one node, so no remote or interleaved placement and no \
-                         other node to spread the workers over";
-        for (name, scenario) in shared_scenarios(cpus.len(), topology) {
-            if stop::requested() {
-                break;
-            }
-            let outcome = match scenario {
-                Some((workers, policy)) => {
-                    let plan = SharedSlbPlan {
-                        pages: CONTENTION_PAGES,
-                        loops: CONTENTION_LOOPS,
-                        counters: 1,
-                        lock: LockKind::Spin,
-                        cpus: workers,
-                        policy,
-                        seed: 0x51B,
-                    };
-                    slb_shared::run(&plan, cpus.len(), topology).map_err(|e| e.to_string())
-                }
-                None => Err(no_remote.to_string()),
-            };
-            data.lock_placement.push((name.to_string(), outcome));
-        }
-        let placed: Vec<Step<'_, _>> = data
-            .lock_placement
-            .iter()
-            .filter_map(|(name, r)| r.as_ref().ok().map(|r| Step::new("scenario", name, r)))
-            .collect();
-        if !placed.is_empty() {
-            let runs = &data.lock_placement;
-            if let Some(id) =
-                rec.record("report: lock placement", runs, &placed, stop::requested())?
-            {
-                data.stored_runs.push(("lock placement".into(), id));
-            }
-        }
-        let steps: Vec<Step<'_, _>> = data
-            .contention
-            .iter()
-            .map(|r| Step::new("run", format!("{} x{}", r.plan.lock.name(), r.workers.len()), r))
-            .collect();
-        if !steps.is_empty() {
-            let runs = &data.contention;
-            if let Some(id) =
-                rec.record("report: lock contention", runs, &steps, stop::requested())?
-            {
-                data.stored_runs.push(("lock contention".into(), id));
             }
         }
     }
-    Ok(())
+
+    #[test]
+    fn steps_follow_the_sections_asked_for_in_page_order() {
+        let t = topology("pack:1 [numa(memory=1GiB)] core:2 pu:1");
+        let cpus = t.online_cpu_ids();
+        let steps = plan(Mode::Quick, &[Section::Contention, Section::Cpu], &t, &cpus);
+        let sections: Vec<Section> = steps.iter().map(|s| s.section).collect();
+        assert!(sections.windows(2).all(|w| w[0] <= w[1]), "{sections:?}");
+        assert!(!sections.contains(&Section::Memory));
+        assert_eq!(steps.first().map(|s| s.label), Some("core to core"));
+    }
+
+    #[test]
+    fn one_cpu_skips_loaded_latency_with_its_reason() {
+        let t = topology("pack:1 [numa(memory=1GiB)] core:1 pu:1");
+        let steps = plan(Mode::Quick, &[Section::Memory], &t, &t.online_cpu_ids());
+        let loaded = steps.iter().find(|s| s.label == "loaded latency").unwrap();
+        assert!(
+            matches!(&loaded.action, Action::Skip(why) if why.contains("at least two CPUs")),
+            "{:?}",
+            loaded.action
+        );
+    }
 }

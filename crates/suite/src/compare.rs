@@ -54,82 +54,6 @@ impl StoredReport {
         }
         Ok(Self { run, data, steps })
     }
-
-    fn step(&self, label: &str) -> Option<&StoredRun> {
-        self.steps.iter().find(|(l, _)| l == label).map(|(_, r)| r)
-    }
-}
-
-/// How a headline figure is found in a report's steps.
-struct FigureSpec {
-    name: String,
-    step: &'static str,
-    key: String,
-}
-
-fn size_of(m: &StoredMetric) -> Option<u64> {
-    m.labels.get("size").and_then(|s| topo::units::parse_bytes(s).ok())
-}
-
-/// The memory headline figures of `report`, each with the step and metric key that back it.
-fn memory_figures(report: &StoredReport) -> Vec<FigureSpec> {
-    let mut out = Vec::new();
-    let spec = |name: String, step: &'static str, m: &StoredMetric| FigureSpec {
-        name,
-        step,
-        key: m.key(),
-    };
-    // Idle DRAM latency: a node's CPUs to its own memory, else the sweep's largest size.
-    let local = report.step("node×node latency").and_then(|r| {
-        r.metrics.iter().find(|m| {
-            m.name == "mem_latency" && m.labels.get("cpu_node") == m.labels.get("mem_node")
-        })
-    });
-    let sweep = report.step("latency by size");
-    let largest = sweep.and_then(|r| r.metrics.iter().max_by_key(|m| size_of(m).unwrap_or(0)));
-    match (local, largest) {
-        (Some(m), _) => out.push(spec("Idle DRAM latency".into(), "node×node latency", m)),
-        (None, Some(m)) => out.push(spec("Idle DRAM latency".into(), "latency by size", m)),
-        _ => {}
-    }
-    if let Some(m) = sweep.and_then(|r| r.metrics.iter().min_by_key(|m| size_of(m).unwrap_or(0))) {
-        out.push(spec("L1 latency".into(), "latency by size", m));
-    }
-    if let Some(r) = report.step("bandwidth by threads") {
-        for m in r.metrics.iter().filter(|m| m.name == "mem_bandwidth") {
-            let threads = m.labels.get("threads").cloned().unwrap_or_default();
-            let kernel = m.labels.get("kernel").cloned().unwrap_or_default();
-            out.push(spec(
-                format!("Bandwidth ({kernel}), {threads} thread(s)"),
-                "bandwidth by threads",
-                m,
-            ));
-        }
-    }
-    if let Some(r) = report.step("copy bandwidth") {
-        for m in r.metrics.iter().filter(|m| m.name == "mem_bandwidth") {
-            let kernel = m.labels.get("kernel").cloned().unwrap_or_default();
-            out.push(spec(format!("Copy bandwidth ({kernel})"), "copy bandwidth", m));
-        }
-    }
-    if let Some(r) = report.step("loaded latency") {
-        let most_load = r
-            .metrics
-            .iter()
-            .filter(|m| m.name == "mem_loaded_latency")
-            .filter_map(|m| Some((m.labels.get("delay")?.parse::<u64>().ok()?, m)))
-            .min_by_key(|(delay, _)| *delay);
-        if let Some((_, m)) = most_load {
-            out.push(spec("Latency at max load".into(), "loaded latency", m));
-        }
-    }
-    if let Some(r) = report.step("SLB by workers") {
-        for m in r.metrics.iter().filter(|m| m.labels.get("worker").is_some_and(|w| w == "0")) {
-            let workers = m.labels.get("workers").cloned().unwrap_or_default();
-            out.push(spec(format!("SLB ns/op, {workers} worker(s)"), "SLB by workers", m));
-        }
-    }
-    out
 }
 
 /// A headline figure of a stored report with the stored metric (samples) behind it.
@@ -138,8 +62,8 @@ struct Figure {
     metric: StoredMetric,
 }
 
-/// Each of `report`'s steps with the sections it draws (none for the memory steps, whose data is
-/// in the page's, nor for a step whose stored result no longer reads).
+/// Each of `report`'s steps with the sections it draws (none for a step whose stored result no
+/// longer reads).
 fn drawn<'r>(report: &'r StoredReport, registry: &Registry) -> Vec<(&'r StoredRun, Vec<Part>)> {
     report
         .steps
@@ -148,27 +72,24 @@ fn drawn<'r>(report: &'r StoredReport, registry: &Registry) -> Vec<(&'r StoredRu
         .collect()
 }
 
-/// Every headline figure of `report` that names its stored metric: the memory steps' (found by
-/// step label and key), then those of the sections its other steps draw (`drawn`:
-/// compression, allocators, database, network, …), as the page names them.
-fn figures(report: &StoredReport, drawn: &[(&StoredRun, Vec<Part>)]) -> Vec<Figure> {
-    let mut out: Vec<Figure> = memory_figures(report)
-        .into_iter()
-        .filter_map(|spec| {
-            let run = report.step(spec.step)?;
-            let metric = run.metrics.iter().find(|m| m.key() == spec.key)?.clone();
-            Some(Figure { name: spec.name, metric })
-        })
-        .collect();
-    for (run, parts) in drawn {
-        for headline in parts.iter().flat_map(|p| &p.headlines) {
-            let Some(key) = &headline.metric else { continue };
-            if out.iter().any(|f| f.name == headline.name) {
-                continue;
-            }
-            if let Some(m) = run.metrics.iter().find(|m| &m.key() == key) {
-                out.push(Figure { name: headline.name.clone(), metric: m.clone() });
-            }
+/// Every figure of `report` that names its stored metric — the headline figures of the
+/// sections its steps draw (`drawn`), then the further figures they offer for comparison
+/// (each thread count, each kernel) — as the page names them; a name counts once.
+fn figures(drawn: &[(&StoredRun, Vec<Part>)]) -> Vec<Figure> {
+    let mut out: Vec<Figure> = Vec::new();
+    let headlines = drawn.iter().flat_map(|(run, parts)| {
+        parts.iter().flat_map(move |p| p.headlines.iter().map(move |h| (*run, h)))
+    });
+    let compared = drawn.iter().flat_map(|(run, parts)| {
+        parts.iter().flat_map(move |p| p.compared.iter().map(move |h| (*run, h)))
+    });
+    for (run, headline) in headlines.chain(compared) {
+        let Some(key) = &headline.metric else { continue };
+        if out.iter().any(|f| f.name == headline.name) {
+            continue;
+        }
+        if let Some(m) = run.metrics.iter().find(|m| &m.key() == key) {
+            out.push(Figure { name: headline.name.clone(), metric: m.clone() });
         }
     }
     out
@@ -186,7 +107,7 @@ impl Noise {
     fn from_history(history: &[StoredReport], registry: &Registry) -> Self {
         let mut by_host: HashMap<&str, Vec<Vec<Figure>>> = HashMap::new();
         for report in history {
-            let figures = figures(report, &drawn(report, registry));
+            let figures = figures(&drawn(report, registry));
             by_host.entry(report.run.host.as_str()).or_default().push(figures);
         }
         Self::from_figures(&by_host)
@@ -236,9 +157,9 @@ pub fn compare(
 ) -> ReportComparison {
     let noise = Noise::from_history(history, registry);
     let their_steps = drawn(baseline, registry);
-    let theirs = figures(baseline, &their_steps);
+    let theirs = figures(&their_steps);
     let mut comparison = Vec::new();
-    for mine in figures(this, &drawn(this, registry)) {
+    for mine in figures(&drawn(this, registry)) {
         let Some(b) =
             theirs.iter().find(|f| f.name == mine.name && f.metric.key() == mine.metric.key())
         else {

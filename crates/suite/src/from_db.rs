@@ -1,17 +1,14 @@
 //! A report rebuilt from stored runs (`platscope report --from-db ID…`): a whole `report` run
-//! as it was recorded, or any mix of runs — a report's steps fill the memory page's sections,
-//! every other run (`mem …`, `timer`, …) draws its own, in place of the page's empty section of
-//! the same id.
-//! Stored results keep summaries, not raw samples (the metrics hold those), which is all the page
-//! draws.
+//! as it was recorded (its page, with every step it names drawing its sections again), or any
+//! mix of runs, each drawing its own sections through the registry. Reports stored by earlier
+//! versions read too: their steps' kinds are read-only kinds of the experiments that replaced
+//! them.
 
 use experiment::Registry;
-use membench::bandwidth::{BandwidthMatrix, Scaling};
-use membench::latency::{LatencyMatrix, LatencyPoint};
-use membench::loaded::LoadedCurve;
 use report::html::{Note, ReportData, Section};
 use results::{ResultStore, StoredRun};
 use serde::de::DeserializeOwned;
+use serde_json::{json, Value};
 use topo::Topology;
 
 use crate::characterise::REPORT_COMMAND;
@@ -34,11 +31,10 @@ pub fn rebuild(
     };
     let mut data = if first.command == REPORT_COMMAND {
         let mut data = parse::<ReportData>(first)?;
-        // The steps that are experiments of their own (contention aside: c2c, cpu scale,
-        // compression, allocators, the database, the network) draw their sections again from
-        // their stored runs; the memory steps are in the page's data.
+        // Every step draws its sections again from its stored run.
         for (_, id) in &data.stored_runs {
-            data.parts.extend(step_parts(&store.run(*id)?, registry)?);
+            let step = legacy_step(store.run(*id)?, &first.result);
+            data.parts.extend(step_parts(&step, registry)?);
         }
         data
     } else {
@@ -69,48 +65,31 @@ pub fn rebuild(
     Ok(data)
 }
 
-/// Puts one run into its section: a `report: …` step into the memory page's own sections,
-/// any other kind (every `mem …` run among them) as the sections its outcome draws — each run
-/// its own, exactly as it drew them when it ran.
+/// Puts one run on the page: the sections its outcome draws, exactly as it drew them when it
+/// ran.
 fn place(data: &mut ReportData, run: &StoredRun, registry: &Registry) -> Result<(), SuiteError> {
-    match run.command.as_str() {
-        "report: latency by size" => {
-            let points: Vec<LatencyPoint> = parse(run)?;
-            data.sweep_cpu = points.first().and_then(|p| p.cpu);
-            data.latency_sweep = points;
-        }
-        "report: latency matrix" => data.latency_matrix = Some(parse::<LatencyMatrix>(run)?),
-        "report: bandwidth matrix" => {
-            data.bandwidth_matrix = Some(parse::<BandwidthMatrix>(run)?);
-        }
-        "report: bandwidth scaling" => data.bandwidth_scaling = Some(parse::<Scaling>(run)?),
-        "report: copy bandwidth" => data.copy_bandwidth = parse(run)?,
-        "report: loaded latency" => data.loaded_latency = Some(parse::<LoadedCurve>(run)?),
-        "report: SLB scaling" => data.slb_scaling = parse(run)?,
-        // Older reports' own step; a `cpu scale` run draws itself through the registry.
-        "report: cpu scale" => data.cpu_scale = Some(parse(run)?),
-        "report: SLB placement" => data.slb_policies = parse(run)?,
-        _ => {
-            let (outcome, topology) = registry.read_back(run)?;
-            data.parts.extend(outcome.parts(&topology));
-        }
-    }
+    data.parts.extend(step_parts(run, registry)?);
     data.stored_runs.push((run.command.clone(), run.id));
     Ok(())
 }
 
-/// The sections a report's step draws when it is an experiment of its own (c2c, cpu scale,
-/// compression, allocators, the database, the network); none for the memory steps, whose data
-/// is in the page's.
+/// The sections a stored run draws, read back through the registry.
 pub(crate) fn step_parts(
     run: &StoredRun,
     registry: &Registry,
 ) -> Result<Vec<chart::Part>, SuiteError> {
-    if run.command.starts_with("report") {
-        return Ok(Vec::new());
-    }
     let (outcome, topology) = registry.read_back(run)?;
     Ok(outcome.parts(&topology))
+}
+
+/// A report's step as it reads now: reports of earlier versions kept the prefetch self-check
+/// in the page, beside their latency sweep step; it goes back with the sweep.
+pub(crate) fn legacy_step(mut step: StoredRun, page: &Value) -> StoredRun {
+    let check = page.get("prefetch_check").filter(|c| !c.is_null());
+    if let (Some(check), "report: latency by size") = (check, step.command.as_str()) {
+        step.result = json!({ "points": step.result, "prefetch_check": check });
+    }
+    step
 }
 
 fn not_reportable(run: &StoredRun, why: &str) -> SuiteError {

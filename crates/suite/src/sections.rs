@@ -1,19 +1,20 @@
-//! The report's sections beyond memory: each runs registered experiments as quiet, stored
-//! steps ([`experiment::run_step`]) and puts the sections their outcomes draw on the page. A
-//! section that cannot run here (not root, no PostgreSQL, one CPU) says why in one line on the
+//! The parts of the report `--sections` picks, the steps of those beyond memory and contention,
+//! and how a step runs: a registered experiment as a quiet, stored step
+//! ([`experiment::run_step`]) whose sections go on the page, or one of the two steps that need
+//! something first (a corpus file for compression, a throwaway PostgreSQL for the database). A
+//! step that cannot run here (not root, no PostgreSQL, one CPU) says why in one line on the
 //! page and in the terminal, and the report goes on.
 
 use std::str::FromStr;
 
 use chart::Area;
-use experiment::{run_step, Context, Experiment, Globals, Outcome};
-use measure::progress::Steps;
+use experiment::{Context, Experiment, Globals, Shown};
 use measure::{stop, Classified};
-use report::html::{ReportData, SkippedSection};
+use report::html::ReportData;
 use results::Recorder;
 use topo::Topology;
 
-use crate::characterise::Mode;
+use crate::characterise::{skipped_section, Action, Mode, Step, StepExperiment};
 
 /// A part of the report `--sections` can pick.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -51,36 +52,75 @@ impl Section {
         }
     }
 
-    fn area(self) -> Area {
-        match self {
-            Section::Memory => Area::Memory,
-            Section::Contention => Area::Contention,
-            Section::Cpu => Area::Cpu,
-            Section::Compression => Area::Compression,
-            Section::Allocators => Area::Allocators,
-            Section::Database => Area::Database,
-            Section::Network => Area::Network,
-        }
+    /// The steps of a section beyond memory and contention (those are in
+    /// [`crate::characterise::plan`]), with their expected seconds on `cpus` CPUs.
+    pub fn steps(self, mode: Mode, cpus: usize) -> Vec<Step> {
+        steps(self, mode, cpus)
     }
+}
 
-    /// The steps this section runs, with their expected seconds on `cpus` CPUs (the progress
-    /// bar's weights, and what the budgets are checked against).
-    pub fn steps(self, mode: Mode, cpus: usize) -> Vec<(&'static str, f64)> {
-        let full = if mode == Mode::Full { 4.0 } else { 1.0 };
-        let n = cpus as f64;
-        match self {
-            // The memory steps are characterise's own.
-            Section::Memory => Vec::new(),
-            Section::Contention => vec![
-                (C2C, (n * (n - 1.0) / 2.0) * 0.15 * full + 0.5),
-                (LOCKS, 4.0 * (n.log2().ceil() + 1.0) * 0.3 * full),
-            ],
-            Section::Cpu => vec![(SCALE, 4.0 * full), (TIMER, 1.0)],
-            Section::Compression => vec![(COMPRESS, 2.0 * full)],
-            Section::Allocators => vec![(ALLOC, 8.0 * full)],
-            Section::Database => vec![(DATABASE, 12.0 * full), (QUERIES, 5.0)],
-            Section::Network => vec![(NETWORK, 1.0)],
+/// The steps of `section` beyond memory and contention, in page order.
+pub fn steps(section: Section, mode: Mode, cpus: usize) -> Vec<Step> {
+    let full = mode == Mode::Full;
+    let weight = if full { 4.0 } else { 1.0 };
+    let step = |label, seconds, draws, action| Step { section, label, seconds, draws, action };
+    let experiment = |experiment, argv: &[&str]| Action::Experiment {
+        experiment,
+        argv: argv.iter().map(|a| a.to_string()).collect(),
+    };
+    match section {
+        Section::Memory | Section::Contention => Vec::new(),
+        Section::Cpu => vec![
+            step(
+                SCALE,
+                4.0 * weight,
+                (Area::Cpu, "chart-cpu-scale", "CPU scaling"),
+                experiment(
+                    StepExperiment::of::<tamp::experiments::CpuScale>(),
+                    &["--size", if full { "128MiB" } else { "16MiB" }],
+                ),
+            ),
+            step(
+                TIMER,
+                1.0,
+                (Area::Cpu, "chart-timer", "Reading the clock"),
+                experiment(
+                    StepExperiment::of::<membench::experiments::timer::Timer>(),
+                    &["--batches", if full { "200" } else { "40" }],
+                ),
+            ),
+        ],
+        Section::Compression => vec![step(
+            COMPRESS,
+            2.0 * weight,
+            (Area::Compression, "chart-compress", "Compression"),
+            Action::Compression,
+        )],
+        Section::Allocators => {
+            let threads = if cpus > 1 { format!("1,{cpus}") } else { "1".into() };
+            let (repeat, ops) = if full { ("3", "2000000") } else { ("1", "300000") };
+            vec![step(
+                ALLOC,
+                8.0 * weight,
+                (Area::Allocators, "chart-alloc-relative", "Allocators"),
+                experiment(
+                    StepExperiment::of::<allocbench::experiments::Alloc>(),
+                    &["--threads", &threads, "--repeat", repeat, "--ops", ops],
+                ),
+            )]
         }
+        Section::Database => vec![step(
+            DATABASE,
+            12.0 * weight + 5.0,
+            (Area::Database, "chart-load-throughput", "Database"),
+            Action::Database,
+        )],
+        Section::Network => vec![step(
+            NETWORK,
+            1.0,
+            (Area::Network, "chart-network", "Network links"),
+            experiment(StepExperiment::of::<nicstat::links::Links>(), &["--seconds", "1"]),
+        )],
     }
 }
 
@@ -95,100 +135,72 @@ impl FromStr for Section {
     }
 }
 
-pub const C2C: &str = "core to core";
-pub const LOCKS: &str = "lock contention";
-pub const SCALE: &str = "throughput by threads and units";
+const SCALE: &str = "throughput by threads and units";
 const TIMER: &str = "the timer's cost";
 const COMPRESS: &str = "lz4 and zstd -1 over every CPU";
 const ALLOC: &str = "every installed allocator";
-const DATABASE: &str = "a throwaway PostgreSQL 15: a rate sweep";
+const DATABASE: &str =
+    "a throwaway PostgreSQL 15: a rate sweep, then query latency and pre-emption";
 const QUERIES: &str = "query latency and pre-emption at the top rate";
 const NETWORK: &str = "network links";
 
-/// What a section step needs.
+/// What a step needs.
 #[derive(Debug)]
 pub struct Run<'a> {
     pub mode: Mode,
     pub topology: &'a Topology,
     pub globals: &'a Globals,
     pub rec: &'a mut Recorder,
-    pub progress: &'a Steps,
     pub data: &'a mut ReportData,
     pub cpus: usize,
 }
 
 impl Run<'_> {
-    /// Runs experiment `E` with `argv` as a stored step of the report: its sections go on the
+    /// Runs `experiment` with `argv` as a stored step of the report: its sections go on the
     /// page, its run id into the report's list (so `--from-db` and `--baseline` find it).
-    fn step<E: Experiment>(&mut self, label: &str, argv: &[&str]) -> Result<(), Classified> {
+    pub fn experiment(
+        &mut self,
+        label: &str,
+        experiment: &StepExperiment,
+        argv: &[&str],
+    ) -> Result<Box<dyn Shown>, Classified> {
         let mut ctx = Context::new(self.topology, self.globals, self.rec);
-        let (outcome, id) = run_step::<E>(&mut ctx, argv)?;
+        let (outcome, id) = experiment.run(&mut ctx, argv)?;
         self.data.parts.extend(outcome.parts(self.topology));
         if let Some(id) = id {
             self.data.stored_runs.push((label.to_string(), id));
         }
-        Ok(())
+        Ok(outcome)
     }
 
-    /// A section that did not run (or only in part): one line on the page and in the terminal.
-    fn skipped(&mut self, section: Section, step: &str, why: impl std::fmt::Display) {
-        let why = format!("{step}: {why}");
-        measure::say!("platscope: {} section not measured: {why}", section.name());
-        self.data.skipped.push(SkippedSection {
-            area: section.area(),
-            id: format!("chart-{}-skipped-{}", section.name(), self.data.skipped.len()),
-            title: section.area().title().to_string(),
-            why,
-        });
+    /// Runs experiment `E` as [`Run::experiment`] does.
+    fn step<E: Experiment>(&mut self, label: &str, argv: &[&str]) -> Result<(), Classified> {
+        self.experiment(label, &StepExperiment::of::<E>(), argv).map(drop)
     }
 
-    /// Runs `section`'s steps (memory and the c2c/lock steps are characterise's own).
-    pub fn section(&mut self, section: Section) {
-        match section {
-            Section::Memory | Section::Contention => {}
-            Section::Cpu => self.cpu(),
-            Section::Compression => self.compression(),
-            Section::Allocators => self.allocators(),
-            Section::Database => self.database(),
-            Section::Network => self.network(),
+    /// A step that did not run (or only in part): one line on the page and in the terminal.
+    pub fn skipped(&mut self, step: &Step, why: impl std::fmt::Display) {
+        let mut section = skipped_section(step, why);
+        measure::say!("platscope: {} section not measured: {}", step.section.name(), section.why);
+        // Two steps may draw the same place (the database's two): each keeps its own id.
+        if self.data.skipped.iter().any(|s| s.id == section.id) {
+            section.id = format!("{}-skipped-{}", section.id, self.data.skipped.len());
         }
-    }
-
-    fn cpu(&mut self) {
-        if !stop::requested() {
-            self.progress.begin_named(SCALE);
-            let size = if self.mode == Mode::Full { "128MiB" } else { "16MiB" };
-            if let Err(e) = self.step::<tamp::experiments::CpuScale>(SCALE, &["--size", size]) {
-                self.skipped(Section::Cpu, SCALE, e);
-            }
-        }
-        if !stop::requested() {
-            self.progress.begin_named(TIMER);
-            let batches = if self.mode == Mode::Full { "200" } else { "40" };
-            if let Err(e) =
-                self.step::<membench::experiments::timer::Timer>(TIMER, &["--batches", batches])
-            {
-                self.skipped(Section::Cpu, TIMER, e);
-            }
-        }
+        self.data.skipped.push(section);
     }
 
     /// lz4 and zstd -1 with one worker per CPU on a generated corpus (written once to a temp
     /// file the compressor reads; the output is discarded).
-    fn compression(&mut self) {
-        if stop::requested() {
-            return;
-        }
-        self.progress.begin_named(COMPRESS);
+    pub fn compression(&mut self, step: &Step) {
         let bytes: usize = if self.mode == Mode::Full { 256 << 20 } else { 32 << 20 };
         let dir = match tempfile::tempdir() {
             Ok(d) => d,
-            Err(e) => return self.skipped(Section::Compression, COMPRESS, e),
+            Err(e) => return self.skipped(step, e),
         };
         let path = dir.path().join("corpus.tsv");
         let input = tamp::corpus::generate(tamp::corpus::DEFAULT_SEED, bytes);
         if let Err(e) = std::fs::write(&path, &input) {
-            return self.skipped(Section::Compression, COMPRESS, e);
+            return self.skipped(step, e);
         }
         drop(input);
         let threads = self.cpus.to_string();
@@ -212,36 +224,18 @@ impl Run<'_> {
             ];
             let label = format!("compression ({format})");
             if let Err(e) = self.step::<tamp::experiments::Compress>(&label, &argv) {
-                self.skipped(Section::Compression, &label, e);
+                self.skipped(step, format!("{format}: {e}"));
             }
-        }
-    }
-
-    fn allocators(&mut self) {
-        if stop::requested() {
-            return;
-        }
-        self.progress.begin_named(ALLOC);
-        let threads = if self.cpus > 1 { format!("1,{}", self.cpus) } else { "1".into() };
-        let (repeat, ops) =
-            if self.mode == Mode::Full { ("3", "2000000") } else { ("1", "300000") };
-        let argv = ["--threads", &threads, "--repeat", repeat, "--ops", ops];
-        if let Err(e) = self.step::<allocbench::experiments::Alloc>(ALLOC, &argv) {
-            self.skipped(Section::Allocators, ALLOC, e);
         }
     }
 
     /// A throwaway PostgreSQL 15 (Debian's, started as `postgres` in a temp dir on a private
     /// socket, stopped by PID when dropped): the sysbench-style tables, then a short sweep of
     /// steady rates with latency from the schedule and the server's CPU per transaction.
-    fn database(&mut self) {
-        if stop::requested() {
-            return;
-        }
-        self.progress.begin_named(DATABASE);
+    pub fn database(&mut self, step: &Step) {
         let pg = match scratchdb::Postgres::start(&scratchdb::PgOptions::default()) {
             Ok(pg) => pg,
-            Err(e) => return self.skipped(Section::Database, DATABASE, e),
+            Err(e) => return self.skipped(step, e),
         };
         let conninfo = pg.conninfo();
         let target = loadgen::Target {
@@ -255,7 +249,7 @@ impl Run<'_> {
         let rows = if self.mode == Mode::Full { 100_000 } else { 10_000 };
         let opts = loadgen::PrepareOptions { tables: 1, rows, seed: 1 };
         if let Err(e) = loadgen::prepare(&target, &opts, &mut |_| {}) {
-            return self.skipped(Section::Database, DATABASE, e);
+            return self.skipped(step, e);
         }
         let (rates, seconds) = if self.mode == Mode::Full {
             ("100,400,1600,6400", "5")
@@ -273,22 +267,21 @@ impl Run<'_> {
             seconds,
         ];
         if let Err(e) = self.step::<loadgen::experiments::Load>(DATABASE, &argv) {
-            return self.skipped(Section::Database, DATABASE, e);
+            return self.skipped(step, e);
         }
         if !stop::requested() {
-            self.queries_at(&target, pg.pid(), rates.rsplit(',').next().unwrap_or("100"));
+            self.queries_at(step, &target, pg.pid(), rates.rsplit(',').next().unwrap_or("100"));
         }
         drop(pg);
     }
 
     /// `db querystat` on the server while a steady load runs at `rate` beside it: each
     /// query's latency histogram and who pre-empted the server's processes.
-    fn queries_at(&mut self, target: &loadgen::Target, server_pid: u32, rate: &str) {
-        self.progress.begin_named(QUERIES);
+    fn queries_at(&mut self, step: &Step, target: &loadgen::Target, server_pid: u32, rate: &str) {
         let plan = match loadgen::experiments::plan_from_argv(&["--rate", rate, "--duration", "6"])
         {
             Ok(plan) => plan,
-            Err(e) => return self.skipped(Section::Database, QUERIES, e),
+            Err(e) => return self.skipped(step, format!("{QUERIES}: {e}")),
         };
         let pid = server_pid.to_string();
         let measured = std::thread::scope(|scope| {
@@ -308,22 +301,10 @@ impl Run<'_> {
             (measured, load)
         });
         match measured {
-            (Err(e), _) => self.skipped(Section::Database, QUERIES, e),
-            (Ok(()), Ok(Err(e))) => self.skipped(Section::Database, QUERIES, e),
-            (Ok(()), Err(_)) => {
-                self.skipped(Section::Database, QUERIES, "the load thread panicked")
-            }
+            (Err(e), _) => self.skipped(step, format!("{QUERIES}: {e}")),
+            (Ok(()), Ok(Err(e))) => self.skipped(step, format!("{QUERIES}: {e}")),
+            (Ok(()), Err(_)) => self.skipped(step, format!("{QUERIES}: the load thread panicked")),
             (Ok(()), Ok(Ok(_))) => {}
-        }
-    }
-
-    fn network(&mut self) {
-        if stop::requested() {
-            return;
-        }
-        self.progress.begin_named(NETWORK);
-        if let Err(e) = self.step::<nicstat::links::Links>(NETWORK, &["--seconds", "1"]) {
-            self.skipped(Section::Network, NETWORK, e);
         }
     }
 }

@@ -130,7 +130,7 @@ pub fn scale_part(r: &ScaleReport) -> Part {
     let mut part = Part::new(
         Area::Cpu,
         "chart-cpu-scale",
-        "Throughput by threads and units (compression)",
+        "CPU scaling: throughput by threads and units (compression)",
         false,
     )
     .with_figure(cpu_scale(r));

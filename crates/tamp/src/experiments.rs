@@ -350,7 +350,8 @@ impl Experiment for CpuScale {
 }
 
 impl Outcome for ScaleReport {
-    const KINDS: &'static [&'static str] = &["cpu scale"];
+    /// The last is read only: the step of reports stored by earlier versions.
+    const KINDS: &'static [&'static str] = &["cpu scale", "report: cpu scale"];
 
     fn interrupted(&self) -> bool {
         self.interrupted

@@ -52,3 +52,41 @@ pub fn bandwidth_run(r: &BandwidthResult) -> Option<Figure> {
     }
     Some(Figure { svg: table, caption, after: String::new() })
 }
+
+/// Several kernels over the same threads (`mem bandwidth --kernel copy,copy-nt`): a row per
+/// kernel with its aggregate median and best round.
+pub fn bandwidth_kernels(runs: &[BandwidthResult]) -> Option<Figure> {
+    let runs: Vec<&BandwidthResult> =
+        runs.iter().filter(|r| r.aggregate_gbs.median.is_finite()).collect();
+    let first = runs.first()?;
+    let mut table = String::from(
+        "<table class=\"facts-table\"><thead><tr><th>kernel</th><th>median GB/s</th>\
+         <th>best GB/s</th><th>threads</th><th>counted</th></tr></thead><tbody>",
+    );
+    for r in &runs {
+        let _ = write!(
+            table,
+            "<tr><td>{} ({})</td><td class=\"data\" data-value=\"{}\">{}</td><td>{}</td>\
+             <td>{}</td><td>{}</td></tr>",
+            esc(&r.kernel.to_string()),
+            esc(&r.how()),
+            exact(r.aggregate_gbs.median),
+            fmt3(r.aggregate_gbs.median),
+            fmt3(r.aggregate_gbs.max),
+            r.threads.len(),
+            esc(&r.accounting)
+        );
+    }
+    table.push_str("</tbody></table>");
+    let mut caption = format!(
+        "Bandwidth of each kernel with {} thread(s) at once, each streaming through its own {}: \
+         {} in GB/s (10<sup>9</sup> bytes/s).",
+        first.threads.len(),
+        esc(&bytes_label(first.bytes_per_thread as f64)),
+        samples_text("rounds", runs.iter().map(|r| &r.aggregate_gbs)),
+    );
+    if runs.iter().any(|r| r.interrupted) {
+        caption.push_str(" INTERRUPTED: the figures cover the rounds completed.");
+    }
+    Some(Figure { svg: table, caption, after: String::new() })
+}

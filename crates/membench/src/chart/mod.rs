@@ -19,6 +19,7 @@ mod bandwidth_matrix;
 mod bandwidth_run;
 mod bandwidth_threads;
 mod c2c;
+pub mod headlines;
 mod heatmap;
 mod latency_matrix;
 mod latency_size;
@@ -26,7 +27,7 @@ mod loaded_latency;
 mod slb;
 
 pub use bandwidth_matrix::bandwidth_matrix;
-pub use bandwidth_run::bandwidth_run;
+pub use bandwidth_run::{bandwidth_kernels, bandwidth_run};
 pub use bandwidth_threads::bandwidth_threads;
 pub use c2c::{c2c, contention};
 pub use chart::Figure;
@@ -38,6 +39,8 @@ pub use slb::slb;
 /// A memory section of the page: its chart id, heading and width.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Section {
+    /// The part of the page it belongs to (memory, or contention for the hand-off and locks).
+    pub area: Area,
     pub id: &'static str,
     pub title: &'static str,
     /// Drawn across the page.
@@ -47,28 +50,74 @@ pub struct Section {
 impl Section {
     /// The section with `figure` (or "not measured" when it is `None`).
     pub fn part(self, figure: Option<Figure>) -> Part {
-        Part::new(Area::Memory, self.id, self.title, self.wide).with_figure(figure)
+        Part::new(self.area, self.id, self.title, self.wide).with_figure(figure)
     }
 }
 
-pub const LATENCY_SIZE: Section =
-    Section { id: "chart-latency-size", title: "Latency by working-set size", wide: true };
-pub const LATENCY_MATRIX: Section =
-    Section { id: "chart-latency-matrix", title: "Node × node latency", wide: false };
-pub const BANDWIDTH_MATRIX: Section =
-    Section { id: "chart-bandwidth-matrix", title: "Node × node bandwidth", wide: false };
+pub const LATENCY_SIZE: Section = Section {
+    area: Area::Memory,
+    id: "chart-latency-size",
+    title: "Latency by working-set size",
+    wide: true,
+};
+pub const LATENCY_MATRIX: Section = Section {
+    area: Area::Memory,
+    id: "chart-latency-matrix",
+    title: "Node × node latency",
+    wide: false,
+};
+pub const BANDWIDTH_MATRIX: Section = Section {
+    area: Area::Memory,
+    id: "chart-bandwidth-matrix",
+    title: "Node × node bandwidth",
+    wide: false,
+};
 /// One `mem bandwidth` figure (not a section of the report page).
-pub const BANDWIDTH: Section = Section { id: "chart-bandwidth", title: "Bandwidth", wide: false };
-pub const BANDWIDTH_THREADS: Section =
-    Section { id: "chart-bandwidth-threads", title: "Bandwidth by thread count", wide: false };
-pub const LOADED_LATENCY: Section =
-    Section { id: "chart-loaded-latency", title: "Latency under load", wide: false };
-pub const SLB: Section =
-    Section { id: "chart-slb", title: "SLB: random stores per worker", wide: true };
-pub const C2C: Section =
-    Section { id: "chart-c2c", title: "Core to core: cache line hand-off", wide: false };
-pub const CONTENTION: Section =
-    Section { id: "chart-contention", title: "Lock contention in shared memory", wide: false };
+pub const BANDWIDTH: Section =
+    Section { area: Area::Memory, id: "chart-bandwidth", title: "Bandwidth", wide: false };
+pub const BANDWIDTH_THREADS: Section = Section {
+    area: Area::Memory,
+    id: "chart-bandwidth-threads",
+    title: "Bandwidth by thread count",
+    wide: false,
+};
+pub const LOADED_LATENCY: Section = Section {
+    area: Area::Memory,
+    id: "chart-loaded-latency",
+    title: "Latency under load",
+    wide: false,
+};
+pub const SLB: Section = Section {
+    area: Area::Memory,
+    id: "chart-slb",
+    title: "SLB: random stores per worker",
+    wide: true,
+};
+pub const SLB_POLICIES: Section = Section {
+    area: Area::Memory,
+    id: "chart-slb-policies",
+    title: "SLB under local, interleaved and remote memory",
+    wide: true,
+};
+/// Several kernels at once (`mem bandwidth --kernel copy,copy-nt`).
+pub const BANDWIDTH_KERNELS: Section = Section {
+    area: Area::Memory,
+    id: "chart-bandwidth-kernels",
+    title: "Bandwidth by kernel",
+    wide: false,
+};
+pub const C2C: Section = Section {
+    area: Area::Contention,
+    id: "chart-c2c",
+    title: "Core to core: cache line hand-off",
+    wide: false,
+};
+pub const CONTENTION: Section = Section {
+    area: Area::Contention,
+    id: "chart-contention",
+    title: "Lock contention in shared memory",
+    wide: false,
+};
 
 /// A load mix as captions and cards name it.
 pub fn mix_name(mix: LoadMix) -> &'static str {

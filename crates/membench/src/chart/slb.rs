@@ -25,9 +25,10 @@ fn skipped_reason(why: &str) -> &str {
     trimmed
 }
 
-/// The SLB per worker: `scaling` (the same work at 1, 2, 4 … workers) in the left panel,
-/// `policies` (a run or why it was skipped, per placement) in the right one.
+/// The SLB per worker as chart `id`: `scaling` (the same work at 1, 2, 4 … workers) in the
+/// left panel, `policies` (a run or why it was skipped, per placement) in the right one.
 pub fn slb(
+    id: &str,
     scaling: &[SlbResult],
     policies: &[(String, Result<SlbResult, String>)],
 ) -> Option<Figure> {
@@ -63,7 +64,6 @@ pub fn slb(
     let plot =
         Plot { width: 1200.0, height: 430.0, left: 64.0, right: 20.0, top: 62.0, bottom: 70.0 };
     let y = plot.y_scale(ScaleKind::Linear, 0.0, svg::nice_max(value_top, 6));
-    let id = "chart-slb";
     let mut out = svg::open(id, plot.width, plot.height, "SLB nanoseconds per store, per worker");
     out.push_str(&plot.axes(&category_x(&plot), &[], &y, &y.ticks(6)));
     // Layout: a slot per bar, a gap slot after each group and between the panels; a group is

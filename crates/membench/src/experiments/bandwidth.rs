@@ -16,8 +16,9 @@ use crate::bandwidth::{
     self, BandwidthMatrix, BandwidthOptions, BandwidthResult, Scaling, ThreadSpec,
 };
 use crate::chart::{
-    bandwidth_matrix, bandwidth_run, bandwidth_threads, loaded_latency, BANDWIDTH,
-    BANDWIDTH_MATRIX, BANDWIDTH_THREADS, LOADED_LATENCY,
+    bandwidth_kernels, bandwidth_matrix, bandwidth_run, bandwidth_threads, headlines,
+    loaded_latency, BANDWIDTH, BANDWIDTH_KERNELS, BANDWIDTH_MATRIX, BANDWIDTH_THREADS,
+    LOADED_LATENCY,
 };
 use crate::kernels::bandwidth::{Isa, Kernel, Walk};
 use crate::latency::LatencyOptions;
@@ -29,9 +30,10 @@ use crate::BenchError;
 #[derive(Debug, clap::Args)]
 pub struct BandwidthArgs {
     /// Kernel: read, read-line, write, write-nt, copy, copy-nt, triad, triad-nt (-nt: non-temporal
-    /// stores, no write-allocate reads; glibc memcpy uses them for large copies).
-    #[arg(long, default_value = "read", value_parser = Kernel::parse)]
-    pub kernel: Kernel,
+    /// stores, no write-allocate reads; glibc memcpy uses them for large copies). Several,
+    /// comma-separated, run one after the other on the same threads.
+    #[arg(long, default_value = "read", value_parser = Kernel::parse, value_delimiter = ',')]
+    pub kernel: Vec<Kernel>,
     /// Vector instruction set: avx512, avx2, sse2, neon, scalar (default: the faster of the two
     /// widest this CPU has, in a short trial on the run's buffers).
     #[arg(long, value_parser = |s: &str| s.parse::<Isa>())]
@@ -92,15 +94,22 @@ pub struct BandwidthScale {
     pub interrupted: bool,
 }
 
-/// What `mem bandwidth` measured: stored as `mem bandwidth`, `mem bandwidth --matrix` or
-/// `mem bandwidth --scale`.
+/// What `mem bandwidth` measured: stored as `mem bandwidth`, `mem bandwidth --matrix`,
+/// `mem bandwidth --scale` or, with several kernels, `mem bandwidth --kernels` (the list of
+/// their runs).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum BandwidthOutcome {
     One(OneBandwidth),
     Matrix(BandwidthMatrix),
     Scale(BandwidthScale),
+    Kernels(Vec<BandwidthResult>),
 }
+
+/// The report's bandwidth steps as earlier versions stored them (read back, never written).
+const LEGACY_MATRIX: &str = "report: bandwidth matrix";
+const LEGACY_SCALE: &str = "report: bandwidth scaling";
+const LEGACY_COPY: &str = "report: copy bandwidth";
 
 /// The peak to compare with: `--peak-gbs`, else SMBIOS memory devices, else unknown.
 fn peak(given: Option<f64>) -> Option<f64> {
@@ -133,8 +142,19 @@ impl Experiment for Bandwidth {
                 BenchError::Usage(format!("--peak-gbs {p} must be a positive number")).into()
             );
         }
+        let kernel =
+            match args.kernel.as_slice() {
+                [] => Kernel::Read,
+                [one] => *one,
+                [first, ..] if !args.matrix && !args.scale => *first,
+                _ => return Err(BenchError::Usage(
+                    "--matrix and --scale take one --kernel; several run only as one figure each"
+                        .into(),
+                )
+                .into()),
+            };
         let opts = BandwidthOptions {
-            kernel: args.kernel,
+            kernel,
             isa: args.isa,
             walk: args.walk,
             bytes_per_thread: args
@@ -162,6 +182,20 @@ impl Experiment for Bandwidth {
             .iter()
             .map(|&cpu| ThreadSpec { cpu: Some(cpu), policy: request.policy.clone() })
             .collect();
+        if args.kernel.len() > 1 {
+            let mut runs = Vec::new();
+            for &kernel in &args.kernel {
+                if ctx.stopped() {
+                    break;
+                }
+                runs.push(bandwidth::run(
+                    &specs,
+                    &BandwidthOptions { kernel, ..opts.clone() },
+                    topology,
+                )?);
+            }
+            return Ok(BandwidthOutcome::Kernels(runs));
+        }
         let result = bandwidth::run(&specs, &opts, topology)?;
         Ok(BandwidthOutcome::One(OneBandwidth { result, peak }))
     }
@@ -173,6 +207,7 @@ impl ToMetrics for BandwidthOutcome {
             BandwidthOutcome::One(one) => one.result.to_metrics(),
             BandwidthOutcome::Matrix(m) => m.to_metrics(),
             BandwidthOutcome::Scale(s) => s.scaling.to_metrics(),
+            BandwidthOutcome::Kernels(runs) => runs.to_metrics(),
         }
     }
 
@@ -181,19 +216,29 @@ impl ToMetrics for BandwidthOutcome {
             BandwidthOutcome::One(one) => one.result.placements(),
             BandwidthOutcome::Matrix(m) => m.placements(),
             BandwidthOutcome::Scale(s) => s.scaling.placements(),
+            BandwidthOutcome::Kernels(runs) => runs.placements(),
         }
     }
 }
 
 impl Outcome for BandwidthOutcome {
-    const KINDS: &'static [&'static str] =
-        &["mem bandwidth", "mem bandwidth --matrix", "mem bandwidth --scale"];
+    /// The last three are read only: the steps of reports stored by earlier versions.
+    const KINDS: &'static [&'static str] = &[
+        "mem bandwidth",
+        "mem bandwidth --matrix",
+        "mem bandwidth --scale",
+        "mem bandwidth --kernels",
+        LEGACY_MATRIX,
+        LEGACY_SCALE,
+        LEGACY_COPY,
+    ];
 
     fn kind(&self) -> &'static str {
         match self {
             BandwidthOutcome::One(_) => Self::KINDS[0],
             BandwidthOutcome::Matrix(_) => Self::KINDS[1],
             BandwidthOutcome::Scale(_) => Self::KINDS[2],
+            BandwidthOutcome::Kernels(_) => Self::KINDS[3],
         }
     }
 
@@ -202,7 +247,12 @@ impl Outcome for BandwidthOutcome {
             BandwidthOutcome::One(one) => one.result.interrupted,
             BandwidthOutcome::Matrix(m) => m.interrupted,
             BandwidthOutcome::Scale(s) => s.interrupted,
+            BandwidthOutcome::Kernels(runs) => runs.iter().any(|r| r.interrupted),
         }
+    }
+
+    fn worth_storing(&self) -> bool {
+        !matches!(self, BandwidthOutcome::Kernels(runs) if runs.is_empty())
     }
 
     fn text(&self) -> String {
@@ -225,21 +275,44 @@ impl Outcome for BandwidthOutcome {
                 text
             }
             BandwidthOutcome::Scale(s) => render::bandwidth_scaling(&s.scaling, s.peak),
+            BandwidthOutcome::Kernels(runs) => {
+                runs.iter().map(|r| render::bandwidth_text(r, None)).collect()
+            }
         }
     }
 
     fn parts(&self, _topology: &Topology) -> Vec<Part> {
         vec![match self {
             BandwidthOutcome::One(one) => BANDWIDTH.part(bandwidth_run(&one.result)),
-            BandwidthOutcome::Matrix(m) => BANDWIDTH_MATRIX.part(bandwidth_matrix(m)),
-            BandwidthOutcome::Scale(s) => BANDWIDTH_THREADS.part(bandwidth_threads(&s.scaling)),
+            BandwidthOutcome::Matrix(m) => {
+                let mut part = BANDWIDTH_MATRIX.part(bandwidth_matrix(m));
+                part.headlines = headlines::bandwidth_matrix(m);
+                part
+            }
+            BandwidthOutcome::Scale(s) => {
+                let mut part = BANDWIDTH_THREADS.part(bandwidth_threads(&s.scaling));
+                (part.headlines, part.compared) = headlines::bandwidth_scaling(&s.scaling);
+                part
+            }
+            BandwidthOutcome::Kernels(runs) => {
+                let mut part = BANDWIDTH_KERNELS.part(bandwidth_kernels(runs));
+                (part.headlines, part.compared) = headlines::copies(runs);
+                part
+            }
         }]
     }
 
     fn from_stored(kind: &str, result: serde_json::Value) -> Result<Self, serde_json::Error> {
         Ok(match kind {
-            "mem bandwidth --matrix" => BandwidthOutcome::Matrix(serde_json::from_value(result)?),
-            "mem bandwidth --scale" => BandwidthOutcome::Scale(serde_json::from_value(result)?),
+            "mem bandwidth --matrix" | LEGACY_MATRIX => {
+                BandwidthOutcome::Matrix(serde_json::from_value(result)?)
+            }
+            "mem bandwidth --scale" | LEGACY_SCALE => {
+                BandwidthOutcome::Scale(serde_json::from_value(result)?)
+            }
+            "mem bandwidth --kernels" | LEGACY_COPY => {
+                BandwidthOutcome::Kernels(serde_json::from_value(result)?)
+            }
             _ => BandwidthOutcome::One(serde_json::from_value(result)?),
         })
     }
@@ -263,6 +336,9 @@ pub struct LoadedLatencyArgs {
     /// Nodes the load threads' memory is bound to (default: local to each).
     #[arg(long, value_name = "NODES")]
     pub load_nodes: Option<String>,
+    /// Buffer the chase walks (default: 4× the last-level cache, at least 256 MiB).
+    #[arg(long, value_parser = parse_bytes, allow_hyphen_values = true)]
+    pub chase_size: Option<u64>,
     #[arg(long, value_parser = |s: &str| s.parse::<Isa>())]
     pub isa: Option<Isa>,
     /// Sampling time per point, in milliseconds.
@@ -307,7 +383,9 @@ impl Experiment for LoadedLatency {
         };
         let opts = LoadedOptions {
             chase: LatencyOptions { policy: chase_policy, ..LatencyOptions::default() },
-            chase_bytes: crate::latency::default_dram_bytes(topology),
+            chase_bytes: args
+                .chase_size
+                .unwrap_or_else(|| crate::latency::default_dram_bytes(topology)),
             mix: args.mix,
             isa: args.isa.unwrap_or_else(Isa::best),
             load_bytes_per_thread: bandwidth::default_bytes_per_thread(topology, load_cpus.len()),
@@ -323,7 +401,8 @@ impl Experiment for LoadedLatency {
 }
 
 impl Outcome for LoadedCurve {
-    const KINDS: &'static [&'static str] = &["mem loaded-latency"];
+    /// The last is read only: the step of reports stored by earlier versions.
+    const KINDS: &'static [&'static str] = &["mem loaded-latency", "report: loaded latency"];
 
     fn interrupted(&self) -> bool {
         self.interrupted
@@ -334,6 +413,8 @@ impl Outcome for LoadedCurve {
     }
 
     fn parts(&self, _topology: &Topology) -> Vec<Part> {
-        vec![LOADED_LATENCY.part(loaded_latency(self))]
+        let mut part = LOADED_LATENCY.part(loaded_latency(self));
+        part.headlines = headlines::loaded_latency(self);
+        vec![part]
     }
 }

@@ -79,7 +79,8 @@ impl Experiment for C2c {
 }
 
 impl Outcome for C2cResult {
-    const KINDS: &'static [&'static str] = &["mem c2c"];
+    /// The last is read only: the step of reports stored by earlier versions.
+    const KINDS: &'static [&'static str] = &["mem c2c", "report: core to core"];
 
     fn interrupted(&self) -> bool {
         self.interrupted
@@ -90,6 +91,8 @@ impl Outcome for C2cResult {
     }
 
     fn parts(&self, _topology: &Topology) -> Vec<Part> {
-        vec![C2C.part(c2c_chart(self))]
+        let mut part = C2C.part(c2c_chart(self));
+        part.headlines = crate::chart::headlines::c2c(self);
+        vec![part]
     }
 }

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use topo::units::parse_bytes;
 use topo::{Cache, Distances, Topology};
 
-use crate::chart::{latency_matrix, latency_size, LATENCY_MATRIX, LATENCY_SIZE};
+use crate::chart::{headlines, latency_matrix, latency_size, LATENCY_MATRIX, LATENCY_SIZE};
 use crate::latency::{self, LatencyMatrix, LatencyOptions, LatencyPoint, PrefetchCheck};
 use crate::layout::ChaseLayout;
 use crate::render::mem as render;
@@ -31,6 +31,10 @@ pub struct LatencyArgs {
     pub from: u64,
     #[arg(long, value_parser = parse_bytes, default_value = "1GiB", requires = "sweep")]
     pub to: u64,
+    /// With --sweep: also run the prefetch self-check on the largest size (when it is beyond
+    /// the caches), as a single size does.
+    #[arg(long, requires = "sweep")]
+    pub prefetch_check: bool,
     /// Every (CPU node, memory node) pair, as a node×node table.
     #[arg(long, conflicts_with = "sweep")]
     pub matrix: bool,
@@ -63,17 +67,50 @@ pub struct OneLatency {
     pub prefetch_check: Option<PrefetchCheck>,
 }
 
-/// A sweep's points, smallest first (stored as the list of points).
+/// A sweep's points, smallest first (stored as the list of points; with the prefetch
+/// self-check, as `{points, prefetch_check}`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(transparent)]
+#[serde(from = "StoredSweep", into = "StoredSweep")]
 pub struct LatencySweep {
     pub points: Vec<LatencyPoint>,
+    /// `--prefetch-check`: the check on the largest size.
+    pub prefetch_check: Option<PrefetchCheck>,
     /// Ctrl-C ended the sweep early.
     #[serde(skip)]
     pub interrupted: bool,
     /// The caches each row says the size fits in (not stored: the run's topology has them).
     #[serde(skip)]
     pub caches: Vec<Cache>,
+}
+
+/// How a sweep is stored: the bare list of points, as every sweep was before the prefetch
+/// check could be asked for, or the points with the check.
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum StoredSweep {
+    Points(Vec<LatencyPoint>),
+    Checked { points: Vec<LatencyPoint>, prefetch_check: Option<PrefetchCheck> },
+}
+
+impl From<StoredSweep> for LatencySweep {
+    fn from(stored: StoredSweep) -> Self {
+        let (points, prefetch_check) = match stored {
+            StoredSweep::Points(points) => (points, None),
+            StoredSweep::Checked { points, prefetch_check } => (points, prefetch_check),
+        };
+        Self { points, prefetch_check, interrupted: false, caches: Vec::new() }
+    }
+}
+
+impl From<LatencySweep> for StoredSweep {
+    fn from(sweep: LatencySweep) -> Self {
+        match sweep.prefetch_check {
+            None => StoredSweep::Points(sweep.points),
+            Some(check) => {
+                StoredSweep::Checked { points: sweep.points, prefetch_check: Some(check) }
+            }
+        }
+    }
 }
 
 /// A node×node matrix (stored as the matrix).
@@ -95,6 +132,10 @@ pub enum LatencyOutcome {
     Sweep(LatencySweep),
     Matrix(LatencyMatrixRun),
 }
+
+/// The report's latency steps as earlier versions stored them (read back, never written).
+const LEGACY_SWEEP: &str = "report: latency by size";
+const LEGACY_MATRIX: &str = "report: latency matrix";
 
 fn usage(message: impl Into<String>) -> Classified {
     BenchError::Usage(message.into()).into()
@@ -183,7 +224,18 @@ fn sweep(
     if interrupted {
         ctx.live("interrupted: the sizes above were measured\n")?;
     }
-    Ok(LatencySweep { points: swept.done, interrupted, caches })
+    // Chasing in address order is only clearly faster once the buffer is beyond the caches.
+    let largest = swept.done.last().filter(|p| p.bytes > 2 * topology.last_level_cache_bytes());
+    let prefetch_check = match largest {
+        Some(point) if args.prefetch_check && !interrupted => {
+            let check = latency::prefetch_check(cpu, point, opts, topology)?;
+            ctx.live(&render::prefetch_line(&check))?;
+            ctx.live("\n")?;
+            Some(check)
+        }
+        _ => None,
+    };
+    Ok(LatencySweep { points: swept.done, prefetch_check, interrupted, caches })
 }
 
 impl ToMetrics for LatencyOutcome {
@@ -205,8 +257,14 @@ impl ToMetrics for LatencyOutcome {
 }
 
 impl Outcome for LatencyOutcome {
-    const KINDS: &'static [&'static str] =
-        &["mem latency", "mem latency --sweep", "mem latency --matrix"];
+    /// The last two are read only: the steps of reports stored by earlier versions.
+    const KINDS: &'static [&'static str] = &[
+        "mem latency",
+        "mem latency --sweep",
+        "mem latency --matrix",
+        LEGACY_SWEEP,
+        LEGACY_MATRIX,
+    ];
 
     fn kind(&self) -> &'static str {
         match self {
@@ -245,6 +303,10 @@ impl Outcome for LatencyOutcome {
                 if sweep.interrupted {
                     text.push_str("interrupted: the sizes above were measured\n");
                 }
+                if let Some(check) = &sweep.prefetch_check {
+                    text.push_str(&render::prefetch_line(check));
+                    text.push('\n');
+                }
                 text
             }
             LatencyOutcome::Matrix(run) => {
@@ -262,18 +324,28 @@ impl Outcome for LatencyOutcome {
                 topology,
             )),
             LatencyOutcome::Sweep(sweep) => {
-                LATENCY_SIZE.part(latency_size(&sweep.points, None, None, topology))
+                let cpu = sweep.points.first().and_then(|p| p.cpu);
+                let check = sweep.prefetch_check.as_ref();
+                let mut part = LATENCY_SIZE.part(latency_size(&sweep.points, cpu, check, topology));
+                part.headlines = headlines::latency_sweep(&sweep.points, check, topology);
+                part
             }
             LatencyOutcome::Matrix(run) => {
-                LATENCY_MATRIX.part(latency_matrix(&run.matrix, topology))
+                let mut part = LATENCY_MATRIX.part(latency_matrix(&run.matrix, topology));
+                part.headlines = headlines::latency_matrix(&run.matrix);
+                part
             }
         }]
     }
 
     fn from_stored(kind: &str, result: serde_json::Value) -> Result<Self, serde_json::Error> {
         Ok(match kind {
-            "mem latency --sweep" => LatencyOutcome::Sweep(serde_json::from_value(result)?),
-            "mem latency --matrix" => LatencyOutcome::Matrix(serde_json::from_value(result)?),
+            "mem latency --sweep" | LEGACY_SWEEP => {
+                LatencyOutcome::Sweep(serde_json::from_value(result)?)
+            }
+            "mem latency --matrix" | LEGACY_MATRIX => {
+                LatencyOutcome::Matrix(serde_json::from_value(result)?)
+            }
             _ => LatencyOutcome::One(serde_json::from_value(result)?),
         })
     }

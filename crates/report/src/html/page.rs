@@ -1,12 +1,12 @@
-//! The page around the charts: the header with the machine's facts, the headline-figure cards
-//! and the footer with the notes and the stored runs.
+//! The page around the charts: the header with the machine's facts, the contents bar, the
+//! headline-figure cards and the footer with the notes and the stored runs.
 
 use std::fmt::Write as _;
 
-use membench::chart::mix_name;
+use chart::{Area, Part};
 
-use super::ReportData;
-use chart::svg::{bytes_label, esc, fmt3};
+use super::{area_anchor, ReportData};
+use chart::svg::{bytes_label, esc};
 
 fn fact(out: &mut String, name: &str, value: &str) {
     let _ = write!(out, "<dt>{}</dt><dd>{}</dd>", esc(name), esc(value));
@@ -149,154 +149,29 @@ fn card(out: &mut String, label: &str, figure: &str, how: &str) {
     );
 }
 
+/// How many of each area's headline figures go on the cards at the top (all of them are under
+/// the area's heading).
+const CARDS_PER_AREA: usize = 3;
+
+/// The headline cards: the first figures of every area, in page order.
 pub(super) fn summary(d: &ReportData) -> String {
     let mut out =
-        String::from("<section class=\"summary\"><h2>Headline figures</h2><div class=\"cards\">");
+        String::from("<section class=\"summary\" id=\"headlines\"><h2>Headline figures</h2><div class=\"cards\">");
     let before = out.len();
-    if let Some(idle) = super::headline::idle_dram_latency(d) {
-        let whose = idle.node.map_or(String::new(), |n| format!("node {n} to its own memory, "));
-        card(
-            &mut out,
-            "Idle DRAM latency",
-            &format!("{} ns", fmt3(idle.ns.median)),
-            &format!(
-                "{whose}{} chased, median of {} samples (p99 {} ns)",
-                bytes_label(idle.bytes as f64),
-                idle.ns.samples,
-                fmt3(idle.ns.p99)
-            ),
-        );
-    }
-    if let Some(m) = &d.latency_matrix {
-        // The slowest remote pair, against the local figure of the same CPU node.
-        let remote = m
-            .cpu_nodes
-            .iter()
-            .zip(&m.cells)
-            .flat_map(|(from, row)| {
-                let local = m.memory_nodes.iter().position(|n| n == from).and_then(|j| row.get(j));
-                m.memory_nodes
-                    .iter()
-                    .zip(row)
-                    .filter(move |(to, _)| *to != from)
-                    .map(move |(to, cell)| (*from, *to, cell, local))
-            })
-            .max_by(|a, b| a.2.ns.median.total_cmp(&b.2.ns.median));
-        if let Some((from, to, cell, local)) = remote {
-            let ratio = local.map_or(String::new(), |l| {
-                format!(
-                    ": {}× node {from}'s local {} ns",
-                    fmt3(cell.ns.median / l.ns.median),
-                    fmt3(l.ns.median)
-                )
-            });
-            card(
-                &mut out,
-                "Remote latency (worst)",
-                &format!("{} ns", fmt3(cell.ns.median)),
-                &format!("node {from} to node {to}'s memory{ratio}"),
-            );
-        }
-    }
-    let l1 = d.topology.cache_levels().first().map(|c| c.1);
-    if let Some(first) = d.latency_sweep.first().filter(|p| l1.is_none_or(|l1| p.bytes <= l1)) {
-        let cycles = first
-            .cycles
-            .map_or(" · cycles unknown".to_string(), |c| format!(" · {} cycles", fmt3(c)));
-        card(
-            &mut out,
-            "L1 latency",
-            &format!("{} ns{cycles}", fmt3(first.ns.median)),
-            &format!(
-                "{} chased, median of {} samples; cycles from the measured core clock",
-                bytes_label(first.bytes as f64),
-                first.ns.samples
-            ),
-        );
-    }
-    if let Some((r, what)) = super::headline::peak_bandwidth(d) {
-        card(
-            &mut out,
-            "Peak bandwidth",
-            &format!("{} GB/s", fmt3(r.aggregate_gbs.median)),
-            &format!(
-                "{} ({}), {what}; median of {} rounds, best {} GB/s",
-                r.kernel,
-                r.how(),
-                r.aggregate_gbs.samples,
-                fmt3(r.aggregate_gbs.max)
-            ),
-        );
-    }
-    if let Some((best, other)) = super::headline::best_copy(d) {
-        let mut how = format!(
-            "{} ({}), {} thread(s): {}",
-            best.kernel,
-            best.how(),
-            best.threads.len(),
-            best.accounting
-        );
-        if let Some(other) = other {
-            let _ =
-                write!(how, "; {} gave {} GB/s", other.kernel, fmt3(other.aggregate_gbs.median));
-        }
-        card(
-            &mut out,
-            "Copy bandwidth",
-            &format!("{} GB/s", fmt3(best.aggregate_gbs.median)),
-            &how,
-        );
-    }
-    if let Some(s) = &d.bandwidth_scaling {
-        let most = s.steps.last().map_or(0, |r| r.threads.len());
-        match s.saturated_at {
-            Some(n) => card(
-                &mut out,
-                "Saturation point",
-                &format!("{n} thread(s)"),
-                "one more thread added less than 5% bandwidth",
-            ),
-            None if s.interrupted => card(
-                &mut out,
-                "Saturation point",
-                "unknown",
-                &format!("interrupted after {most} thread(s): no conclusion"),
-            ),
-            None => card(
-                &mut out,
-                "Saturation point",
-                "not reached",
-                &format!("bandwidth still grew at {most} thread(s)"),
-            ),
-        }
-    }
-    if let Some(c) = &d.loaded_latency {
-        if let (Some(loaded), Some(idle)) = super::headline::loaded_and_idle(c) {
-            let mut how = format!(
-                "at {} GB/s of {} load vs {} ns idle in the same run: {}×",
-                fmt3(loaded.load_gbs),
-                mix_name(c.mix),
-                fmt3(idle.latency_ns.median),
-                fmt3(loaded.latency_ns.median / idle.latency_ns.median)
-            );
-            if let Some(why) = super::headline::idle_disagreement(d) {
-                let _ = write!(how, "; NOTE: {why}");
+    let mut shown: Vec<(Area, usize)> = Vec::new();
+    for (area, h) in d.headlines() {
+        let i = match shown.iter().position(|(a, _)| *a == area) {
+            Some(i) => i,
+            None => {
+                shown.push((area, 0));
+                shown.len() - 1
             }
-            card(
-                &mut out,
-                "Latency at max load",
-                &format!("{} ns", fmt3(loaded.latency_ns.median)),
-                &how,
-            );
+        };
+        if shown[i].1 >= CARDS_PER_AREA {
+            continue;
         }
-    }
-    if let Some(one) = d.slb_scaling.first() {
-        let base = one.summary().median_ns;
-        let mut how = format!("median ns per random store, {} worker(s)", one.workers.len());
-        if let Some((ratio, workers)) = d.slb_time_ratio() {
-            let _ = write!(how, "; {}× the time per store with {workers} workers", fmt3(ratio));
-        }
-        card(&mut out, "SLB", &format!("{} ns/op", fmt3(base)), &how);
+        shown[i].1 += 1;
+        card(&mut out, &h.name, &h.value, &h.detail);
     }
     if out.len() == before {
         out.push_str(
@@ -307,8 +182,28 @@ pub(super) fn summary(d: &ReportData) -> String {
     out
 }
 
+/// The contents bar: a link to the headline figures, the comparison, each area on the page,
+/// and the notes.
+pub(super) fn contents(d: &ReportData, sections: &[Part]) -> String {
+    let mut out = String::from("<nav class=\"contents\" aria-label=\"Contents\"><a href=\"#headlines\">Headline figures</a>");
+    if d.comparison.is_some() {
+        out.push_str("<a href=\"#sec-comparison\">Comparison</a>");
+    }
+    let mut areas = vec![Area::Machine];
+    for part in sections {
+        if !areas.contains(&part.area) {
+            areas.push(part.area);
+        }
+    }
+    for area in areas {
+        let _ = write!(out, "<a href=\"#{}\">{}</a>", area_anchor(area), esc(area.title()));
+    }
+    out.push_str("<a href=\"#notes\">Notes</a></nav>\n");
+    out
+}
+
 pub(super) fn footer(d: &ReportData) -> String {
-    let mut out = String::from("<footer><section><h2>Notes</h2>");
+    let mut out = String::from("<footer><section id=\"notes\"><h2>Notes</h2>");
     if d.notes.is_empty() {
         out.push_str("<p>No notes from this run.</p>");
     } else {
