@@ -37,7 +37,10 @@ fn quick_report_writes_html_records_runs_and_results_reads_them() {
         "chart-latency-matrix",
         "chart-bandwidth-matrix",
         "chart-bandwidth-threads",
+        "chart-bandwidth-kernels",
+        "chart-loaded-latency",
         "chart-slb",
+        "chart-slb-policies",
         "chart-c2c",
         "chart-contention",
         "chart-cpu-scale",
@@ -53,9 +56,29 @@ fn quick_report_writes_html_records_runs_and_results_reads_them() {
             "{id} missing from the report"
         );
     }
-    assert!(!html.contains("-skipped-"), "a section did not run: {}", text(&run.stderr));
+    assert!(
+        !html.contains("class=\"not-measured\""),
+        "a section did not run: {}",
+        text(&run.stderr)
+    );
+    // A contents bar, and an anchored heading for every area it links to.
+    for area in [
+        "machine",
+        "memory",
+        "contention",
+        "cpu",
+        "compression",
+        "allocators",
+        "database",
+        "network",
+    ] {
+        assert!(html.contains(&format!("<a href=\"#area-{area}\">")), "no link to {area}");
+        assert_eq!(html.matches(&format!("id=\"area-{area}\"")).count(), 1, "{area}'s heading");
+    }
     // The terminal carries the sections' headline figures.
-    for figure in ["single-thread compression", "core to core"] {
+    for figure in
+        ["single-thread compression", "Core to core", "Idle DRAM latency", "Peak bandwidth"]
+    {
         assert!(stdout.contains(figure), "{figure} missing from the summary: {stdout}");
     }
     assert!(!html.contains("<script"), "self-contained, no scripts");
@@ -77,13 +100,15 @@ fn quick_report_writes_html_records_runs_and_results_reads_them() {
     assert!(ids.len() >= 6, "report stored {} runs", ids.len());
     let commands: Vec<&str> =
         runs.as_array().expect("runs").iter().filter_map(|r| r["command"].as_str()).collect();
-    assert!(commands.contains(&"report: latency by size"), "{commands:?}");
+    assert!(commands.contains(&"mem latency --sweep"), "{commands:?}");
+    // Every step is stored under its own command's kind: none under a kind of the report's own.
+    assert!(commands.iter().all(|c| !c.starts_with("report:")), "{commands:?}");
 
     let latency_run = runs
         .as_array()
         .expect("runs")
         .iter()
-        .find(|r| r["command"] == "report: latency by size")
+        .find(|r| r["command"] == "mem latency --sweep")
         .expect("sweep stored");
     let id = latency_run["id"].as_i64().expect("id").to_string();
     let show = platscope(&["results", "show", &id, "--db", &db]);
@@ -127,12 +152,12 @@ fn quick_report_writes_html_records_runs_and_results_reads_them() {
         std::fs::read_to_string(Path::new(&again).join("report.html")).expect("rebuilt page");
     assert_eq!(rebuilt_html, html, "report --from-db rebuilds the same page");
 
-    // Step runs fill their own sections; the others say they were not measured.
+    // Step runs draw their own sections, and only those.
     let scaling_id = runs
         .as_array()
         .expect("runs")
         .iter()
-        .find(|r| r["command"] == "report: bandwidth scaling")
+        .find(|r| r["command"] == "mem bandwidth --scale")
         .and_then(|r| r["id"].as_i64())
         .expect("scaling stored")
         .to_string();
@@ -141,7 +166,12 @@ fn quick_report_writes_html_records_runs_and_results_reads_them() {
         platscope(&["report", "--from-db", &id, &scaling_id, "--out", &parts, "--db", &db]);
     assert!(from_steps.status.success(), "{}", text(&from_steps.stderr));
     let page = std::fs::read_to_string(Path::new(&parts).join("report.html")).expect("page");
-    assert!(page.contains("<svg") && page.contains("not measured"), "two sections drawn");
+    assert!(
+        page.contains("<svg id=\"chart-latency-size\"")
+            && page.contains("<svg id=\"chart-bandwidth-threads\"")
+            && !page.contains("id=\"sec-latency-matrix\""),
+        "the two sections drawn, no other"
+    );
     let not_reportable =
         platscope(&["report", "--from-db", "999999", "--out", &parts, "--db", &db]);
     assert_eq!(not_reportable.status.code(), Some(2), "{}", text(&not_reportable.stderr));

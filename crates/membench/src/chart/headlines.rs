@@ -208,17 +208,20 @@ pub fn bandwidth_scaling(s: &Scaling) -> (Vec<Headline>, Vec<Headline>) {
             Some(n) => Headline::new(
                 "Saturation point",
                 format!("{n} thread(s)"),
-                "one more thread added less than 5% bandwidth",
+                format!("bandwidth stops growing at {n} thread(s): one more added less than 5%"),
             ),
+            // A partial run says nothing about threads it never added.
             None if s.interrupted => Headline::new(
                 "Saturation point",
                 "unknown",
-                format!("interrupted after {most} thread(s): no conclusion"),
+                format!(
+                    "saturation unknown (interrupted after {most} thread(s)): no conclusion"
+                ),
             ),
             None => Headline::new(
                 "Saturation point",
                 "not reached",
-                format!("bandwidth still grew at {most} thread(s)"),
+                format!("bandwidth still growing at the last thread ({most} thread(s))"),
             ),
         });
     }

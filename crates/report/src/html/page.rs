@@ -203,7 +203,7 @@ pub(super) fn contents(d: &ReportData, sections: &[Part]) -> String {
 }
 
 pub(super) fn footer(d: &ReportData) -> String {
-    let mut out = String::from("<footer><section id=\"notes\"><h2>Notes</h2>");
+    let mut out = String::from("<footer><section class=\"run-notes\" id=\"notes\"><h2>Notes</h2>");
     if d.notes.is_empty() {
         out.push_str("<p>No notes from this run.</p>");
     } else {

@@ -1,15 +1,25 @@
-//! Shared by the HTML report tests: a hand-built report of a two-node machine, and a small
-//! tag scanner to read data marks back from the page (ours, or the DOM Chromium built).
+//! Shared by the HTML report tests: a hand-built report of a two-node machine (the outcomes of
+//! the steps `platscope report` runs, each drawing its own sections), and a small tag scanner
+//! to read data marks back from the page (ours, or the DOM Chromium built).
 #![allow(dead_code)]
 
-use measure::summary::Summary;
+use experiment::Outcome as _;
+use measure::summary::{summarize, Summary};
 use membench::bandwidth::{BandwidthMatrix, BandwidthResult, Scaling, ThreadResult};
+use membench::c2c::{fold_classes, fold_nodes, pair_class, C2cMode, C2cPair, C2cResult};
+use membench::experiments::bandwidth::{BandwidthOutcome, BandwidthScale};
+use membench::experiments::latency::{LatencyMatrixRun, LatencyOutcome, LatencySweep};
+use membench::experiments::slb::{LocksOutcome, PoliciesOutcome, PolicyRow, ScaleOutcome};
 use membench::kernels::bandwidth::{Isa, Kernel};
 use membench::latency::{LatencyMatrix, LatencyPoint, PrefetchCheck};
 use membench::loaded::{LoadMix, LoadedCurve, LoadedPoint};
 use membench::slb::{SlbPlan, SlbResult, SlbWorkerResult, SlbWorkerSpec};
+use membench::slb_shared::{
+    fairness, LockKind, SharedSlbPlan, SharedSlbResult, SharedWorkerResult,
+};
 use place::{MemPolicy, NodePages, PageSize, Placement};
-use report::html::ReportData;
+use report::html::{area_anchor, ReportData};
+use tamp::scale::ScaleReport;
 use topo::{Cache, CacheKind, Cpu, Distances, Environment, Governor, Machine, Node, Topology};
 
 pub const KIB: u64 = 1024;
@@ -48,7 +58,6 @@ pub fn on_node(node: u32, bytes: u64) -> Placement {
         thp_bytes: None,
     }
 }
-
 fn cache(level: u8, kind: CacheKind, size_bytes: u64, cpus: Vec<u32>) -> Cache {
     Cache {
         level,
@@ -217,8 +226,118 @@ pub const SLB_SCALING: [&[f64]; 3] = [&[52.0], &[55.5, 57.25], &[61.0, 64.5, 60.
 pub const SLB_LOCAL: [f64; 4] = [60.5, 62.0, 61.25, 63.0];
 pub const SLB_INTERLEAVE: [f64; 4] = [88.0, 90.5, 87.25, 91.0];
 
+/// What a two-node machine's `platscope report` could have measured: each step's outcome as
+/// its experiment returns it, and the page around them (`data`, whose `parts` [`Sample::page`]
+/// fills from the outcomes).
+#[derive(Debug, Clone)]
+pub struct Sample {
+    /// The page without its sections: machine, notes, stored runs, skipped steps.
+    pub data: ReportData,
+    /// `mem latency --sweep --prefetch-check`: smallest size first (none: not run).
+    pub latency_sweep: Vec<LatencyPoint>,
+    pub prefetch_check: Option<PrefetchCheck>,
+    /// `mem latency --matrix`.
+    pub latency_matrix: Option<LatencyMatrix>,
+    /// `mem bandwidth --matrix`.
+    pub bandwidth_matrix: Option<BandwidthMatrix>,
+    /// `mem bandwidth --scale`.
+    pub bandwidth_scaling: Option<Scaling>,
+    /// `mem bandwidth --kernel copy,copy-nt` (none: not run).
+    pub copy_bandwidth: Vec<BandwidthResult>,
+    /// `mem loaded-latency`.
+    pub loaded_latency: Option<LoadedCurve>,
+    /// `mem scale`: SLB at 1, 2, 4 … workers (none: not run).
+    pub slb_scaling: Vec<SlbResult>,
+    /// `mem compare-policies`: (policy, run or why it was skipped) (none: not run).
+    pub slb_policies: Vec<(String, Result<SlbResult, String>)>,
+    /// `mem c2c` (`report --full`).
+    pub c2c: Option<C2cResult>,
+    /// `mem locks` (`report --full`): lock by worker count, then the spinlock's placements
+    /// (both empty: not run).
+    pub contention: Vec<SharedSlbResult>,
+    pub lock_placement: Vec<(String, Result<SharedSlbResult, String>)>,
+    /// `cpu scale` (`report --full`).
+    pub cpu_scale: Option<ScaleReport>,
+}
+
+impl Sample {
+    /// The page: `data` with the sections every outcome draws (`Outcome::parts`), in the order
+    /// `platscope report` runs the steps; a step not run draws nothing.
+    pub fn page(&self) -> ReportData {
+        let t = &self.data.topology;
+        let mut parts = Vec::new();
+        if !self.latency_sweep.is_empty() {
+            parts.extend(
+                LatencyOutcome::Sweep(LatencySweep {
+                    points: self.latency_sweep.clone(),
+                    prefetch_check: self.prefetch_check.clone(),
+                    interrupted: false,
+                    caches: t.caches.clone(),
+                })
+                .parts(t),
+            );
+        }
+        if let Some(matrix) = &self.latency_matrix {
+            let run = LatencyMatrixRun { matrix: matrix.clone(), distances: t.distances.clone() };
+            parts.extend(LatencyOutcome::Matrix(run).parts(t));
+        }
+        if let Some(m) = &self.bandwidth_matrix {
+            parts.extend(BandwidthOutcome::Matrix(m.clone()).parts(t));
+        }
+        if let Some(s) = &self.bandwidth_scaling {
+            let scale =
+                BandwidthScale { scaling: s.clone(), peak: None, interrupted: s.interrupted };
+            parts.extend(BandwidthOutcome::Scale(scale).parts(t));
+        }
+        if !self.copy_bandwidth.is_empty() {
+            parts.extend(BandwidthOutcome::Kernels(self.copy_bandwidth.clone()).parts(t));
+        }
+        if let Some(curve) = &self.loaded_latency {
+            parts.extend(curve.parts(t));
+        }
+        if !self.slb_scaling.is_empty() {
+            let scale = ScaleOutcome { runs: self.slb_scaling.clone(), interrupted: false };
+            parts.extend(scale.parts(t));
+        }
+        if !self.slb_policies.is_empty() {
+            parts.extend(policies(&self.slb_policies).parts(t));
+        }
+        if let Some(c2c) = &self.c2c {
+            parts.extend(c2c.parts(t));
+        }
+        if !self.contention.is_empty() || !self.lock_placement.is_empty() {
+            let locks = LocksOutcome {
+                runs: self.contention.clone(),
+                placement: self.lock_placement.clone(),
+                failed: None,
+                interrupted: false,
+            };
+            parts.extend(locks.parts(t));
+        }
+        if let Some(scale) = &self.cpu_scale {
+            parts.extend(scale.parts(t));
+        }
+        let mut data = self.data.clone();
+        data.parts = parts;
+        data
+    }
+}
+
+/// `mem compare-policies`' outcome from (policy, run or why it was skipped).
+pub fn policies(list: &[(String, Result<SlbResult, String>)]) -> PoliciesOutcome {
+    let rows = list
+        .iter()
+        .map(|(policy, outcome)| PolicyRow {
+            policy: policy.clone(),
+            result: outcome.as_ref().ok().cloned(),
+            skipped: outcome.as_ref().err().cloned(),
+        })
+        .collect();
+    PoliciesOutcome { rows, interrupted: false }
+}
+
 /// What a two-node machine's `platscope report --quick` could have measured.
-pub fn sample() -> ReportData {
+pub fn sample() -> Sample {
     let sweep: Vec<LatencyPoint> = SWEEP
         .iter()
         .enumerate()
@@ -285,13 +404,28 @@ pub fn sample() -> ReportData {
         interrupted: false,
         delay_caveat: None,
     };
-    ReportData {
-        mode: "quick".into(),
-        generated_at: "2025-01-31T12:34:56Z".into(),
-        version: "0.1.0 (abc1234)".into(),
-        topology: topology(NASTY_MODEL),
+    Sample {
+        data: ReportData {
+            mode: "quick".into(),
+            generated_at: "2025-01-31T12:34:56Z".into(),
+            version: "0.1.0 (abc1234)".into(),
+            topology: topology(NASTY_MODEL),
+            stored_runs: vec![
+                ("latency by size".into(), 41),
+                ("node×node latency".into(), 42),
+                ("node×node bandwidth".into(), 43),
+                ("bandwidth by threads".into(), 44),
+                ("loaded latency".into(), 45),
+                ("SLB by workers".into(), 46),
+                ("SLB by placement".into(), 47),
+            ],
+            database: Some("/home/dba/.local/share/platscope/results.sqlite".into()),
+            notes: vec![report::html::Note::new(report::html::Section::LatencySize, NASTY_NOTE)],
+            parts: Vec::new(),
+            skipped: Vec::new(),
+            comparison: None,
+        },
         latency_sweep: sweep,
-        sweep_cpu: Some(0),
         prefetch_check: Some(PrefetchCheck {
             bytes: 512 * MIB,
             random_ns: 98.25,
@@ -316,52 +450,173 @@ pub fn sample() -> ReportData {
         c2c: None,
         contention: Vec::new(),
         lock_placement: Vec::new(),
-        stored_runs: vec![
-            ("latency by size".into(), 41),
-            ("node×node latency".into(), 42),
-            ("node×node bandwidth".into(), 43),
-            ("bandwidth by threads".into(), 44),
-            ("loaded latency".into(), 45),
-            ("SLB by workers".into(), 46),
-            ("SLB by placement".into(), 47),
-        ],
-        database: Some("/home/dba/.local/share/platscope/results.sqlite".into()),
-        notes: vec![report::html::Note::new(report::html::Section::LatencySize, NASTY_NOTE)],
         cpu_scale: None,
-        parts: Vec::new(),
-        skipped: Vec::new(),
-        comparison: None,
     }
 }
 
+/// The cache-line round trip between every pair of the sample machine's four CPUs: pair
+/// (a, b) takes 100 + 10a + b ns, its line on node 1.
+pub fn c2c(t: &Topology) -> C2cResult {
+    let mut pairs = Vec::new();
+    for a in 0..4u32 {
+        for b in a + 1..4 {
+            let ns = 100.0 + 10.0 * f64::from(a) + f64::from(b);
+            let round_trip_ns = summarize(&[ns * 0.99, ns, ns * 1.3]).expect("samples");
+            pairs.push(C2cPair {
+                a,
+                b,
+                class: pair_class(t, a, b),
+                round_trip_ns,
+                batch_rounds: 900,
+                lines: Vec::new(),
+                line_spread: None,
+            });
+        }
+    }
+    C2cResult {
+        mode: C2cMode::Read,
+        cpus: vec![0, 1, 2, 3],
+        line_on: Some(1),
+        line: on_node(1, 4096),
+        classes: fold_classes(&pairs),
+        nodes: fold_nodes(&pairs, t),
+        pairs,
+        interrupted: false,
+    }
+}
+
+/// A shared-memory SLB run with `lock` whose `workers` each took `ns` per operation.
+pub fn contention(lock: LockKind, workers: usize, ns: f64) -> SharedSlbResult {
+    let w: Vec<SharedWorkerResult> = (0..workers)
+        .map(|i| SharedWorkerResult {
+            worker: i,
+            cpu: Some(i as u32),
+            ops: 1000,
+            planned_ops: 1000,
+            elapsed_ns: (ns * 1000.0) as u64,
+            batches: None,
+            handoffs: 10,
+            contended_ops: 500 + 100 * i as u64,
+        })
+        .collect();
+    let counts: Vec<u64> = w.iter().map(|w| w.contended_ops).collect();
+    SharedSlbResult {
+        plan: SharedSlbPlan {
+            pages: 16,
+            loops: 10,
+            counters: 1,
+            lock,
+            cpus: (0..workers as u32).map(Some).collect(),
+            policy: MemPolicy::Inherit,
+            seed: 1,
+        },
+        ops_total: 1000 * workers as u64,
+        counters_total: 1000 * workers as u64,
+        workers: w,
+        region: on_node(0, 20 * 4096),
+        wall_ns: 1_000_000,
+        fairness: fairness(&counts),
+        interrupted: false,
+    }
+}
+
+/// `cpu scale`: one step per (units, threads, MB/s, busy CPUs).
+pub fn cpu_scale(steps: &[(usize, usize, f64, usize)]) -> ScaleReport {
+    use tamp::procstat::MachineBusy;
+    use tamp::scale::{ScaleStep, ScaleSummary};
+    use tamp::Verdict;
+    let step = |&(units, threads, mb_per_s, busy): &(usize, usize, f64, usize)| ScaleStep {
+        units,
+        threads,
+        bytes: 1 << 26,
+        wall_s: 0.5,
+        mb_per_s,
+        ratio: 0.5,
+        reader_busy: 0.5,
+        workers_busy: 0.9,
+        writer_busy: 0.1,
+        machine: Some(MachineBusy {
+            per_cpu: vec![(0, 0.95), (1, 0.5)],
+            machine_share: 0.72,
+            cpus_busy: busy,
+        }),
+        online_cpus: 2,
+        verdict: if busy == 2 { Verdict::CpuBound } else { Verdict::Scales },
+        verdict_reason: "<why>".into(),
+    };
+    ScaleReport {
+        codec: "lz4".into(),
+        level: Some(1),
+        input_bytes: 1 << 26,
+        block_size: 256 << 10,
+        steps: steps.iter().map(step).collect(),
+        summary: ScaleSummary {
+            single_thread_mb_s: Some(310.5),
+            one_unit_best: Some((2, 402.25)),
+            one_unit_stops_at: None,
+            one_unit_limit: None,
+            filled_best: Some((1, 2, 402.25)),
+            text: "one thread 310 MB/s".into(),
+        },
+        interrupted: false,
+    }
+}
+
+/// The sample as `platscope report --full` measures it: with core to core, lock contention
+/// (and the spinlock's placements) and CPU scaling.
+pub fn full_sample() -> Sample {
+    let mut s = sample();
+    s.data.mode = "full".into();
+    s.c2c = Some(c2c(&s.data.topology));
+    s.contention = vec![
+        contention(LockKind::Spin, 1, 50.0),
+        contention(LockKind::Spin, 2, 180.0),
+        contention(LockKind::Ticket, 2, 220.0),
+    ];
+    s.lock_placement = vec![
+        ("line local".into(), Ok(contention(LockKind::Spin, 2, 190.0))),
+        ("line remote".into(), Err("skipped: one node <&>".into())),
+    ];
+    s.cpu_scale = Some(cpu_scale(&[(1, 1, 310.5, 1), (1, 2, 402.25, 2), (2, 1, 398.0, 2)]));
+    s
+}
+
 /// The measured values each chart must carry, sorted.
-pub fn expected(data: &ReportData, chart: &str) -> Vec<f64> {
+pub fn expected(s: &Sample, chart: &str) -> Vec<f64> {
     let mut values: Vec<f64> = match chart {
-        "chart-latency-size" => data.latency_sweep.iter().map(|p| p.ns.median).collect(),
-        "chart-latency-matrix" => data
+        "chart-latency-size" => s.latency_sweep.iter().map(|p| p.ns.median).collect(),
+        "chart-latency-matrix" => s
             .latency_matrix
             .iter()
             .flat_map(|m| m.cells.iter().flatten().map(|c| c.ns.median))
             .collect(),
-        "chart-bandwidth-matrix" => data
+        "chart-bandwidth-matrix" => s
             .bandwidth_matrix
             .iter()
             .flat_map(|m| m.cells.iter().flatten().map(|c| c.aggregate_gbs.median))
             .collect(),
-        "chart-bandwidth-threads" => data
+        "chart-bandwidth-threads" => s
             .bandwidth_scaling
             .iter()
             .flat_map(|s| s.steps.iter().map(|r| r.aggregate_gbs.median))
             .collect(),
-        "chart-loaded-latency" => data
+        "chart-bandwidth-kernels" => {
+            s.copy_bandwidth.iter().map(|r| r.aggregate_gbs.median).collect()
+        }
+        "chart-loaded-latency" => s
             .loaded_latency
             .iter()
             .flat_map(|c| c.points.iter().map(|p| p.latency_ns.median))
             .collect(),
-        "chart-slb" => data
+        "chart-slb" => s
             .slb_scaling
             .iter()
-            .chain(data.slb_policies.iter().filter_map(|(_, r)| r.as_ref().ok()))
+            .flat_map(|r| r.workers.iter().map(|w| w.ns_per_op()))
+            .collect(),
+        "chart-slb-policies" => s
+            .slb_policies
+            .iter()
+            .filter_map(|(_, r)| r.as_ref().ok())
             .flat_map(|r| r.workers.iter().map(|w| w.ns_per_op()))
             .collect(),
         other => panic!("unknown chart {other}"),
@@ -370,14 +625,85 @@ pub fn expected(data: &ReportData, chart: &str) -> Vec<f64> {
     values
 }
 
-pub const CHARTS: [&str; 6] = [
+/// The sample's SVG charts, in page order (the copy kernels are a table:
+/// `sec-bandwidth-kernels`, between the thread scaling and the loaded latency).
+pub const CHARTS: [&str; 7] = [
     "chart-latency-size",
     "chart-latency-matrix",
     "chart-bandwidth-matrix",
     "chart-bandwidth-threads",
     "chart-loaded-latency",
     "chart-slb",
+    "chart-slb-policies",
 ];
+
+/// A headline card at the top of the page, unescaped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Card {
+    pub label: String,
+    pub figure: String,
+    pub how: String,
+}
+
+/// The text between the first `open` at or after `from` and the next `close`.
+pub fn between<'a>(html: &'a str, open: &str, close: &str) -> Option<&'a str> {
+    let start = html.find(open)? + open.len();
+    let end = html[start..].find(close)? + start;
+    Some(&html[start..end])
+}
+
+/// The headline cards (`<section class="summary" id="headlines">`), in page order.
+pub fn cards(html: &str) -> Vec<Card> {
+    let summary = between(html, "<section class=\"summary\"", "</section>").expect("summary");
+    summary
+        .split("<div class=\"card\">")
+        .skip(1)
+        .map(|card| {
+            let field = |class: &str| {
+                let open = format!("<div class=\"{class}\">");
+                unescape(between(card, &open, "</div>").expect("card field"))
+            };
+            Card { label: field("label"), figure: field("figure"), how: field("how") }
+        })
+        .collect()
+}
+
+/// The (name, value) of each headline figure under an area's heading, unescaped; `None` when
+/// the page has no heading for the area.
+pub fn area_figures(html: &str, area: chart::Area) -> Option<Vec<(String, String)>> {
+    let open = format!("<div class=\"area-head\" id=\"{}\">", area_anchor(area));
+    let head = between(html, &open, "</div>")?;
+    Some(
+        head.split("<li>")
+            .skip(1)
+            .map(|li| {
+                let name = between(li, "<span class=\"label\">", "</span>").expect("name");
+                let value = between(li, "<b>", "</b>").expect("value");
+                (unescape(name), unescape(value))
+            })
+            .collect(),
+    )
+}
+
+/// What the cards at the top show: each area's first three headline figures, in page order.
+pub fn expected_cards(data: &ReportData) -> Vec<Card> {
+    let mut shown: Vec<chart::Area> = Vec::new();
+    let mut out = Vec::new();
+    for (area, h) in data.headlines() {
+        if shown.iter().filter(|a| **a == area).count() < 3 {
+            shown.push(area);
+            out.push(Card { label: h.name, figure: h.value, how: h.detail });
+        }
+    }
+    out
+}
+
+/// The HTML of the section with this id (`sec-…`), up to its end.
+pub fn section<'a>(html: &'a str, id: &str) -> Option<&'a str> {
+    let start = html.find(&format!("<section id=\"{id}\""))?;
+    let end = html[start..].find("</section>")? + start;
+    Some(&html[start..end])
+}
 
 /// A start or end tag.
 #[derive(Debug, Clone, PartialEq)]
