@@ -438,6 +438,62 @@ pub fn matrix(
 /// Threshold under which one more thread "adds nothing": less than this relative gain.
 pub const SATURATION_GAIN: f64 = 0.05;
 
+/// How a scaling run sizes each step's buffers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sizing {
+    /// Every step uses the options' bytes per thread (`--size`).
+    Fixed,
+    /// Each step's threads together stream at least 4× the last-level cache
+    /// ([`default_bytes_per_thread`] for that many threads, so one thread gets the whole 4×),
+    /// and each step is measured again with twice the buffer: when the larger buffer reads
+    /// more than [`SIZE_CHECK_TOLERANCE`] slower, the cache was still serving part of the
+    /// smaller one, and the step keeps the larger buffer's figure (growing up to
+    /// [`SIZE_CHECK_GROWTH`] times).
+    Checked,
+}
+
+/// How far apart the figures at a buffer and at twice that buffer may be and still agree.
+pub const SIZE_CHECK_TOLERANCE: f64 = 0.05;
+/// How many times a step's buffer may double before the check gives up (the last size is
+/// kept, and the disagreement said).
+pub const SIZE_CHECK_GROWTH: u32 = 3;
+
+/// One step's buffer-size self-check: the median at each size tried, smallest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SizeCheck {
+    pub threads: usize,
+    /// (bytes per thread, median GB/s), in the order measured.
+    pub tried: Vec<(u64, f64)>,
+    /// The last two sizes agreed within [`SIZE_CHECK_TOLERANCE`].
+    pub agreed: bool,
+}
+
+impl SizeCheck {
+    /// The buffer grew beyond the first size.
+    pub fn grew(&self) -> bool {
+        self.tried.len() > 2
+    }
+
+    /// One sentence for the page and the terminal.
+    pub fn sentence(&self) -> String {
+        let sizes: Vec<String> = self
+            .tried
+            .iter()
+            .map(|(b, g)| format!("{:.1} GB/s at {}", g, topo::units::format_bytes(*b)))
+            .collect();
+        let verdict = match (self.agreed, self.grew()) {
+            (true, false) => "agree".to_string(),
+            (true, true) => "the cache served the smaller buffers: grown until two agreed".into(),
+            (false, _) => "still disagree at the largest: the figure may hold cache hits".into(),
+        };
+        format!(
+            "{} thread(s), buffer per thread checked at twice its size: {} — {verdict}",
+            self.threads,
+            sizes.join(", ")
+        )
+    }
+}
+
 /// 1 … N threads, and where bandwidth stopped growing.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Scaling {
@@ -449,6 +505,55 @@ pub struct Scaling {
     /// the steps that did not (false in runs stored before this field existed).
     #[serde(default)]
     pub interrupted: bool,
+    /// Each step's buffer-size self-check ([`Sizing::Checked`]; empty for runs with a fixed
+    /// `--size` and for runs stored before the check).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub size_checks: Vec<SizeCheck>,
+}
+
+/// `specs` with the buffer sized for them and checked at twice that size ([`Sizing::Checked`]):
+/// the result at the size that agrees with its double, and the check.
+pub fn run_checked(
+    specs: &[ThreadSpec],
+    opts: &BandwidthOptions,
+    topology: &Topology,
+) -> Result<(BandwidthResult, SizeCheck), BenchError> {
+    let bytes = default_bytes_per_thread(topology, specs.len());
+    let mut kept =
+        run(specs, &BandwidthOptions { bytes_per_thread: bytes, ..opts.clone() }, topology)?;
+    let mut check = SizeCheck {
+        threads: specs.len(),
+        tried: vec![(bytes, kept.aggregate_gbs.median)],
+        agreed: false,
+    };
+    let mut size = bytes;
+    for _ in 0..SIZE_CHECK_GROWTH {
+        if stop::requested() || kept.interrupted {
+            break;
+        }
+        size *= 2;
+        let larger = match run(
+            specs,
+            &BandwidthOptions { bytes_per_thread: size, ..opts.clone() },
+            topology,
+        ) {
+            Ok(r) => r,
+            // No room for a larger buffer (or stopped while preparing it): the last figure
+            // stands, and the check says it did not agree.
+            Err(_) => break,
+        };
+        let (small, large) = (kept.aggregate_gbs.median, larger.aggregate_gbs.median);
+        check.tried.push((size, large));
+        let slower = large < small * (1.0 - SIZE_CHECK_TOLERANCE);
+        if !slower {
+            // The two agree (or the larger is faster, which no cache explains): the smaller
+            // buffer's figure stands.
+            check.agreed = true;
+            break;
+        }
+        kept = larger;
+    }
+    Ok((kept, check))
 }
 
 /// Runs with 1, 2, … `cpus.len()` threads on `cpus` in order; `progress` counts thread counts.
@@ -456,17 +561,26 @@ pub fn scale(
     cpus: &[u32],
     policy: &MemPolicy,
     opts: &BandwidthOptions,
+    sizing: Sizing,
     topology: &Topology,
     progress: &ProgressBar,
 ) -> Result<Scaling, BenchError> {
     let mut steps: Vec<BandwidthResult> = Vec::new();
+    let mut size_checks = Vec::new();
     progress.set_length(cpus.len() as u64);
     for n in 1..=cpus.len() {
         let specs: Vec<ThreadSpec> = cpus[..n]
             .iter()
             .map(|&cpu| ThreadSpec { cpu: Some(cpu), policy: policy.clone() })
             .collect();
-        match run(&specs, opts, topology) {
+        let measured = match sizing {
+            Sizing::Fixed => run(&specs, opts, topology),
+            Sizing::Checked => run_checked(&specs, opts, topology).map(|(step, check)| {
+                size_checks.push(check);
+                step
+            }),
+        };
+        match measured {
             Ok(step) => {
                 steps.push(step);
                 progress.inc(1);
@@ -482,7 +596,7 @@ pub fn scale(
     let interrupted = steps.len() < cpus.len() || steps.iter().any(|s| s.interrupted);
     let complete: Vec<BandwidthResult> =
         steps.iter().take_while(|s| !s.interrupted).cloned().collect();
-    Ok(Scaling { saturated_at: saturation_point(&complete), steps, interrupted })
+    Ok(Scaling { saturated_at: saturation_point(&complete), steps, interrupted, size_checks })
 }
 
 /// The first thread count whose successor gained less than [`SATURATION_GAIN`].

@@ -117,7 +117,7 @@ pub fn bandwidth_threads(s: &Scaling) -> Option<Figure> {
         esc(&first.kernel.to_string()),
         esc(&first.isa.to_string()),
         esc(&topo::idlist::format(&cpus)),
-        esc(&bytes_label(first.bytes_per_thread as f64)),
+        esc(&buffer_text(&steps)),
         samples_text("rounds", steps.iter().map(|r| &r.aggregate_gbs)),
         esc(&saturation),
         esc(&first.accounting)
@@ -133,5 +133,23 @@ pub fn bandwidth_threads(s: &Scaling) -> Option<Figure> {
     if steps.iter().any(|r| r.interrupted) {
         caption.push_str(" INTERRUPTED: some figures cover only the rounds completed.");
     }
+    if !s.size_checks.is_empty() {
+        caption.push_str(" Buffers sized so each step's threads together stream at least 4× the last-level cache, and checked at twice that:");
+        for check in &s.size_checks {
+            let _ = write!(caption, " {}.", esc(&check.sentence()));
+        }
+    }
     Some(Figure { svg: out, caption, after: String::new() })
+}
+
+/// Each thread's buffer: one size, or the range over the steps when each step has its own.
+fn buffer_text(steps: &[&BandwidthResult]) -> String {
+    let sizes = steps.iter().map(|r| r.bytes_per_thread);
+    match (sizes.clone().min(), sizes.max()) {
+        (Some(lo), Some(hi)) if lo != hi => {
+            format!("{}–{}", bytes_label(lo as f64), bytes_label(hi as f64))
+        }
+        (Some(one), _) => bytes_label(one as f64),
+        _ => String::new(),
+    }
 }

@@ -186,18 +186,31 @@ pub fn bandwidth_scaling(s: &Scaling) -> (Vec<Headline>, Vec<Headline>) {
     let key_for =
         |threads: usize| key_of(s, |m| m.labels.get("threads") == Some(&threads.to_string()));
     if let Some(r) = top {
+        let mut detail = format!(
+            "{} ({}), {} thread(s); median of {} rounds, best {} GB/s",
+            r.kernel,
+            r.how(),
+            r.threads.len(),
+            r.aggregate_gbs.samples,
+            fmt3(r.aggregate_gbs.max)
+        );
+        let check = s.size_checks.iter().find(|c| c.threads == r.threads.len());
+        if let Some(check) = check {
+            detail.push_str(&format!(
+                "; {} per thread, {}",
+                bytes_label(r.bytes_per_thread as f64),
+                match (check.agreed, check.grew()) {
+                    (true, false) => "agreeing with twice that buffer".to_string(),
+                    (true, true) => "grown until twice the buffer agreed".to_string(),
+                    (false, _) => "DISAGREEING with twice that buffer (cache hits?)".to_string(),
+                }
+            ));
+        }
         headlines.push(with_key(
             Headline::new(
                 "Peak bandwidth",
                 format!("{} GB/s", fmt3(r.aggregate_gbs.median)),
-                format!(
-                    "{} ({}), {} thread(s); median of {} rounds, best {} GB/s",
-                    r.kernel,
-                    r.how(),
-                    r.threads.len(),
-                    r.aggregate_gbs.samples,
-                    fmt3(r.aggregate_gbs.max)
-                ),
+                detail,
             ),
             key_for(r.threads.len()),
         ));
@@ -214,9 +227,7 @@ pub fn bandwidth_scaling(s: &Scaling) -> (Vec<Headline>, Vec<Headline>) {
             None if s.interrupted => Headline::new(
                 "Saturation point",
                 "unknown",
-                format!(
-                    "saturation unknown (interrupted after {most} thread(s)): no conclusion"
-                ),
+                format!("saturation unknown (interrupted after {most} thread(s)): no conclusion"),
             ),
             None => Headline::new(
                 "Saturation point",

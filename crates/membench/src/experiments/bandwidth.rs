@@ -13,7 +13,7 @@ use topo::units::parse_bytes;
 use topo::Topology;
 
 use crate::bandwidth::{
-    self, BandwidthMatrix, BandwidthOptions, BandwidthResult, Scaling, ThreadSpec,
+    self, BandwidthMatrix, BandwidthOptions, BandwidthResult, Scaling, Sizing, ThreadSpec,
 };
 use crate::chart::{
     bandwidth_kernels, bandwidth_matrix, bandwidth_run, bandwidth_threads, headlines,
@@ -173,7 +173,10 @@ impl Experiment for Bandwidth {
         }
         if args.scale {
             let bar = ctx.progress(0, "thread counts");
-            let s = bandwidth::scale(&cpus[..threads], &request.policy, &opts, topology, &bar);
+            // Without --size each step's buffers are sized for its threads and checked.
+            let sizing = if args.size.is_some() { Sizing::Fixed } else { Sizing::Checked };
+            let s =
+                bandwidth::scale(&cpus[..threads], &request.policy, &opts, sizing, topology, &bar);
             bar.finish_and_clear();
             let interrupted = ctx.stopped();
             return Ok(BandwidthOutcome::Scale(BandwidthScale { scaling: s?, peak, interrupted }));

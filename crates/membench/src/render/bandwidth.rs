@@ -148,6 +148,9 @@ pub fn bandwidth_scaling(s: &Scaling, peak: Option<f64>) -> String {
     if s.interrupted && s.saturated_at.is_some() {
         out.push_str("INTERRUPTED: the rows above were measured; the last may be partial\n");
     }
+    for check in &s.size_checks {
+        let _ = writeln!(out, "size check: {}", check.sentence());
+    }
     if let Some(step) = s.steps.first() {
         let _ = writeln!(out, "counted: {}", step.accounting);
     }
@@ -268,7 +271,12 @@ mod tests {
     #[test]
     fn a_finished_scaling_states_its_conclusion() {
         let steps = vec![step(10.0, 1, false), step(19.0, 2, false)];
-        let s = Scaling { saturated_at: saturation_point(&steps), steps, interrupted: false };
+        let s = Scaling {
+            saturated_at: saturation_point(&steps),
+            steps,
+            interrupted: false,
+            size_checks: Vec::new(),
+        };
         let text = bandwidth_scaling(&s, None);
         assert!(text.contains("not saturated by these CPUs"), "{text}");
     }
@@ -276,7 +284,12 @@ mod tests {
     /// Issue 20: `mem bandwidth --scale` stopped after one row said "not saturated".
     #[test]
     fn an_interrupted_scaling_draws_no_conclusion() {
-        let s = Scaling { steps: vec![step(10.0, 1, true)], saturated_at: None, interrupted: true };
+        let s = Scaling {
+            steps: vec![step(10.0, 1, true)],
+            saturated_at: None,
+            interrupted: true,
+            size_checks: Vec::new(),
+        };
         let text = bandwidth_scaling(&s, None);
         assert!(!text.contains("not saturated"), "{text}");
         assert!(text.contains("INTERRUPTED before every thread count ran"), "{text}");
