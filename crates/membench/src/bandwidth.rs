@@ -456,7 +456,7 @@ pub enum Sizing {
 pub const SIZE_CHECK_TOLERANCE: f64 = 0.05;
 /// How many times a step's buffer may double before the check gives up (the last size is
 /// kept, and the disagreement said).
-pub const SIZE_CHECK_GROWTH: u32 = 3;
+pub const SIZE_CHECK_GROWTH: u32 = 2;
 
 /// One step's buffer-size self-check: the median at each size tried, smallest first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -18,7 +18,9 @@ use report::html::render_html;
 use test_support::browser::{self, page_messages, run_chromium, Run};
 
 const WIDTH: u32 = 1280;
-const HEIGHT: u32 = 4000;
+/// Down to the SLB by placement, the sample's last chart (its own section since the SLB steps
+/// were split; the contents bar and the area headings moved it down).
+const HEIGHT: u32 = 5200;
 
 /// A fresh directory of this process under the test target dir (other test runs may share
 /// the target dir), emptied first. It is removed when the test passes and kept when it fails.
@@ -46,8 +48,8 @@ fn screenshot(dir: &Path, page: &Path, png: &Path) -> (Run, Image) {
 #[ignore = "browser tier: headless Chromium; scripts/test.sh runs it"]
 fn report_in_headless_chromium_has_every_chart_and_no_errors() {
     let started = Instant::now();
-    let data = sample();
-    let html = render_html(&data);
+    let sample = sample();
+    let html = render_html(&sample.page());
     let dir = workdir("report-browser");
     let page = dir.join("report.html");
     std::fs::write(&page, &html).expect("write the page");
@@ -74,7 +76,7 @@ fn report_in_headless_chromium_has_every_chart_and_no_errors() {
         ("bandwidth heatmap, slowest cell", "#eef5fb"),
         ("bandwidth heatmap, fastest cell", "#0c3c78"),
         ("bandwidth-by-threads bars", "#5b8fc7"),
-        ("SLB bars of worker 3", "#c0392b"),
+        ("SLB bars of worker 3 (by workers, by placement)", "#c0392b"),
     ] {
         let count = colours.get(&rgb(hex)).copied().unwrap_or(0);
         assert!(count > 400, "{what} ({hex}) covers {count} pixels of the screenshot");
@@ -88,7 +90,7 @@ fn report_in_headless_chromium_has_every_chart_and_no_errors() {
     for id in CHARTS {
         let chart = chart_tags(&built, id).unwrap_or_else(|| panic!("{id} missing in the DOM"));
         let marks = data_marks(&chart);
-        assert_eq!(mark_values(&marks), expected(&data, id), "{id}: data marks in the DOM");
+        assert_eq!(mark_values(&marks), expected(&sample, id), "{id}: data marks in the DOM");
         // Elements, not tags: Chromium writes `<line></line>` where the page has `<line/>`.
         let elements = |tags: &[Tag]| -> Vec<String> {
             tags.iter().filter(|t| !t.closing).map(|t| t.name.clone()).collect()
@@ -98,6 +100,23 @@ fn report_in_headless_chromium_has_every_chart_and_no_errors() {
             chart_tags(&ours, id).map_or_else(Vec::new, |c| elements(&c)),
             "{id}: Chromium's DOM has the page's elements (nothing dropped or moved)"
         );
+    }
+    // The copy kernels' table, its cells' values intact.
+    let kernels = section(&dom.stdout, "sec-bandwidth-kernels").expect("kernels in the DOM");
+    assert_eq!(
+        mark_values(&data_marks(&tags(kernels))),
+        expected(&sample, "chart-bandwidth-kernels"),
+        "copy kernels in the DOM"
+    );
+    // The area headings and the contents bar's links survive, each link landing on an element.
+    let ids: Vec<&str> = built.iter().filter_map(|t| t.attr("id")).collect();
+    for id in ["area-machine", "area-memory"] {
+        assert_eq!(ids.iter().filter(|i| **i == id).count(), 1, "{id} once in the DOM");
+    }
+    let links: Vec<&str> = built.iter().filter_map(|t| t.attr("href")).collect();
+    assert_eq!(links, ["#headlines", "#area-machine", "#area-memory", "#notes"], "contents bar");
+    for link in links {
+        assert!(ids.contains(&&link[1..]), "{link} lands in the DOM");
     }
     assert!(dom.stdout.contains("Xeon &lt;Test&gt; &amp;"), "the CPU model is text in the DOM");
     assert!(!built.iter().any(|t| t.name == "script"), "no script element in the DOM");
@@ -129,7 +148,7 @@ fn report_in_headless_chromium_has_every_chart_and_no_errors() {
 fn page_errors_would_be_caught() {
     let dir = workdir("report-browser-canary");
     let page = dir.join("broken.html");
-    let head = render_html(&sample());
+    let head = render_html(&sample().page());
     let csp = head
         .split("<meta http-equiv=\"Content-Security-Policy\"")
         .nth(1)
@@ -209,7 +228,7 @@ fn compared_page_reads_both_machines_without_colour() {
     use measure::verdict::Verdict;
     use report::compare::{FigureComparison, ReportComparison, SettingDiff};
 
-    let mut data = sample();
+    let mut data = sample().page();
     let mut baseline_machine = topo::machine_facts(&data.topology);
     let changed = baseline_machine.iter_mut().find(|f| f.setting == "Sockets").expect("sockets");
     changed.value = "8".into();
@@ -236,7 +255,7 @@ fn compared_page_reads_both_machines_without_colour() {
         }],
         baseline_machine,
         // The baseline's own page: the same kind of run, drawn beside this one.
-        baseline_sections: report::compare::baseline_sections(&sample()),
+        baseline_sections: report::compare::baseline_sections(&sample().page()),
         calibrated_from: 0,
     });
     let html = render_html(&data);
@@ -271,7 +290,20 @@ fn compared_page_reads_both_machines_without_colour() {
         .filter_map(|s| s.split('"').next())
         .filter(|id| *id != "sec-machine" && *id != "sec-comparison" && !id.ends_with("-baseline"))
         .collect();
-    assert!(own.len() >= 5, "the sample's sections: {own:?}");
+    assert_eq!(
+        own,
+        [
+            "sec-latency-size",
+            "sec-latency-matrix",
+            "sec-bandwidth-matrix",
+            "sec-bandwidth-threads",
+            "sec-bandwidth-kernels",
+            "sec-loaded-latency",
+            "sec-slb",
+            "sec-slb-policies",
+        ],
+        "the sample's sections"
+    );
     for id in &own {
         let at = |needle: &str| text.find(needle).unwrap_or_else(|| panic!("{needle} missing"));
         let mine = at(&format!("<section id=\"{id}\""));

@@ -1,82 +1,15 @@
 //! The full report's core-to-core and lock-contention sections, read back from the page: one
 //! data mark per measured pair (the diagonal blank) and per contention run, with its value;
-//! quick reports without the data show neither section; stored reports without the fields
-//! still load.
+//! quick reports without the data show neither section; stored reports of earlier versions
+//! (which kept the figures in the page's own fields) still load.
 
 mod common;
 
+use chart::Area;
 use common::*;
-use measure::summary::summarize;
-use membench::c2c::{fold_classes, fold_nodes, pair_class, C2cMode, C2cPair, C2cResult};
-use membench::slb_shared::{
-    fairness, LockKind, SharedSlbPlan, SharedSlbResult, SharedWorkerResult,
-};
-use place::MemPolicy;
-use report::html::{render_html, ReportData};
-
-fn c2c(data: &ReportData) -> C2cResult {
-    let t = &data.topology;
-    let mut pairs = Vec::new();
-    for a in 0..4u32 {
-        for b in a + 1..4 {
-            let ns = 100.0 + 10.0 * f64::from(a) + f64::from(b);
-            let round_trip_ns = summarize(&[ns * 0.99, ns, ns * 1.3]).expect("samples");
-            pairs.push(C2cPair {
-                a,
-                b,
-                class: pair_class(t, a, b),
-                round_trip_ns,
-                batch_rounds: 900,
-                lines: Vec::new(),
-                line_spread: None,
-            });
-        }
-    }
-    C2cResult {
-        mode: C2cMode::Read,
-        cpus: vec![0, 1, 2, 3],
-        line_on: Some(1),
-        line: on_node(1, 4096),
-        classes: fold_classes(&pairs),
-        nodes: fold_nodes(&pairs, t),
-        pairs,
-        interrupted: false,
-    }
-}
-
-fn contention(lock: LockKind, workers: usize, ns: f64) -> SharedSlbResult {
-    let w: Vec<SharedWorkerResult> = (0..workers)
-        .map(|i| SharedWorkerResult {
-            worker: i,
-            cpu: Some(i as u32),
-            ops: 1000,
-            planned_ops: 1000,
-            elapsed_ns: (ns * 1000.0) as u64,
-            batches: None,
-            handoffs: 10,
-            contended_ops: 500 + 100 * i as u64,
-        })
-        .collect();
-    let counts: Vec<u64> = w.iter().map(|w| w.contended_ops).collect();
-    SharedSlbResult {
-        plan: SharedSlbPlan {
-            pages: 16,
-            loops: 10,
-            counters: 1,
-            lock,
-            cpus: (0..workers as u32).map(Some).collect(),
-            policy: MemPolicy::Inherit,
-            seed: 1,
-        },
-        ops_total: 1000 * workers as u64,
-        counters_total: 1000 * workers as u64,
-        workers: w,
-        region: on_node(0, 20 * 4096),
-        wall_ns: 1_000_000,
-        fairness: fairness(&counts),
-        interrupted: false,
-    }
-}
+use membench::chart as mem;
+use membench::slb_shared::LockKind;
+use report::html::{render_html, ReportData, SkippedSection};
 
 fn data_values(html: &str, chart: &str) -> Vec<f64> {
     let all = tags(html);
@@ -96,23 +29,12 @@ fn data_values(html: &str, chart: &str) -> Vec<f64> {
 
 #[test]
 fn full_report_shows_the_c2c_matrix_and_contention() {
-    let mut data = sample();
-    data.mode = "full".into();
-    let r = c2c(&data);
-    data.c2c = Some(r.clone());
-    data.contention = vec![
-        contention(LockKind::Spin, 1, 50.0),
-        contention(LockKind::Spin, 2, 180.0),
-        contention(LockKind::Ticket, 2, 220.0),
-    ];
-    data.lock_placement = vec![
-        ("line local".into(), Ok(contention(LockKind::Spin, 2, 190.0))),
-        ("line remote".into(), Err("skipped: one node <&>".into())),
-    ];
-    let html = render_html(&data);
+    let s = full_sample();
+    let html = render_html(&s.page());
     assert!(html.contains("line local") && html.contains("skipped: one node &lt;&amp;&gt;"));
     assert!(html.contains("<td>3.60</td>"), "spin with 2 workers is 180/50 = 3.6 times slower");
     // Every pair appears twice in the symmetric matrix; the diagonal carries no data.
+    let r = s.c2c.as_ref().expect("c2c");
     let mut want: Vec<f64> =
         r.pairs.iter().flat_map(|p| [p.round_trip_ns.median, p.round_trip_ns.median]).collect();
     want.sort_by(f64::total_cmp);
@@ -122,46 +44,74 @@ fn full_report_shows_the_c2c_matrix_and_contention() {
     assert!(html.contains("bound to node 1"), "the line's home is said");
     assert_eq!(data_values(&html, "chart-contention"), [50.0, 180.0, 220.0]);
     assert!(html.contains("Jain"));
+    // Both under the contention heading, after the memory sections.
+    let head = html.find("<div class=\"area-head\" id=\"area-contention\">").expect("heading");
+    assert!(html.find("<section id=\"sec-slb-policies\"").is_some_and(|at| at < head));
+    for id in ["sec-c2c", "sec-contention"] {
+        assert!(html.find(&format!("<section id=\"{id}\"")).is_some_and(|at| at > head), "{id}");
+    }
 }
 
 #[test]
 fn quick_reports_have_no_c2c_sections_and_old_reports_load() {
-    let data = sample();
-    let html = render_html(&data);
+    let quick = sample();
+    let html = render_html(&quick.page());
     assert!(!html.contains("chart-c2c") && !html.contains("chart-contention"));
+    assert!(!html.contains("area-contention"), "no contention heading either");
     let mut full = sample();
-    full.mode = "full".into();
-    let html = render_html(&full);
+    full.data.mode = "full".into();
+    let html = render_html(&full.page());
     assert!(!html.contains("id=\"sec-c2c\""), "contention not chosen (--sections): no section");
-    full.notes.push(report::html::Note::new(
-        report::html::Section::C2c,
-        "core to core: not measured (one CPU)",
-    ));
-    let html = render_html(&full);
+    // A report whose core-to-core step could not run says so in its place.
+    full.data.skipped.push(SkippedSection {
+        area: Area::Contention,
+        id: mem::C2C.id.into(),
+        title: mem::C2C.title.into(),
+        why: "core to core: not measured (one CPU)".into(),
+    });
+    let html = render_html(&full.page());
     assert!(
         html.contains("id=\"sec-c2c\""),
         "a report that tried says the section was not measured"
     );
-    assert!(html.contains("core to core: not measured (one CPU)"));
-    // A report stored before these fields existed.
+    assert!(html.contains("not measured: core to core: not measured (one CPU)"));
+    assert!(html.contains("id=\"area-contention\""), "under its area's heading");
+    // A report stored by an earlier version: its figures in the page's own fields (read and
+    // ignored: its stored steps draw the sections), no skipped steps, no comparison.
+    let data = quick.data.clone();
     let mut json = serde_json::to_value(&data).expect("json");
     let object = json.as_object_mut().expect("object");
-    object.remove("c2c");
-    object.remove("contention");
-    object.remove("lock_placement");
+    object.remove("skipped");
+    object.remove("comparison");
+    let old = |v: Result<serde_json::Value, serde_json::Error>| v.expect("json");
+    object.insert("latency_sweep".into(), old(serde_json::to_value(&quick.latency_sweep)));
+    object.insert("sweep_cpu".into(), 0.into());
+    object.insert("prefetch_check".into(), old(serde_json::to_value(quick.prefetch_check)));
+    object.insert("latency_matrix".into(), old(serde_json::to_value(&quick.latency_matrix)));
+    object.insert("bandwidth_matrix".into(), old(serde_json::to_value(&quick.bandwidth_matrix)));
+    object.insert("bandwidth_scaling".into(), old(serde_json::to_value(&quick.bandwidth_scaling)));
+    object.insert("copy_bandwidth".into(), old(serde_json::to_value(&quick.copy_bandwidth)));
+    object.insert("loaded_latency".into(), old(serde_json::to_value(&quick.loaded_latency)));
+    object.insert("slb_scaling".into(), old(serde_json::to_value(&quick.slb_scaling)));
+    object.insert("slb_policies".into(), old(serde_json::to_value(&quick.slb_policies)));
+    object.insert("c2c".into(), serde_json::Value::Null);
+    object.insert("contention".into(), serde_json::Value::Array(Vec::new()));
+    object.insert("lock_placement".into(), serde_json::Value::Array(Vec::new()));
+    object.insert("cpu_scale".into(), serde_json::Value::Null);
     let back: ReportData = serde_json::from_value(json).expect("old report loads");
-    assert!(back.c2c.is_none() && back.contention.is_empty());
+    assert_eq!(back, data, "the page's own facts read back; the old figures are ignored");
+    assert!(back.parts.is_empty() && back.skipped.is_empty() && back.comparison.is_none());
 }
 
 #[test]
 fn a_lock_far_slower_than_the_others_gets_a_log_scale() {
-    let mut data = sample();
-    data.mode = "full".into();
-    data.contention =
+    let mut s = sample();
+    s.data.mode = "full".into();
+    s.contention =
         vec![contention(LockKind::Spin, 1, 20.0), contention(LockKind::Ticket, 2, 50_000.0)];
-    let html = render_html(&data);
+    let html = render_html(&s.page());
     assert_eq!(data_values(&html, "chart-contention"), [20.0, 50_000.0]);
     assert!(html.contains("median of workers, log scale"));
-    data.contention.truncate(1);
-    assert!(!render_html(&data).contains("median of workers, log scale"));
+    s.contention.truncate(1);
+    assert!(!render_html(&s.page()).contains("median of workers, log scale"));
 }

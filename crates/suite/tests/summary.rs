@@ -9,13 +9,13 @@ use suite::summary::summary_text;
 
 #[test]
 fn a_complete_run_states_its_conclusions() {
-    let text = summary_text(&sample());
+    let text = summary_text(&sample().page());
     println!("{text}");
     assert!(text.contains("stops growing at 3 thread(s)"), "{text}");
     assert!(text.contains("ns idle"), "{text}");
-    assert!(text.contains("x the time per store with"), "{text}");
-    let page = report::html::render_html(&sample());
-    assert!(page.contains("× the time per store with"), "the SLB card says it too");
+    assert!(text.contains("× the time per store with"), "{text}");
+    let page = report::html::render_html(&sample().page());
+    assert!(page.contains("× the time per store with"), "the page says it too");
 }
 
 #[test]
@@ -33,16 +33,16 @@ fn an_interrupted_run_draws_no_conclusion_from_what_it_missed() {
     for r in data.slb_scaling.iter_mut().skip(1) {
         r.interrupted = true;
     }
-    let text = summary_text(&data);
+    let text = summary_text(&data.page());
     println!("{text}");
     assert!(!text.contains("still growing"), "{text}");
-    assert!(text.contains("saturation unknown (interrupted)"), "{text}");
+    assert!(text.contains("saturation unknown (interrupted"), "{text}");
     assert!(!text.contains("ns idle"), "{text}");
     assert!(text.contains("interrupted before the idle point: no comparison"), "{text}");
-    assert!(!text.contains("x the time per store with"), "{text}");
+    assert!(!text.contains("× the time per store with"), "{text}");
     assert!(text.contains("interrupted: partial runs left out"), "{text}");
-    // The page's SLB card leaves the partial runs out as well.
-    assert!(!report::html::render_html(&data).contains("the time per store with"));
+    // The page leaves the partial runs out as well.
+    assert!(!report::html::render_html(&data.page()).contains("the time per store with"));
 }
 
 /// Where the core clock could not be trusted (two methods disagreed), the summary and the page
@@ -53,10 +53,10 @@ fn an_unknown_clock_says_cycles_unknown() {
     for p in &mut data.latency_sweep {
         p.cycles = None;
     }
-    let text = summary_text(&data);
-    assert!(text.contains("(cycles unknown)"), "{text}");
-    let page = report::html::render_html(&data);
+    let text = summary_text(&data.page());
+    assert!(text.contains("· cycles unknown ("), "{text}");
+    let page = report::html::render_html(&data.page());
     assert!(page.contains("cycles unknown"), "the L1 card says so");
-    let known = summary_text(&sample());
-    assert!(!known.contains("cycles unknown") && known.contains(" cycles)"), "{known}");
+    let known = summary_text(&sample().page());
+    assert!(!known.contains("cycles unknown") && known.contains(" cycles ("), "{known}");
 }

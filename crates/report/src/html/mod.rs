@@ -198,9 +198,10 @@ fn area_heading(area: Area, headlines: &[&Headline]) -> String {
         for h in headlines {
             let _ = write!(
                 out,
-                "<li><span class=\"label\">{}</span> <b>{}</b></li>",
+                "<li><span class=\"label\">{}</span> <b>{}</b> <span class=\"how\">{}</span></li>",
                 esc(&h.name),
-                esc(&h.value)
+                esc(&h.value),
+                esc(&h.detail)
             );
         }
         out.push_str("</ul>");

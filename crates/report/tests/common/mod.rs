@@ -270,7 +270,7 @@ impl Sample {
             parts.extend(
                 LatencyOutcome::Sweep(LatencySweep {
                     points: self.latency_sweep.clone(),
-                    prefetch_check: self.prefetch_check.clone(),
+                    prefetch_check: self.prefetch_check,
                     interrupted: false,
                     caches: t.caches.clone(),
                 })
@@ -383,6 +383,7 @@ pub fn sample() -> Sample {
         steps: SCALING.iter().enumerate().map(|(i, &gbs)| bandwidth(gbs, &cpus[..=i], 0)).collect(),
         saturated_at: Some(3),
         interrupted: false,
+        size_checks: Vec::new(),
     };
     let loaded = LoadedCurve {
         mix: LoadMix::Reads,
@@ -608,11 +609,9 @@ pub fn expected(s: &Sample, chart: &str) -> Vec<f64> {
             .iter()
             .flat_map(|c| c.points.iter().map(|p| p.latency_ns.median))
             .collect(),
-        "chart-slb" => s
-            .slb_scaling
-            .iter()
-            .flat_map(|r| r.workers.iter().map(|w| w.ns_per_op()))
-            .collect(),
+        "chart-slb" => {
+            s.slb_scaling.iter().flat_map(|r| r.workers.iter().map(|w| w.ns_per_op())).collect()
+        }
         "chart-slb-policies" => s
             .slb_policies
             .iter()
