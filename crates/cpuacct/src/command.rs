@@ -138,7 +138,7 @@ pub fn pstime_compat(args: &[OsString]) -> Result<(), Classified> {
     }
 }
 
-/// Which text layout: the seed's exactly (the compat name), or with the exact columns.
+/// Which text layout: the original pstime's exactly (the compat name), or with the exact columns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Style {
     Seed,

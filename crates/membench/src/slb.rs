@@ -129,7 +129,7 @@ pub struct SlbSummary {
     pub min_ns: f64,
     pub median_ns: f64,
     pub max_ns: f64,
-    /// (max − min) / min, in percent: the seed's "latency variation between workers".
+    /// (max − min) / min, in percent: the SLB article's "latency variation between" workers.
     pub spread_pct: f64,
     pub aggregate_ops_per_sec: f64,
 }
@@ -559,7 +559,7 @@ mod tests {
 
     #[test]
     fn seed_line_matches_memhammer_arithmetic() {
-        // The seed's first line: 262144 pages × 6000 loops in 108281130 µs.
+        // The SLB article's first line: 262144 pages × 6000 loops in 108281130 µs.
         let line = result(1_572_864_000, 108_281_130_000).seed_line();
         assert_eq!(
             line,

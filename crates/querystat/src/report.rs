@@ -1,4 +1,5 @@
-//! What a run measured, and its text in seed 004's layout (pure functions: golden-tested).
+//! What a run measured, and its text in the DTrace querystat script's layout (pure functions:
+//! golden-tested).
 
 use serde::{Deserialize, Serialize};
 
@@ -35,7 +36,7 @@ impl By {
     }
 }
 
-/// A moment, as seconds since the epoch and as local time in the seed's format.
+/// A moment, as seconds since the epoch and as local time in the DTrace script's format.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stamp {
     /// Seconds since 1970 (UTC).
@@ -205,7 +206,7 @@ pub struct Report {
     /// Involuntary switches of any of the server's threads (what `nonvoluntary_ctxt_switches`
     /// counts).
     pub involuntary_switches: u64,
-    /// Who took the CPU, least frequent first (the seed's order).
+    /// Who took the CPU, least frequent first (the DTrace script's order).
     pub preemptors: Vec<Preemptor>,
     /// Queries slower than `--slower`, as reported.
     pub slow: Vec<SlowQuery>,
@@ -254,8 +255,8 @@ fn histogram_block(out: &mut String, title: &str, h: &Log2Hist) {
     }
 }
 
-/// The end-of-run summary in seed 004's layout, then what the seed did not have (buffer
-/// totals, off-CPU time by why, involuntary switches).
+/// The end-of-run summary in the DTrace querystat script's layout, then what the script did not
+/// have (buffer totals, off-CPU time by why, involuntary switches).
 pub fn render_report(r: &Report) -> String {
     let (one, all) = (r.by.singular(), r.by.plural());
     let label = &r.cache.label;
@@ -418,7 +419,7 @@ mod tests {
     }
 
     #[test]
-    fn interval_line_is_the_seeds() {
+    fn interval_line_is_the_originals() {
         let i = Interval { at: stamp("2009 Sep 17 16:28:38"), completed: 4830, per_sec: 1610.0 };
         assert_eq!(
             render_interval(&i, By::Query),

@@ -1,7 +1,7 @@
 //! The Silly Little Benchmark kit under its original names, busybox-style: `create_sem`,
 //! `memhammer PAGES LOOPS`, `trigger` and `cpu_bind PID CPU` — each takes its arguments (after
 //! `argv[0]`) and prints what the original printed. Positional arguments without options, as
-//! the originals took them, plus `--help`; the seed's scripts run unchanged.
+//! the originals took them, plus `--help`; the scripts of the SLB's articles run unchanged.
 
 use std::ffi::OsString;
 use std::fmt;
