@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use cpuacct::cpustat::parse_proc_stat;
 use cpuacct::cpuutil::{self, CpuBusyNs, EventReading, Snapshot as UtilSnapshot};
-use cpuacct::pstime::render::{render_report, Layout, UserNames, SEED_COMMAND_WIDTH};
+use cpuacct::pstime::render::{render_report, Layout, UserNames, PSTIME_COMMAND_WIDTH};
 use cpuacct::pstime::{
     compare, CpuSource, ExitedTask, Lifetime, Options, Report, Sampler, Snapshot, Split,
 };
@@ -325,7 +325,7 @@ fn pstime_linux_6_18_captured_sums_threads_exactly() {
     // The original pstime's layout: header, then UID PID %USR %SYS COMMAND, four significant
     // digits.
     let users = UserNames::parse("root:x:0:0::/:/bin/sh\n");
-    let layout = Layout { exact: false, command_width: Some(SEED_COMMAND_WIDTH) };
+    let layout = Layout { exact: false, command_width: Some(PSTIME_COMMAND_WIDTH) };
     for p in &mut report.processes {
         p.uid = Some(0);
         p.usr_pct = p.usr_pct.map(|_| 44.1749);

@@ -273,8 +273,8 @@ impl SharedWorkerResult {
     }
 
     /// memhammer's line.
-    pub fn seed_line(&self) -> String {
-        crate::slb::seed_line(self.ops, self.elapsed_ns)
+    pub fn memhammer_line(&self) -> String {
+        crate::slb::memhammer_line(self.ops, self.elapsed_ns)
     }
 }
 

@@ -379,7 +379,7 @@ mod tests {
         Stamp { epoch_s: 0, local: local.to_string() }
     }
 
-    fn seed_like_report() -> Report {
+    fn querystat_example_report() -> Report {
         Report {
             server: Server {
                 pid: 4242,
@@ -475,12 +475,12 @@ Off-CPU distribution, run queue wait per query (us):
              256 |                                         0
 Involuntary context switches of server threads: 3500 (3188 inside queries)
 ";
-        assert_eq!(render_report(&seed_like_report()), expected);
+        assert_eq!(render_report(&querystat_example_report()), expected);
     }
 
     #[test]
     fn postgres_transactions_and_server_exit_wording() {
-        let mut r = seed_like_report();
+        let mut r = querystat_example_report();
         r.by = By::Transaction;
         r.end = EndReason::ServerExited;
         r.server.kind = ServerKind::Postgres;
@@ -498,7 +498,7 @@ Involuntary context switches of server threads: 3500 (3188 inside queries)
 
     #[test]
     fn empty_run_renders_without_numbers() {
-        let mut r = seed_like_report();
+        let mut r = querystat_example_report();
         r.all = Latency::default();
         let text = render_report(&r);
         assert!(text.contains("Average latency, all queries: - us\nLatency distribution, all queries (us):\n    (none)\n"));
@@ -520,7 +520,7 @@ Involuntary context switches of server threads: 3500 (3188 inside queries)
             render_slow(&q, By::Query),
             "2026 Nov 23 19:00:00   slow query 12.346 ms  tid 11  pre-empted  off-CPU us: run queue 3000, D 0, S 12  SELECT 1\n"
         );
-        let json = serde_json::to_value(seed_like_report()).unwrap();
+        let json = serde_json::to_value(querystat_example_report()).unwrap();
         assert_eq!(json["server"]["kind"], "mariadb");
         assert_eq!(json["all"]["count"], 4480);
         assert_eq!(json["cache"]["hit"]["histogram_us"][0]["low_us"], 256);

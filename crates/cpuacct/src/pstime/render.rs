@@ -19,7 +19,7 @@ pub struct Layout {
 }
 
 /// The original pstime's command width.
-pub const SEED_COMMAND_WIDTH: usize = 52;
+pub const PSTIME_COMMAND_WIDTH: usize = 52;
 
 /// A value with four significant digits, as the original pstime prints them: `44.17`, `3.391`,
 /// `0.000`, `100.0`; whole numbers from 1000 up.

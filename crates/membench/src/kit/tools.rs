@@ -265,7 +265,7 @@ pub fn memhammer(args: &[OsString]) -> Result<(), Classified> {
     if done.ops == 0 {
         return Err(BenchError::Interrupted.into());
     }
-    emit(&format!("{}\n", slb::seed_line(done.ops, done.elapsed_ns)))?;
+    emit(&format!("{}\n", slb::memhammer_line(done.ops, done.elapsed_ns)))?;
     if done.ops < hammer.ops {
         measure::say!(
             "memhammer: interrupted after {} of {} stores; the line above covers those",
@@ -302,7 +302,7 @@ fn memhammer_shared(
     if done.ops == 0 {
         return Err(BenchError::Interrupted.into());
     }
-    let mut text = format!("{}\n", slb::seed_line(done.ops, done.elapsed_ns));
+    let mut text = format!("{}\n", slb::memhammer_line(done.ops, done.elapsed_ns));
     if lock != LockKind::None {
         text.push_str(&format!(
             "Lock {} acquisitions {} hand-offs {} hand-offs/sec {:.1}\n",
