@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tamp (the parallel compressor behind `platscope compress`) against the compressors Debian
-# ships, in one run on one machine: the same corpus file on /dev/shm (tmpfs, as the seed's Tamp
+# ships, in one run on one machine: the same corpus file on /dev/shm (tmpfs, as the original Tamp
 # tests), the same CPUs (every command under the same `taskset -c`), outputs to /dev/shm too.
 #   lz4:  tamp lz4 -t 1 vs `lz4 -1` (1.9.4 has no threads); tamp lz4 -t N vs N × tamp -t 1
 #   zstd: tamp zstd level 1 -t N vs `zstd -T N -1`, `pzstd -p N -1` and `pigz -p N -1`

@@ -248,7 +248,7 @@ each USDT probe also costs a breakpoint trap into the kernel and back (its site 
 nop, which x86 emulates, so there is no single-step; bench/uprobe_site_cost.sh times one hit),
 which is most of the price: a pgbench -S query with a warm cache
 fires 2 probes: querystat added $added_us us of server CPU per query to $base_us us here. On a
-query this short that is why the issue's goal of at most 5% throughput loss at full speed may
+query this short that is why the goal of at most 5% throughput loss at full speed may
 not be met on a VM; compare querystat's cost with bpftrace's doing the same counting above
 (bpftrace pays the same traps, plus a classic-tracepoint sched_switch handler with more map
 work).

@@ -85,6 +85,6 @@ fi
 
 cargo build --release --locked -p platscope
 # Multi-call links for the original tools' names (memhammer, create_sem, trigger, cpu_bind,
-# thread_read, nicstat): the seeds' scripts run from this directory unchanged.
+# thread_read, nicstat): scripts written for the originals run from this directory unchanged.
 scripts/install-links.sh "${PLATSCOPE_LINK_DIR:-$PWD/target/release/kit}" >/dev/null
 echo "setup: built target/release/platscope (tool links in ${PLATSCOPE_LINK_DIR:-target/release/kit})" >&2

@@ -1,7 +1,7 @@
-//! The allocator bake-off's report sections: relative throughput (the seed's second chart),
-//! CPU per operation (the third), peak memory (the fourth) and address-space growth, one bar per
-//! allocator and thread count with its min–max range. `--html-out`, `alloc --html` and
-//! `report --from-db` all show these parts.
+//! The allocator bake-off's report sections: relative throughput, CPU per operation and peak memory
+//! (what the original bake-off compared) and address-space growth, one bar per allocator and thread
+//! count with its min–max range. `--html-out`, `alloc --html` and `report --from-db` all show these
+//! parts.
 
 use std::fmt::Write as _;
 

@@ -1,4 +1,4 @@
-//! `platscope alloc` (seed 004's allocator bake-off) and its hidden `alloc-worker` as the
+//! `platscope alloc` (the allocator bake-off) and its hidden `alloc-worker` as the
 //! product runs them: the arguments, the run (a progress line per run on stderr), and what the
 //! bake-off prints, stores and draws. One registry line each in the binary.
 
@@ -153,7 +153,7 @@ pub struct Alloc;
 
 impl Experiment for Alloc {
     const PATH: &'static [&'static str] = &["alloc"];
-    const ABOUT: &'static str = "The allocator bake-off (seed 004): one workload — the built-in \
+    const ABOUT: &'static str = "The allocator bake-off: one workload — the built-in \
                                  multi-threaded allocation workload, any command, or a throwaway \
                                  PostgreSQL/MariaDB — under glibc, jemalloc, tcmalloc, mimalloc, \
                                  tbbmalloc and glibc tunables, each preload verified in the \

@@ -1,5 +1,5 @@
-//! allocbench: the allocator bake-off (seed 004's "MySQL 5.1 Memory Allocator Bake-Off"), done
-//! so that its figures can be trusted.
+//! allocbench: the allocator bake-off (after the article "MySQL 5.1 Memory Allocator Bake-Off",
+//! which ran one database server under several mallocs), done so that its figures can be trusted.
 //!
 //! One workload runs under several allocators — glibc's malloc, the preloadable libraries Debian
 //! ships (jemalloc, tcmalloc, mimalloc, tbbmalloc), any other library, and glibc tunables as

@@ -63,7 +63,7 @@ pub struct RunRecord {
     /// `cpu.process_s / ops`, µs.
     #[serde(deserialize_with = "measure::nan::f64_or_null")]
     pub cpu_per_op_us: f64,
-    /// `cpu.machine_busy_s / ops`, µs (the seed's system-wide figure).
+    /// `cpu.machine_busy_s / ops`, µs (system-wide, as the original bake-off measured CPU).
     #[serde(deserialize_with = "measure::nan::f64_or_null")]
     pub machine_cpu_per_op_us: f64,
     /// At the end: peak RSS, RSS, PSS.

@@ -1,8 +1,8 @@
-//! The seed's own experiment: a database server started per allocator (a throwaway `scratchdb`
-//! server, `LD_PRELOAD` / `GLIBC_TUNABLES` in its environment), verified in its maps, and driven
-//! at a number of connections by the Debian-packaged load generators: `pgbench -S` for
-//! PostgreSQL, `sysbench oltp_read_only` for MariaDB — full speed or at a fixed rate. The
-//! server's CPU is its whole process tree's (live processes and the reaped backends).
+//! The allocator bake-off's own experiment: a database server started per allocator (a throwaway
+//! `scratchdb` server, `LD_PRELOAD` / `GLIBC_TUNABLES` in its environment), verified in its maps,
+//! and driven at a number of connections by the Debian-packaged load generators: `pgbench -S` for
+//! PostgreSQL, `sysbench oltp_read_only` for MariaDB — full speed or at a fixed rate. The server's
+//! CPU is its whole process tree's (live processes and the reaped backends).
 
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};

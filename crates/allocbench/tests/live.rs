@@ -81,8 +81,8 @@ fn a_library_that_cannot_be_preloaded_is_refused() {
     assert!(matches!(o, Outcome::Refused(_)), "{o:?}");
 }
 
-/// Issue 29: a real library that is mapped but is not an allocator (libz, libm) is refused
-/// before measuring, naming where malloc resolved (glibc's libc); a real allocator still counts.
+/// A real library that is mapped but is not an allocator (libz, libm) is refused before measuring,
+/// naming where malloc resolved (glibc's libc); a real allocator still counts.
 #[test]
 #[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn a_mapped_library_that_is_not_an_allocator_is_refused_naming_where_malloc_went() {
@@ -116,9 +116,9 @@ fn a_mapped_library_that_is_not_an_allocator_is_refused_naming_where_malloc_went
     assert!(glibc.verified.contains("libc.so"), "{}", glibc.verified);
 }
 
-/// Issue 29, command workloads: a library the command maps but that does not serve malloc is
-/// refused before the command runs, by the probe worker started under it; a real allocator and
-/// glibc go on to be measured.
+/// Command workloads: a library the command maps but that does not serve malloc is refused before
+/// the command runs, by the probe worker started under it; a real allocator and glibc go on to be
+/// measured.
 #[test]
 #[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn a_command_under_a_library_that_is_not_an_allocator_is_refused_by_the_probe() {

@@ -22,7 +22,7 @@ use crate::cputime::{CpuEvents, Wanted};
 use crate::cpuutil::render::{self as util_render, command_line, notes as util_notes};
 use crate::cpuutil::render::{render_report, CommandRun, Sink};
 use crate::cpuutil::{self, EventReading};
-use crate::pstime::render::{self as pstime_render, Layout, UserNames, SEED_COMMAND_WIDTH};
+use crate::pstime::render::{self as pstime_render, Layout, UserNames, PSTIME_COMMAND_WIDTH};
 use crate::pstime::{self, Sampler};
 use crate::tasks::TaskIter;
 
@@ -132,16 +132,16 @@ pub fn pstime_compat(args: &[OsString]) -> Result<(), Classified> {
     match experiment::compat::parse::<PstimeCli>("pstime", args)? {
         Some(cli) => {
             let format = if cli.json { Format::Json } else { Format::Text };
-            run_pstime(&cli.args, format, Style::Seed)
+            run_pstime(&cli.args, format, Style::Original)
         }
         None => Ok(()),
     }
 }
 
-/// Which text layout: the seed's exactly (the compat name), or with the exact columns.
+/// Which text layout: the original pstime's exactly (the compat name), or with the exact columns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Style {
-    Seed,
+    Original,
     Platscope,
 }
 
@@ -170,7 +170,7 @@ fn run_pstime(args: &PstimeArgs, format: Format, style: Style) -> Result<(), Cla
         return Err(no_csv("cpu pstime"));
     }
     let program = match style {
-        Style::Seed => "pstime",
+        Style::Original => "pstime",
         Style::Platscope => "platscope",
     };
     let opts = pstime::Options { pids: args.pids.clone(), threads: args.threads };
@@ -228,7 +228,9 @@ fn run_pstime(args: &PstimeArgs, format: Format, style: Style) -> Result<(), Cla
         Format::Json => format!("{}\n", serde_json::to_string_pretty(&report)?),
         _ => {
             let layout = match style {
-                Style::Seed => Layout { exact: false, command_width: Some(SEED_COMMAND_WIDTH) },
+                Style::Original => {
+                    Layout { exact: false, command_width: Some(PSTIME_COMMAND_WIDTH) }
+                }
                 Style::Platscope => Layout { exact: true, command_width: None },
             };
             pstime_render::render_report(&report, &layout, &UserNames::load(&root))

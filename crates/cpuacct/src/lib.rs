@@ -1,8 +1,8 @@
 //! cpuacct: how much CPU a process, or a CPU, really used — every data source for that question.
 //!
-//! - [`pstime`]: exact CPU time per process over an interval (seed 004's pstime): the process's
-//!   own CPU clock and `/proc/PID/schedstat`, with the tick-sampled user/system split labelled
-//!   as such; processes that start and exit inside the interval from exit records.
+//! - [`pstime`]: exact CPU time per process over an interval (after pstime, a Solaris tool): the
+//!   process's own CPU clock and `/proc/PID/schedstat`, with the tick-sampled user/system split
+//!   labelled as such; processes that start and exit inside the interval from exit records.
 //! - [`cpuutil`]: per-CPU utilization from `/proc/stat` as floating-point percentages, with a
 //!   slot for event-based busy time beside the tick-sampled figures.
 //! - [`cputime`]: BPF on `sched_switch` (busy time measured at every switch) and

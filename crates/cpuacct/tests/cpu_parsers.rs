@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use cpuacct::cpustat::parse_proc_stat;
 use cpuacct::cpuutil::{self, CpuBusyNs, EventReading, Snapshot as UtilSnapshot};
-use cpuacct::pstime::render::{render_report, Layout, UserNames, SEED_COMMAND_WIDTH};
+use cpuacct::pstime::render::{render_report, Layout, UserNames, PSTIME_COMMAND_WIDTH};
 use cpuacct::pstime::{
     compare, CpuSource, ExitedTask, Lifetime, Options, Report, Sampler, Snapshot, Split,
 };
@@ -151,7 +151,7 @@ fn interval_util_hides_idle_cpus_and_leaves_out_hotplugged_ones() {
     assert_eq!(busy.cpus.iter().filter_map(|c| c.cpu).collect::<Vec<_>>(), [1]);
     assert_eq!(busy.hidden_idle, [0]);
 
-    // The text: %idle last, so an idle CPU's line ends in 100.00 (the seed's grep).
+    // The text: %idle last, so an idle CPU's line ends in 100.00 (for `grep -v ' 100.00$'`).
     let text = cpuutil::render::render_report(&all_cpus, &Stamp::fixed("10:00:00", "0"));
     let lines: Vec<&str> = text.lines().collect();
     assert!(lines[0].ends_with("%idle %busy-tk %busy-ev    diff"), "{text}");
@@ -322,9 +322,10 @@ fn pstime_linux_6_18_captured_sums_threads_exactly() {
     assert_eq!(sleep.command.as_deref(), Some("sleep 30"));
     assert_eq!(report.processes[0].pid, 3233, "highest CPU first");
 
-    // The seed's layout: header, then UID PID %USR %SYS COMMAND, four significant digits.
+    // The original pstime's layout: header, then UID PID %USR %SYS COMMAND, four significant
+    // digits.
     let users = UserNames::parse("root:x:0:0::/:/bin/sh\n");
-    let layout = Layout { exact: false, command_width: Some(SEED_COMMAND_WIDTH) };
+    let layout = Layout { exact: false, command_width: Some(PSTIME_COMMAND_WIDTH) };
     for p in &mut report.processes {
         p.uid = Some(0);
         p.usr_pct = p.usr_pct.map(|_| 44.1749);

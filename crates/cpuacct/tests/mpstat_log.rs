@@ -100,7 +100,8 @@ fn assert_all_lines_agree(name: &str, expected_intervals: usize) {
 
 #[test]
 fn captured_mpstat_p_all_1_5_gives_mpstats_all_line_per_interval() {
-    // The "done when": mpstat -P ALL 1 5, plain and with a ctime date before every line.
+    // The case `--from` was built for: mpstat -P ALL 1 5, plain and with a ctime date before
+    // every line.
     assert_all_lines_agree("mpstat_sysstat12_debian12_2cpu_24h.txt", 5);
     assert_all_lines_agree("mpstat_sysstat12_debian12_2cpu_24h_ctime_each_line.txt", 5);
     assert_all_lines_agree("mpstat_sysstat12_debian12_2cpu_ampm.txt", 5);
@@ -233,12 +234,12 @@ fn busy_only_hides_exactly_the_idle_cpus() {
         }
         if name.contains("256") {
             // The hand-made log has idle CPUs, and CPU 200 waits for I/O only: it is shown,
-            // as the seed's grep shows it.
+            // as `grep -v ' 100.00$'` shows it.
             let first = &idle_100[0];
             assert!(first.len() > 200 && !first.contains(&48) && !first.contains(&200));
             assert!(idle_or_io[0].contains(&200));
         }
-        // The seed's grep: no row left ends in 100.00.
+        // As `grep -v ' 100.00$'`: no row left ends in 100.00.
         let r = run(&text, BUSY, None, false);
         for line in r.out.lines().filter(|l| !l.contains(" all ")) {
             assert!(!line.ends_with(" 100.00"), "{name}: {line}");

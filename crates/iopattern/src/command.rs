@@ -1,7 +1,7 @@
 //! `platscope io pattern`: the monitor. Attach, then every INTERVAL turn two snapshots into one
-//! [`Interval`] (per filesystem and, with `--per-file`, the busiest files) and print it as it
-//! ends — seed 004's table, or one JSON object per line. Ctrl-C prints the interval so far; with
-//! `--pid` the run ends when that process does.
+//! [`Interval`] (per filesystem and, with `--per-file`, the busiest files) and print it as it ends
+//! — the DTrace random-vs-sequential I/O script's table, or one JSON object per line. Ctrl-C prints
+//! the interval so far; with `--pid` the run ends when that process does.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
@@ -18,7 +18,8 @@ use crate::tracer::{Options, Snapshot, Tracer};
 
 /// Reads and writes per filesystem split into sequential, random and page (mmap) I/O,
 /// with lookups, readdir, getattr/setattr, create/remove and other calls per second
-/// (seed 004's table). Needs root: BPF on tracepoints.
+/// (the table of a DTrace script for Solaris that told random from sequential I/O). Needs root:
+/// BPF on tracepoints.
 #[derive(Debug, Args)]
 pub struct PatternArgs {
     /// Seconds per sample (fractions allowed).
@@ -68,8 +69,9 @@ impl Tool for IoPattern {
     const PATH: &'static [&'static str] = &["io", "pattern"];
     const ABOUT: &'static str = "Reads and writes per filesystem split into sequential, random \
                                  and page (mmap) I/O, with lookups, readdir, getattr/setattr, \
-                                 create/remove and other calls per second (seed 004's table). \
-                                 Needs root: BPF on tracepoints";
+                                 create/remove and other calls per second (the table of a DTrace \
+                                 script for Solaris that told random from sequential I/O). Needs \
+                                 root: BPF on tracepoints";
     type Args = PatternArgs;
 
     fn run(args: &PatternArgs, globals: &Globals) -> Result<(), Classified> {
@@ -173,7 +175,8 @@ impl Interval {
         }
     }
 
-    /// The seed's header and one table per filesystem (then the files, with `--per-file`).
+    /// The DTrace script's header and one table per filesystem (then the files, with
+    /// `--per-file`).
     pub fn text(&self) -> String {
         let mut text = pattern::render_header(self.seconds, self.end_epoch_s);
         for note in &self.notes {

@@ -1,6 +1,6 @@
-//! The tally as plain data: counts per filesystem, interval deltas, rates, the seed's table
-//! and JSON. No BPF here: the in-kernel program produces [`Counts`]; everything after is
-//! unit-tested with hand-built values.
+//! The tally as plain data: counts per filesystem, interval deltas, rates, the table of the DTrace
+//! random-vs-sequential I/O script, and JSON. No BPF here: the in-kernel program produces
+//! [`Counts`]; everything after is unit-tested with hand-built values.
 
 use serde::Serialize;
 
@@ -96,7 +96,7 @@ impl Counts {
     }
 }
 
-/// One row of the table, per second (KB = 1024 bytes, as the seed's DTrace script).
+/// One row of the table, per second (KB = 1024 bytes, as the original DTrace script).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Rates {
     pub rd_per_s: f64,
@@ -106,7 +106,7 @@ pub struct Rates {
 }
 
 impl Rates {
-    /// The four rate columns of the seed's table, each fitted to its width.
+    /// The four rate columns of the DTrace script's table, each fitted to its width.
     fn columns(&self) -> String {
         format!(
             "{:>7} {:>7} {:>8} {:>8}",
@@ -140,7 +140,7 @@ pub struct FsInterval {
     pub random: Rates,
     pub page: Rates,
     pub total: Rates,
-    /// Right column, per second, keyed by the seed's labels.
+    /// Right column, per second, keyed by the DTrace script's labels.
     pub other_ops_per_s: Vec<(String, f64)>,
     /// The interval's raw counts.
     pub counts: Counts,
@@ -182,7 +182,7 @@ impl FsInterval {
         }
     }
 
-    /// The seed's five-line table:
+    /// The DTrace script's five-line table:
     ///
     /// ```text
     /// /u                         rd/s    wr/s   rdKB/s   wrKB/s   acc/look: 2.28871
@@ -215,7 +215,7 @@ impl FsInterval {
     }
 }
 
-/// A number in `width` characters with as many decimals as fit, as the seed prints them
+/// A number in `width` characters with as many decimals as fit, as the DTrace script prints them
 /// ("2616.20", "0.62501", "2676408"); exactly zero prints "0".
 pub fn fit(value: f64, width: usize) -> String {
     if !value.is_finite() || value <= 0.0 {
@@ -235,8 +235,8 @@ pub fn fit(value: f64, width: usize) -> String {
     }
 }
 
-/// The seed's two header lines ("Sample interval: 120 seconds", "End time: 2011 Mar 23
-/// 10:42:20"), in local time.
+/// The DTrace script's two header lines ("Sample interval: 120 seconds", "End time: 2011 Mar
+/// 23 10:42:20"), in local time.
 pub fn render_header(seconds: f64, end_epoch_s: i64) -> String {
     let interval = if (seconds - seconds.round()).abs() < 0.0005 {
         format!("{}", seconds.round() as u64)
@@ -376,7 +376,7 @@ mod tests {
     }
 
     #[test]
-    fn numbers_fill_their_columns_like_the_seed() {
+    fn numbers_fill_their_columns_like_the_dtrace_script() {
         assert_eq!(fit(2616.2, 7), "2616.20");
         assert_eq!(fit(0.62501, 7), "0.62501");
         assert_eq!(fit(2676408.0, 8), "2676408");
@@ -388,7 +388,7 @@ mod tests {
     }
 
     #[test]
-    fn the_table_has_the_seeds_layout() {
+    fn the_table_has_the_dtrace_scripts_layout() {
         let mut c = Counts::default();
         c.ops[SEQUENTIAL] = [157, 161];
         c.bytes[SEQUENTIAL] = [1_285_685, 1_145_424];

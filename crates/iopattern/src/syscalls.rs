@@ -19,7 +19,7 @@ pub mod meta {
     pub const ATTR: u8 = 1 << 2;
     pub const CREATE_REMOVE: u8 = 1 << 3;
     pub const OTHER: u8 = 1 << 4;
-    /// Column names, in bit order, as the seed's right column prints them.
+    /// Column names, in bit order, as the DTrace script's right column prints them.
     pub const LABELS: [&str; 5] = ["acc/look", "readdir", "geta/seta", "cr/rm", "other"];
 }
 

@@ -1,4 +1,4 @@
-//! `platscope load` (seed 004's sysbench `--tx-rate`) and `load prepare` as the product runs
+//! `platscope load` (sysbench's `--tx-rate` patch, redone) and `load prepare` as the product runs
 //! them: the arguments, the run (interval lines printed as they are measured), what the outcome
 //! prints, stores and draws. One registry line each in the binary.
 
@@ -59,7 +59,8 @@ pub struct RunArgs {
     /// per transaction against offered rate (--out).
     #[arg(long, value_name = "LIST", conflicts_with = "rate", value_delimiter = ',', value_parser = parse_rate, allow_negative_numbers = true)]
     pub sweep_rate: Option<Vec<f64>>,
-    /// Move each start by up to ±US µs (0: ±10% of the connection's period, the seed's default).
+    /// Move each start by up to ±US µs (0: ±10% of the connection's period, as sysbench's
+    /// `--tx-jitter` defaulted).
     #[arg(long, value_name = "US")]
     pub jitter: Option<u64>,
     /// Evenly spaced or Poisson starts.

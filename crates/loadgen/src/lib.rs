@@ -1,8 +1,8 @@
-//! loadgen: open-loop, steady-rate database load (seed 004's sysbench `--tx-rate`) against
+//! loadgen: open-loop, steady-rate database load (what sysbench's `--tx-rate` patch did) against
 //! PostgreSQL and MariaDB, with latency measured from each transaction's *intended* start and
 //! what each transaction costs the server.
 //!
-//! - [`schedule`]: transaction `i` is due at `t0 + i / rate` (with the seed's period jitter,
+//! - [`schedule`]: transaction `i` is due at `t0 + i / rate` (with the patch's period jitter,
 //!   or Poisson arrivals); a connection that falls behind runs late and is counted late — the
 //!   schedule never slows to suit the server (no coordinated omission). `--max-lag` skips
 //!   transactions already that late, counted.

@@ -4,11 +4,11 @@
 //! Transaction `i` of the whole run is due at `t0 + i / rate`; with `N` connections, connection
 //! `c` takes `i = c, c + N, c + 2N, …`, so each connection's period is `N / rate` and together
 //! they offer exactly `rate`. [`Arrivals::Jitter`] moves each start by up to ± the jitter
-//! (seed 004's `--tx-jitter`: each connection's period varies, the mean rate does not, since
-//! the displacement is not carried to the next start). [`Arrivals::Poisson`] gives each
-//! connection independent exponential gaps with mean `N / rate`: their sum is a Poisson stream
-//! at `rate`. A connection that falls behind starts its next transaction at once; the schedule
-//! itself never moves.
+//! (sysbench's `--tx-jitter`, from the same patch as `--tx-rate`: each connection's period
+//! varies, the mean rate does not, since the displacement is not carried to the next start).
+//! [`Arrivals::Poisson`] gives each connection independent exponential gaps with mean
+//! `N / rate`: their sum is a Poisson stream at `rate`. A connection that falls behind starts its
+//! next transaction at once; the schedule itself never moves.
 
 use serde::{Deserialize, Serialize};
 
@@ -21,7 +21,7 @@ pub enum Arrivals {
     /// Evenly spaced: `t0 + i / rate`.
     Fixed,
     /// Evenly spaced, each start moved by a uniform amount in `[-us, +us]` µs; `us == 0`
-    /// means 10 % of the connection's period (the seed's default).
+    /// means 10 % of the connection's period (the default of sysbench's `--tx-jitter`).
     Jitter { us: u64 },
     /// Exponential gaps (a Poisson process at `rate`).
     Poisson,

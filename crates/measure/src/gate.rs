@@ -1,6 +1,7 @@
-//! The start gate: every worker gets ready (memory allocated, touched, verified), then one
-//! release lets them all go together — the seed's create_sem/trigger as a library. A worker
-//! that fails to get ready makes the gate abort instead of leaving the others waiting forever.
+//! The start gate: every worker gets ready (memory allocated, touched, verified), then one release
+//! lets them all go together — the Silly Little Benchmark's create_sem/trigger as a library. A
+//! worker that fails to get ready makes the gate abort instead of leaving the others waiting
+//! forever.
 
 use std::sync::{Condvar, Mutex, PoisonError};
 

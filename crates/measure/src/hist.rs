@@ -166,10 +166,10 @@ mod tests {
         assert_eq!(h.slots()[63], 1);
     }
 
-    /// Seed 004's "all queries" histogram, rebuilt from its counts: the same text, byte for
-    /// byte (less DTrace's trailing blanks).
+    /// The DTrace querystat script's "all queries" histogram from its published example,
+    /// rebuilt from its counts: the same text, byte for byte (less DTrace's trailing blanks).
     #[test]
-    fn seed_004_all_queries_golden() {
+    fn querystat_all_queries_golden() {
         let mut slots = [0u64; SLOTS];
         for (low, count) in [(32u64, 170u64), (64, 3728), (128, 533), (256, 26), (512, 18)]
             .into_iter()
@@ -194,9 +194,10 @@ mod tests {
         assert_eq!(Log2Hist::from_slots(&slots).render(), expected);
     }
 
-    /// Seed 004's query-cache-hit histogram: rounding of small shares (2, 1, 3 of 6).
+    /// The querystat example's query-cache-hit histogram: rounding of small shares (2, 1, 3 of
+    /// 6).
     #[test]
-    fn seed_004_cache_hit_golden() {
+    fn querystat_cache_hit_golden() {
         let mut h = Log2Hist::default();
         for v in [130, 200, 300, 600, 700, 1000] {
             h.add(v);

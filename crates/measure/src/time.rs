@@ -132,8 +132,8 @@ fn local_hms(epoch: i64) -> Option<(i8, i8, i8)> {
     local(epoch).map(|t| (t.hour(), t.minute(), t.second()))
 }
 
-/// `epoch` as local time in DTrace's `%Y` layout, "YYYY Mon DD HH:MM:SS" (the seeds' headers);
-/// `None` when it cannot be represented.
+/// `epoch` as local time in DTrace's `%Y` layout, "YYYY Mon DD HH:MM:SS" (as the headers of the
+/// DTrace scripts `io pattern` and `db querystat` follow); `None` when it cannot be represented.
 pub fn dtrace_date(epoch: i64) -> Option<String> {
     Some(local(epoch)?.strftime("%Y %b %d %H:%M:%S").to_string())
 }

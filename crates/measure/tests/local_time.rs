@@ -1,6 +1,7 @@
 //! Local time through jiff is byte-identical to what the C library's `localtime_r` gives, in a
 //! zone with summer time (Europe/Berlin, across both changes) : the `HH:MM:SS` of monitor lines
-//! and the DTrace date of the seeds' headers. Its own test binary, because it sets `TZ`.
+//! and the DTrace date of `io pattern`'s and `db querystat`'s headers. Its own test binary,
+//! because it sets `TZ`.
 
 #![allow(clippy::unwrap_used)] // tests may unwrap
 

@@ -824,7 +824,7 @@ mod tests {
         PairSamples { per_visit, batch_rounds: 5000 }
     }
 
-    // The observation: 57–80 ns across lines for one pair, each line steady.
+    // A spread seen on a real pair of CPUs: 57–80 ns across lines for one pair, each line steady.
     #[test]
     fn lines_whose_address_matters_are_told_from_noise() {
         let ns = [57.0, 62.0, 80.0, 60.0];

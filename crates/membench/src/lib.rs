@@ -3,7 +3,7 @@
 //! - [`latency`]: idle load-to-use latency by a prefetch-defeating pointer chase (sizes, sweeps,
 //!   node×node matrices); [`loaded`]: latency while other threads load memory.
 //! - [`bandwidth`]: read, write, non-temporal, copy and triad kernels ([`kernels`]), per thread
-//!   and aggregate, scaling and node×node matrices; [`thread_read`] (seed 001).
+//!   and aggregate, scaling and node×node matrices; [`thread_read`] (cross-node reads).
 //! - [`slb`]: the Silly Little Benchmark and its kit ([`kit`]: create_sem, memhammer, trigger);
 //!   [`scenarios`]: the experiments built from it (worker counts, placement policies).
 //! - [`timers`]: what reading the clock costs and which clock to trust.

@@ -33,7 +33,7 @@ pub struct SlbWork {
 }
 
 impl SlbWork {
-    /// The plan for `workers`, with the seed's generator seed.
+    /// The plan for `workers`, with the fixed generator seed every SLB run uses.
     pub fn plan(&self, workers: Vec<SlbWorkerSpec>) -> SlbPlan {
         SlbPlan { pages: self.pages, loops: self.loops, page: self.page, workers, seed: 0x51B }
     }
@@ -88,10 +88,10 @@ pub fn policy_scenarios(
 /// machine cannot do it (one node).
 pub type SharedScenario = (&'static str, Option<(Vec<Option<u32>>, MemPolicy)>);
 
-/// The lock-word scenarios for `count` workers, as the seed ran its SLB: workers packed on the
-/// first node with CPUs and the shared region (lock word, counters, pages) on that node, on
-/// the node farthest from it, or interleaved over all memory nodes; and workers spread
-/// round-robin over the nodes with the region on the first node.
+/// The lock-word scenarios for `count` workers, placed as the SLB's NUMA articles placed their
+/// runs: workers packed on the first node with CPUs and the shared region (lock word, counters,
+/// pages) on that node, on the node farthest from it, or interleaved over all memory nodes; and
+/// workers spread round-robin over the nodes with the region on the first node.
 pub fn shared_scenarios(count: usize, topology: &Topology) -> Vec<SharedScenario> {
     let with_cpus: Vec<&topo::Node> = topology
         .nodes

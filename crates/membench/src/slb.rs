@@ -103,16 +103,16 @@ impl SlbWorkerResult {
         self.ops as f64 / (self.elapsed_ns.max(1) as f64 / 1e9)
     }
 
-    /// memhammer's line, same fields and arithmetic: see [`seed_line`].
-    pub fn seed_line(&self) -> String {
-        seed_line(self.ops, self.elapsed_ns)
+    /// memhammer's line, same fields and arithmetic: see [`memhammer_line`].
+    pub fn memhammer_line(&self) -> String {
+        memhammer_line(self.ops, self.elapsed_ns)
     }
 }
 
 /// memhammer's line for `ops` stores in `elapsed_ns`, same fields and arithmetic. The
 /// `gettimeofday usec` field carries the elapsed time in µs, measured here with the monotonic
 /// clock.
-pub fn seed_line(ops: u64, elapsed_ns: u64) -> String {
+pub fn memhammer_line(ops: u64, elapsed_ns: u64) -> String {
     let usec = elapsed_ns / 1000;
     format!(
         "Total ops {} Avg nsec/op {:.1} gettimeofday usec {} TPUT ops/sec {:.1}",
@@ -129,7 +129,7 @@ pub struct SlbSummary {
     pub min_ns: f64,
     pub median_ns: f64,
     pub max_ns: f64,
-    /// (max − min) / min, in percent: the seed's "latency variation between workers".
+    /// (max − min) / min, in percent: the SLB article's "latency variation between" workers.
     pub spread_pct: f64,
     pub aggregate_ops_per_sec: f64,
 }
@@ -558,9 +558,9 @@ mod tests {
     }
 
     #[test]
-    fn seed_line_matches_memhammer_arithmetic() {
-        // The seed's first line: 262144 pages × 6000 loops in 108281130 µs.
-        let line = result(1_572_864_000, 108_281_130_000).seed_line();
+    fn memhammer_line_matches_the_original_arithmetic() {
+        // The SLB article's first line: 262144 pages × 6000 loops in 108281130 µs.
+        let line = result(1_572_864_000, 108_281_130_000).memhammer_line();
         assert_eq!(
             line,
             "Total ops 1572864000 Avg nsec/op 68.8 gettimeofday usec 108281130 TPUT ops/sec 14525744.2"

@@ -1,8 +1,8 @@
-//! The SLB with what it left out (seed 000: "Shared Memory; Mutual Exclusion (e.g., spinlocks
-//! in shared memory)"): every worker stores into one shared region, and with a lock takes a
-//! lock word in that region around every store and bumps a shared counter under it. Reports
-//! ns/op per worker in memhammer's line, lock hand-offs per second, and **fairness**: each
-//! worker's share of the acquisitions made while all of them were still contending.
+//! The SLB with what its article said it left out ("Shared Memory; Mutual Exclusion (e.g.,
+//! spinlocks in shared memory)"): every worker stores into one shared region, and with a lock takes
+//! a lock word in that region around every store and bumps a shared counter under it. Reports ns/op
+//! per worker in memhammer's line, lock hand-offs per second, and **fairness**: each worker's share
+//! of the acquisitions made while all of them were still contending.
 //!
 //! Region layout: one 128-byte lock slot (lock words and the last owner's id), `counters`
 //! 128-byte counter slots, padding to 4 KiB, then PAGES × 4 KiB for the SLB's stores.
@@ -273,8 +273,8 @@ impl SharedWorkerResult {
     }
 
     /// memhammer's line.
-    pub fn seed_line(&self) -> String {
-        crate::slb::seed_line(self.ops, self.elapsed_ns)
+    pub fn memhammer_line(&self) -> String {
+        crate::slb::memhammer_line(self.ops, self.elapsed_ns)
     }
 }
 

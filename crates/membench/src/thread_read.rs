@@ -1,6 +1,7 @@
-//! Seed 001's `thread_read TIMES FROM TO`: a generator thread on CPU FROM first-touches 256 MiB,
-//! a reader thread on CPU TO loads one word per 64-byte line, TIMES passes; the time taken says
-//! how fast TO can read FROM's memory (local, or across the interconnect).
+//! `thread_read TIMES FROM TO`, the cross-node read bandwidth test from an article on Nehalem's
+//! memory and QPI bandwidth: a generator thread on CPU FROM first-touches 256 MiB, a reader
+//! thread on CPU TO loads one word per 64-byte line, TIMES passes; the time taken says how fast
+//! TO can read FROM's memory (local, or across the interconnect).
 
 use std::ffi::OsString;
 
@@ -17,13 +18,13 @@ use crate::timers::cheapest_trustworthy_clock;
 use crate::BenchError;
 use measure::stop;
 
-/// The seed's buffer: 256 MiB.
+/// The original's buffer: 256 MiB.
 pub const BYTES: u64 = 256 << 20;
 
 /// What one run measured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThreadRead {
-    /// Where the buffer was mapped (the seed printed it).
+    /// Where the buffer was mapped (the original printed it).
     pub address: u64,
     pub from_cpu: u32,
     pub to_cpu: u32,
@@ -42,7 +43,7 @@ impl ThreadRead {
         self.bytes as f64 / self.elapsed_ns.max(1) as f64
     }
 
-    /// The seed's `time cost S.SSSSSS secs.` line.
+    /// The original's `time cost S.SSSSSS secs.` line.
     pub fn time_cost_line(&self) -> String {
         let us = self.elapsed_ns / 1000;
         format!("time cost {}.{:06} secs.", us / 1_000_000, us % 1_000_000)
@@ -50,7 +51,7 @@ impl ThreadRead {
 }
 
 /// Runs it. `on_address` is called with the buffer's address before the reads start, so the
-/// seed's first line can be printed when the original printed it.
+/// original's first line can be printed when the original printed it.
 pub fn run(
     passes: u64,
     from_cpu: u32,
@@ -129,7 +130,7 @@ pub fn run(
     })
 }
 
-/// `thread_read TIMES FROM TO`, as seed 001's program.
+/// `thread_read TIMES FROM TO`, as the original program.
 #[derive(Debug, Parser)]
 #[command(
     name = "thread_read",
@@ -145,7 +146,7 @@ struct ThreadReadArgs {
     to: String,
 }
 
-/// The `thread_read` compat tool: its arguments after `argv[0]`; prints the seed's lines.
+/// The `thread_read` compat tool: its arguments after `argv[0]`; prints the original's lines.
 pub fn tool(args: &[OsString]) -> Result<(), Classified> {
     let argv = std::iter::once(OsString::from("thread_read")).chain(args.iter().cloned());
     let args = match ThreadReadArgs::try_parse_from(argv) {
@@ -186,7 +187,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn time_cost_line_is_the_seeds() {
+    fn time_cost_line_is_the_originals() {
         let r = ThreadRead {
             address: 0x7f1a_eda5_a010,
             from_cpu: 0,

@@ -81,7 +81,7 @@ fn slb_workers_run_and_report_verified_memory() {
     assert!(!result.interrupted);
     assert_eq!(result.workers.len(), cpus.len());
     for w in &result.workers {
-        println!("{}", w.seed_line());
+        println!("{}", w.memhammer_line());
         assert_eq!(w.ops, 4096 * 64);
         assert_eq!(w.cpu, Some(cpus[w.worker]));
         assert_eq!(w.placement.total_pages(), 4096);

@@ -402,8 +402,8 @@ fn monitor_interface_removed_then_re_added() {
     let mut m = Monitor::new(t.root(), Options::default()).unwrap();
     m.next_report().unwrap();
     assert!(m.take_notes().is_empty());
-    // veth0 removed: no line for it, nothing negative for the others, and a note (issue 20:
-    // the output went silent).
+    // veth0 removed: no line for it, nothing negative for the others, and a note (before, the
+    // output went silent).
     t.dev(&[("eth0", 6_000, 60)]);
     let r = m.next_report().unwrap();
     assert_eq!(names(&r), ["eth0"]);

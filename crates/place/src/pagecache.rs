@@ -847,7 +847,8 @@ mod tests {
             unlocated: 0,
         };
         assert_eq!(home_node(&r), Some(1));
-        // The seed's numbers: 6.0 GB/s local, 4.9 GB/s from the other node.
+        // The Nehalem NUMA-vs-interleaved article's numbers: 6.0 GB/s local, 4.9 GB/s from the
+        // other node.
         let mut reads = vec![read(0, 4.9), read(1, 6.0)];
         compare_reads(&mut reads, home_node(&r));
         assert!((reads[0].vs_home.expect("ratio") - 4.9 / 6.0).abs() < 1e-12);

@@ -123,7 +123,7 @@ fn a_database_server_under_two_allocators_end_to_end_in_two_minutes() {
     assert!(start.elapsed() < Duration::from_secs(120), "took {:?}", start.elapsed());
 }
 
-/// Issue 29: `--allocator x=libz.so.1` (a real library, mapped, not an allocator) is refused
+/// `--allocator x=libz.so.1` (a real library, mapped, not an allocator) is refused
 /// before measuring in the built-in workload, a command and a `--server` run, naming where
 /// malloc resolved; glibc beside it is measured, `x` never is.
 #[test]

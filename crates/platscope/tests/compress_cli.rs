@@ -185,9 +185,8 @@ fn a_dash_output_writes_standard_output_in_both_directions() {
     assert!(err.contains("cannot write standard output"), "{err}");
 }
 
-/// Issue 29: an existing output is refused without `--force` in both directions (exit 1, one
-/// line naming `--force`), left byte for byte as it was with nothing beside it, and replaced
-/// with `--force`.
+/// An existing output is refused without `--force` in both directions (exit 1, one line naming
+/// `--force`), left byte for byte as it was with nothing beside it, and replaced with `--force`.
 #[test]
 fn compress_refuses_to_overwrite_without_force_in_both_directions() {
     let dir = tempfile::tempdir().expect("temp dir");

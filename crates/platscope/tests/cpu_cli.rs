@@ -1,6 +1,6 @@
 //! `platscope cpu pstime`, `platscope cpu util` and the `pstime` compat name as users run them:
-//! the exact CPU time of a child that burns a known amount (± 2 %, the issue's requirement), the
-//! seed's layout, threads, vanished PIDs, the notes about what needs BPF, bad input (one line,
+//! the exact CPU time of a child that burns a known amount (within ± 2 %), the original pstime's
+//! layout, threads, vanished PIDs, the notes about what needs BPF, bad input (one line,
 //! exit 2), utilization since boot, per interval and over one command's lifetime, --busy-only,
 //! and `cpu util --from` on captured mpstat logs, stdin and garbage (pure: no root, no live
 //! system).
@@ -64,7 +64,7 @@ fn pstime_reports_a_half_second_burn_within_2_percent() {
 
 #[test]
 #[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
-fn pstime_prints_the_seed_layout_under_its_own_name() {
+fn pstime_prints_the_original_layout_under_its_own_name() {
     // Some CPU first, so ticks have fallen on this process and its user/system split is
     // known (with none, pstime prints "-": it cannot split what no tick sampled).
     let until = std::time::Instant::now() + Duration::from_millis(30);
@@ -95,7 +95,7 @@ fn pstime_prints_the_seed_layout_under_its_own_name() {
             let digits = figure.chars().filter(char::is_ascii_digit).count();
             assert!(digits == 4 && figure.contains('.'), "{figure} in {stdout}");
         }
-        // The command line, cut at 52 characters as the seed's.
+        // The command line, cut at 52 characters as the original pstime's.
         let rest = lines[1].split_whitespace().skip(4).collect::<Vec<_>>().join(" ");
         assert!(!rest.is_empty() && rest.chars().count() <= 52, "{stdout}");
         // As root exits are traced: no note about short-lived processes.
@@ -264,7 +264,7 @@ fn util_over_a_commands_lifetime() {
     assert!(lines[0].starts_with("command: sleep 0.2 (exited 0; "), "{stdout}");
     assert!(lines[1].contains("%idle") && lines[2].contains(" all "), "{stdout}");
 
-    // A failing command is reported, and its status passed on as time(1) does (issue 20).
+    // A failing command is reported, and its status passed on as time(1) does.
     let out = platscope(&["--json", "cpu", "util", "--busy-only", "--", "sh", "-c", "exit 3"]);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

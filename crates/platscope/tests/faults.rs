@@ -1,4 +1,4 @@
-//! Faults a real machine produces (issue 20), against the real thing: a full disk under the
+//! Faults a real machine produces, against the real thing: a full disk under the
 //! results store, a path with a Latin-1 byte, a closed stderr, `ulimit -v` and a cgroup memory
 //! limit, Ctrl-C and SIGTERM during set-up, SIGTERM to the SLB's worker processes, an
 //! interrupted scaling run, and a wrapped command's exit status.
@@ -26,7 +26,7 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-// ---- 3: non-UTF-8 bytes in path arguments ------------------------------------------------
+// ---- non-UTF-8 bytes in path arguments ------------------------------------------------------
 
 /// A directory name with a Latin-1 'é' (0xE9), legal on Linux and not UTF-8.
 fn latin1(dir: &Path, stem: &[u8]) -> PathBuf {
@@ -90,7 +90,7 @@ fn latin1_bytes_in_report_out_do_not_panic() {
     assert!(page_dir.join("report.html").is_file(), "the page is in the Latin-1 directory");
 }
 
-// ---- 4: a closed stderr --------------------------------------------------------------------
+// ---- a closed stderr ------------------------------------------------------------------------
 
 /// Runs platscope with stderr a pipe whose reading end is already closed (`2>&1 | head -c0`).
 fn with_closed_stderr(args: &[&str]) -> std::process::ExitStatus {
@@ -112,7 +112,7 @@ fn a_closed_stderr_never_turns_the_exit_code_into_a_panic() {
     assert_eq!(status.code(), Some(2), "{status}");
 }
 
-// ---- 5: limits other than free memory -------------------------------------------------------
+// ---- limits other than free memory ----------------------------------------------------------
 
 /// `platscope ARGS` under `ulimit -v KIB`.
 fn under_ulimit_v(kib: u64, args: &str) -> Output {
@@ -205,7 +205,7 @@ fn a_cgroup_memory_limit_is_refused_up_front_naming_it() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
 
-// ---- 6: Ctrl-C and SIGTERM during set-up ------------------------------------------------------
+// ---- Ctrl-C and SIGTERM during set-up -------------------------------------------------------
 
 /// A buffer large enough that first touch takes seconds, small enough for this machine.
 fn large_size() -> String {
@@ -254,7 +254,7 @@ fn sigterm_during_set_up_is_honoured_at_once() {
     stopped_during_setup(libc::SIGTERM, Duration::from_millis(300), "stopped by SIGTERM");
 }
 
-// ---- 7: interrupted output draws no conclusion ------------------------------------------------
+// ---- interrupted output draws no conclusion -------------------------------------------------
 
 #[test]
 #[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
@@ -276,7 +276,7 @@ fn an_interrupted_bandwidth_scaling_draws_no_conclusion() {
     assert!(text.contains("INTERRUPTED"), "{text}");
 }
 
-// ---- 10: SIGTERM to the SLB's worker processes ------------------------------------------------
+// ---- SIGTERM to the SLB's worker processes --------------------------------------------------
 
 /// Ids of the System V semaphore sets that exist now (`ipcs -s`).
 fn semaphore_ids() -> Vec<String> {
@@ -342,7 +342,7 @@ fn a_second_sigterm_kills_but_still_removes_the_semaphore() {
     );
 }
 
-// ---- 1 and 9: a full disk under the results store --------------------------------------------
+// ---- a full disk under the results store ----------------------------------------------------
 
 /// A tmpfs of `size` mounted on a fresh directory; unmounted on drop, whatever the test did.
 struct Tmpfs {
@@ -428,7 +428,7 @@ fn a_full_disk_keeps_the_measurement_and_says_where() {
     assert!(!run["metrics"].as_array().unwrap().is_empty(), "{run}");
 }
 
-// ---- also noticed: cpu util -- CMD passes CMD's status on ------------------------------------
+// ---- cpu util -- CMD passes CMD's status on -------------------------------------------------
 
 #[test]
 fn cpu_util_passes_the_commands_exit_status_on() {
@@ -465,7 +465,7 @@ fn sigterm_to_cpu_util_ends_the_command_too() {
     assert_eq!(out.status.code(), Some(128 + libc::SIGTERM), "{}", stderr(&out));
 }
 
-// ---- 8: a store another user recorded, read-only to us ---------------------------------------
+// ---- a store another user recorded, read-only to us -----------------------------------------
 
 #[test]
 #[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
@@ -503,7 +503,7 @@ fn a_0444_store_recorded_by_root_is_read_by_another_user() {
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
-// ---- also noticed: things that go away while watched -----------------------------------------
+// ---- things that go away while watched ------------------------------------------------------
 
 /// A network namespace for one test, deleted on drop.
 struct Netns(String);
@@ -565,7 +565,7 @@ fn io_pattern_ends_with_a_note_when_its_process_exits() {
     assert!(stdout(&out).contains("Sample interval"), "{}", stdout(&out));
 }
 
-// ---- issue 29: store before print -----------------------------------------------------------
+// ---- store before print: a failing stdout loses no run --------------------------------------
 
 /// Runs platscope ARGS with stdout on /dev/full (every write fails with ENOSPC).
 fn onto_dev_full(args: &[&str]) -> Output {

@@ -1,5 +1,6 @@
 //! Page-cache placement against a real kernel's NUMA code, in a two-node QEMU guest
-//! (crates/numa-vm): the seed's "cyclops" and its `numactl --interleave` cure.
+//! (crates/numa-vm): the lop-sided page cache (the "cyclops" of the Nehalem NUMA versus
+//! interleaved memory article) and its `numactl --interleave` cure.
 //!
 //! The guest's own filesystems are tmpfs (rootfs and /tmp): tmpfs pages are shared memory, not
 //! a cache — they are placed when written and cannot be dropped. A real page cache needs a
@@ -116,7 +117,7 @@ fn page_cache_placement_on_two_nodes() {
             "taskset -c 0 platscope pagecache --evict --load --membind 1 --json /mnt/f",
             "platscope pagecache --read-from 0,1 --passes 1 /mnt/f",
             "taskset -c 0 platscope pagecache --evict --json /mnt/f",
-            // The seed's cure, by an unmodified tool: dd under numactl --interleave.
+            // The article's cure, by an unmodified tool: dd under numactl --interleave.
             "taskset -c 0 numactl --interleave=0,1 dd if=/dev/zero of=/mnt/g bs=1M count=64 2>&1 && sync",
             "platscope pagecache --json /mnt/g",
             // tmpfs: shared memory placed at write time, not a droppable cache.

@@ -1,7 +1,8 @@
 //! The SLB kit and `mem slb` against a real kernel's NUMA code, in QEMU guests with several
-//! nodes (crates/numa-vm): seed 002's `membind_example.4` run unchanged but for its sizes, with
-//! Debian's numactl inside the guest, and `mem slb` placement verified per node. Timing means
-//! nothing under TCG: only the line format and the placement are checked.
+//! nodes (crates/numa-vm): `membind_example.4` from the Silly Little Benchmark's NUMA versus
+//! interleaved (SUMA) experiments, run unchanged but for its sizes, with Debian's numactl inside
+//! the guest, and `mem slb` placement verified per node. Timing means nothing under TCG: only
+//! the line format and the placement are checked.
 
 use std::path::Path;
 use std::time::Duration;
@@ -12,8 +13,8 @@ use common::json;
 use numa_vm::{GuestRun, GuestSpec};
 use serde_json::Value;
 
-/// Seed 002's membind_example.4 (the blog's typography turned `--` into `–`; the script has
-/// `--`).
+/// The SLB's `membind_example.4`: one memhammer per node under `numactl --membind N --cpubind N`
+/// (the blog's typography turned `--` into `–`; the script has `--`).
 const MEMBIND_EXAMPLE_4: &str = "\
 ./create_sem
 numactl --membind 3 --cpubind 3 ./memhammer 262144 6000 &
@@ -46,7 +47,7 @@ fn per_node(placement: &Value) -> Vec<(u64, u64)> {
 }
 
 /// Checks memhammer's line format and arithmetic; returns the ops count.
-fn seed_line_ops(line: &str) -> u64 {
+fn memhammer_line_ops(line: &str) -> u64 {
     let t: Vec<&str> = line.split(' ').collect();
     assert_eq!(t.len(), 12, "{line:?}");
     assert_eq!(
@@ -95,7 +96,7 @@ fn membind_example_4_in_a_four_node_guest() {
     let lines: Vec<&str> = r[0].stdout.lines().collect();
     assert_eq!(lines.len(), 4, "one line per memhammer:\n{}", r[0].stdout);
     for line in lines {
-        assert_eq!(seed_line_ops(line), 1024 * 10, "{line}");
+        assert_eq!(memhammer_line_ops(line), 1024 * 10, "{line}");
     }
     let place = json(&r[1]);
     assert_eq!(place["touched_from_cpu"], 0);

@@ -1,5 +1,6 @@
-//! `platscope io pattern` end to end (root): the seed's table and JSON for a workload on a
-//! fresh tmpfs, Ctrl-C keeping the interval so far, bad input, and no privileges.
+//! `platscope io pattern` end to end (root): the DTrace random-vs-sequential I/O script's table
+//! and JSON for a workload on a fresh tmpfs, Ctrl-C keeping the interval so far, bad input, and
+//! no privileges.
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
 use std::io::{BufRead, BufReader};
@@ -104,7 +105,7 @@ fn json_interval_counts_a_workload_on_the_chosen_filesystem() {
 
 #[test]
 #[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
-fn text_has_the_seed_header_and_ctrl_c_prints_the_interval_so_far() {
+fn text_has_the_dtrace_header_and_ctrl_c_prints_the_interval_so_far() {
     let fs = Tmpfs::new("text");
     let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let dir = fs.0.to_str().unwrap().to_string();

@@ -20,7 +20,7 @@ fn slb_prints_memhammer_lines_and_a_verified_summary() {
         );
         let (ns, usec, tput): (f64, f64, f64) =
             (f[5].parse().expect("ns"), f[8].parse().expect("usec"), f[11].parse().expect("tput"));
-        // The seed's arithmetic: ns/op = usec × 1000 / ops, TPUT = ops / seconds.
+        // memhammer's arithmetic: ns/op = usec × 1000 / ops, TPUT = ops / seconds.
         assert!((ns - usec * 1000.0 / 20480.0).abs() <= 0.05 + ns * 1e-3, "{line}");
         assert!((tput - 20480.0 / (usec / 1e6)).abs() <= tput * 1e-3, "{line}");
     }

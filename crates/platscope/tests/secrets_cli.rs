@@ -1,4 +1,4 @@
-//! Issue 29: passwords on a command line never reach the results store — not in the stored
+//! Passwords on a command line never reach the results store — not in the stored
 //! argv, not in `results show`, not in the file's bytes — and a new store is its owner's alone.
 
 use std::os::unix::fs::PermissionsExt;

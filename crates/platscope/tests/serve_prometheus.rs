@@ -640,7 +640,7 @@ fn basic_auth_without_tls_answers_401_and_sigterm_ends_serve_cleanly() {
     assert!(status.success(), "{status:?}");
 }
 
-// Hostile clients (issue 29): loopback only, no root.
+// Hostile clients: loopback only, no root.
 
 /// Starts a scrape in a thread; its status if answered within `limit`.
 fn scrape_within(addr: SocketAddr, limit: Duration) -> Option<u16> {

@@ -1,7 +1,7 @@
-//! The SLB kit as the seeds ran it: links named create_sem, memhammer, trigger and cpu_bind to
-//! the platscope binary in a scratch directory, and the seed's scripts run with `sh`, unchanged
-//! but for their sizes (seed 000: example1, example2). Every test uses its own semaphore key
-//! (PLATSCOPE_SLB_KEY), so tests run in parallel without meeting.
+//! The Silly Little Benchmark's kit as its article ran it: links named create_sem, memhammer,
+//! trigger and cpu_bind to the platscope binary in a scratch directory, and the article's
+//! scripts (example1, example2) run with `sh`, unchanged but for their sizes. Every test uses its
+//! own semaphore key (PLATSCOPE_SLB_KEY), so tests run in parallel without meeting.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use membench::kit::SlbSemaphore;
 use test_support::{platscope, text};
 
-/// Seed 000's example1, verbatim.
+/// The SLB article's example1, verbatim.
 const EXAMPLE1: &str = "\
 ./cpu_bind $$ 7
 ./create_sem
@@ -27,7 +27,7 @@ wait
 wait
 ";
 
-/// Seed 000's example2, verbatim.
+/// The SLB article's example2, verbatim.
 const EXAMPLE2: &str = "\
 ./cpu_bind $$ 7
 ./create_sem
@@ -38,8 +38,8 @@ const EXAMPLE2: &str = "\
 wait
 ";
 
-/// The seeds' 1 GiB × 6000 passes, cut to 8 MiB × 20 for tests.
-const SEED_SIZES: &str = "262144 6000";
+/// The original scripts' 1 GiB × 6000 passes, cut to 8 MiB × 20 for tests.
+const ORIGINAL_SIZES: &str = "262144 6000";
 const TEST_SIZES: &str = "2048 20";
 const TEST_OPS: u64 = 2048 * 20;
 
@@ -122,7 +122,7 @@ impl Drop for Kit {
 
 /// Checks one line against memhammer's format, `Total ops N Avg nsec/op X.X gettimeofday usec
 /// N TPUT ops/sec X.X`, and its arithmetic; returns (ops, usec).
-fn seed_line(line: &str) -> (u64, u64) {
+fn memhammer_line(line: &str) -> (u64, u64) {
     let t: Vec<&str> = line.split(' ').collect();
     let shape = ["Total", "ops", "N", "Avg", "nsec/op", "X", "gettimeofday", "usec", "N", "TPUT"];
     assert_eq!(t.len(), 12, "not memhammer's line: {line:?}");
@@ -154,17 +154,18 @@ fn online_cpus() -> Vec<u32> {
     topo::idlist::parse(&text).expect("kernel list")
 }
 
-/// The seed lines of a script run: every stdout line must be one, each for `TEST_OPS` stores.
+/// The memhammer lines of a script run: every stdout line must be one, each for `TEST_OPS`
+/// stores.
 fn check_lines(out: &Output, expected: usize) {
     let stdout = text(&out.stdout);
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), expected, "{stdout}");
     for line in lines {
-        assert_eq!(seed_line(line).0, TEST_OPS, "{line}");
+        assert_eq!(memhammer_line(line).0, TEST_OPS, "{line}");
     }
 }
 
-/// On a machine without the seed's CPUs, the script's `cpu_bind $$ 7` fails with its one-line
+/// On a machine without the article's CPUs, the script's `cpu_bind $$ 7` fails with its one-line
 /// error and the rest runs; with them, nothing is printed on stderr.
 fn check_cpu_bind_stderr(out: &Output, script: &str) {
     let online = online_cpus();
@@ -183,9 +184,9 @@ fn check_cpu_bind_stderr(out: &Output, script: &str) {
 
 #[test]
 #[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
-fn example1_prints_three_seed_lines() {
+fn example1_prints_three_memhammer_lines() {
     let kit = Kit::new();
-    let script = EXAMPLE1.replace(SEED_SIZES, TEST_SIZES);
+    let script = EXAMPLE1.replace(ORIGINAL_SIZES, TEST_SIZES);
     let out = kit.script("example1", &script);
     assert!(out.status.success());
     check_lines(&out, 3);
@@ -194,16 +195,16 @@ fn example1_prints_three_seed_lines() {
 
 #[test]
 #[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
-fn example2_prints_two_seed_lines() {
+fn example2_prints_two_memhammer_lines() {
     let kit = Kit::new();
-    let script = EXAMPLE2.replace(SEED_SIZES, TEST_SIZES);
+    let script = EXAMPLE2.replace(ORIGINAL_SIZES, TEST_SIZES);
     let out = kit.script("example2", &script);
     assert!(out.status.success());
     check_lines(&out, 2);
     check_cpu_bind_stderr(&out, &script);
 }
 
-/// The seed's examples with their CPU numbers mapped onto this machine's, so every cpu_bind
+/// The article's examples with their CPU numbers mapped onto this machine's, so every cpu_bind
 /// succeeds: 7 → the last online CPU, 6 and 5 → the first.
 #[test]
 #[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
@@ -213,7 +214,7 @@ fn examples_on_this_machines_cpus_run_cleanly() {
     for (name, script, lines) in [("example1", EXAMPLE1, 3), ("example2", EXAMPLE2, 2)] {
         let kit = Kit::new();
         let script = script
-            .replace(SEED_SIZES, TEST_SIZES)
+            .replace(ORIGINAL_SIZES, TEST_SIZES)
             .replace("$$ 7", &format!("$$ {last}"))
             .replace("$$ 6", &format!("$$ {first}"))
             .replace("$$ 5", &format!("$$ {first}"));
@@ -267,7 +268,7 @@ fn trigger_twice_and_a_late_memhammer() {
     assert!(trigger.stdout.is_empty() && trigger.stderr.is_empty());
     let out = hammer.wait_with_output().expect("memhammer exits");
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert_eq!(seed_line(text(&out.stdout).trim_end()).0, 64);
+    assert_eq!(memhammer_line(text(&out.stdout).trim_end()).0, 64);
 
     check_error(&kit.tool("trigger", &[]), "trigger", 1, "already triggered (trigger ran twice");
     check_error(&kit.tool("memhammer", &["64", "1"]), "memhammer", 1, "run create_sem to arm it");
@@ -310,7 +311,7 @@ fn bad_arguments_get_one_line_and_exit_code_2() {
     for (tool, args, needle) in cases {
         check_error(&kit.tool(tool, args), tool, 2, needle);
     }
-    // The seed's cpu_bind on a CPU this machine lacks, from a shell as the scripts do.
+    // cpu_bind on a CPU this machine lacks, from a shell as the article's scripts call it.
     let out = kit.command("sh").args(["-c", "./cpu_bind $$ 99999"]).output().expect("sh");
     check_error(&out, "cpu_bind", 2, "CPU 99999 does not exist (valid CPUs: ");
     // A key that cannot be used.
@@ -357,7 +358,7 @@ fn ctrl_c_prints_the_line_for_the_stores_done() {
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     println!("{stdout}{stderr}");
     assert!(out.status.success(), "{stderr}");
-    let (ops, usec) = seed_line(stdout.trim_end());
+    let (ops, usec) = memhammer_line(stdout.trim_end());
     assert!(ops > 0 && ops < planned, "{ops}");
     assert!(usec > 0);
     assert!(stderr.starts_with(&format!("memhammer: interrupted after {ops} of {planned} stores")));
@@ -407,14 +408,14 @@ fn mem_slb_processes_reports_verified_memory_per_worker() {
     }
     assert_eq!(json["interrupted"], false);
 
-    // The text layout is thread mode's: the seed lines, then the summary and placement.
+    // The text layout is thread mode's: the memhammer lines, then the summary and placement.
     let out = platscope(&args);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
     println!("{stdout}");
     let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(seed_line(lines[0]).0, TEST_OPS);
-    assert_eq!(seed_line(lines[1]).0, TEST_OPS);
+    assert_eq!(memhammer_line(lines[0]).0, TEST_OPS);
+    assert_eq!(memhammer_line(lines[1]).0, TEST_OPS);
     assert!(lines[3].starts_with("2 worker(s), 2048 pages × 20 loops each"), "{stdout}");
     assert_eq!(lines.iter().filter(|l| l.ends_with(", verified)")).count(), 2, "{stdout}");
     assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
@@ -452,10 +453,10 @@ fn memhammers_share_one_segment_and_lock_it() {
     let out = kit.script("shared", script);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
-    let seed: Vec<&str> = stdout.lines().filter(|l| l.starts_with("Total ops")).collect();
-    assert_eq!(seed.len(), 2, "{stdout}");
-    for line in seed {
-        assert_eq!(seed_line(line).0, 64 * 200, "{line}");
+    let totals: Vec<&str> = stdout.lines().filter(|l| l.starts_with("Total ops")).collect();
+    assert_eq!(totals.len(), 2, "{stdout}");
+    for line in totals {
+        assert_eq!(memhammer_line(line).0, 64 * 200, "{line}");
     }
     let locks: Vec<&str> = stdout.lines().filter(|l| l.starts_with("Lock ticket")).collect();
     assert_eq!(locks.len(), 2, "{stdout}");

@@ -1,5 +1,5 @@
-//! `platscope db querystat` as the product runs it: the arguments, the run (the seed's lines
-//! printed as they happen), and what the report prints, stores and draws (the latency
+//! `platscope db querystat` as the product runs it: the arguments, the run (the DTrace script's
+//! lines printed as they happen), and what the report prints, stores and draws (the latency
 //! histogram and who pre-empted the server). One registry line in the binary.
 
 use std::fmt::Write as _;

@@ -1,6 +1,6 @@
 //! `platscope db querystat`: query throughput, latency distributions, cache hits and
-//! pre-emption of a live PostgreSQL or MariaDB server, traced with eBPF (seed 004's DTrace
-//! querystat, for Linux).
+//! pre-emption of a live PostgreSQL or MariaDB server, traced with eBPF (querystat, a DTrace
+//! script that did this for MySQL on Solaris, redone for Linux).
 //!
 //! - **PostgreSQL**: USDT probes (Debian builds it `--enable-dtrace`). A query is
 //!   `query__execute__start` → `query__execute__done`, which fire for the simple, extended

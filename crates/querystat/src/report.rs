@@ -1,4 +1,5 @@
-//! What a run measured, and its text in seed 004's layout (pure functions: golden-tested).
+//! What a run measured, and its text in the DTrace querystat script's layout (pure functions:
+//! golden-tested).
 
 use serde::{Deserialize, Serialize};
 
@@ -35,7 +36,7 @@ impl By {
     }
 }
 
-/// A moment, as seconds since the epoch and as local time in the seed's format.
+/// A moment, as seconds since the epoch and as local time in the DTrace script's format.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stamp {
     /// Seconds since 1970 (UTC).
@@ -205,7 +206,7 @@ pub struct Report {
     /// Involuntary switches of any of the server's threads (what `nonvoluntary_ctxt_switches`
     /// counts).
     pub involuntary_switches: u64,
-    /// Who took the CPU, least frequent first (the seed's order).
+    /// Who took the CPU, least frequent first (the DTrace script's order).
     pub preemptors: Vec<Preemptor>,
     /// Queries slower than `--slower`, as reported.
     pub slow: Vec<SlowQuery>,
@@ -254,8 +255,8 @@ fn histogram_block(out: &mut String, title: &str, h: &Log2Hist) {
     }
 }
 
-/// The end-of-run summary in seed 004's layout, then what the seed did not have (buffer
-/// totals, off-CPU time by why, involuntary switches).
+/// The end-of-run summary in the DTrace querystat script's layout, then what the script did not
+/// have (buffer totals, off-CPU time by why, involuntary switches).
 pub fn render_report(r: &Report) -> String {
     let (one, all) = (r.by.singular(), r.by.plural());
     let label = &r.cache.label;
@@ -378,7 +379,7 @@ mod tests {
         Stamp { epoch_s: 0, local: local.to_string() }
     }
 
-    fn seed_like_report() -> Report {
+    fn querystat_example_report() -> Report {
         Report {
             server: Server {
                 pid: 4242,
@@ -418,7 +419,7 @@ mod tests {
     }
 
     #[test]
-    fn interval_line_is_the_seeds() {
+    fn interval_line_is_the_originals() {
         let i = Interval { at: stamp("2009 Sep 17 16:28:38"), completed: 4830, per_sec: 1610.0 };
         assert_eq!(
             render_interval(&i, By::Query),
@@ -474,12 +475,12 @@ Off-CPU distribution, run queue wait per query (us):
              256 |                                         0
 Involuntary context switches of server threads: 3500 (3188 inside queries)
 ";
-        assert_eq!(render_report(&seed_like_report()), expected);
+        assert_eq!(render_report(&querystat_example_report()), expected);
     }
 
     #[test]
     fn postgres_transactions_and_server_exit_wording() {
-        let mut r = seed_like_report();
+        let mut r = querystat_example_report();
         r.by = By::Transaction;
         r.end = EndReason::ServerExited;
         r.server.kind = ServerKind::Postgres;
@@ -497,7 +498,7 @@ Involuntary context switches of server threads: 3500 (3188 inside queries)
 
     #[test]
     fn empty_run_renders_without_numbers() {
-        let mut r = seed_like_report();
+        let mut r = querystat_example_report();
         r.all = Latency::default();
         let text = render_report(&r);
         assert!(text.contains("Average latency, all queries: - us\nLatency distribution, all queries (us):\n    (none)\n"));
@@ -519,7 +520,7 @@ Involuntary context switches of server threads: 3500 (3188 inside queries)
             render_slow(&q, By::Query),
             "2026 Nov 23 19:00:00   slow query 12.346 ms  tid 11  pre-empted  off-CPU us: run queue 3000, D 0, S 12  SELECT 1\n"
         );
-        let json = serde_json::to_value(seed_like_report()).unwrap();
+        let json = serde_json::to_value(querystat_example_report()).unwrap();
         assert_eq!(json["server"]["kind"], "mariadb");
         assert_eq!(json["all"]["count"], 4480);
         assert_eq!(json["cache"]["hit"]["histogram_us"][0]["low_us"], 256);

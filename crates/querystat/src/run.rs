@@ -16,7 +16,7 @@ use crate::tracer::{Hist, Totals, Tracer};
 /// How long to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RunOptions {
-    /// Time between throughput lines (the seed's default is 3 s).
+    /// Time between throughput lines (the DTrace querystat script printed one every 3 s).
     pub interval: Duration,
     /// Stop after this many intervals (`None`: until the stop flag or the server exits).
     pub count: Option<u64>,

@@ -539,7 +539,7 @@ fn cpu_scale_draws_a_point_per_step_with_its_busy_cpus() {
     assert_balanced(&html);
 }
 
-/// Issue 20: an interrupted `--scale` drew "not saturated" from one row.
+/// An interrupted `--scale` used to draw "not saturated" from one row.
 #[test]
 fn an_interrupted_bandwidth_scaling_draws_no_conclusion() {
     let mut sample = sample();

@@ -315,8 +315,8 @@ fn latest_metrics_finds_the_newest_run_with_that_metric_and_label() {
     assert!(store.latest_metrics("mem_bandwidth", None).expect("store").is_none());
 }
 
-/// Issue 29: a new store (and a directory made for it) is its owner's alone; an existing file
-/// keeps the mode it has.
+/// A new store (and a directory made for it) is its owner's alone; an existing file keeps the
+/// mode it has.
 #[test]
 fn a_new_store_is_0600_in_a_0700_directory_and_an_old_one_keeps_its_mode() {
     use std::os::unix::fs::PermissionsExt;
@@ -345,7 +345,7 @@ fn a_new_store_is_0600_in_a_0700_directory_and_an_old_one_keeps_its_mode() {
     assert_eq!(mode(&shared), 0o644, "an existing file keeps its mode");
 }
 
-/// Issue 29: the recorder stores the command line with its passwords redacted.
+/// The recorder stores the command line with its passwords redacted.
 #[test]
 fn the_recorder_stores_argv_without_passwords() {
     use results::{Recorder, RunContext, StoreOptions};

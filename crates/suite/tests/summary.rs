@@ -1,5 +1,5 @@
 //! The terminal summary of `platscope report`: what it concludes, and that an interrupted run
-//! concludes nothing it did not measure (issue 20).
+//! concludes nothing it did not measure.
 
 #[path = "../../report/tests/common/mod.rs"]
 mod common;

@@ -1,8 +1,8 @@
 //! The report sections of `cpu scale` and `compress`.
 //!
-//! - [`cpu_scale`]: throughput against threads (seed 004's Tamp), one line per number of units
-//!   run at once, each point labelled with how many CPUs were busy — single-thread speed, where
-//!   one instance stops scaling, and what the filled machine does. The one copy: `report
+//! - [`cpu_scale`]: throughput against threads (as the Tamp article drew it), one line per number
+//!   of units run at once, each point labelled with how many CPUs were busy — single-thread speed,
+//!   where one instance stops scaling, and what the filled machine does. The one copy: `report
 //!   --full` draws its section with it too.
 //! - [`run_part`]: one compress or decompress run — where each thread's time went, MB/s, CPU
 //!   seconds per MB and the verdict.

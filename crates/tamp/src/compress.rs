@@ -21,7 +21,7 @@ use crate::pipeline::{self, line_aligned, Sink, Source, Worker};
 use crate::result::{Facts, Operation, RunResult};
 use crate::TampError;
 
-/// The default block size: 256 KiB, as the seed's Tamp.
+/// The default block size: 256 KiB, as the original Tamp's.
 pub const DEFAULT_BLOCK: usize = 256 << 10;
 
 /// The default zstd frame size: 2 MiB, as `pzstd -1` cuts its input (four windows of level 1).

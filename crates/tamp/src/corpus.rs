@@ -1,8 +1,8 @@
 //! A seeded, reproducible, database-like text file to compress: tab-separated rows of an id, a
 //! timestamp, a name, a city, a status, an amount, a currency and a short note, like a table
 //! dump. The same seed and size give the same bytes on every machine (a fixed PRNG, no floats, no
-//! locale). The mix is tuned so LZ4 and zstd -1 shrink it about as much as the seed's database
-//! files ("a little over 60%"); measured figures are in docs/benchmarks.md.
+//! locale). The mix is tuned so LZ4 and zstd -1 shrink it about as much as the database files the
+//! original Tamp was shown on ("a little over 60%"); measured figures are in docs/benchmarks.md.
 
 use std::io::{self, Write};
 

@@ -1,4 +1,4 @@
-//! `platscope compress` (seed 004's Tamp: one reader, N workers, one writer) and `platscope cpu
+//! `platscope compress` (Tamp's design: one reader, N workers, one writer) and `platscope cpu
 //! scale` (throughput against threads and units, with the verdicts) as the product runs them:
 //! the arguments, the runs, and what each outcome prints, stores and draws. One registry line
 //! each in the binary.
@@ -29,7 +29,7 @@ pub struct CompressArgs {
     /// Compression level (zstd 1–22; lz4 has one level).
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub level: i32,
-    /// Uncompressed bytes per block (64KiB … 4MiB; default 256KiB for lz4, as the seed's Tamp,
+    /// Uncompressed bytes per block (64KiB … 4MiB; default 256KiB for lz4, as the Tamp compressor,
     /// and 2MiB for zstd, as pzstd -1: smaller zstd frames compress a little smaller, slower).
     #[arg(long, value_parser = parse_bytes)]
     pub block: Option<u64>,
@@ -71,7 +71,7 @@ pub struct ScaleArgs {
     /// Worker threads per pipeline (default: 1, 2, 4 … up to twice the CPUs).
     #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub threads: Option<Vec<u64>>,
-    /// The work: compress (the seed's Tamp on an in-memory corpus, to nowhere).
+    /// The work: compress (Tamp's pipeline on an in-memory corpus, to nowhere).
     #[arg(long, default_value = "compress", value_parser = ["compress"])]
     pub workload: String,
     /// lz4 or zstd.
@@ -204,8 +204,9 @@ pub struct Compress;
 impl Experiment for Compress {
     const PATH: &'static [&'static str] = &["compress"];
     const ABOUT: &'static str = "Compress or decompress files with a reader, N workers and a \
-                                 writer (seed 004's Tamp): standard LZ4 and zstd output, MB/s, \
-                                 CPU time, each thread's busy share, and why it did not go faster";
+                                 writer (as the Tamp parallel compressor did): standard LZ4 and \
+                                 zstd output, MB/s, CPU time, each thread's busy share, and why \
+                                 it did not go faster";
     const TINY: &'static [&'static str] = &["--discard", "-t", "2", "{file}"];
     type Args = CompressArgs;
     type Outcome = Compressed;
@@ -326,7 +327,8 @@ pub struct CpuScale;
 impl Experiment for CpuScale {
     const PATH: &'static [&'static str] = &["cpu", "scale"];
     const ABOUT: &'static str = "Throughput against threads for one instance of a parallel job \
-                                 (seed 004's Tamp), then against units × threads: single-thread \
+                                 (compression, as Tamp was run to compare single-thread and \
+                                 throughput machines), then against units × threads: single-thread \
                                  speed, where one instance stops scaling and why, and what the \
                                  filled machine does — with how many CPUs were busy at each step";
     const TINY: &'static [&'static str] = &["--units", "1,2", "--threads", "1,2", "--size", "2MiB"];

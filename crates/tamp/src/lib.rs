@@ -1,6 +1,6 @@
 //! Tamp: a parallel compressor — one reader thread, N worker threads on fixed-size blocks, one
-//! writer thread restoring their order — and the CPU-scaling experiment built on it (seed 004,
-//! "The Seduction of Single-Threaded Performance").
+//! writer thread restoring their order — and the CPU-scaling experiment built on it (after the
+//! original Tamp and the article "The Seduction of Single-Threaded Performance").
 //!
 //! - [`compress`] / [`decompress`]: LZ4 frames that stock `lz4 -d` reads, or one zstd frame per
 //!   block that stock `zstd -d` reads; both decompress in parallel. Every run reports bytes,

@@ -21,7 +21,8 @@ pub enum Output {
     /// the start, or made by someone else during the run) is an error
     /// ([`TampError::Exists`]) and is left as it was.
     NewFile(PathBuf),
-    /// Nowhere: the output is produced and counted, then dropped (the seed's "output discarded").
+    /// Nowhere: the output is produced and counted, then dropped (as the original Tamp tests
+    /// discarded it).
     Discard,
     /// Standard output (`-o -`, as `lz4 -c`): written as it is produced, so an interrupted or
     /// failed run leaves the reader a truncated stream (a frame without its end, which `lz4 -d`

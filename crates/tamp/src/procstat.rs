@@ -47,7 +47,7 @@ pub struct MachineBusy {
     pub per_cpu: Vec<(usize, f64)>,
     /// Busy share of the whole machine — what `vmstat` shows as 100 − id.
     pub machine_share: f64,
-    /// CPUs at least 90% busy (the seed's `mpstat | grep -v ' 100$'`, inverted).
+    /// CPUs at least 90% busy (the old `mpstat | grep -v ' 100$'` trick, inverted).
     pub cpus_busy: usize,
 }
 

@@ -63,7 +63,8 @@ pub(crate) fn share(part: f64, whole: f64) -> f64 {
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {
     /// The one reader thread was busy nearly all the time while workers waited for it: more
-    /// workers cannot help (the seed's "12–14 threads" limit). Run more units at once instead.
+    /// workers cannot help (the "12–14 threads" limit the Tamp article hit). Run more units at
+    /// once instead.
     ReaderBound,
     /// The one writer thread was busy nearly all the time while workers waited for it.
     WriterBound,

@@ -1,8 +1,8 @@
-//! The seed's experiment as one run: compress an in-memory input to nowhere with 1, 2, … worker
-//! threads in one pipeline ("unit"), then with several units at once, and record for each step the
-//! throughput, where each thread's time went, how busy every CPU was (/proc/stat) and the verdict.
-//! [`summarise`] turns the steps into the three answers: single-thread speed, where one instance
-//! stops scaling and why, and the machine's throughput when it is filled.
+//! The Tamp article's experiment as one run: compress an in-memory input to nowhere with 1, 2, …
+//! worker threads in one pipeline ("unit"), then with several units at once, and record for each
+//! step the throughput, where each thread's time went, how busy every CPU was (/proc/stat) and the
+//! verdict. [`summarise`] turns the steps into the three answers: single-thread speed, where one
+//! instance stops scaling and why, and the machine's throughput when it is filled.
 
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -28,8 +28,9 @@ pub struct ScalePlan {
 }
 
 impl ScalePlan {
-    /// The seed's two charts for this machine: 1 unit × 1, 2, 4, … up to 2 × CPUs threads, then
-    /// 2 and 4 units (or as many as CPUs, if fewer) with threads up to the CPU count.
+    /// The Tamp article's two charts for this machine: 1 unit × 1, 2, 4, … up to 2 × CPUs
+    /// threads, then 2 and 4 units (or as many as CPUs, if fewer) with threads up to the CPU
+    /// count.
     pub fn for_machine(cpus: usize) -> Self {
         let mut threads = vec![1];
         while threads.last().is_some_and(|&t| t < 2 * cpus) {
@@ -179,8 +180,8 @@ pub fn summarise(steps: &[ScaleStep]) -> ScaleSummary {
     }
 }
 
-/// Runs the plan over `input` (every unit compresses all of it, reading from memory as the seed
-/// read from tmpfs) with `codec`, discarding the output. Units run for each value of
+/// Runs the plan over `input` (every unit compresses all of it, reading from memory as the
+/// original read from tmpfs) with `codec`, discarding the output. Units run for each value of
 /// `plan.units`, threads for each of `plan.threads`.
 pub fn run(
     input: &[u8],
@@ -312,7 +313,8 @@ mod tests {
 
     #[test]
     fn finds_where_one_instance_stops_and_why() {
-        // The seed's T5440 shape: linear to 12 threads, then flat because of the reader.
+        // The shape the Tamp article saw on a T5440: rising to 12 threads, then flat because of
+        // the reader.
         let steps = vec![
             step(1, 1, 100.0, Verdict::Scales),
             step(1, 4, 390.0, Verdict::Scales),

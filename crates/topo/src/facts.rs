@@ -1,4 +1,5 @@
-//! The machine as a reader compares machines: seed 004's processor table, measured.
+//! The machine as a reader compares machines: the table of processor details (caches, TLBs, page
+//! sizes, memory bandwidth) once drawn up by hand to compare SPARC processors, measured.
 //!
 //! [`machine_facts`] turns a [`Topology`] into ordered `setting → value` rows (CPU identity and
 //! microcode, sockets/cores/threads, each cache's geometry and sharing, TLB entries from CPUID,

@@ -177,7 +177,7 @@ mod tests {
         // No configured speed: the rated speed is used. Empty slot: size 0.
         assert_eq!(parse_memory_device(&type17(8192, 1066, 0)).map(|d| d.mts), Some(1066));
         assert_eq!(parse_memory_device(&type17(0, 0, 0)).map(|d| d.size_mib), Some(0));
-        // Seed 001: one DDR3-1066 channel is 1066 × 8 = 8528 MB/s.
+        // As thread_read's article worked it out: one DDR3-1066 channel is 1066 × 8 = 8528 MB/s.
         let devices = [
             MemoryDevice { size_mib: 4096, mts: 1066, ..MemoryDevice::default() },
             MemoryDevice::default(),

@@ -39,7 +39,8 @@ use measure::FsRoot;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Options {
     /// Leave out CPUs that were idle for the whole interval (no tick charged to anything but
-    /// idle or iowait): the seed's `mpstat | grep -v ' 100$'`. The all-CPU line always stays.
+    /// idle or iowait), as the old `mpstat | grep -v ' 100$'` trick for finding the one busy CPU
+    /// among many idle ones. The all-CPU line always stays.
     pub busy_only: bool,
 }
 
@@ -121,7 +122,7 @@ pub struct CpuUtil {
 }
 
 impl CpuUtil {
-    /// `%idle` prints as 100.00: the seed's `mpstat | grep -v ' 100$'`, for the live
+    /// `%idle` prints as 100.00: what `mpstat | grep -v ' 100$'` filters out, for the live
     /// machine and for logs alike. A CPU that waited for I/O part of the interval is shown.
     pub fn is_idle(&self) -> bool {
         self.idle >= 99.995

@@ -1,5 +1,6 @@
 //! sysstat's `mpstat` output read back, I/O-free: what `cpu util --from FILE` reads, for the
-//! logs customers send (seed 004's "Utilization — can I have more accuracy please?").
+//! logs customers send (as the script of the article "Utilization — can I have more accuracy
+//! please?" read them, for Solaris).
 //!
 //! Fed line by line ([`LogParser::push_line`], or all at once with [`parse`]), it reads:
 //!

@@ -1,5 +1,5 @@
-//! Utilization as text: mpstat's column order with two decimals, `%idle` last (so the seed's
-//! `grep -v ' 100.00$'` still finds idle CPUs), and the event-based columns appended when
+//! Utilization as text: mpstat's column order with two decimals, `%idle` last (so the old
+//! `grep -v ' 100.00$'` trick still finds idle CPUs), and the event-based columns appended when
 //! present. [`emit`] is the one way an interval is printed, live or read from a log: text or one
 //! JSON object per line, notes through the caller's sink.
 

@@ -15,10 +15,10 @@
 //!   vanished is listed as exited, its CPU after the first snapshot unknown unless exit records
 //!   ([`ExitedTask`], from a `sched_process_exit` tracer) are given, which also bring in
 //!   processes that started and exited inside the interval. Without them the report says so.
-//! - [`render`] prints the seed's layout (`UID PID %USR %SYS COMMAND`, four significant digits)
-//!   or that layout with the exact `%CPU` and `CPU-ms` columns.
+//! - [`render`] prints the original pstime's layout (`UID PID %USR %SYS COMMAND`, four
+//!   significant digits) or that layout with the exact `%CPU` and `CPU-ms` columns.
 //!
-//! Percentages are of the whole machine (all online CPUs), as the seed's pstime reports them:
+//! Percentages are of the whole machine (all online CPUs), as the original pstime reports them:
 //! one busy CPU of four is 25 %.
 //!
 //! [`FsRoot`]: measure::FsRoot

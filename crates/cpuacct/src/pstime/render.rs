@@ -1,4 +1,4 @@
-//! pstime's text: the seed's layout, `  UID    PID  %USR  %SYS COMMAND`, with four significant
+//! pstime's text: the original's layout, `  UID    PID  %USR  %SYS COMMAND`, with four significant
 //! digits, optionally with the exact `%CPU` and `CPU-ms` columns before `COMMAND`; one-line
 //! notes for what the figures leave out.
 
@@ -14,15 +14,15 @@ pub struct Layout {
     /// Add `%CPU` (exact, = %USR + %SYS) and `CPU-ms` (exact) before `COMMAND`, and mark
     /// processes that started or exited in the interval.
     pub exact: bool,
-    /// Cut the command to this many characters (the seed's pstime showed 52).
+    /// Cut the command to this many characters (the original pstime showed 52).
     pub command_width: Option<usize>,
 }
 
-/// The seed's pstime command width.
-pub const SEED_COMMAND_WIDTH: usize = 52;
+/// The original pstime's command width.
+pub const PSTIME_COMMAND_WIDTH: usize = 52;
 
-/// A value with four significant digits, as the seed prints them: `44.17`, `3.391`, `0.000`,
-/// `100.0`; whole numbers from 1000 up.
+/// A value with four significant digits, as the original pstime prints them: `44.17`, `3.391`,
+/// `0.000`, `100.0`; whole numbers from 1000 up.
 pub fn sig4(value: f64) -> String {
     let v = if value.is_finite() && value > 0.0 { value } else { 0.0 };
     if v < 1.0 {
@@ -221,7 +221,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn four_significant_digits_as_the_seed() {
+    fn four_significant_digits_as_the_original() {
         assert_eq!(sig4(44.1749), "44.17");
         assert_eq!(sig4(3.3912), "3.391");
         assert_eq!(sig4(2.517), "2.517");

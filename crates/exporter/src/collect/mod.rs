@@ -1,7 +1,7 @@
 //! Collectors: each computes its families at scrape time.
 //!
 //! Every collector is registered by name in [`REGISTRY`] (one line each); `--collect` picks
-//! from it, and the default set is every registered one. Names the issue promises that this
+//! from it, and the default set is every registered one. Names that are planned but that this
 //! build does not have yet are in [`PLANNED`], so asking for them is a clear usage error rather
 //! than "unknown name".
 
@@ -85,7 +85,7 @@ pub const REGISTRY: &[(&str, Factory)] = &[
     ("bench", bench::factory),
 ];
 
-/// Collector names the issue promises that this build does not have yet.
+/// Collector names that are planned but that this build does not have yet.
 pub const PLANNED: &[&str] = &[];
 
 /// The names `--collect` accepts in this build.

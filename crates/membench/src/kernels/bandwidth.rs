@@ -208,7 +208,7 @@ pub const KERNELS: &[KernelInfo] = &[
     KernelInfo {
         kernel: Kernel::ReadLine,
         name: "read-line",
-        help: "one 8-byte load per 64-byte line, as seed 001's thread_read",
+        help: "one 8-byte load per 64-byte line, as the thread_read test",
         buffers: 1,
         counted_streams: 1,
         accounting: "whole 64-byte lines fetched, though only 8 bytes of each are loaded",

@@ -1,7 +1,7 @@
 //! The Silly Little Benchmark kit under its original names, busybox-style: `create_sem`,
 //! `memhammer PAGES LOOPS`, `trigger` and `cpu_bind PID CPU` — each takes its arguments (after
 //! `argv[0]`) and prints what the original printed. Positional arguments without options, as
-//! the originals took them, plus `--help`; the seed's scripts run unchanged.
+//! the originals took them, plus `--help`; the scripts of the SLB's articles run unchanged.
 
 use std::ffi::OsString;
 use std::fmt;
@@ -265,7 +265,7 @@ pub fn memhammer(args: &[OsString]) -> Result<(), Classified> {
     if done.ops == 0 {
         return Err(BenchError::Interrupted.into());
     }
-    emit(&format!("{}\n", slb::seed_line(done.ops, done.elapsed_ns)))?;
+    emit(&format!("{}\n", slb::memhammer_line(done.ops, done.elapsed_ns)))?;
     if done.ops < hammer.ops {
         measure::say!(
             "memhammer: interrupted after {} of {} stores; the line above covers those",
@@ -302,7 +302,7 @@ fn memhammer_shared(
     if done.ops == 0 {
         return Err(BenchError::Interrupted.into());
     }
-    let mut text = format!("{}\n", slb::seed_line(done.ops, done.elapsed_ns));
+    let mut text = format!("{}\n", slb::memhammer_line(done.ops, done.elapsed_ns));
     if lock != LockKind::None {
         text.push_str(&format!(
             "Lock {} acquisitions {} hand-offs {} hand-offs/sec {:.1}\n",

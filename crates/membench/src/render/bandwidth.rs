@@ -202,7 +202,7 @@ pub fn loaded_latency(c: &LoadedCurve) -> String {
     out
 }
 
-/// thread_read's extra line after the seed's two: the rate and where the memory was.
+/// thread_read's extra line after the original's two: the rate and where the memory was.
 pub fn thread_read_summary(r: &ThreadRead) -> String {
     format!(
         "{} passes × 256 MiB read by CPU {} in {:.3} s: {:.2} GB/s; memory first-touched by CPU {} is on {}\n",
@@ -281,7 +281,7 @@ mod tests {
         assert!(text.contains("not saturated by these CPUs"), "{text}");
     }
 
-    /// Issue 20: `mem bandwidth --scale` stopped after one row said "not saturated".
+    /// `mem bandwidth --scale` stopped after one row used to say "not saturated".
     #[test]
     fn an_interrupted_scaling_draws_no_conclusion() {
         let s = Scaling {

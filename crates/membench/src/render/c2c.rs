@@ -195,7 +195,7 @@ pub fn lines_text(r: &C2cResult) -> String {
 pub fn shared_slb_text(r: &SharedSlbResult) -> String {
     let mut out = String::new();
     for w in &r.workers {
-        let _ = writeln!(out, "{}", w.seed_line());
+        let _ = writeln!(out, "{}", w.memhammer_line());
     }
     let lock = r.plan.lock.name();
     let _ = writeln!(

@@ -149,7 +149,7 @@ pub fn latency_matrix(m: &LatencyMatrix, slit: Option<&Distances>) -> String {
 pub fn slb_text(result: &SlbResult) -> String {
     let mut out = String::new();
     for w in &result.workers {
-        out.push_str(&w.seed_line());
+        out.push_str(&w.memhammer_line());
         out.push('\n');
     }
     let s = result.summary();
