@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use jiff::civil;
+use jiff::Span;
 use serde::Serialize;
 
 /// A time of day, in seconds since midnight; shown `HH:MM:SS`.
@@ -30,49 +32,52 @@ impl fmt::Display for Date {
     }
 }
 
+/// Day 0 of [`Date::days_since_epoch`].
+const UNIX_EPOCH: civil::Date = civil::Date::constant(1970, 1, 1);
+
 impl Date {
     /// A valid date between the years 1900 and 9999.
     pub fn new(year: i32, month: u32, day: u32) -> Option<Date> {
-        if !(1900..=9999).contains(&year) || !(1..=12).contains(&month) || day == 0 {
+        if !(1900..=9999).contains(&year) {
             return None;
         }
-        let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
-        let days = match month {
-            2 if leap => 29,
-            2 => 28,
-            4 | 6 | 9 | 11 => 30,
-            _ => 31,
-        };
-        (day <= days).then_some(Date { year, month, day })
+        // jiff checks the month and the day (leap years included).
+        let date = Date { year, month, day };
+        date.civil().map(|_| date)
     }
 
-    /// Days since 1970-01-01.
+    /// Days since 1970-01-01. [`Date::new`] makes only real dates; one whose fields were set to
+    /// a day that does not exist counts as 1970-01-01.
     pub fn days_since_epoch(self) -> i64 {
-        // The usual era arithmetic (March-based years, 400-year eras).
-        let y = i64::from(self.year) - i64::from(self.month <= 2);
-        let era = y.div_euclid(400);
-        let yoe = y - era * 400;
-        let m = i64::from(self.month);
-        let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(self.day) - 1;
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-        era * 146_097 + doe - 719_468
+        self.civil().map_or(0, |date| date.duration_since(UNIX_EPOCH).as_hours() / 24)
     }
 
+    /// The date `days` days after 1970-01-01; `None` outside the years 1900 to 9999.
     fn from_days(days: i64) -> Option<Date> {
-        let z = days + 719_468;
-        let era = z.div_euclid(146_097);
-        let doe = z - era * 146_097;
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-        let mp = (5 * doy + 2) / 153;
-        let day = doy - (153 * mp + 2) / 5 + 1;
-        let month = if mp < 10 { mp + 3 } else { mp - 9 };
-        let year = yoe + era * 400 + i64::from(month <= 2);
-        Date::new(i32::try_from(year).ok()?, u32::try_from(month).ok()?, u32::try_from(day).ok()?)
+        Date::from_civil(UNIX_EPOCH.checked_add(Span::new().try_days(days).ok()?).ok()?)
     }
 
     pub(super) fn add_days(self, n: i64) -> Option<Date> {
-        Date::from_days(self.days_since_epoch() + n)
+        Date::from_days(self.days_since_epoch().checked_add(n)?)
+    }
+
+    /// The same day as jiff's date; `None` if it does not exist.
+    fn civil(self) -> Option<civil::Date> {
+        let (year, month, day) = (
+            i16::try_from(self.year).ok()?,
+            i8::try_from(self.month).ok()?,
+            i8::try_from(self.day).ok()?,
+        );
+        civil::Date::new(year, month, day).ok()
+    }
+
+    /// jiff's date as a [`Date`]; `None` outside the years 1900 to 9999.
+    fn from_civil(date: civil::Date) -> Option<Date> {
+        Date::new(
+            i32::from(date.year()),
+            u32::try_from(date.month()).ok()?,
+            u32::try_from(date.day()).ok()?,
+        )
     }
 }
 
