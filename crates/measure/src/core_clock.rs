@@ -295,6 +295,8 @@ impl Stated {
 /// absent.
 #[cfg(target_arch = "x86_64")]
 fn cpuid_leaf_16() -> Result<(Option<f64>, Option<f64>), String> {
+    // Every other crate executes CPUID through `topo::cpuid::query`; this one cannot, as `topo`
+    // depends on `measure`.
     use std::arch::x86_64::__cpuid;
     let highest = __cpuid(0).eax;
     if highest < 0x16 {

@@ -22,43 +22,60 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use crate::link::Duplex;
 use crate::netdev::NetDevCounters;
 
+// Netlink numbers libc has, with the same values: those it declares with the type of the field
+// they fill are used as they are; those it declares as `c_int` are narrowed to that type by
+// `u8_field`, `u16_field` and `u32_field`, which fail the build if a value does not fit.
+use libc::{
+    IFLA_IFNAME, NETLINK_ADD_MEMBERSHIP, NETLINK_GENERIC, RTM_DELLINK, RTM_GETLINK, RTM_GETSTATS,
+    RTM_NEWLINK, RTM_NEWSTATS, SOL_NETLINK,
+};
+const NLMSG_ERROR: u16 = u16_field(libc::NLMSG_ERROR);
+const NLMSG_DONE: u16 = u16_field(libc::NLMSG_DONE);
+const NLM_F_REQUEST: u16 = u16_field(libc::NLM_F_REQUEST);
+const NLM_F_ACK: u16 = u16_field(libc::NLM_F_ACK);
+const NLM_F_DUMP: u16 = u16_field(libc::NLM_F_DUMP);
+const NLA_F_NESTED: u16 = u16_field(libc::NLA_F_NESTED);
+const RTMGRP_LINK: u32 = u32_field(libc::RTMGRP_LINK);
+const IFF_UP: u32 = u32_field(libc::IFF_UP);
+// Generic netlink: the controller (to find ethtool's family number).
+const GENL_ID_CTRL: u16 = u16_field(libc::GENL_ID_CTRL);
+const CTRL_CMD_GETFAMILY: u8 = u8_field(libc::CTRL_CMD_GETFAMILY);
+const CTRL_ATTR_FAMILY_ID: u16 = u16_field(libc::CTRL_ATTR_FAMILY_ID);
+const CTRL_ATTR_FAMILY_NAME: u16 = u16_field(libc::CTRL_ATTR_FAMILY_NAME);
+const CTRL_ATTR_MCAST_GROUPS: u16 = u16_field(libc::CTRL_ATTR_MCAST_GROUPS);
+const CTRL_ATTR_MCAST_GRP_NAME: u16 = u16_field(libc::CTRL_ATTR_MCAST_GRP_NAME);
+const CTRL_ATTR_MCAST_GRP_ID: u16 = u16_field(libc::CTRL_ATTR_MCAST_GRP_ID);
+
+const fn u8_field(value: libc::c_int) -> u8 {
+    assert!(value >= 0 && value <= u8::MAX as libc::c_int, "does not fit a u8 field");
+    value as u8
+}
+const fn u16_field(value: libc::c_int) -> u16 {
+    assert!(value >= 0 && value <= u16::MAX as libc::c_int, "does not fit a u16 field");
+    value as u16
+}
+const fn u32_field(value: libc::c_int) -> u32 {
+    assert!(value >= 0, "does not fit a u32 field");
+    value as u32
+}
+
+// Netlink numbers and sizes libc lacks (values from the kernel's uapi headers: netlink.h,
+// rtnetlink.h, if_link.h, genetlink.h, ethtool.h and ethtool_netlink.h).
+/// `struct nlmsghdr`.
 const NLMSG_HDR: usize = 16;
-const NLMSG_ERROR: u16 = 2;
-const NLMSG_DONE: u16 = 3;
-const NLM_F_REQUEST: u16 = 0x1;
-const NLM_F_ACK: u16 = 0x4;
-const NLM_F_DUMP: u16 = 0x300;
-const RTM_NEWLINK: u16 = 16;
-const RTM_DELLINK: u16 = 17;
-const RTM_GETLINK: u16 = 18;
-const RTM_NEWSTATS: u16 = 92;
-const RTM_GETSTATS: u16 = 94;
 /// `struct ifinfomsg` and `struct if_stats_msg`.
 const IFINFOMSG: usize = 16;
 const IF_STATS_MSG: usize = 12;
-const IFLA_IFNAME: u16 = 3;
 const IFLA_STATS_LINK_64: u16 = 1;
-const RTMGRP_LINK: u32 = 1;
 /// `struct rtnl_link_stats64` up to `tx_compressed` (23 counters; later kernels add more).
 const STATS64_LEN: usize = 23 * 8;
-const IFF_UP: u32 = 0x1;
-// Generic netlink: the controller (to find ethtool's family number) and ethtool's link modes.
-const NETLINK_GENERIC: libc::c_int = 16;
-const GENL_ID_CTRL: u16 = 0x10;
 /// `struct genlmsghdr`: command, version, reserved.
 const GENL_HDR: usize = 4;
-const CTRL_CMD_GETFAMILY: u8 = 3;
-const CTRL_ATTR_FAMILY_ID: u16 = 1;
-const CTRL_ATTR_FAMILY_NAME: u16 = 2;
-const CTRL_ATTR_MCAST_GROUPS: u16 = 7;
-const CTRL_ATTR_MCAST_GRP_NAME: u16 = 1;
-const CTRL_ATTR_MCAST_GRP_ID: u16 = 2;
+// Ethtool's link modes over generic netlink.
 /// The group ethtool announces settings changes on (`ETHTOOL_MCGRP_MONITOR_NAME`).
 const ETHTOOL_MONITOR_GROUP: &[u8] = b"monitor";
 /// Every ethtool message's first attribute is its request header (`ETHTOOL_A_*_HEADER`).
 const ETHTOOL_A_HEADER: u16 = 1;
-const SOL_NETLINK: libc::c_int = 270;
-const NETLINK_ADD_MEMBERSHIP: libc::c_int = 1;
 const ETHTOOL_MSG_LINKMODES_GET: u8 = 4;
 const ETHTOOL_GENL_VERSION: u8 = 1;
 const ETHTOOL_A_LINKMODES_HEADER: u16 = 1;
@@ -68,7 +85,6 @@ const ETHTOOL_A_HEADER_DEV_INDEX: u16 = 1;
 const ETHTOOL_A_HEADER_FLAGS: u16 = 3;
 /// Link-mode bit sets as a list of set bits, not two full masks: a smaller answer.
 const ETHTOOL_FLAG_COMPACT_BITSETS: u32 = 1;
-const NLA_F_NESTED: u16 = 0x8000;
 const SPEED_UNKNOWN: u32 = u32::MAX;
 const DUPLEX_HALF: u8 = 0;
 const DUPLEX_FULL: u8 = 1;

@@ -1,13 +1,19 @@
-//! Just enough ELF (64-bit, little-endian) to say whether a server binary has the USDT probes
+//! Enough ELF (64-bit, little-endian) to say whether a server binary has the USDT probes
 //! or function symbols the tracer attaches to, before libbpf tries and fails less clearly.
+//!
+//! The `object` crate reads the file: the header, the section table, the symbol tables and
+//! the notes, with every offset and size checked against the file. What it does not know is
+//! the payload of a SystemTap SDT note (`.note.stapsdt`), which is read here with its
+//! bounds-checked byte reader.
 
 use std::path::Path;
 
-const SHT_SYMTAB: u32 = 2;
-const SHT_NOTE: u32 = 7;
-const SHT_DYNSYM: u32 = 11;
-const STT_FUNC: u8 = 2;
-const NT_STAPSDT: u32 = 3;
+use object::elf::{FileHeader64, NoteType, SHN_UNDEF, SHT_DYNSYM, SHT_NOTE, SHT_SYMTAB, STT_FUNC};
+use object::read::elf::{FileHeader, SectionHeader, Sym, SymbolTable};
+use object::{Bytes, LittleEndian};
+
+/// The note type of a SystemTap SDT probe (name "stapsdt"); `object` does not define it.
+const NT_STAPSDT: NoteType = NoteType(3);
 
 /// A binary's defined function names and USDT probes.
 #[derive(Debug, Default)]
@@ -15,33 +21,6 @@ pub(crate) struct Image {
     functions: Vec<String>,
     /// (provider, name)
     probes: Vec<(String, String)>,
-}
-
-// Offsets come from the file: every sum is checked (a damaged header is `None`, not an
-// overflow).
-fn bytes_at<const N: usize>(b: &[u8], at: usize) -> Option<[u8; N]> {
-    b.get(at..at.checked_add(N)?)?.try_into().ok()
-}
-fn u16_at(b: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_le_bytes(bytes_at(b, at)?))
-}
-fn u32_at(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(bytes_at(b, at)?))
-}
-fn u64_at(b: &[u8], at: usize) -> Option<u64> {
-    Some(u64::from_le_bytes(bytes_at(b, at)?))
-}
-fn c_str(b: &[u8], at: usize) -> Option<&str> {
-    let tail = b.get(at..)?;
-    let end = tail.iter().position(|&c| c == 0)?;
-    std::str::from_utf8(&tail[..end]).ok()
-}
-
-struct Section {
-    kind: u32,
-    offset: usize,
-    size: usize,
-    link: usize,
 }
 
 impl Image {
@@ -56,82 +35,48 @@ impl Image {
         })
     }
 
+    /// Indexes the ELF file `b`: `None` if it is not a 64-bit little-endian ELF file, or if its
+    /// section table, a symbol table or a note section does not fit in it.
     pub(crate) fn parse(b: &[u8]) -> Option<Self> {
-        // ELF magic, ELFCLASS64, ELFDATA2LSB.
-        if b.get(..6)? != b"\x7fELF\x02\x01" {
-            return None;
-        }
-        let shoff = usize::try_from(u64_at(b, 0x28)?).ok()?;
-        let shentsize = usize::from(u16_at(b, 0x3a)?);
-        let shnum = usize::from(u16_at(b, 0x3c)?);
-        let sections: Vec<Section> = (0..shnum)
-            .map(|i| {
-                let h = shoff.checked_add(i.checked_mul(shentsize)?)?;
-                let field = |at: usize| h.checked_add(at);
-                Some(Section {
-                    kind: u32_at(b, field(4)?)?,
-                    offset: usize::try_from(u64_at(b, field(24)?)?).ok()?,
-                    size: usize::try_from(u64_at(b, field(32)?)?).ok()?,
-                    link: usize::try_from(u32_at(b, field(40)?)?).ok()?,
-                })
-            })
-            .collect::<Option<_>>()?;
+        let endian = LittleEndian;
+        // `parse` checks the magic, the class and the version; `endian` refuses big-endian.
+        let header = FileHeader64::<LittleEndian>::parse(b).ok()?;
+        header.endian().ok()?;
+        let sections = header.sections(endian, b).ok()?;
         let mut image = Image::default();
-        for s in &sections {
-            match s.kind {
+        for (index, section) in sections.enumerate() {
+            match section.sh_type(endian) {
                 SHT_SYMTAB | SHT_DYNSYM => {
-                    let strings = sections.get(s.link)?;
-                    // Symbols that do not fit in the file end the table (`?` below).
-                    for sym in (s.offset..s.offset.checked_add(s.size)?).step_by(24) {
-                        let info = *b.get(sym.checked_add(4)?)?;
-                        let shndx = u16_at(b, sym.checked_add(6)?)?;
-                        if info & 0xf != STT_FUNC || shndx == 0 {
+                    let table = SymbolTable::parse(endian, b, &sections, index, section).ok()?;
+                    for sym in table.iter() {
+                        if sym.st_type() != STT_FUNC || sym.st_shndx(endian) == SHN_UNDEF {
                             continue;
                         }
-                        let name = usize::try_from(u32_at(b, sym)?).ok()?;
-                        if let Some(n) =
-                            strings.offset.checked_add(name).and_then(|at| c_str(b, at))
+                        // A name outside the string table, or not UTF-8, is left out.
+                        if let Some(name) = table
+                            .symbol_name(endian, sym)
+                            .ok()
+                            .and_then(|n| std::str::from_utf8(n).ok())
                         {
-                            image.functions.push(n.to_string());
+                            image.functions.push(name.to_string());
                         }
                     }
                 }
-                SHT_NOTE => image.read_notes(b.get(s.offset..s.offset.checked_add(s.size)?)?),
+                SHT_NOTE => {
+                    let Some(mut notes) = section.notes(endian, b).ok()? else { continue };
+                    // A damaged note ends the section's notes; those before it count.
+                    while let Ok(Some(note)) = notes.next() {
+                        if note.n_type(endian) == NT_STAPSDT && note.name() == b"stapsdt" {
+                            image.probes.extend(sdt_probe(note.desc()));
+                        }
+                    }
+                }
                 _ => {}
             }
         }
         image.functions.sort_unstable();
         image.functions.dedup();
         Some(image)
-    }
-
-    /// SystemTap SDT notes: name "stapsdt", type 3, desc = pc, base, semaphore (3 × u64),
-    /// then provider, probe name and argument spec as C strings.
-    fn read_notes(&mut self, notes: &[u8]) {
-        // A note's sizes are u32, its position within `notes`: the sums fit in a 64-bit usize.
-        let align4 = |n: usize| (n + 3) & !3;
-        let mut at = 0;
-        while let (Some(namesz), Some(descsz), Some(kind)) =
-            (u32_at(notes, at), u32_at(notes, at + 4), u32_at(notes, at + 8))
-        {
-            let (namesz, descsz) = (namesz as usize, descsz as usize);
-            let name_at = at + 12;
-            let desc_at = name_at + align4(namesz);
-            let next = desc_at + align4(descsz);
-            if kind == NT_STAPSDT && c_str(notes, name_at) == Some("stapsdt") {
-                if let Some(desc) = notes.get(desc_at..desc_at + descsz) {
-                    if let Some(provider) = c_str(desc, 24) {
-                        if let Some(probe) = c_str(desc, 24 + provider.len() + 1) {
-                            self.probes.push((provider.to_string(), probe.to_string()));
-                        }
-                    }
-                }
-            }
-            if next <= at {
-                break;
-            }
-            at = next;
-        }
     }
 
     pub(crate) fn has_function(&self, name: &str) -> bool {
@@ -143,6 +88,18 @@ impl Image {
     }
 }
 
+/// The (provider, probe name) of a SystemTap SDT note's descriptor: pc, base and semaphore
+/// addresses (3 × u64 in a 64-bit file), then provider, probe name and argument spec as
+/// C strings. `None` if it is cut short or the names are not UTF-8.
+fn sdt_probe(desc: &[u8]) -> Option<(String, String)> {
+    let mut rest = Bytes(desc);
+    rest.skip(3 * 8).ok()?;
+    let mut c_str = || std::str::from_utf8(rest.read_string().ok()?).ok().map(str::to_string);
+    let provider = c_str()?;
+    let probe = c_str()?;
+    Some((provider, probe))
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
@@ -150,6 +107,14 @@ mod tests {
     use test_support::fuzz::{self, proptest};
 
     use proptest::prelude::*;
+
+    // The tests edit header fields in place, at their offsets in a 64-bit ELF header.
+    fn u16_at(b: &[u8], at: usize) -> Option<u16> {
+        Some(u16::from_le_bytes(b.get(at..at.checked_add(2)?)?.try_into().ok()?))
+    }
+    fn u64_at(b: &[u8], at: usize) -> Option<u64> {
+        Some(u64::from_le_bytes(b.get(at..at.checked_add(8)?)?.try_into().ok()?))
+    }
 
     #[test]
     fn garbage_is_not_elf() {
@@ -173,8 +138,9 @@ mod tests {
 
     #[test]
     fn offsets_near_the_top_of_the_address_space_are_a_damaged_file() {
-        // Found by the ELF fuzz target below: e_shoff = u64::MAX overflowed `shoff + i * size`
-        // (a panic in debug builds); a section at offset u64::MAX overflowed `offset + size`.
+        // Found by the ELF fuzz target below in the hand-written reader `object` replaced:
+        // e_shoff = u64::MAX overflowed `shoff + i * size` (a panic in debug builds); a section
+        // at offset u64::MAX overflowed `offset + size`.
         let mut b = fixture("libdl_debian12_dynsym_only.elf");
         b[0x28..0x30].copy_from_slice(&u64::MAX.to_le_bytes());
         assert!(Image::parse(&b).is_none());

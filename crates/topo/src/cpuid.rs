@@ -583,9 +583,36 @@ pub fn read_live() -> Option<CpuidInfo> {
     None
 }
 
+/// One CPUID query, (`leaf`, `subleaf`), on the CPU this thread runs on; `None` off x86-64.
+///
+/// Every other crate executes CPUID through this function (except `measure`, which `topo`
+/// depends on). A leaf above the highest the CPU implements answers with zeros or another
+/// leaf's values, not an error: read the highest first (leaf 0 for basic leaves, 0x8000_0000
+/// for extended ones, 0x4000_0000 for a hypervisor's), as [`decode`] does.
+///
+/// ```
+/// // Leaf 0's EBX, EDX, ECX spell the vendor, e.g. "GenuineIntel" or "AuthenticAMD".
+/// if let Some(leaf0) = topo::cpuid::query(0, 0) {
+///     let vendor: Vec<u8> =
+///         [leaf0.ebx, leaf0.edx, leaf0.ecx].iter().flat_map(|r| r.to_le_bytes()).collect();
+///     println!("{}", String::from_utf8_lossy(&vendor));
+/// }
+/// ```
+#[cfg(target_arch = "x86_64")]
+pub fn query(leaf: u32, subleaf: u32) -> Option<Regs> {
+    Some(live_regs(leaf, subleaf))
+}
+
+/// One CPUID query, (`leaf`, `subleaf`), on the CPU this thread runs on; `None` off x86-64.
+#[cfg(not(target_arch = "x86_64"))]
+pub fn query(_leaf: u32, _subleaf: u32) -> Option<Regs> {
+    None
+}
+
 #[cfg(target_arch = "x86_64")]
 fn live_regs(leaf: u32, subleaf: u32) -> Regs {
-    // CPUID exists on every x86-64 CPU; `decode` checks the highest leaf before reading others.
+    // The one place CPUID is executed (`measure` aside). It exists on every x86-64 CPU, and
+    // the intrinsic is safe: it has no precondition beyond that.
     let r = std::arch::x86_64::__cpuid_count(leaf, subleaf);
     Regs { eax: r.eax, ebx: r.ebx, ecx: r.ecx, edx: r.edx }
 }

@@ -144,24 +144,18 @@ pub fn hypervisor_name(signature: &str) -> String {
         .unwrap_or_else(|| format!("unknown ({})", trimmed.trim()))
 }
 
-#[cfg(target_arch = "x86_64")]
+/// The hypervisor's name from its CPUID vendor leaf; `None` on bare metal or off x86-64.
 fn cpuid_hypervisor() -> Option<String> {
-    use std::arch::x86_64::__cpuid;
-    // CPUID exists on every x86-64 CPU and leaf 1 always answers.
-    let leaf1 = __cpuid(1);
+    // Leaf 1 always answers.
+    let leaf1 = crate::cpuid::query(1, 0)?;
     if leaf1.ecx & (1 << 31) == 0 {
         return None; // the "hypervisor present" bit is clear: bare metal
     }
     // With the hypervisor bit set, leaf 0x4000_0000 is the hypervisor's vendor leaf.
-    let leaf = __cpuid(0x4000_0000);
+    let leaf = crate::cpuid::query(0x4000_0000, 0)?;
     let bytes: Vec<u8> =
         [leaf.ebx, leaf.ecx, leaf.edx].iter().flat_map(|r| r.to_le_bytes()).collect();
     Some(hypervisor_name(&String::from_utf8_lossy(&bytes)))
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn cpuid_hypervisor() -> Option<String> {
-    None
 }
 
 #[cfg(test)]

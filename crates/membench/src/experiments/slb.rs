@@ -55,7 +55,8 @@ pub struct SlbArgs {
     #[arg(long, conflicts_with = "shared")]
     pub processes: bool,
     /// All workers store into one shared memory region (System V, placed with the placement
-    /// options and verified) instead of their own: the seed's "Shared Memory".
+    /// options and verified) instead of their own: the shared memory the Silly Little
+    /// Benchmark's article said it left out.
     #[arg(long)]
     pub shared: bool,
     /// With --shared: the lock taken in shared memory around every store (and the shared

@@ -183,16 +183,12 @@ pub(super) fn tsc_allowed() -> bool {
     rc != 0 || state != libc::PR_TSC_SIGSEGV
 }
 
-#[cfg(target_arch = "x86_64")]
+/// Whether CPUID says the CPU has rdtscp (never off x86-64).
 fn cpu_has_rdtscp() -> bool {
-    use std::arch::x86_64::__cpuid;
+    use topo::cpuid::query;
     // Leaf 0x8000_0000 gives the highest extended leaf; rdtscp is bit 27 of 0x8000_0001 EDX.
-    __cpuid(0x8000_0000).eax >= 0x8000_0001 && __cpuid(0x8000_0001).edx & (1 << 27) != 0
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn cpu_has_rdtscp() -> bool {
-    false
+    query(0x8000_0000, 0).is_some_and(|l| l.eax >= 0x8000_0001)
+        && query(0x8000_0001, 0).is_some_and(|l| l.edx & (1 << 27) != 0)
 }
 
 /// Why `kind` cannot be measured here, if it cannot.

@@ -110,25 +110,24 @@ fn measure_hz(counter: fn() -> u64, opts: &TimerOptions) -> Option<(f64, f64)> {
     Some((s.median, spread))
 }
 
-/// Frequencies the CPU and the hypervisor state through CPUID.
-#[cfg(target_arch = "x86_64")]
+/// Frequencies the CPU and the hypervisor state through CPUID (none off x86-64).
 fn cpuid_frequencies() -> Vec<ReportedHz> {
-    use std::arch::x86_64::__cpuid;
+    use topo::cpuid::query;
     let mut out = Vec::new();
-    if __cpuid(0).eax >= 0x15 {
+    if query(0, 0).is_some_and(|l| l.eax >= 0x15) {
         // Leaf 0x15: TSC = crystal (ECX, Hz) × EBX / EAX. ECX is 0 on CPUs that do not say.
-        let l = __cpuid(0x15);
-        if l.eax != 0 && l.ebx != 0 && l.ecx != 0 {
+        if let Some(l) = query(0x15, 0).filter(|l| l.eax != 0 && l.ebx != 0 && l.ecx != 0) {
             out.push(ReportedHz {
                 source: "CPUID leaf 0x15 (crystal × ratio)".into(),
                 hz: l.ecx as f64 * l.ebx as f64 / l.eax as f64,
             });
         }
     }
-    if __cpuid(1).ecx & (1 << 31) != 0 && __cpuid(0x4000_0000).eax >= 0x4000_0010 {
+    if query(1, 0).is_some_and(|l| l.ecx & (1 << 31) != 0)
+        && query(0x4000_0000, 0).is_some_and(|l| l.eax >= 0x4000_0010)
+    {
         // Hypervisor timing leaf (VMware convention, also KVM/QEMU): EAX = TSC kHz.
-        let khz = __cpuid(0x4000_0010).eax;
-        if khz != 0 {
+        if let Some(khz) = query(0x4000_0010, 0).map(|l| l.eax).filter(|&khz| khz != 0) {
             out.push(ReportedHz {
                 source: "hypervisor CPUID leaf 0x40000010".into(),
                 hz: khz as f64 * 1e3,
@@ -136,11 +135,6 @@ fn cpuid_frequencies() -> Vec<ReportedHz> {
         }
     }
     out
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn cpuid_frequencies() -> Vec<ReportedHz> {
-    Vec::new()
 }
 
 /// The kernel's TSC frequency from its log lines (one message per line, as `dmesg` prints or
