@@ -70,6 +70,14 @@ if [ "${1:-}" = "--deps" ]; then
     cargo install --locked --quiet cargo-deb --version "$cargo_deb_version"
   fi
 
+  # cargo-machete finds dependencies no code of the crate names (scripts/test.sh); not in Debian
+  # 12 either.
+  cargo_machete_version=0.9.2
+  if ! cargo machete --version 2>/dev/null | grep -Fx "$cargo_machete_version" >/dev/null; then
+    echo "setup: installing cargo-machete $cargo_machete_version (cargo install)" >&2
+    cargo install --locked --quiet cargo-machete --version "$cargo_machete_version"
+  fi
+
   # ansible-core from PyPI, pinned, in its own venv (Debian's python3, not the system site):
   # deploy/ansible's role and its test run ansible-playbook from there.
   ansible_core_version=2.18.19

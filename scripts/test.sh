@@ -12,6 +12,10 @@ step() { echo "== $1 ($(date -u +%T))"; }
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
+step "cargo machete"
+# A dependency the crate's code never names fails here (exit 1). It cannot tell a test-only
+# dependency listed under [dependencies]: keep those under [dev-dependencies].
+cargo machete
 step "cargo clippy -D warnings"
 cargo clippy --locked --workspace --all-targets -- -D warnings
 step "cargo doc -D warnings"

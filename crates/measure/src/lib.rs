@@ -13,6 +13,8 @@
 //! - [`say`](mod@say): the one stderr writer ([`say!`]): a closed stderr never panics.
 //! - [`metric`]: typed, labelled metrics ([`Metric`], [`ToMetrics`]) that stores, exporters and
 //!   comparisons key on — never formatted text.
+//! - [`names`]: the stored metric names read outside the crate that measures them (the
+//!   exporter's benchmark figures).
 //! - [`verdict`]: `faster` / `slower` / `same` between two runs' samples, tested.
 //! - [`usage`]: the one exit-code rule ([`Usage`], [`Classified`]).
 //! - [`rng`]: the one pseudo-random generator ([`rng::SplitMix64`]), reproducible from a seed.
@@ -38,6 +40,7 @@ pub mod fsroot;
 pub mod gate;
 pub mod hist;
 pub mod metric;
+pub mod names;
 pub mod nan;
 pub mod procstat;
 pub mod progress;

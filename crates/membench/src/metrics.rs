@@ -15,18 +15,11 @@ use crate::slb::SlbResult;
 use crate::slb_shared::SharedSlbResult;
 use crate::timers::TimerReport;
 
-/// Idle latency of a dependent-load chase.
-pub const LATENCY: &str = "mem_latency";
-/// Aggregate bandwidth of all threads.
-pub const BANDWIDTH: &str = "mem_bandwidth";
+// The names the exporter reads too: defined in `measure`, so it needs no benchmark to name them.
+pub use measure::names::{BANDWIDTH, LATENCY, LOADED_LATENCY, LOAD_BANDWIDTH, SLB_NS_PER_OP};
+
 /// One thread's bandwidth.
 pub const THREAD_BANDWIDTH: &str = "mem_bandwidth_thread";
-/// Chase latency while load threads run.
-pub const LOADED_LATENCY: &str = "mem_loaded_latency";
-/// Bandwidth the load threads achieved at that point.
-pub const LOAD_BANDWIDTH: &str = "mem_load_bandwidth";
-/// One SLB worker's nanoseconds per store.
-pub const SLB_NS_PER_OP: &str = "slb_ns_per_op";
 /// Round trip of a cache line between two CPUs, per pair.
 pub const C2C_ROUND_TRIP: &str = "c2c_round_trip";
 /// Round trip folded by topology class (median of pair medians).

@@ -729,8 +729,8 @@ pub fn capacity_message(bytes: u64, available: u64, nodes: &[u32]) -> Option<Str
     })
 }
 
-/// Read rates per file and node, labelled; the file's cached pages per node as its placement.
-pub const PAGECACHE_READ: &str = "pagecache_read_bandwidth";
+// The name is defined in `measure`, where the exporter reads it without this crate.
+pub use measure::names::PAGECACHE_READ;
 
 impl measure::ToMetrics for FileReport {
     fn to_metrics(&self) -> Vec<measure::Metric> {

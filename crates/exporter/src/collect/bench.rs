@@ -11,9 +11,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use measure::names::{
+    BANDWIDTH, LATENCY, LOADED_LATENCY, LOAD_BANDWIDTH, PAGECACHE_READ, SLB_NS_PER_OP,
+};
 use measure::Unit as MetricUnit;
-use membench::metrics::{BANDWIDTH, LATENCY, LOADED_LATENCY, LOAD_BANDWIDTH, SLB_NS_PER_OP};
-use place::pagecache::PAGECACHE_READ;
 use results::{LatestMetrics, SqliteStore, StoredMetric};
 
 use measure::UsageError;
