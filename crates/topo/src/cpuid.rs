@@ -962,7 +962,7 @@ mod tests {
                 let i = (leaf.wrapping_mul(31) ^ sub.wrapping_mul(7)) as usize % table.len();
                 let mut r = table[i];
                 if leaf == 0 && seed % 2 == 0 {
-                    r.ebx = 0x6874_7541; // half the seeds claim AuthenticAMD
+                    r.ebx = 0x6874_7541; // an even RNG seed claims AuthenticAMD
                     r.edx = 0x6974_6e65;
                     r.ecx = 0x444d_4163;
                 }
