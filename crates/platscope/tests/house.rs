@@ -51,9 +51,12 @@ fn the_architecture_page_names_files_that_exist() {
     }
     assert!(named >= 5, "only {named} paths found: the scan is broken");
     // The functions it walks the reader through are where it says.
-    let characterise = read("crates/suite/src/characterise.rs");
-    for name in ["pub fn plan(", "fn every_step_parses_as_its_command"] {
-        assert!(characterise.contains(name), "suite::characterise lost {name}");
+    let plan = read("crates/suite/src/plan.rs");
+    for name in ["pub fn plan(", "pub fn section_steps(", "fn every_step_parses_as_its_command"] {
+        assert!(plan.contains(name), "suite::plan lost {name}");
+    }
+    for name in ["suite::plan::plan", "suite::plan::section_steps", "suite::runner"] {
+        assert!(page.contains(name), "docs/architecture.md no longer names {name}");
     }
     let registry_test = read("crates/platscope/tests/registry.rs");
     assert!(registry_test.contains("fn every_report_step_draws_the_same_sections_from_the_store"));

@@ -1,338 +1,27 @@
-//! `platscope report`: the machine's characterisation as a list of steps, each a registered
-//! experiment run as on its command line ([`plan`]). Each step is stored under its own kind as
-//! it finishes, so an interruption or a later failure loses nothing already measured, and
-//! `report --from-db` draws every step again through the registry. A step that cannot run here
-//! says why in one line, on the page and in the terminal, and the others still run.
-//!
-//! Adding a section to the report is its experiment and one line in [`plan`].
+//! `platscope report`: the machine's characterisation, step by step ([`crate::plan`]). Each
+//! step is stored under its own kind as it finishes, so an interruption or a later failure loses
+//! nothing already measured, and `report --from-db` draws every step again through the
+//! registry. A step that cannot run here says why in one line, on the page and in the
+//! terminal, and the others still run.
 
-use std::time::Duration;
-
-use chart::Area;
-use experiment::{run_step, Context, Experiment, Globals, Shown};
+use experiment::{Globals, Shown};
 use measure::progress::Steps;
+use measure::stop;
 use measure::summary::differs_beyond_noise;
-use measure::{stop, Classified};
-use membench::chart as mem;
-use membench::experiments::{bandwidth, c2c, latency, slb};
+use membench::experiments::latency;
 use membench::latency::LatencyPoint;
 use place::{MemPolicy, PlacementRequest};
-use report::html::{Note, ReportData, Section as PageSection, SkippedSection};
+use report::html::{Note, ReportData, Section as PageSection};
 use results::Recorder;
 use topo::Topology;
 
-use crate::sections::{self, Section};
+use crate::plan::{plan, Action, Mode, Section};
+use crate::runner::Run;
 use crate::SuiteError;
 
 /// The command name the whole report's page is recorded under (see [`crate::from_db`]).
 pub const REPORT_COMMAND: &str = "report";
 
-/// How thorough the report is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    /// About two minutes on a small machine.
-    Quick,
-    /// Longer and more precise: sweep to 1 GiB, more samples per figure.
-    Full,
-}
-
-impl Mode {
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Quick => "quick",
-            Mode::Full => "full",
-        }
-    }
-}
-
-/// How long and how large each memory and contention step is, by mode.
-#[derive(Debug, Clone)]
-pub struct Budget {
-    pub sweep_to: u64,
-    pub sweep: Duration,
-    pub matrix_bytes: u64,
-    pub matrix: Duration,
-    pub bandwidth: Duration,
-    pub loaded_delays: Vec<u64>,
-    pub loaded: Duration,
-    pub slb_pages: u64,
-    pub slb_loops: u64,
-    /// Sampling time per CPU pair of the core-to-core step.
-    pub c2c_pair: Duration,
-}
-
-impl Budget {
-    pub fn new(mode: Mode, topology: &Topology) -> Self {
-        let dram = membench::latency::default_dram_bytes(topology);
-        match mode {
-            Mode::Full => Budget {
-                sweep_to: 1 << 30,
-                sweep: Duration::from_millis(300),
-                matrix_bytes: dram.max(1 << 30),
-                matrix: Duration::from_millis(500),
-                bandwidth: Duration::from_millis(2000),
-                loaded_delays: membench::loaded::DEFAULT_DELAYS.to_vec(),
-                loaded: Duration::from_millis(500),
-                slb_pages: 262_144,
-                slb_loops: 100,
-                c2c_pair: Duration::from_millis(500),
-            },
-            Mode::Quick => Budget {
-                sweep_to: dram,
-                sweep: Duration::from_millis(100),
-                matrix_bytes: dram,
-                matrix: Duration::from_millis(150),
-                bandwidth: Duration::from_millis(500),
-                loaded_delays: vec![0, 200, 800, 3200, 12800, 51200],
-                loaded: Duration::from_millis(150),
-                slb_pages: 65_536,
-                slb_loops: 60,
-                c2c_pair: Duration::from_millis(150),
-            },
-        }
-    }
-}
-
-/// An experiment run as a step: stored, and its outcome handed back (type erased).
-type RunFn = fn(&mut Context<'_>, &[&str]) -> Result<(Box<dyn Shown>, Option<i64>), Classified>;
-/// The step's arguments parsed as its command's, without running it.
-type ParseFn = fn(&[&str]) -> Result<(), Classified>;
-
-/// A registered experiment as a step of the report.
-#[derive(Clone, Copy)]
-pub struct StepExperiment {
-    /// Its command (`["mem", "latency"]`).
-    pub path: &'static [&'static str],
-    run: RunFn,
-    parse: ParseFn,
-}
-
-impl std::fmt::Debug for StepExperiment {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.path.join(" "))
-    }
-}
-
-impl StepExperiment {
-    pub fn of<E: Experiment>() -> Self {
-        fn run<E: Experiment>(
-            ctx: &mut Context<'_>,
-            argv: &[&str],
-        ) -> Result<(Box<dyn Shown>, Option<i64>), Classified> {
-            let (outcome, id) = run_step::<E>(ctx, argv)?;
-            Ok((Box::new(outcome), id))
-        }
-        fn parse<E: Experiment>(argv: &[&str]) -> Result<(), Classified> {
-            experiment::parse_step::<E>(argv).map(drop)
-        }
-        Self { path: E::PATH, run: run::<E>, parse: parse::<E> }
-    }
-
-    /// Whether `argv` parses as this experiment's arguments.
-    pub fn check(&self, argv: &[&str]) -> Result<(), Classified> {
-        (self.parse)(argv)
-    }
-
-    /// Runs it with `argv` as a quiet step and stores its outcome: (outcome, run id).
-    pub fn run(
-        &self,
-        ctx: &mut Context<'_>,
-        argv: &[&str],
-    ) -> Result<(Box<dyn Shown>, Option<i64>), Classified> {
-        (self.run)(ctx, argv)
-    }
-}
-
-/// What a step does.
-#[derive(Debug, Clone)]
-pub enum Action {
-    /// A registered experiment, with its arguments as on its command line.
-    Experiment { experiment: StepExperiment, argv: Vec<String> },
-    /// `compress` over a corpus the step writes first ([`sections`]).
-    Compression,
-    /// A throwaway PostgreSQL: a rate sweep, then `db querystat` under load ([`sections`]).
-    Database,
-    /// Cannot run on this machine: why, in one line.
-    Skip(String),
-}
-
-/// One step of the report.
-#[derive(Debug, Clone)]
-pub struct Step {
-    pub section: Section,
-    /// What it measures, in words (the progress bar and the page's list of stored runs).
-    pub label: &'static str,
-    /// Expected seconds (the progress bar's weight).
-    pub seconds: f64,
-    /// The page section it draws: where it says why when it cannot run.
-    pub draws: (Area, &'static str, &'static str),
-    pub action: Action,
-}
-
-fn experiment<E: Experiment>(argv: Vec<String>) -> Action {
-    Action::Experiment { experiment: StepExperiment::of::<E>(), argv }
-}
-
-fn ms(d: Duration) -> String {
-    d.as_millis().to_string()
-}
-
-fn on_page(s: mem::Section) -> (Area, &'static str, &'static str) {
-    (Area::Memory, s.id, s.title)
-}
-
-fn on_contention(s: mem::Section) -> (Area, &'static str, &'static str) {
-    (Area::Contention, s.id, s.title)
-}
-
-/// Every step of `sections`, in page order, on the CPUs `cpus` of `topology`.
-pub fn plan(mode: Mode, sections: &[Section], topology: &Topology, cpus: &[u32]) -> Vec<Step> {
-    let budget = Budget::new(mode, topology);
-    let n = cpus.len();
-    let nf = n as f64;
-    let factor = if mode == Mode::Full { 3.0 } else { 1.0 };
-    let nodes = topology.nodes_with_memory().len() as f64;
-    let cpu_nodes = topology.nodes.iter().filter(|n| !n.cpus.is_empty()).count() as f64;
-    let per_node = topology.nodes.iter().map(|n| n.cpus.len()).max().unwrap_or(1).max(1);
-    let bw = ms(budget.bandwidth);
-    let mut steps = Vec::new();
-    for &section in sections {
-        let mut add = |label, seconds, draws, action| {
-            steps.push(Step { section, label, seconds, draws, action });
-        };
-        match section {
-            Section::Memory => {
-                let argv = vec![
-                    "--sweep".into(),
-                    "--from".into(),
-                    "16KiB".into(),
-                    "--to".into(),
-                    budget.sweep_to.to_string(),
-                    "--duration-ms".into(),
-                    ms(budget.sweep),
-                    "--prefetch-check".into(),
-                ];
-                add(
-                    "latency by working-set size, prefetch self-check",
-                    14.0 * factor,
-                    on_page(mem::LATENCY_SIZE),
-                    experiment::<latency::Latency>(argv),
-                );
-                let argv = vec![
-                    "--matrix".into(),
-                    "--size".into(),
-                    budget.matrix_bytes.to_string(),
-                    "--duration-ms".into(),
-                    ms(budget.matrix),
-                ];
-                add(
-                    "node×node latency",
-                    1.5 * nodes * cpu_nodes * factor,
-                    on_page(mem::LATENCY_MATRIX),
-                    experiment::<latency::Latency>(argv),
-                );
-                let argv = vec![
-                    "--matrix".into(),
-                    "--threads".into(),
-                    per_node.to_string(),
-                    "--duration-ms".into(),
-                    bw.clone(),
-                ];
-                add(
-                    "node×node bandwidth",
-                    1.5 * nodes * cpu_nodes * factor,
-                    on_page(mem::BANDWIDTH_MATRIX),
-                    experiment::<bandwidth::Bandwidth>(argv),
-                );
-                add(
-                    "bandwidth by thread count",
-                    1.5 * nf * factor,
-                    on_page(mem::BANDWIDTH_THREADS),
-                    experiment::<bandwidth::Bandwidth>(vec![
-                        "--scale".into(),
-                        "--duration-ms".into(),
-                        bw.clone(),
-                    ]),
-                );
-                // Ordinary and non-temporal stores: the headline copy figure is the better of
-                // the two, as MLC and STREAM users read it.
-                add(
-                    "copy bandwidth, ordinary and non-temporal stores",
-                    2.0 * factor,
-                    on_page(mem::BANDWIDTH_KERNELS),
-                    experiment::<bandwidth::Bandwidth>(vec![
-                        "--kernel".into(),
-                        "copy,copy-nt".into(),
-                        "--duration-ms".into(),
-                        bw.clone(),
-                    ]),
-                );
-                let delays: Vec<String> = budget.loaded_delays.iter().map(u64::to_string).collect();
-                let action = if n >= 2 {
-                    experiment::<bandwidth::LoadedLatency>(vec![
-                        "--delays".into(),
-                        delays.join(","),
-                        "--duration-ms".into(),
-                        ms(budget.loaded),
-                        "--chase-size".into(),
-                        budget.matrix_bytes.to_string(),
-                    ])
-                } else {
-                    Action::Skip("needs at least two CPUs: one chases, the others load".into())
-                };
-                add(
-                    "loaded latency",
-                    (budget.loaded_delays.len() as f64 + 1.0) * 0.5 * factor,
-                    on_page(mem::LOADED_LATENCY),
-                    action,
-                );
-                let work = vec![
-                    "--pages".to_string(),
-                    budget.slb_pages.to_string(),
-                    "--loops".into(),
-                    budget.slb_loops.to_string(),
-                ];
-                add(
-                    "SLB by worker count",
-                    2.0 * nf * factor,
-                    on_page(mem::SLB),
-                    experiment::<slb::Scale>(work.clone()),
-                );
-                let mut policies = work;
-                policies.extend(["--workers".to_string(), n.to_string()]);
-                add(
-                    "SLB under local, interleaved and remote memory",
-                    6.0 * factor,
-                    on_page(mem::SLB_POLICIES),
-                    experiment::<slb::ComparePolicies>(policies),
-                );
-            }
-            Section::Contention => {
-                let full = if mode == Mode::Full { 4.0 } else { 1.0 };
-                add(
-                    "core to core",
-                    (nf * (nf - 1.0) / 2.0) * 0.15 * full + 0.5,
-                    on_contention(mem::C2C),
-                    experiment::<c2c::C2c>(vec!["--duration-ms".into(), ms(budget.c2c_pair)]),
-                );
-                add(
-                    "lock contention",
-                    4.0 * (nf.log2().ceil() + 1.0) * 0.3 * full,
-                    on_contention(mem::CONTENTION),
-                    experiment::<slb::Locks>(Vec::new()),
-                );
-            }
-            other => {
-                for step in sections::steps(other, mode, n) {
-                    steps.push(step);
-                }
-            }
-        }
-    }
-    steps
-}
-
-/// Runs every step of the chosen `sections` and returns the page's data.
 pub fn run(
     mode: Mode,
     sections: &[Section],
@@ -353,8 +42,7 @@ pub fn run(
     }
     let mut outcomes: Vec<Box<dyn Shown>> = Vec::new();
     {
-        let mut run =
-            sections::Run { mode, topology, globals, rec, data: &mut data, cpus: cpus.len() };
+        let mut run = Run { mode, topology, globals, rec, data: &mut data, cpus: cpus.len() };
         for (i, step) in steps.iter().enumerate() {
             if stop::requested() {
                 break;
@@ -392,18 +80,6 @@ pub fn run(
     Ok(data)
 }
 
-/// A step that could not run: one line on the page (in the place of the section it draws)
-/// and in the terminal.
-pub(crate) fn skipped_section(step: &Step, why: impl std::fmt::Display) -> SkippedSection {
-    let (area, id, title) = step.draws;
-    SkippedSection {
-        area,
-        id: id.to_string(),
-        title: title.to_string(),
-        why: format!("{}: {why}", step.label),
-    }
-}
-
 /// The loaded-latency run's own idle point against the idle DRAM latency of the node×node
 /// matrix: `Some(text)` when they differ beyond their noise (the same quantity measured twice
 /// in one report: the machine's state changed between the two steps).
@@ -431,64 +107,4 @@ pub fn idle_disagreement(outcomes: &[Box<dyn Shown>]) -> Option<String> {
             idle.latency_ns.median, local.ns.median
         )
     })
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
-mod tests {
-    use super::*;
-
-    fn topology(spec: &str) -> Topology {
-        Topology::from_synthetic(spec).unwrap()
-    }
-
-    /// Every step of every section, quick and full, on one and on several nodes, is a
-    /// registered experiment whose arguments parse as its command's (or a step of its own).
-    #[test]
-    fn every_step_parses_as_its_command() {
-        for spec in
-            ["pack:1 [numa(memory=1GiB)] core:2 pu:1", "pack:2 [numa(memory=1GiB)] core:2 pu:1"]
-        {
-            let t = topology(spec);
-            let cpus = t.online_cpu_ids();
-            for mode in [Mode::Quick, Mode::Full] {
-                let steps = plan(mode, &Section::ALL, &t, &cpus);
-                let experiments =
-                    steps.iter().filter(|s| matches!(s.action, Action::Experiment { .. })).count();
-                assert!(experiments >= 12, "{spec} {mode:?}: {experiments} experiment steps");
-                for step in &steps {
-                    if let Action::Experiment { experiment, argv } = &step.action {
-                        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
-                        experiment.check(&argv).unwrap_or_else(|e| {
-                            panic!("{}: {experiment:?} {argv:?}: {e}", step.label)
-                        });
-                    }
-                    assert!(step.seconds > 0.0, "{}: no weight", step.label);
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn steps_follow_the_sections_asked_for_in_page_order() {
-        let t = topology("pack:1 [numa(memory=1GiB)] core:2 pu:1");
-        let cpus = t.online_cpu_ids();
-        let steps = plan(Mode::Quick, &[Section::Contention, Section::Cpu], &t, &cpus);
-        let sections: Vec<Section> = steps.iter().map(|s| s.section).collect();
-        assert!(sections.windows(2).all(|w| w[0] <= w[1]), "{sections:?}");
-        assert!(!sections.contains(&Section::Memory));
-        assert_eq!(steps.first().map(|s| s.label), Some("core to core"));
-    }
-
-    #[test]
-    fn one_cpu_skips_loaded_latency_with_its_reason() {
-        let t = topology("pack:1 [numa(memory=1GiB)] core:1 pu:1");
-        let steps = plan(Mode::Quick, &[Section::Memory], &t, &t.online_cpu_ids());
-        let loaded = steps.iter().find(|s| s.label == "loaded latency").unwrap();
-        assert!(
-            matches!(&loaded.action, Action::Skip(why) if why.contains("at least two CPUs")),
-            "{:?}",
-            loaded.action
-        );
-    }
 }

@@ -1,18 +1,19 @@
 //! suite: experiments of several steps, designed here so the binary only wires them.
 //!
-//! - [`characterise`]: `platscope report --quick|--full` — latency by size, the prefetch check,
-//!   node×node latency and bandwidth, bandwidth by threads, loaded latency, the SLB by workers
-//!   and by placement. Each step is recorded as it finishes; a failing step becomes a note and
-//!   the others still run; Ctrl-C keeps what was measured. The whole page's data is recorded
-//!   too, so the page can be rebuilt.
-//! - [`sections`]: the report's sections beyond memory (contention, CPU, compression,
-//!   allocators, a throwaway PostgreSQL, network), each composed of registered experiments.
+//! - [`plan`]: the report's steps — each a registered experiment with its arguments as on its
+//!   command line — in page order, for the sections asked for and the mode (quick or full).
+//! - [`runner`]: how a step runs (quietly, stored as it finishes, its sections on the page) and
+//!   the two that need something first (a corpus file, a throwaway PostgreSQL); a step that
+//!   cannot run says why in one line.
+//! - [`characterise`]: `platscope report --quick|--full` — runs the plan; Ctrl-C keeps what was
+//!   measured. The page's own data (the steps' run ids) is recorded too, so it can be rebuilt.
 //! - [`from_db`]: a report rebuilt from stored runs — a whole `report` run, or any mix of
 //!   runs, each drawing the sections it belongs to.
+//! - [`compare`]: two reports side by side, figure by figure.
 //! - [`summary`]: the terminal summary printed after a report.
 //!
 //! ```
-//! use suite::characterise::Mode;
+//! use suite::plan::Mode;
 //! assert_eq!(Mode::Quick.name(), "quick");
 //! ```
 
@@ -20,7 +21,8 @@ pub mod characterise;
 pub mod commands;
 pub mod compare;
 pub mod from_db;
-pub mod sections;
+pub mod plan;
+pub mod runner;
 pub mod summary;
 
 /// Why an experiment could not run.

@@ -13,9 +13,9 @@ use results::ResultStore;
 use serde_json::json;
 use topo::Topology;
 
-use crate::characterise::{self, Mode, REPORT_COMMAND};
+use crate::characterise::{self, REPORT_COMMAND};
 use crate::compare::{self, BaselineRef, StoredReport};
-use crate::sections::Section;
+use crate::plan::{Mode, Section};
 
 /// Characterise this machine: topology, latency by size and node, bandwidth, loaded latency,
 /// SLB scaling and placement; writes report.html and records every run.

@@ -1,149 +1,18 @@
-//! The parts of the report `--sections` picks, the steps of those beyond memory and contention,
-//! and how a step runs: a registered experiment as a quiet, stored step
+//! How the report's steps run: a registered experiment as a quiet, stored step
 //! ([`experiment::run_step`]) whose sections go on the page, or one of the two steps that need
 //! something first (a corpus file for compression, a throwaway PostgreSQL for the database). A
 //! step that cannot run here (not root, no PostgreSQL, one CPU) says why in one line on the
 //! page and in the terminal, and the report goes on.
 
-use std::str::FromStr;
-
-use chart::Area;
 use experiment::{Context, Experiment, Globals, Shown};
 use measure::{stop, Classified};
-use report::html::ReportData;
+use report::html::{ReportData, SkippedSection};
 use results::Recorder;
 use topo::Topology;
 
-use crate::characterise::{skipped_section, Action, Mode, Step, StepExperiment};
+use crate::plan::{Mode, Step, StepExperiment, DATABASE, QUERIES};
 
-/// A part of the report `--sections` can pick.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Section {
-    Memory,
-    Contention,
-    Cpu,
-    Compression,
-    Allocators,
-    Database,
-    Network,
-}
-
-impl Section {
-    /// Every section, in page order.
-    pub const ALL: [Section; 7] = [
-        Section::Memory,
-        Section::Contention,
-        Section::Cpu,
-        Section::Compression,
-        Section::Allocators,
-        Section::Database,
-        Section::Network,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Section::Memory => "memory",
-            Section::Contention => "contention",
-            Section::Cpu => "cpu",
-            Section::Compression => "compression",
-            Section::Allocators => "allocators",
-            Section::Database => "database",
-            Section::Network => "network",
-        }
-    }
-
-    /// The steps of a section beyond memory and contention (those are in
-    /// [`crate::characterise::plan`]), with their expected seconds on `cpus` CPUs.
-    pub fn steps(self, mode: Mode, cpus: usize) -> Vec<Step> {
-        steps(self, mode, cpus)
-    }
-}
-
-/// The steps of `section` beyond memory and contention, in page order.
-pub fn steps(section: Section, mode: Mode, cpus: usize) -> Vec<Step> {
-    let full = mode == Mode::Full;
-    let weight = if full { 4.0 } else { 1.0 };
-    let step = |label, seconds, draws, action| Step { section, label, seconds, draws, action };
-    let experiment = |experiment, argv: &[&str]| Action::Experiment {
-        experiment,
-        argv: argv.iter().map(|a| a.to_string()).collect(),
-    };
-    match section {
-        Section::Memory | Section::Contention => Vec::new(),
-        Section::Cpu => vec![
-            step(
-                SCALE,
-                4.0 * weight,
-                (Area::Cpu, "chart-cpu-scale", "CPU scaling"),
-                experiment(
-                    StepExperiment::of::<tamp::experiments::CpuScale>(),
-                    &["--size", if full { "128MiB" } else { "16MiB" }],
-                ),
-            ),
-            step(
-                TIMER,
-                1.0,
-                (Area::Cpu, "chart-timer", "Reading the clock"),
-                experiment(
-                    StepExperiment::of::<membench::experiments::timer::Timer>(),
-                    &["--batches", if full { "200" } else { "40" }],
-                ),
-            ),
-        ],
-        Section::Compression => vec![step(
-            COMPRESS,
-            2.0 * weight,
-            (Area::Compression, "chart-compress", "Compression"),
-            Action::Compression,
-        )],
-        Section::Allocators => {
-            let threads = if cpus > 1 { format!("1,{cpus}") } else { "1".into() };
-            let (repeat, ops) = if full { ("3", "2000000") } else { ("1", "300000") };
-            vec![step(
-                ALLOC,
-                8.0 * weight,
-                (Area::Allocators, "chart-alloc-relative", "Allocators"),
-                experiment(
-                    StepExperiment::of::<allocbench::experiments::Alloc>(),
-                    &["--threads", &threads, "--repeat", repeat, "--ops", ops],
-                ),
-            )]
-        }
-        Section::Database => vec![step(
-            DATABASE,
-            12.0 * weight + 5.0,
-            (Area::Database, "chart-load-throughput", "Database"),
-            Action::Database,
-        )],
-        Section::Network => vec![step(
-            NETWORK,
-            1.0,
-            (Area::Network, "chart-network", "Network links"),
-            experiment(StepExperiment::of::<nicstat::links::Links>(), &["--seconds", "1"]),
-        )],
-    }
-}
-
-impl FromStr for Section {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, String> {
-        Section::ALL.into_iter().find(|s| s.name() == text.trim()).ok_or_else(|| {
-            let known: Vec<&str> = Section::ALL.iter().map(|s| s.name()).collect();
-            format!("unknown section {text:?}; known: {}", known.join(", "))
-        })
-    }
-}
-
-const SCALE: &str = "throughput by threads and units";
-const TIMER: &str = "the timer's cost";
-const COMPRESS: &str = "lz4 and zstd -1 over every CPU";
-const ALLOC: &str = "every installed allocator";
-const DATABASE: &str =
-    "a throwaway PostgreSQL 15: a rate sweep, then query latency and pre-emption";
-const QUERIES: &str = "query latency and pre-emption at the top rate";
-const NETWORK: &str = "network links";
-
+/// What a step needs.
 /// What a step needs.
 #[derive(Debug)]
 pub struct Run<'a> {
@@ -306,5 +175,17 @@ impl Run<'_> {
             (Ok(()), Err(_)) => self.skipped(step, format!("{QUERIES}: the load thread panicked")),
             (Ok(()), Ok(Ok(_))) => {}
         }
+    }
+}
+
+/// A step that could not run: one line on the page (in the place of the section it draws)
+/// and in the terminal.
+pub(crate) fn skipped_section(step: &Step, why: impl std::fmt::Display) -> SkippedSection {
+    let (area, id, title) = step.draws;
+    SkippedSection {
+        area,
+        id: id.to_string(),
+        title: title.to_string(),
+        why: format!("{}: {why}", step.label),
     }
 }
