@@ -233,15 +233,33 @@ fn header_summary_and_footer_say_what_was_run_where() {
     let summary_start = html.find("<section class=\"summary\" id=\"headlines\">").expect("summary");
     let charts_start = html.find("<main").expect("charts");
     assert!(summary_start < charts_start, "summary before the charts");
-    // The cards: each area's first three headline figures as its steps' parts gave them (the
-    // sample's memory: the sweep's), with how each was measured.
+    // The cards: each section's first headline figure as its step's part gave it, with how
+    // each was measured.
     let shown = cards(&html);
     assert_eq!(shown, expected_cards(&data), "the cards are the parts' first headlines");
     let labels: Vec<&str> = shown.iter().map(|c| c.label.as_str()).collect();
-    assert_eq!(labels, ["L1 latency", "Latency at 512 MiB", "Prefetch check"]);
+    assert_eq!(
+        labels,
+        [
+            "L1 latency",
+            "Idle DRAM latency",
+            "Remote bandwidth (worst)",
+            "Peak bandwidth",
+            "Copy bandwidth",
+            "Latency at max load",
+            "SLB",
+            "SLB local"
+        ]
+    );
     assert_eq!(shown[0].figure, "1.21 ns · 3.75 cycles");
-    assert_eq!(shown[1].figure, "98.2 ns", "512 MiB: 98.25 ns to three digits");
-    assert_eq!(shown[2].figure, "not prefetched");
+    assert_eq!(shown[1].figure, "92.5 ns");
+    // The sweep's other figures are under the memory heading.
+    let under = area_figures(&html, chart::Area::Memory).expect("memory heading");
+    assert!(
+        under.contains(&("Latency at 512 MiB".into(), "98.2 ns".into())),
+        "98.25 ns to three digits"
+    );
+    assert!(under.contains(&("Prefetch check".into(), "not prefetched".into())));
     // The headline figures: each from its step's part, with its words, and on the page — on a
     // card, or (past an area's first three) under its area's heading.
     let headlines = data.headlines();
@@ -567,14 +585,17 @@ fn an_interrupted_bandwidth_scaling_draws_no_conclusion() {
     );
     let under_heading = area_figures(&html, *area).expect("memory heading");
     assert!(under_heading.contains(&("Saturation point".into(), "unknown".into())));
-    // On a page of that step alone, its card says so.
+    // On a page of that step alone, its heading says so, with the reason.
     let mut alone = data.clone();
     alone.parts.retain(|p| p.id == mem::BANDWIDTH_THREADS.id);
     let html = render_html(&alone);
-    let card = cards(&html).into_iter().find(|c| c.label == "Saturation point").expect("card");
-    assert_eq!(card.figure, "unknown");
+    let under_heading = area_figures(&html, *area).expect("memory heading");
+    assert!(under_heading.contains(&("Saturation point".into(), "unknown".into())));
+    let heading = between(&html, "<div class=\"area-head\" id=\"area-memory\">", "</div>");
+    let heading = heading.expect("memory heading");
     assert!(
-        card.how.contains("interrupted after 1 thread(s)") && card.how.contains("no conclusion")
+        heading.contains("interrupted after 1 thread(s)") && heading.contains("no conclusion"),
+        "{heading}"
     );
     assert!(no_growth_claim(&html));
 }
@@ -644,13 +665,23 @@ fn every_area_has_one_heading_and_the_contents_bar_links_to_each() {
         let targets = all.iter().filter(|t| t.attr("id") == Some(id)).count();
         assert_eq!(targets, 1, "{link} lands on one element");
     }
-    // The cards: every area's first three figures, each shown under its heading too.
+    // The cards: every section's first figure, each shown under its heading too.
     let shown = cards(&html);
     assert_eq!(shown, expected_cards(&data));
     let labels: Vec<&str> = shown.iter().map(|c| c.label.as_str()).collect();
-    assert_eq!(labels[..3], ["L1 latency", "Latency at 512 MiB", "Prefetch check"], "memory's");
+    assert_eq!(
+        labels[..5],
+        [
+            "L1 latency",
+            "Idle DRAM latency",
+            "Remote bandwidth (worst)",
+            "Peak bandwidth",
+            "Copy bandwidth"
+        ],
+        "memory's sections"
+    );
     assert!(labels.iter().any(|l| l.starts_with("Core to core")), "contention's: {labels:?}");
-    assert!(labels.len() > 3 + 1, "past memory's three, the other areas' own: {labels:?}");
+    assert!(labels.iter().any(|l| *l == "Spinlock"), "contention's: {labels:?}");
     for card in &shown {
         assert!(html.contains(&format!("<b>{}</b>", esc(&card.figure))), "{card:?} figure");
     }

@@ -149,29 +149,17 @@ fn card(out: &mut String, label: &str, figure: &str, how: &str) {
     );
 }
 
-/// How many of each area's headline figures go on the cards at the top (all of them are under
-/// the area's heading).
-const CARDS_PER_AREA: usize = 3;
-
-/// The headline cards: the first figures of every area, in page order.
+/// The headline cards: each section's first headline figure, in page order (every one of them
+/// is under its area's heading).
 pub(super) fn summary(d: &ReportData) -> String {
-    let mut out =
-        String::from("<section class=\"summary\" id=\"headlines\"><h2>Headline figures</h2><div class=\"cards\">");
+    let mut out = String::from(
+        "<section class=\"summary\" id=\"headlines\"><h2>Headline figures</h2><div class=\"cards\">",
+    );
     let before = out.len();
-    let mut shown: Vec<(Area, usize)> = Vec::new();
-    for (area, h) in d.headlines() {
-        let i = match shown.iter().position(|(a, _)| *a == area) {
-            Some(i) => i,
-            None => {
-                shown.push((area, 0));
-                shown.len() - 1
-            }
-        };
-        if shown[i].1 >= CARDS_PER_AREA {
-            continue;
+    for part in d.sections() {
+        if let Some(h) = part.headlines.first() {
+            card(&mut out, &h.name, &h.value, &h.detail);
         }
-        shown[i].1 += 1;
-        card(&mut out, &h.name, &h.value, &h.detail);
     }
     if out.len() == before {
         out.push_str(

@@ -684,17 +684,13 @@ pub fn area_figures(html: &str, area: chart::Area) -> Option<Vec<(String, String
     )
 }
 
-/// What the cards at the top show: each area's first three headline figures, in page order.
+/// What the cards at the top show: each section's first headline figure, in page order.
 pub fn expected_cards(data: &ReportData) -> Vec<Card> {
-    let mut shown: Vec<chart::Area> = Vec::new();
-    let mut out = Vec::new();
-    for (area, h) in data.headlines() {
-        if shown.iter().filter(|a| **a == area).count() < 3 {
-            shown.push(area);
-            out.push(Card { label: h.name, figure: h.value, how: h.detail });
-        }
-    }
-    out
+    data.sections()
+        .into_iter()
+        .filter_map(|p| p.headlines.into_iter().next())
+        .map(|h| Card { label: h.name, figure: h.value, how: h.detail })
+        .collect()
 }
 
 /// The HTML of the section with this id (`sec-…`), up to its end.
