@@ -13,7 +13,8 @@
 //! - [`say`](mod@say): the one stderr writer ([`say!`]): a closed stderr never panics.
 //! - [`metric`]: typed, labelled metrics ([`Metric`], [`ToMetrics`]) that stores, exporters and
 //!   comparisons key on — never formatted text.
-//! - [`verdict`]: `faster` / `slower` / `same` between two runs' samples, tested.
+//! - [`verdict`]: `faster` / `slower` / `same` between two runs' samples, tested (`untested`
+//!   when too few samples to test).
 //! - [`usage`]: the one exit-code rule ([`Usage`], [`Classified`]).
 //! - [`rng`]: the one pseudo-random generator ([`rng::SplitMix64`]), reproducible from a seed.
 //! - [`hist`]: power-of-two histograms in DTrace's layout ([`hist::Log2Hist`]).

@@ -201,8 +201,8 @@ fn decode_png(file: &[u8]) -> Result<Image, String> {
 }
 
 /// A page compared with a baseline, as a person reads it: the verdicts are words and symbols
-/// (`▲ faster`, `▼ slower`, `= same`), the differing machine settings are marked `≠` beside
-/// both values, so both machines read apart without colour.
+/// (`▲ faster`, `▼ slower`, `= same`, `? untested (1 vs 1 samples)`), the differing machine
+/// settings are marked `≠` beside both values, so both machines read apart without colour.
 #[test]
 #[ignore = "browser tier: headless Chromium; scripts/test.sh runs it"]
 fn compared_page_reads_both_machines_without_colour() {
@@ -221,6 +221,8 @@ fn compared_page_reads_both_machines_without_colour() {
         ratio: this / baseline,
         verdict,
         p_value: 0.001,
+        this_samples: 20,
+        baseline_samples: 20,
         min_effect: 0.1,
     };
     data.comparison = Some(ReportComparison {
@@ -228,6 +230,12 @@ fn compared_page_reads_both_machines_without_colour() {
         comparison: vec![
             figure("Idle DRAM latency", 130.0, 100.0, Verdict::Slower),
             figure("L1 latency", 1.2, 1.2, Verdict::Same),
+            FigureComparison {
+                this_samples: 1,
+                baseline_samples: 1,
+                p_value: 1.0,
+                ..figure("Compression, 1 thread(s)", 410.0, 300.0, Verdict::Untested)
+            },
         ],
         config_diff: vec![SettingDiff {
             setting: "Sockets".into(),
@@ -251,6 +259,7 @@ fn compared_page_reads_both_machines_without_colour() {
     let text = &dom.stdout;
     assert!(text.contains("Compared with other-host, run 7"), "the baseline is named");
     assert!(text.contains("▼ slower") && text.contains("= same"), "verdicts in words and symbols");
+    assert!(text.contains("? untested (1 vs 1 samples)"), "an untested figure says why");
     let machine = text
         .split("<section id=\"sec-machine\"")
         .nth(1)
