@@ -48,9 +48,9 @@ pub fn cpu_scale(r: &ScaleReport) -> Option<Figure> {
     let mut units: Vec<usize> = steps.iter().map(|s| s.units).collect();
     units.sort_unstable();
     units.dedup();
-    // Labels go on last, over every line, each where it covers no other label, point or
-    // legend entry and stays inside the drawing (chart::labels).
-    // (busy CPUs as a label, online CPUs) of each point measured with the machine's busy CPUs.
+    // Each point's busy-CPU count with the online CPUs it is of. The labels go on last, over
+    // every line, each where it covers no other label, point or legend entry and stays inside
+    // the drawing (chart::labels).
     let mut labels: Vec<(PointLabel, usize)> = Vec::new();
     let mut legend: Vec<Rect> = Vec::new();
     for (i, u) in units.iter().enumerate() {
