@@ -34,12 +34,14 @@ for a in ids:
 for a, b in itertools.permutations(ids, 2):
     for c in run("report", "--from-db", a, "--baseline", b, "--out", f"{work}/page", "--json")["comparison"]:
         verdicts.setdefault(c["figure"], []).append(c["verdict"])
-print("| figure | medians of the runs | largest ratio between two runs | not `same` |")
-print("|---|---|---|---|")
+print("| figure | medians of the runs | largest ratio between two runs | `faster` or `slower` | `untested` |")
+print("|---|---|---|---|---|")
 for f, v in medians.items():
     worst = max(x / y for x in v for y in v)
-    bad = sum(1 for x in verdicts.get(f, []) if x != "same")
-    print(f"| {f} | {' '.join(f'{x:.3g}' for x in v)} | {worst:.3f} | {bad} of {len(verdicts.get(f, []))} |")
+    called = verdicts.get(f, [])
+    bad = sum(1 for x in called if x in ("faster", "slower"))
+    untested = sum(1 for x in called if x == "untested")
+    print(f"| {f} | {' '.join(f'{x:.3g}' for x in v)} | {worst:.3f} | {bad} of {len(called)} | {untested} |")
 EOF
 )
 echo "$table"

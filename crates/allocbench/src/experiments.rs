@@ -226,9 +226,29 @@ impl Outcome for BakeOff {
         crate::chart::parts(self)
     }
 
+    /// Every allocator asked for that was refused makes the run a failure (exit 1), after what
+    /// was measured of the others has been stored and printed: as `cp a b dir/` fails when one
+    /// of its files cannot be copied. A run stopped by Ctrl-C says so on its own.
     fn failure(&self) -> Option<Classified> {
-        (self.runs.is_empty() && !self.interrupted).then(|| {
-            Classified::runtime("no run could be verified: every allocator was refused (see above)")
+        if self.interrupted {
+            return None;
+        }
+        if self.runs.is_empty() {
+            return Some(Classified::runtime(
+                "no run could be verified: every allocator was refused (see above)",
+            ));
+        }
+        let mut refused: Vec<&str> = Vec::new();
+        for r in &self.refused {
+            if !refused.contains(&r.allocator.as_str()) {
+                refused.push(&r.allocator);
+            }
+        }
+        (!refused.is_empty()).then(|| {
+            Classified::runtime(format!(
+                "refused: {} (see above); the other allocators were measured",
+                refused.join(", ")
+            ))
         })
     }
 }
@@ -263,7 +283,7 @@ mod tests {
     use crate::allocator::{parse_glibc, Allocator};
     use crate::bakeoff::summarize_runs;
     use crate::procfs::{AddressSpace, Memory};
-    use crate::run::{CpuUse, RunRecord};
+    use crate::run::{CpuUse, Refusal, RunRecord};
 
     fn record(allocator: &str, round: u32, throughput: f64, ops: f64) -> RunRecord {
         RunRecord {
@@ -319,6 +339,23 @@ mod tests {
         assert_eq!(back.parts(&topology), b.parts(&topology));
         assert_eq!(back.text(), b.text());
         assert!(b.failure().is_none());
+        // One allocator refused beside measured ones: a failure naming it, once.
+        let refusal = |allocator: &str, round| Refusal {
+            allocator: allocator.into(),
+            threads: 2,
+            round,
+            reason: "malloc resolves to libc.so.6".into(),
+        };
+        let partial =
+            BakeOff { refused: vec![refusal("zlib", 0), refusal("zlib", 1)], ..b.clone() };
+        let why = partial.failure().expect("a refused allocator is a failure");
+        assert!(!why.is_usage(), "{why}");
+        assert_eq!(
+            why.to_string(),
+            "refused: zlib (see above); the other allocators were measured"
+        );
+        // Stopped by Ctrl-C: the interruption is the answer, not the refusal.
+        assert!(BakeOff { interrupted: true, ..partial }.failure().is_none());
         let none = BakeOff { runs: Vec::new(), groups: Vec::new(), ..b };
         assert!(none
             .failure()

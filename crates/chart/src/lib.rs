@@ -18,6 +18,7 @@
 //! assert!(render_part(&part, "unused").contains("not measured: nothing completed"));
 //! ```
 
+pub mod labels;
 pub mod svg;
 
 use std::fmt::Write as _;

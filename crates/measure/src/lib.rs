@@ -15,7 +15,8 @@
 //!   comparisons key on — never formatted text.
 //! - [`names`]: the stored metric names read outside the crate that measures them (the
 //!   exporter's benchmark figures).
-//! - [`verdict`]: `faster` / `slower` / `same` between two runs' samples, tested.
+//! - [`verdict`]: `faster` / `slower` / `same` between two runs' samples, tested (`untested`
+//!   when too few samples to test).
 //! - [`usage`]: the one exit-code rule ([`Usage`], [`Classified`]).
 //! - [`rng`]: the one pseudo-random generator ([`rng::SplitMix64`]), reproducible from a seed.
 //! - [`hist`]: power-of-two histograms in DTrace's layout ([`hist::Log2Hist`]).

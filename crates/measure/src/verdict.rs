@@ -1,5 +1,6 @@
 //! Whether one machine (or run) is faster than another on a figure, said only when the stored
-//! samples support it: `faster`, `slower` or `same`.
+//! samples support it: `faster`, `slower` or `same` — or `untested` when there are too few
+//! samples for the test to say anything.
 //!
 //! The method (docs/comparing.md says why):
 //!
@@ -13,6 +14,10 @@
 //!    two-sided Mann–Whitney U test at [`ALPHA`] (exact distribution up to 20 samples a side,
 //!    the normal approximation with tie correction above), so a large but noisy difference on a
 //!    few samples stays `same`.
+//! 3. **Enough samples.** With few samples the test cannot reach [`ALPHA`] however far apart
+//!    they are: 3 against 3 fully separated samples give p = 0.1 at best, one against one
+//!    p = 1. Such a figure is `untested`, never `same` ([`testable`] decides from the two
+//!    sample counts alone, [`smallest_p`] says why).
 //!
 //! ```
 //! use measure::verdict::{judge, Verdict};
@@ -44,6 +49,8 @@ pub enum Verdict {
     Faster,
     Slower,
     Same,
+    /// Too few samples on one side or both for the test to reach [`ALPHA`]: nothing was said.
+    Untested,
 }
 
 impl Verdict {
@@ -52,6 +59,16 @@ impl Verdict {
             Verdict::Faster => "faster",
             Verdict::Slower => "slower",
             Verdict::Same => "same",
+            Verdict::Untested => "untested",
+        }
+    }
+
+    /// The verdict in words with, for `untested`, how many samples each side had:
+    /// `untested (1 vs 1 samples)`, `first` being the side named first where it is shown.
+    pub fn words(self, first: usize, second: usize) -> String {
+        match self {
+            Verdict::Untested => format!("untested ({first} vs {second} samples)"),
+            other => other.name().to_string(),
         }
     }
 }
@@ -64,6 +81,11 @@ pub struct Judgement {
     /// Two-sided p-value of the Mann–Whitney U test (1 when it could not run).
     pub p_value: f64,
     pub verdict: Verdict,
+    /// How many samples (finite ones) each side had.
+    #[serde(default)]
+    pub this_samples: usize,
+    #[serde(default)]
+    pub baseline_samples: usize,
 }
 
 fn median(values: &[f64]) -> f64 {
@@ -82,13 +104,22 @@ pub fn ratio_of_medians(this: &[f64], baseline: &[f64]) -> f64 {
     median(this) / median(baseline)
 }
 
+fn finite_count(values: &[f64]) -> usize {
+    values.iter().filter(|v| v.is_finite()).count()
+}
+
 /// Judges `this` against `baseline` for a figure where smaller is better (`lower_is_better`,
 /// e.g. latency) or larger is (bandwidth), with the minimum relative effect `min_effect`.
+/// `untested` when the sample counts cannot reach [`ALPHA`] ([`testable`]), whatever the
+/// ratio.
 pub fn judge(this: &[f64], baseline: &[f64], lower_is_better: bool, min_effect: f64) -> Judgement {
     let ratio = ratio_of_medians(this, baseline);
     let p_value = mann_whitney_p(this, baseline);
+    let (this_samples, baseline_samples) = (finite_count(this), finite_count(baseline));
     let beyond_effect = ratio.is_finite() && (ratio - 1.0).abs() > min_effect;
-    let verdict = if beyond_effect && p_value < ALPHA {
+    let verdict = if !testable(this_samples, baseline_samples) {
+        Verdict::Untested
+    } else if beyond_effect && p_value < ALPHA {
         let this_is_smaller = ratio < 1.0;
         if this_is_smaller == lower_is_better {
             Verdict::Faster
@@ -98,7 +129,30 @@ pub fn judge(this: &[f64], baseline: &[f64], lower_is_better: bool, min_effect: 
     } else {
         Verdict::Same
     };
-    Judgement { ratio, p_value, verdict }
+    Judgement { ratio, p_value, verdict, this_samples, baseline_samples }
+}
+
+/// The smallest two-sided p-value [`mann_whitney_p`] can give for `n` samples against `m`, all
+/// distinct: that of two fully separated sets (U = 0), through the same branch the test takes
+/// (exact up to 20 a side: 2 / C(n + m, n); the normal approximation above). 1 when either side
+/// is empty.
+///
+/// Ties can take the normal approximation a little lower on the same counts (a set of equal
+/// values has a smaller variance); [`testable`] goes by this tie-free bound, so a figure's ties
+/// never turn too few samples into a verdict.
+pub fn smallest_p(n: usize, m: usize) -> f64 {
+    if n == 0 || m == 0 {
+        return 1.0;
+    }
+    p_of_u(0.0, n, m, 0.0)
+}
+
+/// Whether `n` samples against `m` can be tested at [`ALPHA`] at all: [`smallest_p`] is below
+/// it. At p < 0.01 that needs, on the smaller side of the two, at least 5 samples against 5,
+/// 4 against 6, 3 against 9, or 2 against exactly 19 or 20 (the exact distribution; beyond 20
+/// the normal approximation never gets below 0.014 with 2); a single sample is never enough.
+pub fn testable(n: usize, m: usize) -> bool {
+    smallest_p(n, m) < ALPHA
 }
 
 /// Two-sided p-value of the Mann–Whitney U test of `a` against `b` (1 when either is empty).
@@ -127,8 +181,16 @@ pub fn mann_whitney_p(a: &[f64], b: &[f64]) -> f64 {
         rank_sum_a += rank * pooled[i..=j].iter().filter(|p| p.1).count() as f64;
         i = j + 1;
     }
-    let (nf, mf) = (n as f64, m as f64);
+    let nf = n as f64;
     let u = rank_sum_a - nf * (nf + 1.0) / 2.0;
+    p_of_u(u, n, m, tie_term)
+}
+
+/// The two-sided p-value of the statistic `u` for `n` samples against `m` with the ties' term
+/// `tie_term` (the sum of t³ − t over groups of t equal values): exact up to 20 a side without
+/// ties, the normal approximation otherwise.
+fn p_of_u(u: f64, n: usize, m: usize, tie_term: f64) -> f64 {
+    let (nf, mf) = (n as f64, m as f64);
     if n <= 20 && m <= 20 && tie_term == 0.0 {
         return exact_p(u.round() as usize, n, m);
     }
@@ -269,15 +331,127 @@ mod tests {
         let run2 = around(102.0, 0.005, 40, 4);
         assert!(mann_whitney_p(&run1, &run2) < ALPHA);
         assert_eq!(judge(&run1, &run2, true, MIN_EFFECT).verdict, Verdict::Same);
-        // A large difference on three noisy samples each: not enough evidence, `same`.
+        // A large difference on three noisy samples each: too few samples for the test to say
+        // anything (3 against 3 give p = 0.1 at best), `untested`.
         let j = judge(&[50.0, 150.0, 90.0], &[100.0, 160.0, 140.0], true, MIN_EFFECT);
+        assert_eq!(j.verdict, Verdict::Untested);
+        // The same on enough samples but noisy: not enough evidence, `same`.
+        let j = judge(
+            &[50.0, 150.0, 90.0, 120.0, 135.0, 60.0],
+            &[100.0, 160.0, 140.0, 80.0, 155.0, 110.0],
+            true,
+            MIN_EFFECT,
+        );
+        assert!(j.p_value >= ALPHA, "{j:?}");
         assert_eq!(j.verdict, Verdict::Same);
         // Identical samples: same, ratio 1.
         let j = judge(&quiet, &quiet, false, MIN_EFFECT);
         assert_eq!((j.verdict, j.ratio), (Verdict::Same, 1.0));
-        // Nothing to compare: same, ratio not a number.
+        // Nothing to compare: untested, ratio not a number.
         let j = judge(&[], &quiet, false, MIN_EFFECT);
-        assert_eq!(j.verdict, Verdict::Same);
+        assert_eq!(j.verdict, Verdict::Untested);
+        assert_eq!((j.this_samples, j.baseline_samples), (0, 20));
         assert!(j.ratio.is_nan());
+    }
+
+    /// Every way of interleaving `n` distinct values of A with `m` of B (A's ranks as a bit
+    /// mask over the pooled order), the smallest p-value the test gives.
+    fn smallest_over_every_arrangement(n: usize, m: usize) -> f64 {
+        let total = n + m;
+        let mut smallest = f64::INFINITY;
+        for mask in 0u64..(1 << total) {
+            if mask.count_ones() as usize != n {
+                continue;
+            }
+            let (a, b): (Vec<usize>, Vec<usize>) = (0..total).partition(|i| mask >> i & 1 == 1);
+            let as_f64 = |v: Vec<usize>| v.into_iter().map(|i| i as f64).collect::<Vec<f64>>();
+            smallest = smallest.min(mann_whitney_p(&as_f64(a), &as_f64(b)));
+        }
+        smallest
+    }
+
+    fn binomial(n: usize, k: usize) -> f64 {
+        (0..k).fold(1.0, |acc, i| acc * (n - i) as f64 / (i + 1) as f64)
+    }
+
+    #[test]
+    fn smallest_p_is_the_smallest_the_test_gives() {
+        // Through every arrangement of distinct samples, exact branch and normal branch.
+        let mut sizes: Vec<(usize, usize)> =
+            (1..=7).flat_map(|n| (1..=7).map(move |m| (n, m))).collect();
+        sizes.extend([(1, 21), (2, 21), (3, 21), (21, 2)]);
+        for (n, m) in sizes {
+            let seen = smallest_over_every_arrangement(n, m);
+            assert!((seen - smallest_p(n, m)).abs() < 1e-12, "{n} vs {m}: {seen}");
+        }
+        // The exact branch in closed form: two of C(n + m, n) orderings are as extreme.
+        for n in 1..=20 {
+            for m in 1..=20 {
+                let closed = (2.0 / binomial(n + m, n)).min(1.0);
+                assert!((smallest_p(n, m) - closed).abs() < 1e-12, "{n} vs {m}");
+            }
+        }
+        assert_eq!(smallest_p(0, 5), 1.0);
+        assert_eq!(smallest_p(1, 1), 1.0);
+        assert!((smallest_p(5, 5) - 2.0 / 252.0).abs() < 1e-15);
+        assert!((smallest_p(4, 4) - 2.0 / 70.0).abs() < 1e-15);
+    }
+
+    #[test]
+    fn the_fewest_samples_that_can_be_tested() {
+        // At p < 0.01, by the smaller of the two counts: 1 never; 2 only against 19 or 20 (2 of
+        // 210 and 231 orderings; beyond 20 the normal approximation, which never goes below
+        // 2·P(Z > √6) ≈ 0.014 with 2); 3 against at least 9 (2/220; 2/165 at 8); 4 against at
+        // least 6 (2/210; 2/126 at 5); 5 and more always (2/252 at 5 against 5).
+        let expected = |n: usize, m: usize| {
+            let (small, large) = (n.min(m), n.max(m));
+            match small {
+                0 | 1 => false,
+                2 => (19..=20).contains(&large),
+                3 => large >= 9,
+                4 => large >= 6,
+                _ => true,
+            }
+        };
+        for n in 0..=80 {
+            for m in 0..=80 {
+                assert_eq!(testable(n, m), expected(n, m), "{n} vs {m}: {}", smallest_p(n, m));
+            }
+        }
+        for large in [100, 1_000, 100_000] {
+            assert!(!testable(1, large) && !testable(2, large), "{large}");
+            assert!(smallest_p(2, large) > 0.0143, "{}", smallest_p(2, large));
+            assert!(testable(3, large) && testable(4, large), "{large}");
+        }
+    }
+
+    #[test]
+    fn too_few_samples_are_untested_never_same() {
+        // One sample a side, twice as fast: untested, with the counts.
+        let j = judge(&[50.0], &[100.0], true, MIN_EFFECT);
+        assert_eq!((j.verdict, j.this_samples, j.baseline_samples), (Verdict::Untested, 1, 1));
+        assert_eq!(
+            j.verdict.words(j.this_samples, j.baseline_samples),
+            "untested (1 vs 1 samples)"
+        );
+        // The same figure on one sample each: untested too, not `same`.
+        assert_eq!(judge(&[100.0], &[100.0], true, MIN_EFFECT).verdict, Verdict::Untested);
+        // Four against four, fully separated and 2x apart: p = 2/70 at best, untested.
+        let fast = [50.0, 51.0, 52.0, 53.0, 54.0];
+        let slow = [100.0, 101.0, 102.0, 103.0, 104.0];
+        assert_eq!(judge(&fast[..4], &slow[..4], true, MIN_EFFECT).verdict, Verdict::Untested);
+        // Five against five: p = 2/252 < 0.01, faster.
+        assert_eq!(judge(&fast, &slow, true, MIN_EFFECT).verdict, Verdict::Faster);
+        // Non-finite samples do not count: five values, one of them NaN, are four.
+        let with_nan = [50.0, 51.0, 52.0, 53.0, f64::NAN];
+        let j = judge(&with_nan, &slow, true, MIN_EFFECT);
+        assert_eq!((j.verdict, j.this_samples), (Verdict::Untested, 4));
+        // Ties take the normal approximation below 0.01 on four against five equal values; the
+        // counts still decide: untested.
+        let (a, b) = ([10.0; 4], [20.0; 5]);
+        assert!(mann_whitney_p(&a, &b) < ALPHA);
+        assert_eq!(judge(&a, &b, true, MIN_EFFECT).verdict, Verdict::Untested);
+        // The other verdicts read as their names.
+        assert_eq!(Verdict::Same.words(9, 9), "same");
     }
 }

@@ -21,7 +21,12 @@ pub struct FigureComparison {
     pub verdict: Verdict,
     /// The Mann–Whitney U test's two-sided p-value.
     pub p_value: f64,
-    /// The relative difference of medians below which the verdict is `same`: the figure's
+    /// How many samples each side's figure rests on (`untested` when too few to test).
+    #[serde(default)]
+    pub this_samples: usize,
+    #[serde(default)]
+    pub baseline_samples: usize,
+    /// The relative difference of medians below which a tested verdict is `same`: the figure's
     /// run-to-run noise on earlier reports of the same host, or the default when none.
     #[serde(default = "default_min_effect")]
     pub min_effect: f64,
@@ -76,13 +81,16 @@ pub fn baseline_sections(baseline: &crate::html::ReportData) -> Vec<(String, Str
         .collect()
 }
 
-/// The verdict as the page marks it: a word and a symbol, so it reads without colour.
-fn verdict_mark(v: Verdict) -> &'static str {
-    match v {
-        Verdict::Faster => "▲ faster",
-        Verdict::Slower => "▼ slower",
-        Verdict::Same => "= same",
-    }
+/// The verdict as the page marks it: a word and a symbol, so it reads without colour; for
+/// `untested`, with how many samples each side had.
+fn verdict_mark(f: &FigureComparison) -> String {
+    let symbol = match f.verdict {
+        Verdict::Faster => "▲",
+        Verdict::Slower => "▼",
+        Verdict::Same => "=",
+        Verdict::Untested => "?",
+    };
+    format!("{symbol} {}", f.verdict.words(f.this_samples, f.baseline_samples))
 }
 
 /// The comparison section: figures with ratio and verdict, then the settings that differ.
@@ -105,7 +113,7 @@ pub fn comparison_html(c: &ReportComparison) -> String {
             fmt3(f.baseline),
             fmt3(f.ratio),
             fmt3(f.min_effect * 100.0),
-            verdict_mark(f.verdict),
+            esc(&verdict_mark(f)),
             v = f.verdict.name(),
             u = esc(&f.unit),
         );
@@ -154,7 +162,9 @@ fn method(c: &ReportComparison) -> String {
     format!(
         "Verdicts: the ratio of medians must differ from 1 by more than the minimum effect — \
          {calibration} — and the stored samples by a two-sided Mann–Whitney U test at p < 0.01; \
-         otherwise same (docs/comparing.md)."
+         otherwise same. A figure with too few samples for that test ever to reach p < 0.01 (5 \
+         against 5 at the least for equal counts; one sample never) is untested \
+         (docs/comparing.md)."
     )
 }
 
@@ -171,7 +181,7 @@ pub fn comparison_text(c: &ReportComparison) -> String {
             f.unit,
             fmt3(f.ratio),
             fmt3(f.min_effect * 100.0),
-            f.verdict.name()
+            f.verdict.words(f.this_samples, f.baseline_samples)
         );
     }
     let _ = writeln!(out, "  {}", method(c));
@@ -179,4 +189,54 @@ pub fn comparison_text(c: &ReportComparison) -> String {
         let _ = writeln!(out, "  differs: {}: {} (baseline {})", d.setting, d.this, d.baseline);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn figure(name: &str, verdict: Verdict, samples: (usize, usize)) -> FigureComparison {
+        FigureComparison {
+            figure: name.into(),
+            unit: "MB/s".into(),
+            this: 410.0,
+            baseline: 300.0,
+            ratio: 410.0 / 300.0,
+            verdict,
+            p_value: 1.0,
+            this_samples: samples.0,
+            baseline_samples: samples.1,
+            min_effect: 0.1,
+        }
+    }
+
+    #[test]
+    fn an_untested_figure_says_so_with_its_sample_counts() {
+        let c = ReportComparison {
+            baseline: "run 7".into(),
+            comparison: vec![
+                figure("Compression", Verdict::Untested, (1, 3)),
+                figure("Bandwidth", Verdict::Faster, (20, 20)),
+            ],
+            config_diff: Vec::new(),
+            baseline_machine: Vec::new(),
+            baseline_sections: Vec::new(),
+            calibrated_from: 0,
+        };
+        let html = comparison_html(&c);
+        assert!(html.contains("<tr class=\"verdict-untested\">"), "{html}");
+        assert!(html.contains("<td>? untested (1 vs 3 samples)</td>"), "{html}");
+        assert!(html.contains("<td>▲ faster</td>"), "{html}");
+        let text = comparison_text(&c);
+        let line = text.lines().find(|l| l.contains("Compression")).expect("the figure's line");
+        assert!(line.ends_with("untested (1 vs 3 samples)"), "{text}");
+        assert!(text.lines().any(|l| l.contains("Bandwidth") && l.ends_with("faster")), "{text}");
+        // The JSON names the verdict and both counts.
+        let json = serde_json::to_value(&c.comparison[0]).expect("serialises");
+        assert_eq!(json["verdict"], "untested");
+        assert_eq!(
+            (json["this_samples"].as_u64(), json["baseline_samples"].as_u64()),
+            (Some(1), Some(3))
+        );
+    }
 }

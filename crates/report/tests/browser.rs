@@ -220,8 +220,8 @@ fn decode_png(file: &[u8]) -> Result<Image, String> {
 }
 
 /// A page compared with a baseline, as a person reads it: the verdicts are words and symbols
-/// (`▲ faster`, `▼ slower`, `= same`), the differing machine settings are marked `≠` beside
-/// both values, so both machines read apart without colour.
+/// (`▲ faster`, `▼ slower`, `= same`, `? untested (1 vs 1 samples)`), the differing machine
+/// settings are marked `≠` beside both values, so both machines read apart without colour.
 #[test]
 #[ignore = "browser tier: headless Chromium; scripts/test.sh runs it"]
 fn compared_page_reads_both_machines_without_colour() {
@@ -240,6 +240,8 @@ fn compared_page_reads_both_machines_without_colour() {
         ratio: this / baseline,
         verdict,
         p_value: 0.001,
+        this_samples: 20,
+        baseline_samples: 20,
         min_effect: 0.1,
     };
     data.comparison = Some(ReportComparison {
@@ -247,6 +249,12 @@ fn compared_page_reads_both_machines_without_colour() {
         comparison: vec![
             figure("Idle DRAM latency", 130.0, 100.0, Verdict::Slower),
             figure("L1 latency", 1.2, 1.2, Verdict::Same),
+            FigureComparison {
+                this_samples: 1,
+                baseline_samples: 1,
+                p_value: 1.0,
+                ..figure("Compression, 1 thread(s)", 410.0, 300.0, Verdict::Untested)
+            },
         ],
         config_diff: vec![SettingDiff {
             setting: "Sockets".into(),
@@ -270,6 +278,7 @@ fn compared_page_reads_both_machines_without_colour() {
     let text = &dom.stdout;
     assert!(text.contains("Compared with other-host, run 7"), "the baseline is named");
     assert!(text.contains("▼ slower") && text.contains("= same"), "verdicts in words and symbols");
+    assert!(text.contains("? untested (1 vs 1 samples)"), "an untested figure says why");
     let machine = text
         .split("<section id=\"sec-machine\"")
         .nth(1)
@@ -330,6 +339,183 @@ fn compared_page_reads_both_machines_without_colour() {
             messages.join("\n")
         );
     }
+    keep(&[&page, &png]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A compression scaling report whose points crowd: four unit counts meeting at a throughput
+/// ceiling on 64 CPUs, two points almost on top of each other, the last thread count at the
+/// right edge, and 2-CPU steps beside them (short labels at the edge).
+fn crowded_scale() -> tamp::scale::ScaleReport {
+    use tamp::procstat::MachineBusy;
+    use tamp::scale::{ScaleReport, ScaleStep, ScaleSummary};
+    use tamp::Verdict;
+    let step = |units: usize, threads: usize, mb_per_s: f64| {
+        let busy = (units * (threads + 2)).min(64);
+        ScaleStep {
+            units,
+            threads,
+            bytes: 1 << 24,
+            wall_s: 0.5,
+            mb_per_s,
+            ratio: 0.5,
+            reader_busy: 0.5,
+            workers_busy: 0.9,
+            writer_busy: 0.1,
+            machine: Some(MachineBusy {
+                per_cpu: vec![(0, 0.95)],
+                machine_share: busy as f64 / 64.0,
+                cpus_busy: busy,
+            }),
+            online_cpus: 64,
+            verdict: Verdict::Scales,
+            verdict_reason: "scales".into(),
+        }
+    };
+    let mut steps = Vec::new();
+    for units in [1, 2, 4, 8] {
+        for threads in [1, 2, 4, 8, 16, 32, 64] {
+            if units * threads <= 64 {
+                // Linear up to a ceiling every unit count reaches: the right end crowds.
+                let mb = (310.0 * (units * threads) as f64).min(9_000.0) + units as f64;
+                steps.push(step(units, threads, mb));
+            }
+        }
+    }
+    ScaleReport {
+        codec: "lz4".into(),
+        level: Some(1),
+        input_bytes: 1 << 24,
+        block_size: 256 << 10,
+        steps,
+        summary: ScaleSummary {
+            single_thread_mb_s: Some(311.0),
+            one_unit_best: Some((32, 9_001.0)),
+            one_unit_stops_at: None,
+            one_unit_limit: None,
+            filled_best: Some((8, 8, 9_008.0)),
+            text: "one thread 311 MB/s".into(),
+        },
+        interrupted: false,
+    }
+}
+
+/// One box the page's script measured in the scaling chart.
+#[derive(Debug)]
+struct Measured {
+    kind: String,
+    x: f64,
+    y: f64,
+    width: f64,
+    height: f64,
+    /// Labels: the text's own `x`, `y`, `text-anchor` and text.
+    at: Option<(f64, f64, String, String)>,
+}
+
+impl Measured {
+    fn rect(&self) -> chart::labels::Rect {
+        chart::labels::Rect {
+            left: self.x,
+            top: self.y,
+            right: self.x + self.width,
+            bottom: self.y + self.height,
+        }
+    }
+}
+
+/// The compression scaling chart's point labels as Chromium lays them out (`getBBox`, in the
+/// chart's own units): none covers another label or a point, none leaves the drawing, each lies
+/// inside the box `chart::labels` estimated for it, every point is labelled, and every point
+/// keeps its `data-value`. With the labels as they were drawn before (each right and above its
+/// point) it fails: `3/64` and `6/64` at one thread overlap (and `64/64` at the last thread
+/// count would run past the right edge).
+#[test]
+#[ignore = "browser tier: headless Chromium; scripts/test.sh runs it"]
+fn scaling_chart_labels_neither_overlap_nor_leave_the_chart() {
+    let scale = crowded_scale();
+    let mut data = sample();
+    data.cpu_scale = Some(scale.clone());
+    let html = render_html(&data);
+    let dir = workdir("report-browser-scale");
+    let page = dir.join("scale.html");
+    std::fs::write(&page, &html).expect("write the page");
+    let png = dir.join("scale.png");
+    screenshot(&dir, &page, &png);
+
+    // A copy that measures itself: the policy lets one inline script run, which writes every
+    // label's and point's box into the page for the DOM dump.
+    let probe = dir.join("scale-probe.html");
+    let script = "<script>(() => {\
+        const svg = document.getElementById('chart-cpu-scale'); const out = [];\
+        const vb = svg.viewBox.baseVal; out.push(['view', 0, 0, vb.width, vb.height].join('\\t'));\
+        for (const c of svg.querySelectorAll('circle.data')) { const b = c.getBBox();\
+          out.push(['point', b.x, b.y, b.width, b.height, c.getAttribute('data-value')].join('\\t')); }\
+        for (const t of svg.querySelectorAll('text.point-label')) { const b = t.getBBox();\
+          out.push(['label', b.x, b.y, b.width, b.height, t.getAttribute('x'), t.getAttribute('y'),\
+            t.getAttribute('text-anchor') || 'start', t.textContent].join('\\t')); }\
+        const pre = document.createElement('pre'); pre.id = 'measured';\
+        pre.textContent = out.join('\\n'); document.body.appendChild(pre); })();</script>";
+    let measuring = html
+        .replace("default-src 'none';", "default-src 'none'; script-src 'unsafe-inline';")
+        .replace("</body>", &format!("{script}</body>"));
+    assert_ne!(measuring, html, "the probe script went in");
+    std::fs::write(&probe, &measuring).expect("write the probe page");
+    let dom = run_chromium(&dir, "scale-dom", &probe, &["--dump-dom".to_string()]);
+    let messages = page_messages(&dom.log, &probe);
+    assert!(messages.is_empty(), "the page logged:\n{}", messages.join("\n"));
+    let measured: Vec<Measured> = dom
+        .stdout
+        .split("<pre id=\"measured\">")
+        .nth(1)
+        .and_then(|rest| rest.split("</pre>").next())
+        .unwrap_or_else(|| panic!("no measurements in the DOM:\n{}", dom.log))
+        .lines()
+        .map(|line| {
+            let f: Vec<&str> = line.split('\t').collect();
+            let num = |i: usize| -> f64 {
+                f.get(i).and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("{line}"))
+            };
+            let at =
+                (f[0] == "label").then(|| (num(5), num(6), f[7].to_string(), f[8].to_string()));
+            Measured { kind: f[0].into(), x: num(1), y: num(2), width: num(3), height: num(4), at }
+        })
+        .collect();
+    let of = |kind: &str| measured.iter().filter(|m| m.kind == kind).collect::<Vec<_>>();
+    let (view, points, labels) = (of("view"), of("point"), of("label"));
+    assert_eq!(view.len(), 1, "one scaling chart");
+    let view = view[0].rect();
+    assert_eq!(points.len(), scale.steps.len(), "a data point per step");
+    // Every point labelled (none left out), plus one legend entry per unit count.
+    assert_eq!(labels.len(), scale.steps.len() + 4, "{labels:?}");
+    for (i, l) in labels.iter().enumerate() {
+        let b = l.rect();
+        assert!(b.inside(&view), "{l:?} leaves the chart {view:?}");
+        for other in &labels[i + 1..] {
+            assert!(!b.overlaps(&other.rect()), "{l:?} overlaps {other:?}");
+        }
+        for p in &points {
+            assert!(!b.overlaps(&p.rect()), "{l:?} covers the point {p:?}");
+        }
+        // The estimate the placement went by holds the laid-out text.
+        let (x, y, anchor, text) = l.at.clone().expect("a label's position");
+        let estimate = chart::labels::text_box(&text, 12.0, x, y, &anchor);
+        let slack = chart::labels::Rect {
+            left: estimate.left - 0.5,
+            top: estimate.top - 0.5,
+            right: estimate.right + 0.5,
+            bottom: estimate.bottom + 0.5,
+        };
+        assert!(b.inside(&slack), "{text:?}: laid out {b:?}, estimated {estimate:?}");
+    }
+    // The data marks are intact: every point's value, as the steps measured it.
+    let all = tags(&html);
+    let marks = data_marks(&chart_tags(&all, "chart-cpu-scale").expect("drawn"));
+    let mut steps: Vec<f64> = scale.steps.iter().map(|s| s.mb_per_s).collect();
+    steps.sort_by(f64::total_cmp);
+    assert_eq!(mark_values(&marks), steps);
+    assert!(!html.contains("found no free place"), "no label left out");
+    // Too crowded for `busy/online` everywhere: the busy counts alone, the caption says of what.
+    assert!(html.contains("each label is the busy CPUs alone, of the 64 online CPUs"), "caption");
     keep(&[&page, &png]);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -550,6 +550,8 @@ fn cpu_scale_draws_a_point_per_step_with_its_busy_cpus() {
     let marks = data_marks(&chart_tags(&all, "chart-cpu-scale").expect("drawn"));
     assert_eq!(mark_values(&marks), [310.5, 398.0, 402.25]);
     assert!(html.contains(">1/2</text>") && html.contains(">2/2</text>"), "busy CPUs labelled");
+    // Room for every label in full: none left out, none shortened.
+    assert!(!html.contains("found no free place") && !html.contains("For room"), "{html}");
     assert!(html.contains("one thread 310 MB/s"), "the summary is the caption");
     assert!(html.contains("&lt;why&gt;"), "escaped");
     let cpu_head = html.find("<div class=\"area-head\" id=\"area-cpu\">").expect("CPU heading");

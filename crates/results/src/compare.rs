@@ -1,7 +1,8 @@
 //! Comparing two runs metric by metric, matched on name and labels. Each change gets the verdict
 //! of [`measure::verdict`] (`faster`, `slower` or `same`: a minimum effect and a Mann–Whitney U
-//! test on the stored samples), the same verdicts the report's `--baseline` gives; `real` keeps
-//! the older, looser rule (larger than both runs' interquartile ranges).
+//! test on the stored samples; `untested` when too few samples to test), the same verdicts the
+//! report's `--baseline` gives; `real` keeps the older, looser rule (larger than both runs'
+//! interquartile ranges).
 
 use serde::{Deserialize, Serialize};
 
@@ -27,12 +28,18 @@ pub struct MetricDelta {
     /// B's median over A's.
     #[serde(default)]
     pub ratio: f64,
-    /// B against A: `faster`, `slower` or `same` (for units without a better direction: `same`).
+    /// B against A: `faster`, `slower` or `same` (for units without a better direction:
+    /// `same`), or `untested` when the samples are too few for the test.
     #[serde(default = "same")]
     pub verdict: Verdict,
     /// The Mann–Whitney U test's two-sided p-value on the two runs' samples.
     #[serde(default)]
     pub p_value: f64,
+    /// How many samples each run has of this metric.
+    #[serde(default)]
+    pub a_samples: usize,
+    #[serde(default)]
+    pub b_samples: usize,
 }
 
 fn same() -> Verdict {
@@ -73,12 +80,19 @@ pub fn compare(a: &StoredRun, b: &StoredRun) -> Comparison {
                     measure::Unit::from_symbol(&ma.unit).map(measure::Unit::lower_is_better);
                 let judged =
                     judge(&mb.samples, &ma.samples, lower_is_better.unwrap_or(false), MIN_EFFECT);
-                let verdict =
-                    if better_has_a_direction(&ma.unit) { judged.verdict } else { Verdict::Same };
+                // A unit without a better direction is `same` when tested: there is no faster.
+                let verdict = match judged.verdict {
+                    Verdict::Faster | Verdict::Slower if !better_has_a_direction(&ma.unit) => {
+                        Verdict::Same
+                    }
+                    v => v,
+                };
                 deltas.push(MetricDelta {
                     ratio: judged.ratio,
                     verdict,
                     p_value: judged.p_value,
+                    a_samples: judged.baseline_samples,
+                    b_samples: judged.this_samples,
                     name: key,
                     unit: ma.unit.clone(),
                     a_median: ma.median,

@@ -113,7 +113,7 @@ pub fn compare_text(c: &Comparison) -> String {
             d.b_median,
             d.delta_pct,
             d.ratio,
-            d.verdict.name()
+            d.verdict.words(d.a_samples, d.b_samples)
         );
     }
     if !c.unmatched.is_empty() {

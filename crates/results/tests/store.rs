@@ -85,6 +85,17 @@ fn compare_calls_real_only_changes_beyond_both_spreads() {
     let c = compare(&s.run(a).expect("a"), &s.run(same).expect("b"));
     assert_eq!(c.deltas[0].verdict, measure::verdict::Verdict::Same, "{:?}", c.deltas[0]);
     assert!(c.unmatched.is_empty());
+    // Three bandwidth samples a run cannot reach p < 0.01 (2/20 at best): untested, never
+    // `same`, with both counts in the JSON and the text.
+    let bandwidth = &c.deltas[1];
+    assert_eq!(bandwidth.name, "bandwidth{kernel=read}");
+    assert_eq!(bandwidth.verdict, measure::verdict::Verdict::Untested, "{bandwidth:?}");
+    assert_eq!((bandwidth.a_samples, bandwidth.b_samples), (3, 3));
+    let json = serde_json::to_value(bandwidth).expect("serialises");
+    assert_eq!((json["verdict"].as_str(), json["a_samples"].as_u64()), (Some("untested"), Some(3)));
+    let text = results::render::compare_text(&c);
+    let line = text.lines().find(|l| l.starts_with("bandwidth")).expect("bandwidth's line");
+    assert!(line.ends_with("untested (3 vs 3 samples)"), "{text}");
 }
 
 #[test]

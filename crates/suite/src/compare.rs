@@ -177,6 +177,8 @@ pub fn compare(
             ratio: judged.ratio,
             verdict: judged.verdict,
             p_value: judged.p_value,
+            this_samples: judged.this_samples,
+            baseline_samples: judged.baseline_samples,
             min_effect,
         });
     }

@@ -9,6 +9,7 @@
 
 use std::fmt::Write as _;
 
+use chart::labels::{self, PointLabel, Rect};
 use chart::svg::{self, esc, exact, fmt3, px, Plot, ScaleKind};
 use chart::{Area, Figure, Headline, Part};
 use measure::ToMetrics;
@@ -18,6 +19,12 @@ use crate::{Operation, RunResult};
 
 /// Line styles for up to four unit counts (then they repeat).
 const DASHES: [&str; 4] = ["", "6 3", "2 3", "10 3 2 3"];
+
+/// The radius of a point of the scaling chart.
+const POINT_RADIUS: f64 = 4.5;
+
+/// The size of `.point-label` text (chart's style sheet).
+const LABEL_FONT_PX: f64 = 12.0;
 
 /// The throughput-by-threads-and-units chart; `None` when no step measured anything.
 pub fn cpu_scale(r: &ScaleReport) -> Option<Figure> {
@@ -41,6 +48,11 @@ pub fn cpu_scale(r: &ScaleReport) -> Option<Figure> {
     let mut units: Vec<usize> = steps.iter().map(|s| s.units).collect();
     units.sort_unstable();
     units.dedup();
+    // Each point's busy-CPU count with the online CPUs it is of. The labels go on last, over
+    // every line, each where it covers no other label, point or legend entry and stays inside
+    // the drawing (chart::labels).
+    let mut labels: Vec<(PointLabel, usize)> = Vec::new();
+    let mut legend: Vec<Rect> = Vec::new();
     for (i, u) in units.iter().enumerate() {
         let mut line: Vec<&ScaleStep> = steps.iter().copied().filter(|s| s.units == *u).collect();
         line.sort_by_key(|s| s.threads);
@@ -55,14 +67,17 @@ pub fn cpu_scale(r: &ScaleReport) -> Option<Figure> {
             points.join(" ")
         );
         let key_x = plot.x0() + 6.0 + 120.0 * i as f64;
+        let key_text = format!("{u} unit(s)");
         let _ = write!(
             out,
             "<line class=\"line\" stroke-dasharray=\"{dash}\" x1=\"{}\" x2=\"{}\" y1=\"14\" y2=\"14\"/>\
-             <text class=\"point-label\" x=\"{}\" y=\"18\">{u} unit(s)</text>",
+             <text class=\"point-label\" x=\"{}\" y=\"18\">{key_text}</text>",
             px(key_x),
             px(key_x + 24.0),
             px(key_x + 30.0),
         );
+        let key_box = labels::text_box(&key_text, LABEL_FONT_PX, key_x + 30.0, 18.0, "start");
+        legend.push(Rect { left: key_x - 2.0, ..key_box });
         for s in line {
             let busy = s.machine.as_ref().map(|m| (m.cpus_busy, m.machine_share));
             let busy_text = busy.map_or(String::new(), |(n, share)| {
@@ -71,7 +86,7 @@ pub fn cpu_scale(r: &ScaleReport) -> Option<Figure> {
             let (cx, cy) = (x.map(s.threads as f64), y.map(s.mb_per_s));
             let _ = write!(
                 out,
-                "<circle class=\"data\" cx=\"{}\" cy=\"{}\" r=\"4.5\" data-value=\"{}\" data-units=\"{}\" data-threads=\"{}\">\
+                "<circle class=\"data\" cx=\"{}\" cy=\"{}\" r=\"{POINT_RADIUS}\" data-value=\"{}\" data-units=\"{}\" data-threads=\"{}\">\
                  <title>{} unit(s) × {} thread(s): {} MB/s{}; {}</title></circle>",
                 px(cx),
                 px(cy),
@@ -85,15 +100,16 @@ pub fn cpu_scale(r: &ScaleReport) -> Option<Figure> {
                 esc(&s.verdict_reason),
             );
             if let Some((n, _)) = busy {
-                let _ = write!(
-                    out,
-                    "<text class=\"point-label\" x=\"{}\" y=\"{}\">{n}/{}</text>",
-                    px(cx + 6.0),
-                    px(cy - 6.0),
-                    s.online_cpus
-                );
+                labels.push((PointLabel { x: cx, y: cy, text: n.to_string() }, s.online_cpus));
             }
         }
+    }
+    // Inside the drawing, right of the y axis's tick labels and above the x axis's.
+    let bounds = Rect { left: plot.x0() + 1.0, top: 0.0, right: plot.width, bottom: plot.y0() };
+    let (placed, short_of) = place_busy_labels(&labels, bounds, &legend);
+    let left_out = placed.iter().filter(|p| p.is_none()).count();
+    for p in placed.iter().flatten() {
+        out.push_str(&p.svg("point-label"));
     }
     out.push_str(&plot.x_title("compressor threads per unit"));
     out.push_str(&plot.y_title("MB/s (10⁶ bytes/s, uncompressed)"));
@@ -108,12 +124,56 @@ pub fn cpu_scale(r: &ScaleReport) -> Option<Figure> {
         esc(&svg::bytes_label(r.input_bytes as f64)),
         esc(&r.summary.text),
     );
+    if let Some(online) = short_of {
+        let _ = write!(
+            caption,
+            " For room, each label is the busy CPUs alone, of the {online} online CPUs."
+        );
+    }
+    if left_out > 0 {
+        let _ = write!(
+            caption,
+            " {left_out} label(s) found no free place beside their point and are left out; each \
+             point's tooltip has its figures."
+        );
+    }
     if r.interrupted {
         caption.push_str(
             " INTERRUPTED: only the steps drawn were measured; no conclusion is drawn from them.",
         );
     }
     Some(Figure { svg: out, caption, after: String::new() })
+}
+
+/// Places the busy-CPU labels (`labels`: each point's busy count and the online CPUs) as
+/// `busy/online`; when some find no room and every point has the same online count, as the
+/// busy count alone if that leaves fewer out — then with that count (`Some`), for the caption.
+fn place_busy_labels(
+    labels: &[(PointLabel, usize)],
+    bounds: Rect,
+    legend: &[Rect],
+) -> (Vec<Option<labels::Placed>>, Option<usize>) {
+    let place =
+        |points: &[PointLabel]| labels::place(points, POINT_RADIUS, LABEL_FONT_PX, bounds, legend);
+    let left_out =
+        |placed: &[Option<labels::Placed>]| placed.iter().filter(|p| p.is_none()).count();
+    let long: Vec<PointLabel> = labels
+        .iter()
+        .map(|(p, online)| PointLabel { text: format!("{}/{online}", p.text), ..p.clone() })
+        .collect();
+    let placed = place(&long);
+    let online = labels.first().map(|l| l.1);
+    let uniform = labels.iter().all(|l| Some(l.1) == online);
+    if left_out(&placed) == 0 || !uniform {
+        return (placed, None);
+    }
+    let short: Vec<PointLabel> = labels.iter().map(|(p, _)| p.clone()).collect();
+    let shorter = place(&short);
+    if left_out(&shorter) < left_out(&placed) {
+        (shorter, online)
+    } else {
+        (placed, None)
+    }
 }
 
 /// The stored metric `name` of a result's metrics, as its key.

@@ -36,7 +36,8 @@ pub struct ReportArgs {
     pub from_db: Vec<i64>,
     /// Put another machine's (or run's) report beside this one: a run id in --db, FILE.db (its
     /// newest report), FILE.db#ID, or postgresql://…#HOST (HOST's newest report in a shared
-    /// store). Every headline figure gets the ratio and a verdict: faster, slower or same.
+    /// store). Every headline figure gets the ratio and a verdict: faster, slower or same
+    /// (untested when too few samples to test).
     #[arg(long, value_name = "REF")]
     pub baseline: Option<String>,
     /// The sections to run, comma-separated (default: all): memory, contention, cpu,

@@ -94,7 +94,8 @@ impl Tool for Show {
 }
 
 /// Per-metric change from run A to run B, each with its verdict (faster, slower or same: a
-/// minimum effect and a Mann–Whitney U test on the stored samples, docs/comparing.md). With
+/// minimum effect and a Mann–Whitney U test on the stored samples; untested when the samples
+/// are too few for that test, docs/comparing.md). With
 /// `--host A --host B` (a shared database), the two hosts' newest runs of one command.
 #[derive(Debug, clap::Args)]
 pub struct CompareArgs {
@@ -118,7 +119,8 @@ pub struct Compare;
 impl Tool for Compare {
     const PATH: &'static [&'static str] = &["results", "compare"];
     const ABOUT: &'static str = "Per-metric change from run A to run B with its verdict (faster, \
-                                 slower or same, tested on the stored samples); with --host A \
+                                 slower or same, tested on the stored samples; untested when \
+                                 too few samples); with --host A \
                                  --host B, two hosts' newest runs of one command.";
     type Args = CompareArgs;
 
