@@ -683,7 +683,7 @@ fn every_area_has_one_heading_and_the_contents_bar_links_to_each() {
         "memory's sections"
     );
     assert!(labels.iter().any(|l| l.starts_with("Core to core")), "contention's: {labels:?}");
-    assert!(labels.iter().any(|l| *l == "Spinlock"), "contention's: {labels:?}");
+    assert!(labels.contains(&"Spinlock"), "contention's: {labels:?}");
     for card in &shown {
         assert!(html.contains(&format!("<b>{}</b>", esc(&card.figure))), "{card:?} figure");
     }
