@@ -435,7 +435,7 @@ fn scaling_chart_labels_neither_overlap_nor_leave_the_chart() {
     let scale = crowded_scale();
     let mut data = sample();
     data.cpu_scale = Some(scale.clone());
-    let html = render_html(&data);
+    let html = render_html(&data.page());
     let dir = workdir("report-browser-scale");
     let page = dir.join("scale.html");
     std::fs::write(&page, &html).expect("write the page");

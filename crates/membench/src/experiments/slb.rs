@@ -784,3 +784,33 @@ impl Outcome for LocksOutcome {
         })
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may unwrap
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Reports of earlier versions stored the placement step as a list of (policy, run or
+    /// why not), and the lock step as two lists: each reads back as today's outcome.
+    #[test]
+    fn earlier_reports_placement_and_lock_steps_read_back() {
+        let stored = json!([["local", { "Err": "skipped: no memory" }], ["remote", { "Err": "skipped: one node" }]]);
+        let read = PoliciesOutcome::from_stored("report: SLB placement", stored).unwrap();
+        assert_eq!(read.rows.len(), 2);
+        assert_eq!(read.rows[1].policy, "remote");
+        assert_eq!(read.rows[1].skipped.as_deref(), Some("skipped: one node"));
+        assert!(read.rows.iter().all(|r| r.result.is_none()));
+
+        let placed = json!([["line remote", { "Err": "skipped: one node" }]]);
+        let locks = LocksOutcome::from_stored("report: lock placement", placed).unwrap();
+        assert!(locks.runs.is_empty() && locks.placement.len() == 1);
+        let runs = LocksOutcome::from_stored("report: lock contention", json!([])).unwrap();
+        assert!(runs.runs.is_empty() && runs.placement.is_empty());
+        // Today's kind is the outcome as stored.
+        let again = LocksOutcome::from_stored("mem locks", serde_json::to_value(&locks).unwrap());
+        assert_eq!(again.unwrap().placement[0].0, "line remote");
+        assert!(LocksOutcome::KINDS.contains(&"report: lock placement"));
+        assert_eq!(LocksOutcome::default().kind(), "mem locks", "never written under an old kind");
+    }
+}
