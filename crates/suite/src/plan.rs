@@ -134,9 +134,9 @@ impl StepExperiment {
 pub enum Action {
     /// A registered experiment, with its arguments as on its command line.
     Experiment { experiment: StepExperiment, argv: Vec<String> },
-    /// `compress` over a corpus the step writes first ([`sections`]).
+    /// `compress` over a corpus the step writes first ([`crate::runner`]).
     Compression,
-    /// A throwaway PostgreSQL: a rate sweep, then `db querystat` under load ([`sections`]).
+    /// A throwaway PostgreSQL: a rate sweep, then `db querystat` under load ([`crate::runner`]).
     Database,
     /// Cannot run on this machine: why, in one line.
     Skip(String),
