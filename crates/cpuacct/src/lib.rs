@@ -10,7 +10,9 @@
 //!   process in one pass.
 //! - [`command`]: `cpu pstime`, `cpu util` and the `pstime` compat name; [`child`]: running one
 //!   command and passing its SIGTERM and exit status on.
-//! - Pure parsers: [`cpustat::parse_proc_stat`], [`task::parse_stat`], [`task::parse_schedstat`].
+//! - Pure parsers: [`task::parse_stat`], [`task::parse_schedstat`]; `/proc/stat`'s is
+//!   [`measure::cpustat::parse_proc_stat`] (no BPF, so crates that need only it do not link
+//!   libbpf).
 //!
 //! ```
 //! use cpuacct::task::parse_schedstat;
@@ -20,7 +22,6 @@
 
 pub mod child;
 pub mod command;
-pub mod cpustat;
 pub mod cputime;
 pub mod cpuutil;
 pub mod procsum;

@@ -1,5 +1,5 @@
-//! CPU accounting without the live system: `/proc/stat`, `/proc/PID/stat` and `schedstat`
-//! parsers over captured files (tests/fixtures/README.md), utilization arithmetic over
+//! CPU accounting without the live system: `/proc/PID/stat` and `schedstat` parsers over
+//! captured files (tests/fixtures/README.md), utilization arithmetic over
 //! hand-made `/proc/stat` pairs, and pstime's sampler over captured and hand-made `proc/` trees
 //! (vanished, new and reused PIDs, zombies, exited threads, exit records).
 
@@ -8,13 +8,13 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use cpuacct::cpustat::parse_proc_stat;
 use cpuacct::cpuutil::{self, CpuBusyNs, EventReading, Snapshot as UtilSnapshot};
 use cpuacct::pstime::render::{render_report, Layout, UserNames, SEED_COMMAND_WIDTH};
 use cpuacct::pstime::{
     compare, CpuSource, ExitedTask, Lifetime, Options, Report, Sampler, Snapshot, Split,
 };
 use cpuacct::task::{parse_schedstat, parse_stat, Comm};
+use measure::cpustat::parse_proc_stat;
 use measure::time::ClockTicks;
 use measure::time::Stamp;
 use measure::{Error, UsageError};
@@ -23,6 +23,10 @@ use test_support::Tree;
 fn hz() -> ClockTicks {
     ClockTicks::new(100)
 }
+
+/// The captured `/proc/stat` the parser's own tests read (measure's tests/fixtures/README.md).
+const PROC_STAT: &str =
+    include_str!("../../measure/tests/fixtures/proc_stat_linux_6_18_captured.txt");
 
 fn fixture_path(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
@@ -35,21 +39,6 @@ fn fixture(name: &str) -> Vec<u8> {
 
 // ----------------------------------------------------------------------------------------------
 // Parsers over captured files
-
-#[test]
-fn proc_stat_linux_6_18_captured() {
-    let text = String::from_utf8(fixture("proc_stat_linux_6_18_captured.txt")).unwrap();
-    let stat = parse_proc_stat(&text).unwrap();
-    assert_eq!(stat.cpus.iter().map(|c| c.cpu).collect::<Vec<_>>(), [0, 1]);
-    let t = stat.total;
-    assert_eq!((t.user, t.nice, t.system, t.idle), (992_842, 1_622, 197_866, 913_559));
-    assert_eq!((t.iowait, t.irq, t.softirq), (14_305, 0, 2_450));
-    assert_eq!((t.steal, t.guest, t.guest_nice), (Some(51_225), Some(0), Some(0)));
-    assert_eq!(stat.context_switches, Some(10_316_376));
-    // The all-CPU line is the per-CPU lines summed (to within the ticks between their reads).
-    let user_sum: u64 = stat.cpus.iter().map(|c| c.times.user).sum();
-    assert!(user_sum.abs_diff(t.user) <= 2, "{user_sum} vs {}", t.user);
-}
 
 #[test]
 fn task_stat_linux_6_18_captured() {
@@ -94,8 +83,7 @@ fn util_snapshot(text: &str, at: Instant, event: Option<Vec<(u32, u64)>>) -> Uti
 
 #[test]
 fn since_boot_util_linux_6_18_captured_adds_up_to_100() {
-    let text = String::from_utf8(fixture("proc_stat_linux_6_18_captured.txt")).unwrap();
-    let now = util_snapshot(&text, Instant::now(), None);
+    let now = util_snapshot(PROC_STAT, Instant::now(), None);
     let r = cpuutil::compute(None, &now, hz(), &cpuutil::Options::default());
     assert!(r.since_boot);
     for u in std::iter::once(&r.all).chain(&r.cpus) {

@@ -9,26 +9,26 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use cpuacct::cpustat::parse_proc_stat;
 use cpuacct::cpuutil::{self, replay::NodeCpus, Snapshot};
 use cpuacct::task::{parse_schedstat, parse_stat};
+use measure::cpustat::parse_proc_stat;
 use measure::time::ClockTicks;
 use test_support::fuzz::{self, proptest};
 
 use proptest::prelude::*;
+
+/// The captured `/proc/stat` the parser's own tests read (measure's tests/fixtures/README.md).
+const PROC_STAT: &str =
+    include_str!("../../measure/tests/fixtures/proc_stat_linux_6_18_captured.txt");
 
 fn fixture(name: &str) -> Vec<u8> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name);
     std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-fn text_fixture(name: &str) -> String {
-    String::from_utf8(fixture(name)).unwrap()
-}
-
 fn proc_stat(cases: u32) {
     let seeds = vec![
-        text_fixture("proc_stat_linux_6_18_captured.txt"),
+        PROC_STAT.to_string(),
         "cpu  400 0 100 1450 50 0 0 0 0 0\ncpu0 100 0 50 800 50 0 0 0 0 0\ncpu1 300 0 50 400 0 0 0 0 0 0\nctxt 1000\n".into(),
         "cpu  18446744073709551615 0 0 0 0 0 0\ncpu0 18446744073709551615 0 0 0 0 0 0\n".into(),
     ];
@@ -97,7 +97,7 @@ fn a_cpu_listed_twice_with_counters_near_2_64_does_not_overflow() {
         stat: parse_proc_stat(text).unwrap(),
         event: None,
     };
-    let before = snap(&text_fixture("proc_stat_linux_6_18_captured.txt"), t0);
+    let before = snap(PROC_STAT, t0);
     let after = snap(damaged, t0);
     let opts = cpuutil::Options::default();
     for prev in [None, Some(&before)] {

@@ -18,7 +18,7 @@
 //!   date before every line); [`replay`] turns each of its intervals into a [`Report`] and prints
 //!   it with the same renderer as the live command (`cpu util --from FILE`).
 //!
-//! See `crate::cpustat` for which figures are sampled and which are measured.
+//! See `measure::cpustat` for which figures are sampled and which are measured.
 
 pub mod mpstat_log;
 pub mod render;
@@ -29,8 +29,8 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
-use crate::cpustat::{parse_proc_stat, CpuTimes, ProcStat};
 use measure::counter::{CounterDelta, Step};
+use measure::cpustat::{parse_proc_stat, CpuTimes, ProcStat};
 use measure::time::ClockTicks;
 use measure::Error;
 use measure::FsRoot;

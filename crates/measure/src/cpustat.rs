@@ -1,5 +1,5 @@
 //! `/proc/stat`'s CPU lines: time per state since boot, for all CPUs (`cpu`) and each online
-//! CPU (`cpuN`), in clock ticks (`USER_HZ`, see [`measure::time::ClockTicks`]).
+//! CPU (`cpuN`), in clock ticks (`USER_HZ`, see [`ClockTicks`](crate::time::ClockTicks)).
 //!
 //! How the kernel fills them (and so what a utilization figure from them means):
 //!
@@ -11,14 +11,14 @@
 //!   `CONFIG_VIRT_CPU_ACCOUNTING_GEN`.)
 //! - `idle` and `iowait` come from the tickless idle code's own clock on `NO_HZ` kernels
 //!   (measured, not sampled); they may step back a little (proc(5)), so they are subtracted
-//!   with [`measure::CounterDelta::time_between`].
+//!   with [`CounterDelta::time_between`](crate::CounterDelta::time_between).
 //! - `guest` is already inside `user`, and `guest_nice` inside `nice`.
 //! - Only online CPUs have a `cpuN` line; the `cpu` line sums every possible CPU, so a CPU going
 //!   offline or online moves it.
 
 use serde::Serialize;
 
-use measure::ParseError;
+use crate::ParseError;
 
 /// One CPU line, ticks since boot. `steal`, `guest` and `guest_nice` appeared in 2.6.11,
 /// 2.6.24 and 2.6.33; older kernels print fewer columns and these read `None`.
@@ -54,9 +54,13 @@ impl CpuTimes {
         .fold(0u64, |a, &b| a.saturating_add(b))
     }
 
-    /// Time not idle and not waiting for I/O (an idle CPU with I/O outstanding is idle).
+    /// Time not idle and not waiting for I/O (an idle CPU with I/O outstanding is idle): user +
+    /// nice + system + irq + softirq + steal. Saturating, as [`CpuTimes::total`]: the counters
+    /// come from a file, and a damaged one can hold 2^64 - 1.
     pub fn busy(&self) -> u64 {
-        self.total().saturating_sub(self.idle.saturating_add(self.iowait))
+        [self.user, self.nice, self.system, self.irq, self.softirq, self.steal.unwrap_or(0)]
+            .iter()
+            .fold(0u64, |a, &b| a.saturating_add(b))
     }
 }
 
@@ -167,10 +171,10 @@ pub struct MachineReading {
 
 impl MachineReading {
     /// Reads `/proc/stat` and the clock.
-    pub fn now() -> Result<Self, measure::Error> {
-        let root = measure::FsRoot::live();
+    pub fn now() -> Result<Self, crate::Error> {
+        let root = crate::FsRoot::live();
         let stat = root.parse(&root.path("proc/stat"), &mut String::new(), parse_proc_stat)?;
-        Ok(Self::of(&stat, measure::time::monotonic_ns()))
+        Ok(Self::of(&stat, crate::time::monotonic_ns()))
     }
 
     /// A reading of `stat` taken at `at_ns` (`CLOCK_MONOTONIC`).
@@ -181,7 +185,7 @@ impl MachineReading {
     /// Busy ns of all CPUs from `earlier` to this reading. When CPUs went online or offline in
     /// between, the wall-time product has no fixed CPU count, so the sampled busy columns are
     /// used instead.
-    pub fn busy_ns_since(&self, earlier: &Self, ticks: measure::time::ClockTicks) -> u64 {
+    pub fn busy_ns_since(&self, earlier: &Self, ticks: crate::time::ClockTicks) -> u64 {
         let grew =
             |f: fn(&CpuTimes) -> u64| ticks.to_ns(f(&self.times).saturating_sub(f(&earlier.times)));
         if self.online != earlier.online || self.online == 0 {
@@ -206,7 +210,7 @@ mod tests {
 
     #[test]
     fn machine_busy_is_capacity_less_idle_iowait_and_steal() {
-        let t = measure::time::ClockTicks::new(100);
+        let t = crate::time::ClockTicks::new(100);
         // Two CPUs for 2 s: 400 ticks of capacity; idle +300, iowait +20, steal +10.
         let a = reading(
             "cpu  0 0 0 1000 100 0 0 50\ncpu0 0 0 0 500 50 0 0 25\ncpu1 0 0 0 500 50 0 0 25\n",
@@ -229,7 +233,7 @@ mod tests {
 
     #[test]
     fn machine_busy_falls_back_to_the_sampled_columns_when_cpus_come_and_go() {
-        let t = measure::time::ClockTicks::new(100);
+        let t = crate::time::ClockTicks::new(100);
         let a = reading("cpu  10 0 0 1000 0 0 0\ncpu0 10 0 0 1000 0 0 0\n", 0);
         let b = reading(
             "cpu  40 0 0 1100 0 0 0\ncpu0 30 0 0 1050 0 0 0\ncpu1 10 0 0 50 0 0 0\n",
