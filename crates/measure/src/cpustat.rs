@@ -11,13 +11,14 @@
 //!   `CONFIG_VIRT_CPU_ACCOUNTING_GEN`.)
 //! - `idle` and `iowait` come from the tickless idle code's own clock on `NO_HZ` kernels
 //!   (measured, not sampled); they may step back a little (proc(5)), so they are subtracted
-//!   with [`CounterDelta::time_between`](crate::CounterDelta::time_between).
+//!   with [`CounterDelta::time_between`] ([`CpuTimes::since`]).
 //! - `guest` is already inside `user`, and `guest_nice` inside `nice`.
 //! - Only online CPUs have a `cpuN` line; the `cpu` line sums every possible CPU, so a CPU going
 //!   offline or online moves it.
 
 use serde::Serialize;
 
+use crate::counter::{CounterDelta, Step};
 use crate::ParseError;
 
 /// One CPU line, ticks since boot. `steal`, `guest` and `guest_nice` appeared in 2.6.11,
@@ -61,6 +62,60 @@ impl CpuTimes {
         [self.user, self.nice, self.system, self.irq, self.softirq, self.steal.unwrap_or(0)]
             .iter()
             .fold(0u64, |a, &b| a.saturating_add(b))
+    }
+
+    /// Ticks per state from `earlier` to this reading (since boot without `earlier`), and
+    /// whether any counter read lower than before. Each state is subtracted with
+    /// [`CounterDelta::time_between`]: one that went back (idle and iowait on tickless kernels)
+    /// counts as 0. A column this reading lacks stays `None`; one `earlier` lacks counts from 0.
+    pub fn since(&self, earlier: Option<&CpuTimes>) -> (CpuTimes, bool) {
+        let mut went_back = false;
+        let mut d = |f: fn(&CpuTimes) -> u64| {
+            let delta = match earlier {
+                Some(e) => CounterDelta::time_between(f(e), f(self)),
+                None => CounterDelta::from_zero(f(self)),
+            };
+            went_back |= delta.step == Step::WentBack;
+            delta.value
+        };
+        let (steal, guest, guest_nice) = (
+            d(|t| t.steal.unwrap_or(0)),
+            d(|t| t.guest.unwrap_or(0)),
+            d(|t| t.guest_nice.unwrap_or(0)),
+        );
+        let times = CpuTimes {
+            user: d(|t| t.user),
+            nice: d(|t| t.nice),
+            system: d(|t| t.system),
+            idle: d(|t| t.idle),
+            iowait: d(|t| t.iowait),
+            irq: d(|t| t.irq),
+            softirq: d(|t| t.softirq),
+            steal: self.steal.map(|_| steal),
+            guest: self.guest.map(|_| guest),
+            guest_nice: self.guest_nice.map(|_| guest_nice),
+        };
+        (times, went_back)
+    }
+
+    /// Adds `other`'s ticks state by state (CPUs' intervals into a machine's). Saturating: the
+    /// counters come from a file, and a damaged one (or a CPU listed twice with counters near
+    /// 2^64) must not overflow. A column is `None` only when it is in neither.
+    pub fn saturating_add(&mut self, other: &CpuTimes) {
+        let add = |a: &mut u64, b: u64| *a = a.saturating_add(b);
+        add(&mut self.user, other.user);
+        add(&mut self.nice, other.nice);
+        add(&mut self.system, other.system);
+        add(&mut self.idle, other.idle);
+        add(&mut self.iowait, other.iowait);
+        add(&mut self.irq, other.irq);
+        add(&mut self.softirq, other.softirq);
+        let opt = |a: Option<u64>, b: Option<u64>| {
+            (a.is_some() || b.is_some()).then(|| a.unwrap_or(0).saturating_add(b.unwrap_or(0)))
+        };
+        self.steal = opt(self.steal, other.steal);
+        self.guest = opt(self.guest, other.guest);
+        self.guest_nice = opt(self.guest_nice, other.guest_nice);
     }
 }
 
@@ -248,6 +303,27 @@ mod tests {
         assert_eq!(t.total(), 100);
         assert_eq!(t.busy(), 19);
         assert_eq!((t.guest, t.guest_nice), (Some(4), Some(1)));
+    }
+
+    #[test]
+    fn since_subtracts_each_state_and_says_when_one_went_back() {
+        let a = parse_proc_stat("cpu  10 0 5 1000 20 0 0 3\n").unwrap().total;
+        let b = parse_proc_stat("cpu  15 1 5 990 25 0 0 4\n").unwrap().total;
+        let (d, went_back) = b.since(Some(&a));
+        assert_eq!((d.user, d.nice, d.idle, d.iowait, d.steal), (5, 1, 0, 5, Some(1)));
+        assert!(went_back, "idle read lower");
+        assert_eq!((d.guest, d.guest_nice), (None, None));
+        let (from_boot, went_back) = b.since(None);
+        assert_eq!((from_boot, went_back), (b, false));
+    }
+
+    #[test]
+    fn saturating_add_sums_states_without_overflow() {
+        let mut sum = CpuTimes::default();
+        let max = parse_proc_stat("cpu  18446744073709551615 0 0 0 0 0 0 2\n").unwrap().total;
+        sum.saturating_add(&max);
+        sum.saturating_add(&max);
+        assert_eq!((sum.user, sum.steal, sum.guest), (u64::MAX, Some(4), None));
     }
 
     #[test]
