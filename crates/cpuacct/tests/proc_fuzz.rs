@@ -1,16 +1,14 @@
-//! Fuzz-style property tests of the CPU accounting parsers over mutated captured files
-//! (tests/fixtures) and arbitrary text: `/proc/stat` (and utilization between two damaged
-//! snapshots), `/proc/PID/stat`, `/proc/PID/schedstat`, and `--node-cpus`. An error or a sane
-//! value, never a panic, never an overflow.
+//! Fuzz-style property tests of the CPU utilization inputs over mutated captured files and
+//! arbitrary text: `/proc/stat` (`measure::cpustat`'s parser, and utilization between two
+//! damaged snapshots) and `--node-cpus`. An error or a sane value, never a panic, never an
+//! overflow. pstime's `/proc/PID/stat` and `schedstat` have theirs in the pstime crate.
 //!
 //! Pure tier: [`fuzz::PURE`] cases per target; live tier (`--ignored`): [`fuzz::LIVE`].
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use cpuacct::cpuutil::{self, replay::NodeCpus, Snapshot};
-use cpuacct::task::{parse_schedstat, parse_stat};
 use measure::cpustat::parse_proc_stat;
 use measure::time::ClockTicks;
 use test_support::fuzz::{self, proptest};
@@ -20,11 +18,6 @@ use proptest::prelude::*;
 /// The captured `/proc/stat` the parser's own tests read (measure's tests/fixtures/README.md).
 const PROC_STAT: &str =
     include_str!("../../measure/tests/fixtures/proc_stat_linux_6_18_captured.txt");
-
-fn fixture(name: &str) -> Vec<u8> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name);
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
 
 fn proc_stat(cases: u32) {
     let seeds = vec![
@@ -57,21 +50,6 @@ fn proc_stat(cases: u32) {
                 }
             }
         }
-        Ok(())
-    });
-}
-
-fn task_files(cases: u32) {
-    let seeds = vec![
-        fixture("task_stat_linux_6_18_captured.txt"),
-        fixture("task_stat_odd_comm_linux_6_18_captured.txt"),
-        fixture("task_schedstat_linux_6_18_captured.txt"),
-    ];
-    fuzz::check(cases, fuzz::bytes_or_mutated(seeds, 400), |bytes| {
-        if let Ok(s) = parse_stat(&bytes) {
-            prop_assert!(s.comm.len() < bytes.len());
-        }
-        let _ = parse_schedstat(&bytes);
         Ok(())
     });
 }
@@ -115,17 +93,6 @@ fn mutated_proc_stat_pairs_give_utilization_within_0_to_100_or_errors() {
 #[ignore = "live tier: 50 000 mutated /proc/stat pairs"]
 fn mutated_proc_stat_pairs_give_utilization_within_0_to_100_or_errors_long() {
     proc_stat(fuzz::LIVE);
-}
-
-#[test]
-fn mutated_task_stat_and_schedstat_parse_or_error() {
-    task_files(fuzz::PURE);
-}
-
-#[test]
-#[ignore = "live tier: 50 000 mutated /proc/PID/stat and schedstat files"]
-fn mutated_task_stat_and_schedstat_parse_or_error_long() {
-    task_files(fuzz::LIVE);
 }
 
 #[test]
