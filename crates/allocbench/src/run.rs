@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use cpuacct::cpustat::MachineReading;
+use measure::cpustat::MachineReading;
 use measure::time::ClockTicks;
 use serde::{Deserialize, Serialize};
 
@@ -186,7 +186,7 @@ pub(crate) fn snapshot(pid: u32) -> Result<(Memory, AddressSpace, u64), Error> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).unwrap_or_default();
     let stat = std::fs::read(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let minflt = cpuacct::task::parse_stat(&stat).map(|s| s.minflt).unwrap_or(0);
+    let minflt = measure::procstat::parse_stat(&stat).map(|s| s.minflt).unwrap_or(0);
     Ok((procfs::parse_memory(&status, &rollup), AddressSpace::of(&maps), minflt))
 }
 
@@ -204,7 +204,7 @@ pub fn busy_seconds(before: &MachineReading, after: &MachineReading, ticks: Cloc
 /// User and system ticks of a live process (its own and reaped children's).
 fn process_ticks(pid: u32) -> (u64, u64) {
     let stat = std::fs::read(format!("/proc/{pid}/stat")).unwrap_or_default();
-    cpuacct::task::parse_stat(&stat)
+    measure::procstat::parse_stat(&stat)
         .map(|s| (s.utime_ticks + s.cutime_ticks, s.stime_ticks + s.cstime_ticks))
         .unwrap_or((0, 0))
 }
@@ -590,7 +590,7 @@ mod tests {
         // Two CPUs for 1.5 s, 1 s of it idle: 2 busy seconds (the busy columns, sampled, say 1).
         let t = ClockTicks::new(100);
         let reading = |text: &str, at_ns| {
-            MachineReading::of(&cpuacct::cpustat::parse_proc_stat(text).unwrap(), at_ns)
+            MachineReading::of(&measure::cpustat::parse_proc_stat(text).unwrap(), at_ns)
         };
         let a = reading("cpu  100 0 50 1000 0 0 0\ncpu0 0 0 0 0 0 0 0\ncpu1 0 0 0 0 0 0 0\n", 0);
         let b = reading(

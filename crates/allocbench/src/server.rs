@@ -135,7 +135,7 @@ fn tree(root: u32) -> Vec<u32> {
                 continue;
             };
             let stat = std::fs::read(format!("/proc/{pid}/stat")).unwrap_or_default();
-            if let Ok(s) = cpuacct::task::parse_stat(&stat) {
+            if let Ok(s) = measure::procstat::parse_stat(&stat) {
                 parent.push((pid, s.ppid));
             }
         }
@@ -156,7 +156,7 @@ fn tree_ticks(root: u32) -> (u64, u64, u64) {
     let (mut u, mut s, mut minflt) = (0, 0, 0);
     for pid in tree(root) {
         let stat = std::fs::read(format!("/proc/{pid}/stat")).unwrap_or_default();
-        if let Ok(t) = cpuacct::task::parse_stat(&stat) {
+        if let Ok(t) = measure::procstat::parse_stat(&stat) {
             u += t.utime_ticks + t.cutime_ticks;
             s += t.stime_ticks + t.cstime_ticks;
             minflt += t.minflt;

@@ -1,5 +1,5 @@
 //! `platscope cpu pstime`, `platscope cpu util` and the `pstime` compat name: arguments, the
-//! sampling loops and what they print. The figures come from [`crate::pstime`] and
+//! sampling loops and what they print. The figures come from [`pstime`] and
 //! [`crate::cpuutil`]; the BPF part from [`crate::cputime`] (exit records for pstime, busy time
 //! at every switch for `util --event`); a command's lifetime from [`crate::child`].
 //!
@@ -16,14 +16,14 @@ use experiment::{Format, Globals, Tool};
 use measure::args::{parse_count, parse_interval, parse_pid};
 use measure::time::ClockTicks;
 use measure::{stop, Classified, FsRoot};
+use pstime::render::{self as pstime_render, Layout, UserNames, PSTIME_COMMAND_WIDTH};
+use pstime::Sampler;
 use serde::Serialize;
 
 use crate::cputime::{CpuEvents, Wanted};
 use crate::cpuutil::render::{self as util_render, command_line, notes as util_notes};
 use crate::cpuutil::render::{render_report, CommandRun, Sink};
 use crate::cpuutil::{self, EventReading};
-use crate::pstime::render::{self as pstime_render, Layout, UserNames, PSTIME_COMMAND_WIDTH};
-use crate::pstime::{self, Sampler};
 use crate::tasks::TaskIter;
 
 /// pstime: exact CPU time per process over INTERVAL seconds, %USR and %SYS (the exact time

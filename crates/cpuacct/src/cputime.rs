@@ -13,8 +13,8 @@ use bpfkit::{c_string, from_bytes, preflight};
 use bpfkit::{Error, Result};
 
 use crate::cpuutil::CpuBusyNs;
-use crate::pstime::ExitedTask;
-use crate::task::Comm;
+use pstime::task::Comm;
+use pstime::ExitedTask;
 
 /// Exit records that cannot give a complete interval.
 #[derive(Debug, thiserror::Error)]

@@ -7,11 +7,11 @@ use std::mem::MaybeUninit;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Iter, Link};
 
-pub use crate::pstime::TaskRecord;
 use crate::skel::tasks::types::iot_task_rec;
 use crate::skel::tasks::{TasksSkel, TasksSkelBuilder};
 use bpfkit::{c_string, from_bytes, preflight};
 use bpfkit::{Error, Result};
+pub use pstime::TaskRecord;
 
 /// The loaded iterator; dropping it unloads it.
 pub struct TaskIter {

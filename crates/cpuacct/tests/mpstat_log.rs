@@ -12,14 +12,18 @@ use measure::Usage;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use cpuacct::cpustat::parse_proc_stat;
 use cpuacct::cpuutil::mpstat_log::{parse, Item};
 use cpuacct::cpuutil::render::{render_report, stamp_for, Sink};
 use cpuacct::cpuutil::replay::{self, NodeCpus, ReplayError, Summary};
 use cpuacct::cpuutil::{self, Options, Snapshot};
+use measure::cpustat::parse_proc_stat;
 use measure::time::ClockTicks;
 use proptest::prelude::*;
 use serde_json::Value;
+
+/// The captured `/proc/stat` the parser's own tests read (measure's tests/fixtures/README.md).
+const PROC_STAT: &str =
+    include_str!("../../measure/tests/fixtures/proc_stat_linux_6_18_captured.txt");
 
 fn fixture(name: &str) -> String {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name);
@@ -249,8 +253,7 @@ fn busy_only_hides_exactly_the_idle_cpus() {
 
 /// The live command's report from two captured /proc/stat readings.
 fn live_report() -> Value {
-    let text = fixture("proc_stat_linux_6_18_captured.txt");
-    let before = parse_proc_stat(&text).unwrap();
+    let before = parse_proc_stat(PROC_STAT).unwrap();
     let mut after = before.clone();
     for c in &mut after.cpus {
         c.times.user += 50;

@@ -1,34 +1,27 @@
-//! Fuzz-style property tests of the CPU accounting parsers over mutated captured files
-//! (tests/fixtures) and arbitrary text: `/proc/stat` (and utilization between two damaged
-//! snapshots), `/proc/PID/stat`, `/proc/PID/schedstat`, and `--node-cpus`. An error or a sane
-//! value, never a panic, never an overflow.
+//! Fuzz-style property tests of the CPU utilization inputs over mutated captured files and
+//! arbitrary text: `/proc/stat` (`measure::cpustat`'s parser, and utilization between two
+//! damaged snapshots) and `--node-cpus`. An error or a sane value, never a panic, never an
+//! overflow. pstime's `/proc/PID/stat` and `schedstat` have theirs in the pstime crate.
 //!
 //! Pure tier: [`fuzz::PURE`] cases per target; live tier (`--ignored`): [`fuzz::LIVE`].
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
-use cpuacct::cpustat::parse_proc_stat;
 use cpuacct::cpuutil::{self, replay::NodeCpus, Snapshot};
-use cpuacct::task::{parse_schedstat, parse_stat};
+use measure::cpustat::parse_proc_stat;
 use measure::time::ClockTicks;
 use test_support::fuzz::{self, proptest};
 
 use proptest::prelude::*;
 
-fn fixture(name: &str) -> Vec<u8> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name);
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-fn text_fixture(name: &str) -> String {
-    String::from_utf8(fixture(name)).unwrap()
-}
+/// The captured `/proc/stat` the parser's own tests read (measure's tests/fixtures/README.md).
+const PROC_STAT: &str =
+    include_str!("../../measure/tests/fixtures/proc_stat_linux_6_18_captured.txt");
 
 fn proc_stat(cases: u32) {
     let seeds = vec![
-        text_fixture("proc_stat_linux_6_18_captured.txt"),
+        PROC_STAT.to_string(),
         "cpu  400 0 100 1450 50 0 0 0 0 0\ncpu0 100 0 50 800 50 0 0 0 0 0\ncpu1 300 0 50 400 0 0 0 0 0 0\nctxt 1000\n".into(),
         "cpu  18446744073709551615 0 0 0 0 0 0\ncpu0 18446744073709551615 0 0 0 0 0 0\n".into(),
     ];
@@ -61,21 +54,6 @@ fn proc_stat(cases: u32) {
     });
 }
 
-fn task_files(cases: u32) {
-    let seeds = vec![
-        fixture("task_stat_linux_6_18_captured.txt"),
-        fixture("task_stat_odd_comm_linux_6_18_captured.txt"),
-        fixture("task_schedstat_linux_6_18_captured.txt"),
-    ];
-    fuzz::check(cases, fuzz::bytes_or_mutated(seeds, 400), |bytes| {
-        if let Ok(s) = parse_stat(&bytes) {
-            prop_assert!(s.comm.len() < bytes.len());
-        }
-        let _ = parse_schedstat(&bytes);
-        Ok(())
-    });
-}
-
 fn node_cpus(cases: u32) {
     let seeds = vec!["0-31,32-63".to_string(), "0-15+32-47,16-31+48-63".into(), "0,1".into()];
     fuzz::check(cases, fuzz::text_or_mutated(seeds, 60), |text| {
@@ -97,7 +75,7 @@ fn a_cpu_listed_twice_with_counters_near_2_64_does_not_overflow() {
         stat: parse_proc_stat(text).unwrap(),
         event: None,
     };
-    let before = snap(&text_fixture("proc_stat_linux_6_18_captured.txt"), t0);
+    let before = snap(PROC_STAT, t0);
     let after = snap(damaged, t0);
     let opts = cpuutil::Options::default();
     for prev in [None, Some(&before)] {
@@ -115,17 +93,6 @@ fn mutated_proc_stat_pairs_give_utilization_within_0_to_100_or_errors() {
 #[ignore = "live tier: 50 000 mutated /proc/stat pairs"]
 fn mutated_proc_stat_pairs_give_utilization_within_0_to_100_or_errors_long() {
     proc_stat(fuzz::LIVE);
-}
-
-#[test]
-fn mutated_task_stat_and_schedstat_parse_or_error() {
-    task_files(fuzz::PURE);
-}
-
-#[test]
-#[ignore = "live tier: 50 000 mutated /proc/PID/stat and schedstat files"]
-fn mutated_task_stat_and_schedstat_parse_or_error_long() {
-    task_files(fuzz::LIVE);
 }
 
 #[test]

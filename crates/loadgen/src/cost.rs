@@ -3,10 +3,10 @@
 //! `cutime + cstime`), the whole machine's busy time (`/proc/stat`'s measured idle against the
 //! wall clock), and this process's own CPU, each between two moments around the run.
 
-use cpuacct::cpustat::MachineReading;
-use cpuacct::pstime::{self, Sampler, Snapshot};
+use measure::cpustat::MachineReading;
 use measure::time::{process_cpu_ns, ClockTicks};
 use measure::FsRoot;
+use pstime::{Sampler, Snapshot};
 use serde::{Deserialize, Serialize};
 
 use crate::Error;

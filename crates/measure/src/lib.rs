@@ -8,6 +8,8 @@
 //! - [`time`]: clock ticks, monotonic and boot time, local time for headers.
 //! - [`args`]: intervals, counts and PIDs, rejected with the same words everywhere.
 //! - [`procstat`]: the one parser of `/proc/PID/stat`, I/O-free.
+//! - [`cpustat`]: the one model and parser of `/proc/stat`'s CPU times, and the whole machine's
+//!   busy time measured from them ([`cpustat::MachineReading`]).
 //! - [`fsroot`]: where `/proc` and `/sys` are read from (the live system or a captured tree).
 //! - [`progress`]: the one progress-bar factory, drawn only when stderr is a terminal.
 //! - [`say`](mod@say): the one stderr writer ([`say!`]): a closed stderr never panics.
@@ -36,6 +38,7 @@
 pub mod args;
 pub mod core_clock;
 pub mod counter;
+pub mod cpustat;
 pub mod database;
 pub mod fsroot;
 pub mod gate;

@@ -1,40 +1,21 @@
-//! Per-CPU busy time from `/proc/stat` (read by cpuacct's parser) and the delta over a step.
+//! The machine's and each CPU's busy share between two readings of `/proc/stat`.
 //!
-//! `/proc/stat` is tick-sampled (USER_HZ units), so over a short step its resolution is one tick
-//! per CPU (10 ms at USER_HZ 100): steps of a second or more give shares good to about 1%.
+//! The file's model and parser are `measure::cpustat`'s (the workspace's one): busy is user +
+//! nice + system + irq + softirq + steal, idle is idle + iowait. `/proc/stat` is tick-sampled
+//! (USER_HZ units), so over a short step its resolution is one tick per CPU (10 ms at USER_HZ
+//! 100): steps of a second or more give shares good to about 1%.
 
+use measure::cpustat::{parse_proc_stat, CpuTimes, ProcStat};
 use serde::{Deserialize, Serialize};
 
 use crate::TampError;
 
-/// One `cpu` line's counters, in ticks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CpuTimes {
-    /// `None` for the aggregate `cpu` line, else the CPU number.
-    pub cpu: Option<usize>,
-    /// user + nice + system + irq + softirq + steal (guest time is already inside user).
-    pub busy: u64,
-    /// busy + idle + iowait.
-    pub total: u64,
+/// Parses `/proc/stat` text.
+pub fn parse(text: &str) -> Result<ProcStat, TampError> {
+    parse_proc_stat(text).map_err(|e| TampError::ProcStat(format!("/proc/stat: {e}")))
 }
 
-/// The `cpu` lines of `/proc/stat` text (parsed by `cpuacct::cpustat`, the one parser of that
-/// file): busy is user + nice + system + irq + softirq + steal, idle is idle + iowait.
-pub fn parse(text: &str) -> Result<Vec<CpuTimes>, TampError> {
-    let stat = cpuacct::cpustat::parse_proc_stat(text)
-        .map_err(|e| TampError::ProcStat(format!("/proc/stat: {e}")))?;
-    let times = |cpu: Option<usize>, t: &cpuacct::cpustat::CpuTimes| {
-        // Saturating: the counters come from a file (a damaged one can hold 2^64 - 1).
-        let sum = |v: &[u64]| v.iter().fold(0u64, |a, &b| a.saturating_add(b));
-        let busy = sum(&[t.user, t.nice, t.system, t.irq, t.softirq, t.steal.unwrap_or(0)]);
-        CpuTimes { cpu, busy, total: sum(&[busy, t.idle, t.iowait]) }
-    };
-    Ok(std::iter::once(times(None, &stat.total))
-        .chain(stat.cpus.iter().map(|c| times(Some(c.cpu as usize), &c.times)))
-        .collect())
-}
-
-pub fn read() -> Result<Vec<CpuTimes>, TampError> {
+pub fn read() -> Result<ProcStat, TampError> {
     let text =
         std::fs::read_to_string("/proc/stat").map_err(|e| TampError::ProcStat(e.to_string()))?;
     parse(&text)
@@ -54,25 +35,23 @@ pub struct MachineBusy {
 /// A CPU at or above this busy share counts as busy.
 pub const CPU_BUSY: f64 = 0.90;
 
-/// The busy shares between `before` and `after` (counters that went backwards count as 0).
-pub fn delta(before: &[CpuTimes], after: &[CpuTimes]) -> MachineBusy {
+/// The busy shares between `before` and `after` (counters that went backwards count as 0). CPUs
+/// are matched by number; one missing from `before` (it came online) is left out.
+pub fn delta(before: &ProcStat, after: &ProcStat) -> MachineBusy {
     let share = |a: &CpuTimes, b: &CpuTimes| {
-        let total = b.total.saturating_sub(a.total);
+        let total = b.total().saturating_sub(a.total());
         if total == 0 {
             0.0
         } else {
-            (b.busy.saturating_sub(a.busy) as f64 / total as f64).clamp(0.0, 1.0)
+            (b.busy().saturating_sub(a.busy()) as f64 / total as f64).clamp(0.0, 1.0)
         }
     };
-    let mut per_cpu = Vec::new();
-    let mut machine_share = 0.0;
-    for b in after {
-        let Some(a) = before.iter().find(|a| a.cpu == b.cpu) else { continue };
-        match b.cpu {
-            None => machine_share = share(a, b),
-            Some(c) => per_cpu.push((c, share(a, b))),
-        }
-    }
+    let per_cpu: Vec<(usize, f64)> = after
+        .cpus
+        .iter()
+        .filter_map(|b| Some((b.cpu as usize, share(before.cpu(b.cpu)?, &b.times))))
+        .collect();
+    let machine_share = share(&before.total, &after.total);
     let cpus_busy = per_cpu.iter().filter(|(_, s)| *s >= CPU_BUSY).count();
     MachineBusy { per_cpu, machine_share, cpus_busy }
 }
@@ -95,9 +74,10 @@ cpu1 1100 0 301 95100 25 0 10 5 0 0\n";
     #[test]
     fn parses_aggregate_and_cpus() {
         let a = parse(A).unwrap();
-        assert_eq!(a.len(), 3);
-        assert_eq!(a[0].cpu, None);
-        assert_eq!(a[1], CpuTimes { cpu: Some(0), busy: 1615, total: 96640 });
+        assert_eq!(a.cpus.len(), 2);
+        assert_eq!(a.total.total(), 193080);
+        let cpu0 = &a.cpus[0];
+        assert_eq!((cpu0.cpu, cpu0.times.busy(), cpu0.times.total()), (0, 1615, 96640));
     }
 
     #[test]

@@ -18,7 +18,7 @@
 //!   date before every line); [`replay`] turns each of its intervals into a [`Report`] and prints
 //!   it with the same renderer as the live command (`cpu util --from FILE`).
 //!
-//! See `crate::cpustat` for which figures are sampled and which are measured.
+//! See `measure::cpustat` for which figures are sampled and which are measured.
 
 pub mod mpstat_log;
 pub mod render;
@@ -29,8 +29,8 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
-use crate::cpustat::{parse_proc_stat, CpuTimes, ProcStat};
-use measure::counter::{CounterDelta, Step};
+use measure::counter::CounterDelta;
+use measure::cpustat::{parse_proc_stat, CpuTimes, ProcStat};
 use measure::time::ClockTicks;
 use measure::Error;
 use measure::FsRoot;
@@ -231,100 +231,44 @@ pub fn hide_idle(cpus: &mut Vec<CpuUtil>, opts: &Options) -> Vec<u32> {
     hidden
 }
 
-/// Per-state tick deltas of one CPU.
+/// One CPU's (or all CPUs') ticks per state over the interval, and whether a counter went back.
 #[derive(Debug, Clone, Copy, Default)]
 struct Ticks {
-    user: u64,
-    nice: u64,
-    system: u64,
-    idle: u64,
-    iowait: u64,
-    irq: u64,
-    softirq: u64,
-    steal: u64,
-    guest: u64,
-    guest_nice: u64,
+    times: CpuTimes,
     went_back: bool,
 }
 
 impl Ticks {
     fn between(prev: Option<&CpuTimes>, cur: &CpuTimes) -> Self {
-        let mut went_back = false;
-        let mut d = |f: fn(&CpuTimes) -> u64| {
-            let delta = match prev {
-                Some(p) => CounterDelta::time_between(f(p), f(cur)),
-                None => CounterDelta::from_zero(f(cur)),
-            };
-            went_back |= delta.step == Step::WentBack;
-            delta.value
-        };
-        let t = Ticks {
-            user: d(|t| t.user),
-            nice: d(|t| t.nice),
-            system: d(|t| t.system),
-            idle: d(|t| t.idle),
-            iowait: d(|t| t.iowait),
-            irq: d(|t| t.irq),
-            softirq: d(|t| t.softirq),
-            steal: d(|t| t.steal.unwrap_or(0)),
-            guest: d(|t| t.guest.unwrap_or(0)),
-            guest_nice: d(|t| t.guest_nice.unwrap_or(0)),
-            went_back: false,
-        };
-        Ticks { went_back, ..t }
+        let (times, went_back) = cur.since(prev);
+        Ticks { times, went_back }
     }
 
-    /// Sums saturate: the counters come from a file, and a damaged one (or a CPU listed twice
-    /// with counters near 2^64) must not overflow.
+    /// Sums saturate ([`CpuTimes::saturating_add`]).
     fn add(&mut self, o: &Ticks) {
-        let add = |a: &mut u64, b: u64| *a = a.saturating_add(b);
-        add(&mut self.user, o.user);
-        add(&mut self.nice, o.nice);
-        add(&mut self.system, o.system);
-        add(&mut self.idle, o.idle);
-        add(&mut self.iowait, o.iowait);
-        add(&mut self.irq, o.irq);
-        add(&mut self.softirq, o.softirq);
-        add(&mut self.steal, o.steal);
-        add(&mut self.guest, o.guest);
-        add(&mut self.guest_nice, o.guest_nice);
+        self.times.saturating_add(&o.times);
         self.went_back |= o.went_back;
     }
 
-    /// Every state once (guest time is inside user time); saturating, as [`Ticks::add`].
-    fn total(&self) -> u64 {
-        [
-            self.user,
-            self.nice,
-            self.system,
-            self.idle,
-            self.iowait,
-            self.irq,
-            self.softirq,
-            self.steal,
-        ]
-        .iter()
-        .fold(0u64, |a, &b| a.saturating_add(b))
-    }
-
     fn util(&self, cpu: Option<u32>, event: Option<(u64, u64)>) -> CpuUtil {
-        let total = self.total();
+        let t = &self.times;
+        let total = t.total();
         let pct = |v: u64| if total > 0 { v as f64 / total as f64 * 100.0 } else { 0.0 };
-        let busy_ticks = total.saturating_sub(self.idle).saturating_sub(self.iowait);
+        let busy_ticks = total.saturating_sub(t.idle).saturating_sub(t.iowait);
         let busy = pct(busy_ticks);
         CpuUtil {
             cpu,
             ticks: total,
-            usr: pct(self.user.saturating_sub(self.guest)),
-            nice: pct(self.nice.saturating_sub(self.guest_nice)),
-            sys: pct(self.system),
-            iowait: pct(self.iowait),
-            irq: pct(self.irq),
-            soft: pct(self.softirq),
-            steal: pct(self.steal),
-            guest: pct(self.guest),
-            gnice: pct(self.guest_nice),
-            idle: pct(self.idle),
+            usr: pct(t.user.saturating_sub(t.guest.unwrap_or(0))),
+            nice: pct(t.nice.saturating_sub(t.guest_nice.unwrap_or(0))),
+            sys: pct(t.system),
+            iowait: pct(t.iowait),
+            irq: pct(t.irq),
+            soft: pct(t.softirq),
+            steal: pct(t.steal.unwrap_or(0)),
+            guest: pct(t.guest.unwrap_or(0)),
+            gnice: pct(t.guest_nice.unwrap_or(0)),
+            idle: pct(t.idle),
             busy,
             went_back: self.went_back,
             event: event.map(|(busy_ns, window_ns)| {

@@ -15,8 +15,8 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
-use cpuacct::cpustat::{parse_proc_stat, CpuTimes, ProcStat};
 use cpuacct::cputime::{CpuBusy, CpuEvents, Wanted};
+use measure::cpustat::{parse_proc_stat, CpuTimes, ProcStat};
 use measure::time::ClockTicks;
 use measure::{FsRoot, UsageError};
 

@@ -20,8 +20,8 @@ use std::sync::{mpsc, Mutex};
 use std::time::Duration;
 
 use cpuacct::procsum::{CommName, ProcessSums, ProcessTotal};
-use cpuacct::task::parse_stat;
 use cpuacct::tasks::{TaskIter, TaskRecord};
+use measure::procstat::parse_stat;
 use measure::time::ClockTicks;
 use measure::{FsRoot, UsageError};
 use regex::Regex;

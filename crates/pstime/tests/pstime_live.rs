@@ -8,9 +8,9 @@
 
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
-use cpuacct::pstime::{compare, CpuSource, Lifetime, Options, Sampler};
 use measure::time::ClockTicks;
 use measure::FsRoot;
+use pstime::{compare, CpuSource, Lifetime, Options, Sampler};
 use test_support::Burner;
 
 const BURN_NS: u64 = 500_000_000;

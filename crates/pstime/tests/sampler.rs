@@ -1,23 +1,16 @@
-//! CPU accounting without the live system: `/proc/stat`, `/proc/PID/stat` and `schedstat`
-//! parsers over captured files (tests/fixtures/README.md), utilization arithmetic over
-//! hand-made `/proc/stat` pairs, and pstime's sampler over captured and hand-made `proc/` trees
+//! pstime without the live system: the `/proc/PID/stat` and `schedstat` parsers over captured
+//! files (tests/fixtures/README.md), and the sampler over captured and hand-made `proc/` trees
 //! (vanished, new and reused PIDs, zombies, exited threads, exit records).
 
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
-use cpuacct::cpustat::parse_proc_stat;
-use cpuacct::cpuutil::{self, CpuBusyNs, EventReading, Snapshot as UtilSnapshot};
-use cpuacct::pstime::render::{render_report, Layout, UserNames, PSTIME_COMMAND_WIDTH};
-use cpuacct::pstime::{
-    compare, CpuSource, ExitedTask, Lifetime, Options, Report, Sampler, Snapshot, Split,
-};
-use cpuacct::task::{parse_schedstat, parse_stat, Comm};
 use measure::time::ClockTicks;
-use measure::time::Stamp;
 use measure::{Error, UsageError};
+use pstime::render::{render_report, Layout, UserNames, PSTIME_COMMAND_WIDTH};
+use pstime::task::{parse_schedstat, parse_stat, Comm};
+use pstime::{compare, CpuSource, ExitedTask, Lifetime, Options, Report, Sampler, Snapshot, Split};
 use test_support::Tree;
 
 fn hz() -> ClockTicks {
@@ -35,21 +28,6 @@ fn fixture(name: &str) -> Vec<u8> {
 
 // ----------------------------------------------------------------------------------------------
 // Parsers over captured files
-
-#[test]
-fn proc_stat_linux_6_18_captured() {
-    let text = String::from_utf8(fixture("proc_stat_linux_6_18_captured.txt")).unwrap();
-    let stat = parse_proc_stat(&text).unwrap();
-    assert_eq!(stat.cpus.iter().map(|c| c.cpu).collect::<Vec<_>>(), [0, 1]);
-    let t = stat.total;
-    assert_eq!((t.user, t.nice, t.system, t.idle), (992_842, 1_622, 197_866, 913_559));
-    assert_eq!((t.iowait, t.irq, t.softirq), (14_305, 0, 2_450));
-    assert_eq!((t.steal, t.guest, t.guest_nice), (Some(51_225), Some(0), Some(0)));
-    assert_eq!(stat.context_switches, Some(10_316_376));
-    // The all-CPU line is the per-CPU lines summed (to within the ticks between their reads).
-    let user_sum: u64 = stat.cpus.iter().map(|c| c.times.user).sum();
-    assert!(user_sum.abs_diff(t.user) <= 2, "{user_sum} vs {}", t.user);
-}
 
 #[test]
 fn task_stat_linux_6_18_captured() {
@@ -76,115 +54,6 @@ fn task_schedstat_linux_6_18_captured() {
     let s = parse_schedstat(&fixture("task_schedstat_linux_6_18_captured.txt")).unwrap();
     assert_eq!((s.cpu_ns, s.run_delay_ns, s.timeslices), (413_820, 0, 1));
     assert!(s.is_kept());
-}
-
-// ----------------------------------------------------------------------------------------------
-// Utilization
-
-fn util_snapshot(text: &str, at: Instant, event: Option<Vec<(u32, u64)>>) -> UtilSnapshot {
-    UtilSnapshot {
-        at,
-        epoch_s: 0.0,
-        stat: parse_proc_stat(text).unwrap(),
-        event: event.map(|cpus| EventReading {
-            cpus: cpus.into_iter().map(|(cpu, busy_ns)| CpuBusyNs { cpu, busy_ns }).collect(),
-        }),
-    }
-}
-
-#[test]
-fn since_boot_util_linux_6_18_captured_adds_up_to_100() {
-    let text = String::from_utf8(fixture("proc_stat_linux_6_18_captured.txt")).unwrap();
-    let now = util_snapshot(&text, Instant::now(), None);
-    let r = cpuutil::compute(None, &now, hz(), &cpuutil::Options::default());
-    assert!(r.since_boot);
-    for u in std::iter::once(&r.all).chain(&r.cpus) {
-        let sum = u.usr + u.nice + u.sys + u.iowait + u.irq + u.soft + u.steal + u.idle;
-        assert!((sum - 100.0).abs() < 1e-9, "{u:?}");
-        assert!(u.event.is_none());
-    }
-    // 51225 steal ticks of 2173869: a guest that lost 2.36 % of its CPU to the host.
-    assert!((r.all.steal - 2.356).abs() < 0.01, "{}", r.all.steal);
-    assert_eq!(r.cpus.len(), 2);
-}
-
-const STAT_A: &str = "cpu  400 0 100 1450 50 0 0 0 0 0
-cpu0 100 0 50 800 50 0 0 0 0 0
-cpu1 300 0 50 400 0 0 0 0 0 0
-cpu2 0 0 0 250 0 0 0 0 0 0
-ctxt 1000
-";
-// One second later at 100 ticks/s: cpu0 idle the whole time, cpu1 60 % user (10 of them guest);
-// cpu2 went offline, cpu3 came online.
-const STAT_B: &str = "cpu  460 0 110 1590 50 0 0 0 10 0
-cpu0 100 0 50 900 50 0 0 0 0 0
-cpu1 360 0 60 430 0 0 0 0 10 0
-cpu3 0 0 0 10 0 0 0 0 0 0
-ctxt 3000
-";
-
-#[test]
-fn interval_util_hides_idle_cpus_and_leaves_out_hotplugged_ones() {
-    let t0 = Instant::now();
-    let t1 = t0 + Duration::from_secs(1);
-    let a = util_snapshot(STAT_A, t0, Some(vec![(0, 1_000), (1, 2_000_000_000)]));
-    let b = util_snapshot(STAT_B, t1, Some(vec![(0, 1_000), (1, 2_750_000_000)]));
-    let all_cpus = cpuutil::compute(Some(&a), &b, hz(), &cpuutil::Options::default());
-    assert_eq!((all_cpus.onlined.as_slice(), all_cpus.offlined.as_slice()), (&[3][..], &[2][..]));
-    assert_eq!(all_cpus.cpus.iter().filter_map(|c| c.cpu).collect::<Vec<_>>(), [0, 1]);
-    let cpu1 = &all_cpus.cpus[1];
-    // 100 ticks: 60 user of which 10 guest, 10 system, 30 idle.
-    assert_eq!(cpu1.ticks, 100);
-    assert_eq!((cpu1.usr, cpu1.guest, cpu1.sys, cpu1.idle), (50.0, 10.0, 10.0, 30.0));
-    assert_eq!(cpu1.busy, 70.0);
-    // Event-based: 750 ms busy of 1 s, 5 points under the sampled 70 %.
-    let e = cpu1.event.unwrap();
-    assert!((e.busy_pct - 75.0).abs() < 1e-9 && (e.sampled_minus_event_pct + 5.0).abs() < 1e-9);
-    assert!(!e.differs());
-    assert!(all_cpus.cpus[0].is_idle());
-    // The all line sums CPUs 0 and 1 only (the kernel's cpu line moved with CPU 2 and 3).
-    assert_eq!(all_cpus.all.ticks, 200);
-    assert!((all_cpus.all.busy - 35.0).abs() < 1e-9);
-    assert_eq!(all_cpus.context_switches_per_s, Some(2000.0));
-
-    let busy = cpuutil::compute(Some(&a), &b, hz(), &cpuutil::Options { busy_only: true });
-    assert_eq!(busy.cpus.iter().filter_map(|c| c.cpu).collect::<Vec<_>>(), [1]);
-    assert_eq!(busy.hidden_idle, [0]);
-
-    // The text: %idle last, so an idle CPU's line ends in 100.00 (for `grep -v ' 100.00$'`).
-    let text = cpuutil::render::render_report(&all_cpus, &Stamp::fixed("10:00:00", "0"));
-    let lines: Vec<&str> = text.lines().collect();
-    assert!(lines[0].ends_with("%idle %busy-tk %busy-ev    diff"), "{text}");
-    assert!(lines[2].contains(" 0 ") && lines[2].contains("100.00"), "{text}");
-    assert!(lines[3].ends_with("   70.00    75.00   -5.00"), "{text}");
-}
-
-#[test]
-fn a_counter_stepping_back_counts_zero_and_is_noted() {
-    let t0 = Instant::now();
-    let a = util_snapshot("cpu  10 0 0 100 50 0 0\ncpu0 10 0 0 100 50 0 0\n", t0, None);
-    let b = util_snapshot("cpu  20 0 0 190 49 0 0\ncpu0 20 0 0 190 49 0 0\n", t0, None);
-    let r = cpuutil::compute(Some(&a), &b, hz(), &cpuutil::Options::default());
-    assert!(r.cpus[0].went_back);
-    assert_eq!(r.cpus[0].ticks, 100);
-    assert!(cpuutil::render::notes(&r).iter().any(|n| n.contains("went backwards")));
-}
-
-#[test]
-fn large_disagreement_is_marked() {
-    let t0 = Instant::now();
-    let t1 = t0 + Duration::from_secs(1);
-    let a = util_snapshot("cpu  0 0 0 0 0 0 0\ncpu0 0 0 0 0 0 0 0\n", t0, Some(vec![(0, 0)]));
-    // The ticks saw 1 % busy; events measured 75 %: a task hiding from the clock.
-    let b = util_snapshot(
-        "cpu  1 0 0 99 0 0 0\ncpu0 1 0 0 99 0 0 0\n",
-        t1,
-        Some(vec![(0, 750_000_000)]),
-    );
-    let r = cpuutil::compute(Some(&a), &b, hz(), &cpuutil::Options::default());
-    assert!(r.cpus[0].event.unwrap().differs());
-    let text = cpuutil::render::render_report(&r, &Stamp::fixed("10:00:00", "0"));
-    assert!(text.lines().nth(2).unwrap().ends_with("-74.00 !"), "{text}");
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -281,7 +150,7 @@ fn sampler(tree: &Tree, pids: &[u32], threads: bool) -> Sampler {
     Sampler::new(tree.root(), Options { pids: pids.to_vec(), threads }, hz()).unwrap()
 }
 
-fn row(report: &Report, pid: u32) -> &cpuacct::pstime::ProcessCpu {
+fn row(report: &Report, pid: u32) -> &pstime::ProcessCpu {
     report
         .processes
         .iter()
@@ -373,7 +242,7 @@ fn processes_that_vanish_appear_or_reuse_a_pid() {
     assert_eq!((arrives.lifetime, arrives.cpu_ns), (Lifetime::Started, Some(35_000_000)));
     // Unknown figures sort last; the notes name the unmeasured and the missing exit tracing.
     assert!(r.processes.last().unwrap().cpu_ns.is_none());
-    let notes = cpuacct::pstime::render::notes(&r);
+    let notes = pstime::render::notes(&r);
     assert!(notes[0].starts_with("short-lived processes"), "{notes:?}");
     assert!(notes[1].contains("11 (leaves)") && notes[1].contains("13 (old13)"), "{notes:?}");
 }
@@ -465,11 +334,7 @@ fn exit_records_complete_exited_threads_and_processes() {
     assert_eq!((short.split, short.user_ns), (Split::Interval, Some(750_000)));
     assert!(r.processes.iter().all(|p| p.pid != 60 && p.pid != 70));
     assert_eq!((r.counts.short_lived, r.counts.exited_unmeasured), (1, 0));
-    assert!(
-        cpuacct::pstime::render::notes(&r).is_empty(),
-        "{:?}",
-        cpuacct::pstime::render::notes(&r)
-    );
+    assert!(pstime::render::notes(&r).is_empty(), "{:?}", pstime::render::notes(&r));
 
     // Without the records, pool's exited thread leaves a lower bound and 40 is unknown.
     let r = compare(&before, &after, None, s.basis(), s.options());

@@ -1,5 +1,8 @@
 //! pstime: CPU time per process over an interval — exact, with the user/system split the
-//! kernel's tick sampling gives — for listed processes or every process.
+//! kernel's tick sampling gives — for listed processes or every process. It reads `/proc` only:
+//! the BPF sources that complete it (exit records, the task iterator) are in `cpuacct`, which
+//! passes their records in as [`ExitedTask`] and [`TaskRecord`]; a crate that needs only this
+//! (`loadgen`'s cost per transaction) does not link libbpf.
 //!
 //! - [`Sampler`] takes [`Snapshot`]s through an [`FsRoot`]: per process one read of
 //!   `/proc/PID/stat` (name, parent, state, tick-sampled user/system time, start time, thread
@@ -15,8 +18,10 @@
 //!   vanished is listed as exited, its CPU after the first snapshot unknown unless exit records
 //!   ([`ExitedTask`], from a `sched_process_exit` tracer) are given, which also bring in
 //!   processes that started and exited inside the interval. Without them the report says so.
-//! - [`render`] prints the original pstime's layout (`UID PID %USR %SYS COMMAND`, four
-//!   significant digits) or that layout with the exact `%CPU` and `CPU-ms` columns.
+//! - [`render`] prints the original pstime's layout (`UID PID %USR %SYS COMMAND`, four significant digits)
+//!   or that layout with the exact `%CPU` and `CPU-ms` columns.
+//! - [`task`]: the parsers of `/proc/PID/schedstat` and the task's name ([`task::Comm`]), and
+//!   `/proc/PID/stat`'s (`measure::procstat`'s, re-exported).
 //!
 //! Percentages are of the whole machine (all online CPUs), as the original pstime reports them:
 //! one busy CPU of four is 25 %.
@@ -29,6 +34,7 @@ mod model;
 mod read;
 pub mod render;
 mod sampler;
+pub mod task;
 
 pub use compare::compare;
 pub use model::{

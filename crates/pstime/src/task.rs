@@ -7,6 +7,12 @@
 //!   scheduler's own sum (`se.sum_exec_runtime`), exact, but for a task running at the moment of
 //!   reading it is as of the task's last tick or switch. A kernel without `CONFIG_SCHED_INFO`
 //!   prints `0 0 0` for every task.
+//!
+//! ```
+//! use pstime::task::parse_schedstat;
+//! let s = parse_schedstat(b"1500000 20000 7\n").unwrap();
+//! assert_eq!(s.cpu_ns, 1_500_000);
+//! ```
 
 use std::fmt;
 

@@ -1,5 +1,5 @@
 //! `/proc/stat`'s CPU lines: time per state since boot, for all CPUs (`cpu`) and each online
-//! CPU (`cpuN`), in clock ticks (`USER_HZ`, see [`measure::time::ClockTicks`]).
+//! CPU (`cpuN`), in clock ticks (`USER_HZ`, see [`ClockTicks`](crate::time::ClockTicks)).
 //!
 //! How the kernel fills them (and so what a utilization figure from them means):
 //!
@@ -11,14 +11,15 @@
 //!   `CONFIG_VIRT_CPU_ACCOUNTING_GEN`.)
 //! - `idle` and `iowait` come from the tickless idle code's own clock on `NO_HZ` kernels
 //!   (measured, not sampled); they may step back a little (proc(5)), so they are subtracted
-//!   with [`measure::CounterDelta::time_between`].
+//!   with [`CounterDelta::time_between`] ([`CpuTimes::since`]).
 //! - `guest` is already inside `user`, and `guest_nice` inside `nice`.
 //! - Only online CPUs have a `cpuN` line; the `cpu` line sums every possible CPU, so a CPU going
 //!   offline or online moves it.
 
 use serde::Serialize;
 
-use measure::ParseError;
+use crate::counter::{CounterDelta, Step};
+use crate::ParseError;
 
 /// One CPU line, ticks since boot. `steal`, `guest` and `guest_nice` appeared in 2.6.11,
 /// 2.6.24 and 2.6.33; older kernels print fewer columns and these read `None`.
@@ -54,9 +55,67 @@ impl CpuTimes {
         .fold(0u64, |a, &b| a.saturating_add(b))
     }
 
-    /// Time not idle and not waiting for I/O (an idle CPU with I/O outstanding is idle).
+    /// Time not idle and not waiting for I/O (an idle CPU with I/O outstanding is idle): user +
+    /// nice + system + irq + softirq + steal. Saturating, as [`CpuTimes::total`]: the counters
+    /// come from a file, and a damaged one can hold 2^64 - 1.
     pub fn busy(&self) -> u64 {
-        self.total().saturating_sub(self.idle.saturating_add(self.iowait))
+        [self.user, self.nice, self.system, self.irq, self.softirq, self.steal.unwrap_or(0)]
+            .iter()
+            .fold(0u64, |a, &b| a.saturating_add(b))
+    }
+
+    /// Ticks per state from `earlier` to this reading (since boot without `earlier`), and
+    /// whether any counter read lower than before. Each state is subtracted with
+    /// [`CounterDelta::time_between`]: one that went back (idle and iowait on tickless kernels)
+    /// counts as 0. A column this reading lacks stays `None`; one `earlier` lacks counts from 0.
+    pub fn since(&self, earlier: Option<&CpuTimes>) -> (CpuTimes, bool) {
+        let mut went_back = false;
+        let mut d = |f: fn(&CpuTimes) -> u64| {
+            let delta = match earlier {
+                Some(e) => CounterDelta::time_between(f(e), f(self)),
+                None => CounterDelta::from_zero(f(self)),
+            };
+            went_back |= delta.step == Step::WentBack;
+            delta.value
+        };
+        let (steal, guest, guest_nice) = (
+            d(|t| t.steal.unwrap_or(0)),
+            d(|t| t.guest.unwrap_or(0)),
+            d(|t| t.guest_nice.unwrap_or(0)),
+        );
+        let times = CpuTimes {
+            user: d(|t| t.user),
+            nice: d(|t| t.nice),
+            system: d(|t| t.system),
+            idle: d(|t| t.idle),
+            iowait: d(|t| t.iowait),
+            irq: d(|t| t.irq),
+            softirq: d(|t| t.softirq),
+            steal: self.steal.map(|_| steal),
+            guest: self.guest.map(|_| guest),
+            guest_nice: self.guest_nice.map(|_| guest_nice),
+        };
+        (times, went_back)
+    }
+
+    /// Adds `other`'s ticks state by state (CPUs' intervals into a machine's). Saturating: the
+    /// counters come from a file, and a damaged one (or a CPU listed twice with counters near
+    /// 2^64) must not overflow. A column is `None` only when it is in neither.
+    pub fn saturating_add(&mut self, other: &CpuTimes) {
+        let add = |a: &mut u64, b: u64| *a = a.saturating_add(b);
+        add(&mut self.user, other.user);
+        add(&mut self.nice, other.nice);
+        add(&mut self.system, other.system);
+        add(&mut self.idle, other.idle);
+        add(&mut self.iowait, other.iowait);
+        add(&mut self.irq, other.irq);
+        add(&mut self.softirq, other.softirq);
+        let opt = |a: Option<u64>, b: Option<u64>| {
+            (a.is_some() || b.is_some()).then(|| a.unwrap_or(0).saturating_add(b.unwrap_or(0)))
+        };
+        self.steal = opt(self.steal, other.steal);
+        self.guest = opt(self.guest, other.guest);
+        self.guest_nice = opt(self.guest_nice, other.guest_nice);
     }
 }
 
@@ -167,10 +226,10 @@ pub struct MachineReading {
 
 impl MachineReading {
     /// Reads `/proc/stat` and the clock.
-    pub fn now() -> Result<Self, measure::Error> {
-        let root = measure::FsRoot::live();
+    pub fn now() -> Result<Self, crate::Error> {
+        let root = crate::FsRoot::live();
         let stat = root.parse(&root.path("proc/stat"), &mut String::new(), parse_proc_stat)?;
-        Ok(Self::of(&stat, measure::time::monotonic_ns()))
+        Ok(Self::of(&stat, crate::time::monotonic_ns()))
     }
 
     /// A reading of `stat` taken at `at_ns` (`CLOCK_MONOTONIC`).
@@ -181,7 +240,7 @@ impl MachineReading {
     /// Busy ns of all CPUs from `earlier` to this reading. When CPUs went online or offline in
     /// between, the wall-time product has no fixed CPU count, so the sampled busy columns are
     /// used instead.
-    pub fn busy_ns_since(&self, earlier: &Self, ticks: measure::time::ClockTicks) -> u64 {
+    pub fn busy_ns_since(&self, earlier: &Self, ticks: crate::time::ClockTicks) -> u64 {
         let grew =
             |f: fn(&CpuTimes) -> u64| ticks.to_ns(f(&self.times).saturating_sub(f(&earlier.times)));
         if self.online != earlier.online || self.online == 0 {
@@ -206,7 +265,7 @@ mod tests {
 
     #[test]
     fn machine_busy_is_capacity_less_idle_iowait_and_steal() {
-        let t = measure::time::ClockTicks::new(100);
+        let t = crate::time::ClockTicks::new(100);
         // Two CPUs for 2 s: 400 ticks of capacity; idle +300, iowait +20, steal +10.
         let a = reading(
             "cpu  0 0 0 1000 100 0 0 50\ncpu0 0 0 0 500 50 0 0 25\ncpu1 0 0 0 500 50 0 0 25\n",
@@ -229,7 +288,7 @@ mod tests {
 
     #[test]
     fn machine_busy_falls_back_to_the_sampled_columns_when_cpus_come_and_go() {
-        let t = measure::time::ClockTicks::new(100);
+        let t = crate::time::ClockTicks::new(100);
         let a = reading("cpu  10 0 0 1000 0 0 0\ncpu0 10 0 0 1000 0 0 0\n", 0);
         let b = reading(
             "cpu  40 0 0 1100 0 0 0\ncpu0 30 0 0 1050 0 0 0\ncpu1 10 0 0 50 0 0 0\n",
@@ -244,6 +303,27 @@ mod tests {
         assert_eq!(t.total(), 100);
         assert_eq!(t.busy(), 19);
         assert_eq!((t.guest, t.guest_nice), (Some(4), Some(1)));
+    }
+
+    #[test]
+    fn since_subtracts_each_state_and_says_when_one_went_back() {
+        let a = parse_proc_stat("cpu  10 0 5 1000 20 0 0 3\n").unwrap().total;
+        let b = parse_proc_stat("cpu  15 1 5 990 25 0 0 4\n").unwrap().total;
+        let (d, went_back) = b.since(Some(&a));
+        assert_eq!((d.user, d.nice, d.idle, d.iowait, d.steal), (5, 1, 0, 5, Some(1)));
+        assert!(went_back, "idle read lower");
+        assert_eq!((d.guest, d.guest_nice), (None, None));
+        let (from_boot, went_back) = b.since(None);
+        assert_eq!((from_boot, went_back), (b, false));
+    }
+
+    #[test]
+    fn saturating_add_sums_states_without_overflow() {
+        let mut sum = CpuTimes::default();
+        let max = parse_proc_stat("cpu  18446744073709551615 0 0 0 0 0 0 2\n").unwrap().total;
+        sum.saturating_add(&max);
+        sum.saturating_add(&max);
+        assert_eq!((sum.user, sum.steal, sum.guest), (u64::MAX, Some(4), None));
     }
 
     #[test]
