@@ -8,6 +8,7 @@
 
 pub mod collect;
 pub mod commands;
+pub mod error;
 pub mod family;
 pub mod http;
 pub mod render;
@@ -15,7 +16,8 @@ pub mod server;
 pub mod textfile;
 pub mod web;
 
+pub use error::ServeError;
 pub use family::{Family, Kind, Labels, Sample, Unit, Value};
 pub use render::{negotiate, render, Format};
-pub use server::{Exporter, Limits, ServeError, Server};
+pub use server::{Exporter, Limits, Server};
 pub use web::WebConfig;

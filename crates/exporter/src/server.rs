@@ -16,6 +16,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::collect::Collector;
+use crate::error::ServeError;
 use crate::http::{self, Conn, Head, ReadError, Status};
 use crate::web::Auth;
 use crate::{negotiate, render, Family, Format, Kind, Unit};
@@ -25,44 +26,6 @@ pub const WORKERS: usize = 4;
 
 /// How often the accept loop looks at the stop flag.
 const POLL: Duration = Duration::from_millis(100);
-
-/// What can go wrong starting or running the server.
-#[derive(Debug, thiserror::Error)]
-pub enum ServeError {
-    /// The listening address is in use, not on this host, or not permitted.
-    #[error("cannot listen on {addr}: {error}{hint}")]
-    Bind {
-        /// The address asked for.
-        addr: SocketAddr,
-        /// The OS error (not a `source`: the message already says it once).
-        error: std::io::Error,
-        /// A hint naming the fix.
-        hint: &'static str,
-    },
-    /// The web configuration file is wrong (a usage error naming the field).
-    #[error("{0}")]
-    WebConfig(String),
-    /// The HTTP server failed.
-    #[error("HTTP server: {0}")]
-    Http(String),
-}
-
-impl ServeError {
-    /// True when the user can fix it by changing the command line or the config file.
-    pub fn is_usage(&self) -> bool {
-        match self {
-            ServeError::Bind { error, .. } => error.kind() == std::io::ErrorKind::AddrNotAvailable,
-            ServeError::WebConfig(_) => true,
-            ServeError::Http(_) => false,
-        }
-    }
-}
-
-impl measure::Usage for ServeError {
-    fn is_usage(&self) -> bool {
-        ServeError::is_usage(self)
-    }
-}
 
 /// The collectors of one `serve`, asked at every scrape.
 #[derive(Debug)]

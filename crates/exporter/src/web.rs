@@ -36,7 +36,7 @@ use rustls::server::WebPkiClientVerifier;
 use rustls::{RootCertStore, ServerConfig, ServerConnection};
 use serde::Deserialize;
 
-use crate::server::ServeError;
+use crate::error::ServeError;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -32,6 +32,7 @@
 //! ```
 
 pub mod chart;
+pub mod conn;
 pub mod cost;
 pub mod driver;
 mod error;

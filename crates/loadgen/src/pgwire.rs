@@ -25,7 +25,7 @@ use postgres_protocol::authentication::{md5_hash, sasl};
 use postgres_protocol::message::frontend;
 use postgres_protocol::IsNull;
 
-use crate::driver::{Conn, DbError};
+use crate::conn::{Conn, DbError};
 use crate::workload::Value;
 
 /// The longest backend message read (64 MiB): far above any row the workloads read (the

@@ -4,7 +4,8 @@
 
 use serde::Serialize;
 
-use crate::driver::{Conn, ServerKind, Target};
+use crate::conn::Conn;
+use crate::driver::{ServerKind, Target};
 use crate::workload::digits;
 use crate::Error;
 use measure::rng::SplitMix64;

@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 use measure::hist::Log2Hist;
 use serde::{Deserialize, Serialize};
 
+use crate::conn::{Conn, DbError};
 use crate::cost::{Cost, CostProbe};
-use crate::driver::{Conn, DbError, ServerKind, Target};
+use crate::driver::{ServerKind, Target};
 use crate::schedule::{share, Arrivals, Schedule};
 use crate::stats::{Hists, Percentiles};
 use crate::workload::{builtin, parse_sql_file, Part, TxTemplate, Value, WorkloadKind};

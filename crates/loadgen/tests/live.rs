@@ -3,7 +3,7 @@
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use loadgen::driver::DbError;
+use loadgen::conn::DbError;
 use loadgen::workload::Value;
 use loadgen::{
     prepare, run, Arrivals, Plan, PrepareOptions, Protocol, ServerKind, Target, WorkloadKind,

@@ -2,14 +2,11 @@
 //! memory and QPI bandwidth: a generator thread on CPU FROM first-touches 256 MiB, a reader
 //! thread on CPU TO loads one word per 64-byte line, TIMES passes; the time taken says how fast
 //! TO can read FROM's memory (local, or across the interconnect).
+//!
+//! This module measures; the `thread_read` command line and its printed lines are
+//! [`crate::kit::tools::thread_read`].
 
-use std::ffi::OsString;
-
-use clap::Parser;
-use experiment::output::emit;
-use measure::args::parse_count;
-use measure::{Classified, UsageError};
-use place::{lists, pin, Arena, ArenaSpec, MemPolicy, PageSize, Placement};
+use place::{pin, Arena, ArenaSpec, MemPolicy, PageSize, Placement};
 use serde::{Deserialize, Serialize};
 use topo::Topology;
 
@@ -128,58 +125,6 @@ pub fn run(
             .join()
             .map_err(|_| BenchError::Worker("generator thread panicked".into()))?
     })
-}
-
-/// `thread_read TIMES FROM TO`, as the original program.
-#[derive(Debug, Parser)]
-#[command(
-    name = "thread_read",
-    about = "Read 256 MiB first-touched by CPU FROM from CPU TO, TIMES passes"
-)]
-struct ThreadReadArgs {
-    /// Passes over the 256 MiB buffer.
-    #[arg(value_parser = parse_count, allow_hyphen_values = true)]
-    times: u64,
-    /// CPU that allocates and first-touches the buffer.
-    from: String,
-    /// CPU that reads it.
-    to: String,
-}
-
-/// The `thread_read` compat tool: its arguments after `argv[0]`; prints the original's lines.
-pub fn tool(args: &[OsString]) -> Result<(), Classified> {
-    let argv = std::iter::once(OsString::from("thread_read")).chain(args.iter().cloned());
-    let args = match ThreadReadArgs::try_parse_from(argv) {
-        Ok(a) => a,
-        Err(e) if matches!(e.kind(), clap::error::ErrorKind::DisplayHelp) => {
-            let _ = e.print();
-            return Ok(());
-        }
-        Err(e) => {
-            let text = e.render().to_string();
-            let first =
-                text.lines().next().unwrap_or("bad arguments").trim_start_matches("error: ");
-            return Err(UsageError::Message(format!(
-                "thread_read: {first}; usage: thread_read TIMES FROM TO"
-            ))
-            .into());
-        }
-    };
-    let topology = Topology::detect()
-        .map_err(|e| Classified::runtime(format!("reading the topology: {e}")))?;
-    let one_cpu = |text: &str| -> Result<u32, Classified> {
-        match lists::parse_cpus(text, &topology)?.as_slice() {
-            [cpu] => Ok(*cpu),
-            _ => Err(UsageError::Message(format!("thread_read: {text:?} must be one CPU")).into()),
-        }
-    };
-    let (from, to) = (one_cpu(&args.from)?, one_cpu(&args.to)?);
-    stop::install();
-    let result = run(args.times, from, to, &topology, |address| {
-        let _ = emit(&format!("The address of source data is {address:#x}\n"));
-    })?;
-    emit(&format!("{}\n", result.time_cost_line()))?;
-    Ok(emit(&crate::render::bandwidth::thread_read_summary(&result))?)
 }
 
 #[cfg(test)]

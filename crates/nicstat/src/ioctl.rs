@@ -8,7 +8,7 @@
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
-use crate::link::Duplex;
+use crate::duplex::Duplex;
 
 const ETHTOOL_GSET: u32 = 0x0000_0001;
 const ETHTOOL_GLINKSETTINGS: u32 = 0x0000_004c;

@@ -26,6 +26,7 @@
 //!   printed 0 for them, this prints `-`.
 
 pub mod command;
+pub mod duplex;
 pub mod ioctl;
 pub mod link;
 pub mod links;
@@ -40,9 +41,10 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
+pub use crate::duplex::Duplex;
 use crate::ioctl::Socket;
 use crate::link::{read_ifindex, read_link_facts, refresh_link};
-pub use crate::link::{Duplex, LinkFacts, SpeedOverride, SpeedSource};
+pub use crate::link::{LinkFacts, SpeedOverride, SpeedSource};
 use crate::netdev::{parse_net_dev, NetDevCounters};
 use crate::snmp::{ProtoTable, TcpCounters, UdpCounters};
 use crate::softnet::{parse_softnet_stat, SoftnetCpu};

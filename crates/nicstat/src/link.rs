@@ -11,29 +11,10 @@ use std::str::FromStr;
 
 use serde::Serialize;
 
+use crate::duplex::Duplex;
 use crate::ioctl;
 use measure::FsRoot;
 use measure::UsageError;
-
-/// Duplex mode of a link.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Duplex {
-    Full,
-    Half,
-    Unknown,
-}
-
-impl Duplex {
-    /// nicstat's four-letter spelling (`-l`).
-    pub fn short(&self) -> &'static str {
-        match self {
-            Duplex::Full => "full",
-            Duplex::Half => "half",
-            Duplex::Unknown => "unkn",
-        }
-    }
-}
 
 /// Where a link's speed and duplex came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

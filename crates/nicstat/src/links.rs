@@ -88,9 +88,9 @@ impl Experiment for Links {
                     name: r.name.clone(),
                     speed_mbps: r.speed_mbps,
                     duplex: match r.duplex {
-                        crate::link::Duplex::Full => "full",
-                        crate::link::Duplex::Half => "half",
-                        crate::link::Duplex::Unknown => "unknown",
+                        crate::duplex::Duplex::Full => "full",
+                        crate::duplex::Duplex::Half => "half",
+                        crate::duplex::Duplex::Unknown => "unknown",
                     }
                     .to_string(),
                     operstate: fact.and_then(|f| f.operstate.clone()),

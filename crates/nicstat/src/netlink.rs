@@ -19,7 +19,7 @@
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
-use crate::link::Duplex;
+use crate::duplex::Duplex;
 use crate::netdev::NetDevCounters;
 
 // Netlink numbers libc has, with the same values: those it declares with the type of the field

@@ -55,30 +55,13 @@ pub struct ReportComparison {
     #[serde(default)]
     pub baseline_machine: Vec<topo::Fact>,
     /// The baseline's own sections as its page drew them, (chart id, HTML), each shown beside
-    /// this machine's section of the same id ([`baseline_sections`]).
+    /// this machine's section of the same id ([`crate::html::baseline_sections`]).
     #[serde(default)]
     pub baseline_sections: Vec<(String, String)>,
     /// How many earlier reports of the two hosts calibrated the minimum effects (0: the
     /// default [`measure::verdict::MIN_EFFECT`] everywhere).
     #[serde(default)]
     pub calibrated_from: usize,
-}
-
-/// The baseline's page sections, tagged as the baseline's, with their element ids (charts,
-/// gradients, titles) prefixed so they stay unique beside this machine's.
-pub fn baseline_sections(baseline: &crate::html::ReportData) -> Vec<(String, String)> {
-    crate::html::sections_html(baseline, Some(chart::Machine::Baseline))
-        .into_iter()
-        // The area headings are this page's own.
-        .filter(|(id, _)| !id.starts_with("area-"))
-        .map(|(id, html)| {
-            let html = html
-                .replace("id=\"chart-", "id=\"baseline-chart-")
-                .replace("url(#chart-", "url(#baseline-chart-")
-                .replace("aria-labelledby=\"chart-", "aria-labelledby=\"baseline-chart-");
-            (id, html)
-        })
-        .collect()
 }
 
 /// The verdict as the page marks it: a word and a symbol, so it reads without colour; for

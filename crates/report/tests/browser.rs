@@ -263,7 +263,7 @@ fn compared_page_reads_both_machines_without_colour() {
         }],
         baseline_machine,
         // The baseline's own page: the same kind of run, drawn beside this one.
-        baseline_sections: report::compare::baseline_sections(&sample().page()),
+        baseline_sections: report::html::baseline_sections(&sample().page()),
         calibrated_from: 0,
     });
     let html = render_html(&data);

@@ -196,7 +196,7 @@ pub fn compare(
         comparison,
         config_diff,
         baseline_machine,
-        baseline_sections: report::compare::baseline_sections(&page),
+        baseline_sections: report::html::baseline_sections(&page),
         calibrated_from: noise.reports,
     }
 }

@@ -2,10 +2,15 @@
 //! `memhammer PAGES LOOPS`, `trigger` and `cpu_bind PID CPU` — each takes its arguments (after
 //! `argv[0]`) and prints what the original printed. Positional arguments without options, as
 //! the originals took them, plus `--help`; the scripts of the SLB's articles run unchanged.
+//!
+//! `thread_read TIMES FROM TO` (the cross-node read test, [`crate::thread_read`]) is here too:
+//! the measurement stays in its own module, and the command line and the printing around it sit
+//! with the other original tools.
 
 use std::ffi::OsString;
 use std::fmt;
 
+use clap::Parser;
 use experiment::output::emit;
 use measure::args::parse_count;
 use measure::{stop, Classified, UsageError};
@@ -13,6 +18,7 @@ use place::{lists, pin, Arena, ArenaSpec, MemPolicy, PageSize, PlaceError};
 use topo::Topology;
 
 use crate::kit::{self, SlbSemaphore};
+use crate::render::bandwidth::thread_read_summary;
 use crate::shared::SharedRegion;
 use crate::slb_shared::{hammer_shared, LockKind, SharedLayout};
 use crate::{slb, BenchError, PAGE};
@@ -402,6 +408,58 @@ pub fn cpu_bind(args: &[OsString]) -> Result<(), Classified> {
         }
     }
     Ok(())
+}
+
+/// `thread_read TIMES FROM TO`, as the original program.
+#[derive(Debug, Parser)]
+#[command(
+    name = "thread_read",
+    about = "Read 256 MiB first-touched by CPU FROM from CPU TO, TIMES passes"
+)]
+struct ThreadReadArgs {
+    /// Passes over the 256 MiB buffer.
+    #[arg(value_parser = parse_count, allow_hyphen_values = true)]
+    times: u64,
+    /// CPU that allocates and first-touches the buffer.
+    from: String,
+    /// CPU that reads it.
+    to: String,
+}
+
+/// The `thread_read` compat tool: its arguments after `argv[0]`; prints the original's lines.
+pub fn thread_read(args: &[OsString]) -> Result<(), Classified> {
+    let argv = std::iter::once(OsString::from("thread_read")).chain(args.iter().cloned());
+    let args = match ThreadReadArgs::try_parse_from(argv) {
+        Ok(a) => a,
+        Err(e) if matches!(e.kind(), clap::error::ErrorKind::DisplayHelp) => {
+            let _ = e.print();
+            return Ok(());
+        }
+        Err(e) => {
+            let text = e.render().to_string();
+            let first =
+                text.lines().next().unwrap_or("bad arguments").trim_start_matches("error: ");
+            return Err(UsageError::Message(format!(
+                "thread_read: {first}; usage: thread_read TIMES FROM TO"
+            ))
+            .into());
+        }
+    };
+    let topology = Topology::detect()
+        .map_err(|e| Classified::runtime(format!("reading the topology: {e}")))?;
+    let one_cpu = |text: &str| -> Result<u32, Classified> {
+        match lists::parse_cpus(text, &topology)?.as_slice() {
+            [cpu] => Ok(*cpu),
+            _ => Err(UsageError::Message(format!("thread_read: {text:?} must be one CPU")).into()),
+        }
+    };
+    let (from, to) = (one_cpu(&args.from)?, one_cpu(&args.to)?);
+    stop::install();
+    let result = crate::thread_read::run(args.times, from, to, &topology, |address| {
+        let _ = emit(&format!("The address of source data is {address:#x}\n"));
+    })?;
+    emit(&format!("{}\n", result.time_cost_line()))?;
+    Ok(emit(&thread_read_summary(&result))?)
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ pub fn run(name: &str, args: &[OsString]) -> Result<(), Classified> {
         "memhammer" => kit::memhammer(args),
         "trigger" => kit::trigger(args),
         "cpu_bind" => kit::cpu_bind(args),
-        "thread_read" => membench::thread_read::tool(args),
+        "thread_read" => kit::thread_read(args),
         "nicstat" => nicstat::command::compat(args, crate::cli::VERSION),
         "pstime" => cpuacct::command::pstime_compat(args),
         _ => Err(Classified::usage(format!(

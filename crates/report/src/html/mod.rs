@@ -232,3 +232,20 @@ pub fn sections_html(data: &ReportData, machine: Option<chart::Machine>) -> Vec<
     }
     out
 }
+
+/// The baseline's page sections, tagged as the baseline's, with their element ids (charts,
+/// gradients, titles) prefixed so they stay unique beside this machine's.
+pub fn baseline_sections(baseline: &ReportData) -> Vec<(String, String)> {
+    sections_html(baseline, Some(chart::Machine::Baseline))
+        .into_iter()
+        // The area headings are this page's own.
+        .filter(|(id, _)| !id.starts_with("area-"))
+        .map(|(id, html)| {
+            let html = html
+                .replace("id=\"chart-", "id=\"baseline-chart-")
+                .replace("url(#chart-", "url(#baseline-chart-")
+                .replace("aria-labelledby=\"chart-", "aria-labelledby=\"baseline-chart-");
+            (id, html)
+        })
+        .collect()
+}
