@@ -31,7 +31,10 @@ fn slb_prints_memhammer_lines_and_a_verified_summary() {
 #[test]
 #[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn latency_json_has_distribution_and_placement() {
-    let out = platscope(&["mem", "latency", "--size", "128MiB", "--duration-ms", "100", "--json"]);
+    // Beyond this machine's caches (the prefetch check needs twice the last-level cache): 4×
+    // it, at least 128 MiB (a KVM guest here reports a 480 MiB L3).
+    let size = format!("{}MiB", (4 * last_level_cache() >> 20).max(128));
+    let out = platscope(&["mem", "latency", "--size", &size, "--duration-ms", "100", "--json"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     let ns = &v["point"]["ns"];
@@ -45,13 +48,22 @@ fn latency_json_has_distribution_and_placement() {
     assert_eq!(v["point"]["placement"]["not_present"], 0);
     assert!(
         v["prefetch_check"]["ratio"].as_f64().is_some(),
-        "128 MiB is beyond this machine's caches"
+        "{size} is beyond this machine's caches"
     );
+}
+
+/// The last-level cache of this machine, in bytes, as the kernel reports it.
+fn last_level_cache() -> u64 {
+    topo::Topology::detect().expect("topology").last_level_cache_bytes()
 }
 
 #[test]
 #[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn latency_sweep_marks_cache_levels() {
+    // To a power of two at least twice the last-level cache (64 MiB on most machines).
+    let to = (2 * last_level_cache()).next_power_of_two().max(64 << 20);
+    let powers = (to / (16 << 10)).trailing_zeros() as usize + 1;
+    let to_arg = format!("{}MiB", to >> 20);
     let out = platscope(&[
         "mem",
         "latency",
@@ -59,7 +71,7 @@ fn latency_sweep_marks_cache_levels() {
         "--from",
         "16KiB",
         "--to",
-        "64MiB",
+        &to_arg,
         "--duration-ms",
         "20",
     ]);
@@ -70,8 +82,8 @@ fn latency_sweep_marks_cache_levels() {
     assert!(stdout.contains("beyond the caches"), "{stdout}");
     assert_eq!(
         stdout.lines().count(),
-        1 + 13 + 12,
-        "header, 13 powers of two from 16 KiB to 64 MiB, 12 midpoints"
+        1 + powers + (powers - 1),
+        "header, {powers} powers of two from 16 KiB to {to_arg}, the midpoints between them"
     );
 }
 
