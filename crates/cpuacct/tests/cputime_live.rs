@@ -85,6 +85,26 @@ fn bursts_between_ticks_hide_from_the_tick_but_not_from_sched_switch() {
     }
     let wanted = Wanted { busy: true, exits: false };
     let events = CpuEvents::attach(wanted).unwrap();
+    // sched_switch charges every task that ran on the CPU, not only ours: another task there
+    // (on a shared machine) shows up as a difference, and a task that ran before the window and
+    // is switched out inside it is charged all at once. One of three windows must agree; a
+    // wrong accounting fails all three.
+    let mut errors = Vec::new();
+    for _ in 0..3 {
+        let (own, event) = bursts_on_cpu(&events);
+        let error = (event as f64 - own as f64).abs() / own as f64;
+        if error < 0.05 {
+            return;
+        }
+        errors.push(format!("sched_switch {event} ns vs own {own} ns ({:.1}%)", error * 100.0));
+    }
+    panic!("no window agreed within 5%: {}", errors.join("; "));
+}
+
+/// One 2 s window of bursts between ticks on CPU [`CPU`]: the thread's own CPU time and what
+/// sched_switch charged on that CPU meanwhile, after checking the bursts ran and the tick
+/// missed most of them.
+fn bursts_on_cpu(events: &CpuEvents<'_>) -> (u64, u64) {
     let (own, wall, event, tick) = {
         std::thread::scope(|s| {
             s.spawn(|| {
@@ -113,8 +133,7 @@ fn bursts_between_ticks_hide_from_the_tick_but_not_from_sched_switch() {
     // some of it, so only enough for the comparison below is required.
     assert!(own > 200_000_000, "the bursts ran: {own} ns");
     assert!(tick < own / 2, "the tick saw {tick} ns of {own} ns (is HZ 250?)");
-    let error = (event as f64 - own as f64).abs() / own as f64;
-    assert!(error < 0.05, "sched_switch {event} ns vs own {own} ns ({:.1}%)", error * 100.0);
+    (own, event)
 }
 
 #[test]
