@@ -33,7 +33,7 @@ fn slb_prints_memhammer_lines_and_a_verified_summary() {
 fn latency_json_has_distribution_and_placement() {
     // Beyond this machine's caches (the prefetch check needs twice the last-level cache): 4×
     // it, at least 128 MiB (a KVM guest here reports a 480 MiB L3).
-    let size = format!("{}MiB", (4 * last_level_cache() >> 20).max(128));
+    let size = format!("{}MiB", ((4 * last_level_cache()) >> 20).max(128));
     let out = platscope(&["mem", "latency", "--size", &size, "--duration-ms", "100", "--json"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
