@@ -212,11 +212,17 @@ pub fn slb(
         "Bars: nanoseconds per store for each worker, from the common start to its last store. \
          Whiskers span the best to the p99 of its timed batches of 2<sup>18</sup> stores. ",
     );
+    // Each panel is named by where it is only when both are drawn.
+    let (first, second) = if !scaling.is_empty() && !policies.is_empty() {
+        ("Left: t", "Right: o")
+    } else {
+        ("T", "O")
+    };
     if !scaling.is_empty() {
-        caption.push_str("Left: the same work per worker with more workers at once (more is slower when memory is the bottleneck). ");
+        let _ = write!(caption, "{first}he same work per worker with more workers at once (more is slower when memory is the bottleneck). ");
     }
     if !policies.is_empty() {
-        caption.push_str("Right: one worker per CPU under each memory policy, placement verified per worker (in the tooltips). ");
+        let _ = write!(caption, "{second}ne worker per CPU under each memory policy, placement verified per worker (in the tooltips). ");
     }
     let clipped = groups
         .iter()
