@@ -481,16 +481,21 @@ impl SizeCheck {
             .iter()
             .map(|(b, g)| format!("{:.1} GB/s at {}", g, topo::units::format_bytes(*b)))
             .collect();
-        let verdict = match (self.agreed, self.grew()) {
-            (true, false) => "agree".to_string(),
-            (true, true) => "the cache served the smaller buffers: grown until two agreed".into(),
-            (false, _) => "still disagree at the largest: the figure may hold cache hits".into(),
-        };
         format!(
-            "{} thread(s), buffer per thread checked at twice its size: {} — {verdict}",
+            "{} thread(s), buffer per thread checked at twice its size: {} — {}",
             self.threads,
-            sizes.join(", ")
+            sizes.join(", "),
+            self.verdict()
         )
+    }
+
+    /// What the check concluded, in a few words.
+    pub fn verdict(&self) -> &'static str {
+        match (self.agreed, self.grew()) {
+            (true, false) => "agreeing with twice the buffer",
+            (true, true) => "the cache served the smaller buffers: grown until twice agreed",
+            (false, _) => "DISAGREEING with twice the buffer at the largest (cache hits?)",
+        }
     }
 }
 

@@ -256,6 +256,20 @@ pub struct LatencyMatrix {
     pub cells: Vec<Vec<LatencyPoint>>,
 }
 
+impl LatencyMatrix {
+    /// A CPU node's chase of its own memory: (node, cell), `None` when the node has none.
+    pub fn local(&self, node: u32) -> Option<&LatencyPoint> {
+        let i = self.cpu_nodes.iter().position(|&n| n == node)?;
+        let j = self.memory_nodes.iter().position(|&n| n == node)?;
+        self.cells.get(i)?.get(j)
+    }
+
+    /// The first CPU node's chase of its own memory: the idle DRAM latency.
+    pub fn first_local(&self) -> Option<(u32, &LatencyPoint)> {
+        self.cpu_nodes.iter().find_map(|&n| Some((n, self.local(n)?)))
+    }
+}
+
 /// Measures every (CPU node, memory node) pair: the chase runs on the first CPU of the CPU node
 /// with its arena bound to the memory node.
 pub fn matrix(

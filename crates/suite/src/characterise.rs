@@ -84,18 +84,13 @@ pub fn run(
 /// matrix: `Some(text)` when they differ beyond their noise (the same quantity measured twice
 /// in one report: the machine's state changed between the two steps).
 pub fn idle_disagreement(outcomes: &[Box<dyn Shown>]) -> Option<String> {
-    let local: Option<&LatencyPoint> =
-        outcomes.iter().find_map(|o| {
-            match o.as_any().downcast_ref::<latency::LatencyOutcome>()? {
-                latency::LatencyOutcome::Matrix(run) => {
-                    let m = &run.matrix;
-                    m.cpu_nodes.iter().zip(&m.cells).find_map(|(from, row)| {
-                        row.get(m.memory_nodes.iter().position(|n| n == from)?)
-                    })
-                }
-                _ => None,
-            }
-        });
+    let local: Option<&LatencyPoint> = outcomes.iter().find_map(|o| match o
+        .as_any()
+        .downcast_ref::<latency::LatencyOutcome>(
+    )? {
+        latency::LatencyOutcome::Matrix(run) => run.matrix.first_local().map(|(_, cell)| cell),
+        _ => None,
+    });
     let curve =
         outcomes.iter().find_map(|o| o.as_any().downcast_ref::<membench::loaded::LoadedCurve>())?;
     let idle = curve.points.iter().find(|p| p.delay_cycles.is_none())?;

@@ -90,16 +90,7 @@ pub fn latency_sweep(
 /// one node, the slowest remote pair against its CPU node's local figure.
 pub fn latency_matrix(m: &LatencyMatrix) -> Vec<Headline> {
     let mut out = Vec::new();
-    let local_of = |from: u32, row: &'_ [LatencyPoint]| -> Option<(usize, LatencyPoint)> {
-        let j = m.memory_nodes.iter().position(|&n| n == from)?;
-        row.get(j).cloned().map(|c| (j, c))
-    };
-    let first_local = m
-        .cpu_nodes
-        .iter()
-        .zip(&m.cells)
-        .find_map(|(&from, row)| Some((from, local_of(from, row)?)));
-    if let Some((node, (j, cell))) = first_local {
+    if let Some((node, cell)) = m.first_local() {
         out.push(with_key(
             Headline::new(
                 "Idle DRAM latency",
@@ -115,7 +106,7 @@ pub fn latency_matrix(m: &LatencyMatrix) -> Vec<Headline> {
             ),
             key_of(m, |metric| {
                 metric.labels.get("cpu_node") == Some(&node.to_string())
-                    && metric.labels.get("mem_node") == Some(&m.memory_nodes[j].to_string())
+                    && metric.labels.get("mem_node") == Some(&node.to_string())
             }),
         ));
     }
@@ -124,7 +115,7 @@ pub fn latency_matrix(m: &LatencyMatrix) -> Vec<Headline> {
         .iter()
         .zip(&m.cells)
         .flat_map(|(&from, row)| {
-            let local = local_of(from, row).map(|(_, c)| c.ns.median);
+            let local = m.local(from).map(|c| c.ns.median);
             m.memory_nodes
                 .iter()
                 .zip(row)
@@ -199,11 +190,7 @@ pub fn bandwidth_scaling(s: &Scaling) -> (Vec<Headline>, Vec<Headline>) {
             detail.push_str(&format!(
                 "; {} per thread, {}",
                 bytes_label(r.bytes_per_thread as f64),
-                match (check.agreed, check.grew()) {
-                    (true, false) => "agreeing with twice that buffer".to_string(),
-                    (true, true) => "grown until twice the buffer agreed".to_string(),
-                    (false, _) => "DISAGREEING with twice that buffer (cache hits?)".to_string(),
-                }
+                check.verdict()
             ));
         }
         headlines.push(with_key(
