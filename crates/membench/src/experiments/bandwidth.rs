@@ -165,16 +165,22 @@ impl Experiment for Bandwidth {
             rounds: bandwidth::DEFAULT_ROUNDS,
         };
         let peak = peak(args.peak_gbs);
+        // Without --size the buffers are sized from the last-level cache and checked at twice
+        // that size.
+        let sizing = if args.size.is_some() { Sizing::Fixed } else { Sizing::Checked };
+        let measure = |specs: &[ThreadSpec], opts: &BandwidthOptions| match sizing {
+            Sizing::Fixed => bandwidth::run(specs, opts, topology),
+            Sizing::Checked => bandwidth::run_checked(specs, opts, topology).map(|(r, _)| r),
+        };
         if args.matrix {
             let bar = ctx.progress(0, "node pairs");
-            let m = bandwidth::matrix(threads, &opts, topology, &bar);
+            let m = bandwidth::matrix(threads, &opts, sizing, topology, &bar);
             bar.finish_and_clear();
             return Ok(BandwidthOutcome::Matrix(m?));
         }
         if args.scale {
             let bar = ctx.progress(0, "thread counts");
-            // Without --size each step's buffers are sized for its threads and checked.
-            let sizing = if args.size.is_some() { Sizing::Fixed } else { Sizing::Checked };
+            // Each step's buffers are sized for its own threads.
             let s =
                 bandwidth::scale(&cpus[..threads], &request.policy, &opts, sizing, topology, &bar);
             bar.finish_and_clear();
@@ -191,15 +197,11 @@ impl Experiment for Bandwidth {
                 if ctx.stopped() {
                     break;
                 }
-                runs.push(bandwidth::run(
-                    &specs,
-                    &BandwidthOptions { kernel, ..opts.clone() },
-                    topology,
-                )?);
+                runs.push(measure(&specs, &BandwidthOptions { kernel, ..opts.clone() })?);
             }
             return Ok(BandwidthOutcome::Kernels(runs));
         }
-        let result = bandwidth::run(&specs, &opts, topology)?;
+        let result = measure(&specs, &opts)?;
         Ok(BandwidthOutcome::One(OneBandwidth { result, peak }))
     }
 }

@@ -189,6 +189,7 @@ pub fn bandwidth(gbs: f64, threads: &[u32], node: u32) -> BandwidthResult {
             })
             .collect(),
         interrupted: false,
+        size_check: None,
     }
 }
 
