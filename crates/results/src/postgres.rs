@@ -4,11 +4,14 @@
 //! there and can simply be repeated.
 
 use std::cell::RefCell;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::ops::ControlFlow;
 use std::time::Duration;
 
+use postgres::types::ToSql;
 use postgres::{Client, Config, NoTls, Transaction};
 
+use crate::fleet::{self, Assembler, FleetFilter, FleetStore, ReportFigures};
 use crate::row::{ListedRow, RunHead, RunRow};
 use crate::{sql, NewRun, ResultStore, RunSummary, SqliteStore, StoreError, StoredRun};
 
@@ -32,6 +35,8 @@ pub struct PushOutcome {
     pub pushed: usize,
     /// Runs the database already had (pushed before).
     pub already_there: usize,
+    /// Reports whose headline figures (the fleet reader's rows) were copied now.
+    pub figures: usize,
 }
 
 /// `postgresql://user@host:port/db`, or the libpq string, as it may be shown: no password.
@@ -146,13 +151,28 @@ impl PgStore {
         let mut client = self.client.borrow_mut();
         let hosts: HashSet<&str> = wanted.iter().map(|k| k.2.as_str()).collect();
         let mut known = HashSet::new();
+        let mut with_figures = HashSet::new();
         for host in hosts {
             for row in client.query(sql::UUIDS_OF_HOST, &[&host]).map_err(|e| self.err(e))? {
                 known.insert(row.get::<_, String>(0));
             }
+            for row in client.query(sql::FLEET_UUIDS_OF_HOST, &[&host]).map_err(|e| self.err(e))? {
+                with_figures.insert(row.get::<_, String>(0));
+            }
         }
         let mut outcome = PushOutcome::default();
         let mut tx = client.transaction().map_err(|e| self.err(e))?;
+        for (_, uuid, _) in &wanted {
+            // A report's figures travel with it, and follow it when it went before them.
+            if with_figures.contains(uuid) {
+                continue;
+            }
+            if let Some(figures) = local.report_figures_of(uuid)? {
+                if self.insert_figures(&mut tx, &figures)? {
+                    outcome.figures += 1;
+                }
+            }
+        }
         for (id, uuid, _) in wanted {
             if known.contains(uuid) {
                 outcome.already_there += 1;
@@ -266,5 +286,188 @@ impl ResultStore for PgStore {
             .query_opt(sql::LATEST_OF_HOST, &[&host, &command])
             .map_err(|e| self.err(e))?;
         Ok(row.map(|r| r.get(0)))
+    }
+}
+
+/// Rows a fleet read fetches at a time: a few MiB, whatever the store holds.
+const FLEET_BATCH: i32 = 20_000;
+
+/// A column of a fleet row, or the store's error naming it (a table of another shape).
+fn column<'a, T: postgres::types::FromSql<'a>>(
+    location: &str,
+    row: &'a postgres::Row,
+    index: usize,
+) -> Result<T, StoreError> {
+    row.try_get(index).map_err(|e| remote(location, &e))
+}
+
+impl PgStore {
+    /// Inserts one report's figures in `tx` unless its UUID is there; whether it was new.
+    fn insert_figures(
+        &self,
+        tx: &mut Transaction<'_>,
+        figures: &ReportFigures,
+    ) -> Result<bool, StoreError> {
+        let err = |e| self.err(e);
+        tx.execute(sql::INSERT_HOST, &[&figures.host, &figures.recorded_at]).map_err(err)?;
+        let digest = figures.digest();
+        tx.execute(sql::INSERT_FACTS, &[&digest, &fleet::facts_json(&figures.facts)])
+            .map_err(err)?;
+        let inserted = tx
+            .query_opt(
+                sql::INSERT_FLEET_REPORT,
+                &[&figures.uuid, &figures.host, &figures.recorded_at, &figures.version, &digest],
+            )
+            .map_err(err)?;
+        let Some(inserted) = inserted else { return Ok(false) };
+        let id: i64 = column(&self.location, &inserted, 0)?;
+        let mut known: HashMap<(String, String, String, String), i32> = HashMap::new();
+        for r in tx.query(sql::FLEET_HEADLINES, &[]).map_err(err)? {
+            let key = (
+                column(&self.location, &r, 1)?,
+                column(&self.location, &r, 2)?,
+                column(&self.location, &r, 3)?,
+                column(&self.location, &r, 4)?,
+            );
+            known.insert(key, column(&self.location, &r, 0)?);
+        }
+        // One statement for all of a report's figures: one round trip, not one per figure.
+        let mut rows: Vec<(i16, i32, f64, f64, f64, i32)> = Vec::new();
+        for (position, f) in fleet::storable(figures).enumerate() {
+            let key = (f.area.clone(), f.name.clone(), f.metric.clone(), f.unit.clone());
+            let headline = match known.get(&key) {
+                Some(id) => *id,
+                None => {
+                    let params: [&(dyn ToSql + Sync); 4] = [&f.area, &f.name, &f.metric, &f.unit];
+                    let made = tx.query_opt(sql::INSERT_FLEET_HEADLINE, &params).map_err(err)?;
+                    let row = match made {
+                        Some(row) => row,
+                        // Another writer made it first (and committed): read its id.
+                        None => tx.query_one(sql::FLEET_HEADLINE_ID, &params).map_err(err)?,
+                    };
+                    let id = column(&self.location, &row, 0)?;
+                    known.insert(key, id);
+                    id
+                }
+            };
+            let position = i16::try_from(position).unwrap_or(i16::MAX);
+            let samples = i32::try_from(f.samples).unwrap_or(i32::MAX);
+            rows.push((position, headline, f.median, f.p25, f.p75, samples));
+        }
+        if !rows.is_empty() {
+            let mut statement = String::from(
+                "INSERT INTO fleet_figures (report_id, position, headline_id, median, p25, p75, \
+                 samples) VALUES ",
+            );
+            let mut params: Vec<&(dyn ToSql + Sync)> = vec![&id];
+            for (i, (position, headline, median, p25, p75, samples)) in rows.iter().enumerate() {
+                let n = 2 + i * 6;
+                statement.push_str(&format!(
+                    "{}($1, ${n}, ${}, ${}, ${}, ${}, ${})",
+                    if i == 0 { "" } else { ", " },
+                    n + 1,
+                    n + 2,
+                    n + 3,
+                    n + 4,
+                    n + 5
+                ));
+                params.extend([
+                    position as &(dyn ToSql + Sync),
+                    headline,
+                    median,
+                    p25,
+                    p75,
+                    samples,
+                ]);
+            }
+            tx.execute(&statement, &params).map_err(err)?;
+        }
+        Ok(true)
+    }
+}
+
+impl FleetStore for PgStore {
+    fn record_report_figures(&mut self, figures: &ReportFigures) -> Result<bool, StoreError> {
+        let mut client = self.client.borrow_mut();
+        let mut tx = client.transaction().map_err(|e| self.err(e))?;
+        let new = self.insert_figures(&mut tx, figures)?;
+        tx.commit().map_err(|e| self.err(e))?;
+        Ok(new)
+    }
+
+    fn report_figures(
+        &self,
+        filter: &FleetFilter,
+        each: &mut dyn FnMut(ReportFigures) -> ControlFlow<()>,
+    ) -> Result<usize, StoreError> {
+        let (sql, values) = filter.select();
+        let (facts_sql, _) = filter.select_facts();
+        let params: Vec<&(dyn ToSql + Sync)> =
+            values.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
+        let location = self.location.as_str();
+        let mut client = self.client.borrow_mut();
+        // One snapshot for the whole read, fetched in batches through a portal.
+        let mut tx = client.build_transaction().read_only(true).start().map_err(|e| self.err(e))?;
+        let mut assembler = Assembler::new(each);
+        for r in tx.query(sql::FLEET_HEADLINES, &[]).map_err(|e| self.err(e))? {
+            let id: i32 = column(location, &r, 0)?;
+            assembler.headlines.insert(
+                i64::from(id),
+                (
+                    column(location, &r, 1)?,
+                    column(location, &r, 2)?,
+                    column(location, &r, 3)?,
+                    column(location, &r, 4)?,
+                ),
+            );
+        }
+        for r in tx.query(&facts_sql, &params).map_err(|e| self.err(e))? {
+            let text: String = column(location, &r, 1)?;
+            let facts = serde_json::from_str(&text).map_err(|e| self.json(e))?;
+            assembler.facts.insert(column(location, &r, 0)?, facts);
+        }
+        let portal = tx.bind(&sql, &params).map_err(|e| self.err(e))?;
+        loop {
+            let rows = tx.query_portal(&portal, FLEET_BATCH).map_err(|e| self.err(e))?;
+            if rows.is_empty() {
+                break;
+            }
+            for row in &rows {
+                let figure = match column::<Option<i32>>(location, row, 6)? {
+                    Some(headline) => Some((
+                        i64::from(headline),
+                        column(location, row, 7)?,
+                        column(location, row, 8)?,
+                        column(location, row, 9)?,
+                        i64::from(column::<i32>(location, row, 10)?),
+                    )),
+                    None => None,
+                };
+                let head = || -> Result<_, StoreError> {
+                    Ok((
+                        column(location, row, 1)?,
+                        column(location, row, 2)?,
+                        column(location, row, 3)?,
+                        column(location, row, 4)?,
+                        column(location, row, 5)?,
+                    ))
+                };
+                if assembler.row(column(location, row, 0)?, head, figure)?.is_break() {
+                    return Ok(assembler.given);
+                }
+            }
+        }
+        let _ = assembler.flush();
+        tx.commit().map_err(|e| self.err(e))?;
+        Ok(assembler.given)
+    }
+
+    fn reports_without_figures(&self) -> Result<Vec<i64>, StoreError> {
+        let rows = self
+            .client
+            .borrow_mut()
+            .query(sql::REPORTS_WITHOUT_FIGURES, &[&fleet::REPORT_COMMAND])
+            .map_err(|e| self.err(e))?;
+        rows.iter().map(|r| column(&self.location, r, 0)).collect()
     }
 }
