@@ -172,6 +172,14 @@ pub trait FleetStore: ResultStore {
     /// with its UUID was there already, which is then left as it is.
     fn record_report_figures(&mut self, figures: &ReportFigures) -> Result<bool, StoreError>;
 
+    /// Records many reports' figures in one transaction (all or none), as
+    /// [`FleetStore::record_report_figures`] does each; returns how many were new. What a
+    /// backfill or a bench filling a fleet uses: one commit, not one per report.
+    fn record_many_report_figures(
+        &mut self,
+        reports: &[ReportFigures],
+    ) -> Result<usize, StoreError>;
+
     /// Calls `each` with every report `filter` keeps, ordered by host, then time, and returns
     /// how many it was given; `each` may stop the read early ([`ControlFlow::Break`]). Rows
     /// are read as they come (SQLite) or in batches (PostgreSQL), so memory stays bounded

@@ -162,13 +162,14 @@ impl PgStore {
         }
         let mut outcome = PushOutcome::default();
         let mut tx = client.transaction().map_err(|e| self.err(e))?;
+        let mut writer = self.figures_writer(&mut tx)?;
         for (_, uuid, _) in &wanted {
             // A report's figures travel with it, and follow it when it went before them.
             if with_figures.contains(uuid) {
                 continue;
             }
             if let Some(figures) = local.report_figures_of(uuid)? {
-                if self.insert_figures(&mut tx, &figures)? {
+                if self.insert_figures(&mut tx, &mut writer, &figures)? {
                     outcome.figures += 1;
                 }
             }
@@ -301,27 +302,33 @@ fn column<'a, T: postgres::types::FromSql<'a>>(
     row.try_get(index).map_err(|e| remote(location, &e))
 }
 
+/// A report's row and all its figures in one statement, one round trip: the figures come as
+/// arrays (position, headline id, median, p25, p75, samples) unnested against the report's
+/// new id; no row is made when its UUID is there. Returns 1 for a new report, 0 otherwise.
+const INSERT_REPORT_WITH_FIGURES: &str = "WITH r AS (INSERT INTO fleet_reports (uuid, host, \
+     recorded_at, version, facts_digest) VALUES ($1, $2, $3, $4, $5) \
+     ON CONFLICT (uuid) DO NOTHING RETURNING id), \
+     f AS (INSERT INTO fleet_figures (report_id, position, headline_id, median, p25, p75, samples) \
+     SELECT r.id, p.position, p.headline_id, p.median, p.p25, p.p75, p.samples FROM r, \
+     unnest($6::smallint[], $7::integer[], $8::double precision[], $9::double precision[], \
+     $10::double precision[], $11::integer[]) AS p(position, headline_id, median, p25, p75, \
+     samples)) SELECT count(*) FROM r";
+
+/// What one transaction writing reports' figures keeps: its statements, prepared once, the
+/// figure descriptions' ids, and the hosts and fact sets it has written already.
+struct FiguresWriter {
+    host: postgres::Statement,
+    facts: postgres::Statement,
+    report: postgres::Statement,
+    headlines: HashMap<(String, String, String, String), i32>,
+    hosts: HashSet<String>,
+    digests: HashSet<String>,
+}
+
 impl PgStore {
-    /// Inserts one report's figures in `tx` unless its UUID is there; whether it was new.
-    fn insert_figures(
-        &self,
-        tx: &mut Transaction<'_>,
-        figures: &ReportFigures,
-    ) -> Result<bool, StoreError> {
+    fn figures_writer(&self, tx: &mut Transaction<'_>) -> Result<FiguresWriter, StoreError> {
         let err = |e| self.err(e);
-        tx.execute(sql::INSERT_HOST, &[&figures.host, &figures.recorded_at]).map_err(err)?;
-        let digest = figures.digest();
-        tx.execute(sql::INSERT_FACTS, &[&digest, &fleet::facts_json(&figures.facts)])
-            .map_err(err)?;
-        let inserted = tx
-            .query_opt(
-                sql::INSERT_FLEET_REPORT,
-                &[&figures.uuid, &figures.host, &figures.recorded_at, &figures.version, &digest],
-            )
-            .map_err(err)?;
-        let Some(inserted) = inserted else { return Ok(false) };
-        let id: i64 = column(&self.location, &inserted, 0)?;
-        let mut known: HashMap<(String, String, String, String), i32> = HashMap::new();
+        let mut headlines = HashMap::new();
         for r in tx.query(sql::FLEET_HEADLINES, &[]).map_err(err)? {
             let key = (
                 column(&self.location, &r, 1)?,
@@ -329,13 +336,39 @@ impl PgStore {
                 column(&self.location, &r, 3)?,
                 column(&self.location, &r, 4)?,
             );
-            known.insert(key, column(&self.location, &r, 0)?);
+            headlines.insert(key, column(&self.location, &r, 0)?);
         }
-        // One statement for all of a report's figures: one round trip, not one per figure.
-        let mut rows: Vec<(i16, i32, f64, f64, f64, i32)> = Vec::new();
-        for (position, f) in fleet::storable(figures).enumerate() {
+        Ok(FiguresWriter {
+            host: tx.prepare(sql::INSERT_HOST).map_err(err)?,
+            facts: tx.prepare(sql::INSERT_FACTS).map_err(err)?,
+            report: tx.prepare(INSERT_REPORT_WITH_FIGURES).map_err(err)?,
+            headlines,
+            hosts: HashSet::new(),
+            digests: HashSet::new(),
+        })
+    }
+
+    /// Inserts one report's figures in `tx` unless its UUID is there; whether it was new.
+    fn insert_figures(
+        &self,
+        tx: &mut Transaction<'_>,
+        writer: &mut FiguresWriter,
+        figures: &ReportFigures,
+    ) -> Result<bool, StoreError> {
+        let err = |e| self.err(e);
+        if writer.hosts.insert(figures.host.clone()) {
+            tx.execute(&writer.host, &[&figures.host, &figures.recorded_at]).map_err(err)?;
+        }
+        let digest = figures.digest();
+        if writer.digests.insert(digest.clone()) {
+            tx.execute(&writer.facts, &[&digest, &fleet::facts_json(&figures.facts)])
+                .map_err(err)?;
+        }
+        let (mut position, mut headline, mut median, mut p25, mut p75, mut samples) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for (i, f) in fleet::storable(figures).enumerate() {
             let key = (f.area.clone(), f.name.clone(), f.metric.clone(), f.unit.clone());
-            let headline = match known.get(&key) {
+            let id = match writer.headlines.get(&key) {
                 Some(id) => *id,
                 None => {
                     let params: [&(dyn ToSql + Sync); 4] = [&f.area, &f.name, &f.metric, &f.unit];
@@ -346,51 +379,57 @@ impl PgStore {
                         None => tx.query_one(sql::FLEET_HEADLINE_ID, &params).map_err(err)?,
                     };
                     let id = column(&self.location, &row, 0)?;
-                    known.insert(key, id);
+                    writer.headlines.insert(key, id);
                     id
                 }
             };
-            let position = i16::try_from(position).unwrap_or(i16::MAX);
-            let samples = i32::try_from(f.samples).unwrap_or(i32::MAX);
-            rows.push((position, headline, f.median, f.p25, f.p75, samples));
+            position.push(i16::try_from(i).unwrap_or(i16::MAX));
+            headline.push(id);
+            median.push(f.median);
+            p25.push(f.p25);
+            p75.push(f.p75);
+            samples.push(i32::try_from(f.samples).unwrap_or(i32::MAX));
         }
-        if !rows.is_empty() {
-            let mut statement = String::from(
-                "INSERT INTO fleet_figures (report_id, position, headline_id, median, p25, p75, \
-                 samples) VALUES ",
-            );
-            let mut params: Vec<&(dyn ToSql + Sync)> = vec![&id];
-            for (i, (position, headline, median, p25, p75, samples)) in rows.iter().enumerate() {
-                let n = 2 + i * 6;
-                statement.push_str(&format!(
-                    "{}($1, ${n}, ${}, ${}, ${}, ${}, ${})",
-                    if i == 0 { "" } else { ", " },
-                    n + 1,
-                    n + 2,
-                    n + 3,
-                    n + 4,
-                    n + 5
-                ));
-                params.extend([
-                    position as &(dyn ToSql + Sync),
-                    headline,
-                    median,
-                    p25,
-                    p75,
-                    samples,
-                ]);
-            }
-            tx.execute(&statement, &params).map_err(err)?;
-        }
-        Ok(true)
+        let row = tx
+            .query_one(
+                &writer.report,
+                &[
+                    &figures.uuid,
+                    &figures.host,
+                    &figures.recorded_at,
+                    &figures.version,
+                    &digest,
+                    &position,
+                    &headline,
+                    &median,
+                    &p25,
+                    &p75,
+                    &samples,
+                ],
+            )
+            .map_err(err)?;
+        Ok(column::<i64>(&self.location, &row, 0)? == 1)
     }
 }
 
 impl FleetStore for PgStore {
     fn record_report_figures(&mut self, figures: &ReportFigures) -> Result<bool, StoreError> {
+        Ok(self.record_many_report_figures(std::slice::from_ref(figures))? == 1)
+    }
+
+    fn record_many_report_figures(
+        &mut self,
+        reports: &[ReportFigures],
+    ) -> Result<usize, StoreError> {
         let mut client = self.client.borrow_mut();
         let mut tx = client.transaction().map_err(|e| self.err(e))?;
-        let new = self.insert_figures(&mut tx, figures)?;
+        let mut writer = self.figures_writer(&mut tx)?;
+        let mut new = 0;
+        for figures in reports {
+            if self.insert_figures(&mut tx, &mut writer, figures)? {
+                new += 1;
+            }
+        }
         tx.commit().map_err(|e| self.err(e))?;
         Ok(new)
     }

@@ -458,6 +458,13 @@ impl SqliteStore {
 
 impl FleetStore for SqliteStore {
     fn record_report_figures(&mut self, figures: &ReportFigures) -> Result<bool, StoreError> {
+        Ok(self.record_many_report_figures(std::slice::from_ref(figures))? == 1)
+    }
+
+    fn record_many_report_figures(
+        &mut self,
+        reports: &[ReportFigures],
+    ) -> Result<usize, StoreError> {
         if !self.has_fleet_tables() {
             return Err(StoreError::Open {
                 path: self.path.clone(),
@@ -472,19 +479,6 @@ impl FleetStore for SqliteStore {
         }
         let path = self.path.clone();
         let tx = self.conn.transaction().at(&path)?;
-        tx.execute(sql::INSERT_HOST, params![figures.host, figures.recorded_at]).at(&path)?;
-        let digest = figures.digest();
-        tx.execute(sql::INSERT_FACTS, params![digest, fleet::facts_json(&figures.facts)])
-            .at(&path)?;
-        let id: Option<i64> = tx
-            .query_row(
-                sql::INSERT_FLEET_REPORT,
-                params![figures.uuid, figures.host, figures.recorded_at, figures.version, digest],
-                |r| r.get(0),
-            )
-            .optional()
-            .at(&path)?;
-        let Some(id) = id else { return Ok(false) };
         let mut known: HashMap<(String, String, String, String), i64> = HashMap::new();
         {
             let mut stmt = tx.prepare(sql::FLEET_HEADLINES).at(&path)?;
@@ -499,49 +493,14 @@ impl FleetStore for SqliteStore {
                 known.insert(key, r.get(0).at(&path)?);
             }
         }
-        for (position, f) in fleet::storable(figures).enumerate() {
-            let key = (f.area.clone(), f.name.clone(), f.metric.clone(), f.unit.clone());
-            let headline = match known.get(&key) {
-                Some(id) => *id,
-                None => {
-                    let made: Option<i64> = tx
-                        .query_row(
-                            sql::INSERT_FLEET_HEADLINE,
-                            params![f.area, f.name, f.metric, f.unit],
-                            |r| r.get(0),
-                        )
-                        .optional()
-                        .at(&path)?;
-                    let id = match made {
-                        Some(id) => id,
-                        None => tx
-                            .query_row(
-                                sql::FLEET_HEADLINE_ID,
-                                params![f.area, f.name, f.metric, f.unit],
-                                |r| r.get(0),
-                            )
-                            .at(&path)?,
-                    };
-                    known.insert(key, id);
-                    id
-                }
-            };
-            tx.execute(
-                sql::INSERT_FLEET_FIGURE,
-                params![
-                    id,
-                    position as i64,
-                    headline,
-                    f.median,
-                    f.p25,
-                    f.p75,
-                    i64::from(f.samples)
-                ],
-            )
-            .at(&path)?;
+        let mut new = 0;
+        for figures in reports {
+            if insert_figures(&tx, &path, figures, &mut known)? {
+                new += 1;
+            }
         }
         tx.commit().at(&path)?;
-        Ok(true)
+        Ok(new)
     }
 
     fn report_figures(
@@ -572,4 +531,53 @@ impl FleetStore for SqliteStore {
             .at(&self.path);
         ids
     }
+}
+
+/// Inserts one report's figures in `tx` unless its UUID is there; whether it was new.
+/// `known` maps figure descriptions to their ids, and learns the ones made here.
+fn insert_figures(
+    tx: &rusqlite::Transaction<'_>,
+    path: &Path,
+    figures: &ReportFigures,
+    known: &mut HashMap<(String, String, String, String), i64>,
+) -> Result<bool, StoreError> {
+    tx.execute(sql::INSERT_HOST, params![figures.host, figures.recorded_at]).at(path)?;
+    let digest = figures.digest();
+    tx.execute(sql::INSERT_FACTS, params![digest, fleet::facts_json(&figures.facts)]).at(path)?;
+    let id: Option<i64> = tx
+        .query_row(
+            sql::INSERT_FLEET_REPORT,
+            params![figures.uuid, figures.host, figures.recorded_at, figures.version, digest],
+            |r| r.get(0),
+        )
+        .optional()
+        .at(path)?;
+    let Some(id) = id else { return Ok(false) };
+    for (position, f) in fleet::storable(figures).enumerate() {
+        let key = (f.area.clone(), f.name.clone(), f.metric.clone(), f.unit.clone());
+        let headline = match known.get(&key) {
+            Some(id) => *id,
+            None => {
+                let description = params![f.area, f.name, f.metric, f.unit];
+                let made: Option<i64> = tx
+                    .query_row(sql::INSERT_FLEET_HEADLINE, description, |r| r.get(0))
+                    .optional()
+                    .at(path)?;
+                let id = match made {
+                    Some(id) => id,
+                    None => {
+                        tx.query_row(sql::FLEET_HEADLINE_ID, description, |r| r.get(0)).at(path)?
+                    }
+                };
+                known.insert(key, id);
+                id
+            }
+        };
+        tx.execute(
+            sql::INSERT_FLEET_FIGURE,
+            params![id, position as i64, headline, f.median, f.p25, f.p75, i64::from(f.samples)],
+        )
+        .at(path)?;
+    }
+    Ok(true)
 }
