@@ -9,7 +9,10 @@ use measure::ToMetrics;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::{default_path, Location, NewRun, PgStore, ResultStore, SqliteStore, StoreError};
+use crate::{
+    default_path, FleetStore, Location, NewRun, PgStore, ReportFigures, ResultStore, SqliteStore,
+    StoreError,
+};
 
 /// Where results go: `--db PATH`, the default XDG path, or nowhere (`--no-store`). A
 /// PostgreSQL `--db` (`postgresql://…`) records in the default local file as always and pushes
@@ -106,6 +109,26 @@ impl Recorder {
 
     pub fn database(&self) -> Option<String> {
         self.store.as_ref().map(|s| s.location())
+    }
+
+    /// The local store runs are recorded in, to read back what was stored (`None` with
+    /// `--no-store` or no usable store).
+    pub fn store(&self) -> Option<&SqliteStore> {
+        self.store.as_ref()
+    }
+
+    /// Records a report's headline figures ([`ReportFigures`]) beside its run, and in the
+    /// shared database when runs are pushed there (a failure there is a warning: the local
+    /// store has them, and `results push` sends them later). Nothing when nothing is stored.
+    pub fn record_figures(&mut self, figures: &ReportFigures) -> Result<(), StoreError> {
+        let Some(store) = self.store.as_mut() else { return Ok(()) };
+        store.record_report_figures(figures)?;
+        if let Some(pg) = self.remote.as_mut() {
+            if let Err(e) = pg.record_report_figures(figures) {
+                warn(&format!("the report's headline figures were not pushed: {e}"));
+            }
+        }
+        Ok(())
     }
 
     /// Records one run; returns its id when stored. When the store fails, the run is written as

@@ -20,7 +20,7 @@ use crate::runner::Run;
 use crate::SuiteError;
 
 /// The command name the whole report's page is recorded under (see [`crate::from_db`]).
-pub const REPORT_COMMAND: &str = "report";
+pub const REPORT_COMMAND: &str = results::fleet::REPORT_COMMAND;
 
 pub fn run(
     mode: Mode,

@@ -10,6 +10,8 @@
 //! - [`from_db`]: a report rebuilt from stored runs — a whole `report` run, or any mix of
 //!   runs, each drawing the sections it belongs to.
 //! - [`compare`]: two reports side by side, figure by figure.
+//! - [`figures`]: each stored report's headline figures and facts, kept compact for the fleet
+//!   reader, and the backfill of stores written before they were kept.
 //! - [`summary`]: the terminal summary printed after a report.
 //!
 //! ```
@@ -20,6 +22,7 @@
 pub mod characterise;
 pub mod commands;
 pub mod compare;
+pub mod figures;
 pub mod from_db;
 pub mod plan;
 pub mod runner;

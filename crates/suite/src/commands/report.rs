@@ -120,6 +120,10 @@ impl Tool for Report {
             // its figures are the steps'.
             stored_as =
                 rec.record(REPORT_COMMAND, &data, &Vec::<Metric>::new(), stop::requested())?;
+            if let Some(id) = stored_as {
+                // The fleet reader's compact rows: the page's headline figures and facts.
+                crate::figures::record_after_report(&mut rec, id, &globals.registry);
+            }
             data
         } else {
             let db = super::results::open_read_only(&globals.store)?;
