@@ -2,10 +2,13 @@
 //! of [`measure::verdict`] (`faster`, `slower` or `same`: a minimum effect and a Mann–Whitney U
 //! test on the stored samples; `untested` when too few samples to test), the same verdicts the
 //! report's `--baseline` gives; `real` keeps the older, looser rule (larger than both runs'
-//! interquartile ranges).
+//! interquartile ranges). Two runs whose placement probes disagree
+//! ([`measure::placement::differs`]) get no verdict on a figure that depends on where the CPUs
+//! sit: `placement differs`.
 
 use serde::{Deserialize, Serialize};
 
+use measure::placement::{depends_on_placement, differs, RunPlacement};
 use measure::verdict::{judge, Verdict, MIN_EFFECT};
 
 use crate::StoredRun;
@@ -29,7 +32,8 @@ pub struct MetricDelta {
     #[serde(default)]
     pub ratio: f64,
     /// B against A: `faster`, `slower` or `same` (for units without a better direction:
-    /// `same`), or `untested` when the samples are too few for the test.
+    /// `same`), `untested` when the samples are too few for the test, or `placement differs`
+    /// when the figure depends on where the CPUs sit and the two runs sat differently.
     #[serde(default = "same")]
     pub verdict: Verdict,
     /// The Mann–Whitney U test's two-sided p-value on the two runs' samples.
@@ -54,6 +58,10 @@ pub struct Comparison {
     pub deltas: Vec<MetricDelta>,
     /// Metrics present in only one of the runs.
     pub unmatched: Vec<String>,
+    /// Why the two runs' placements differ (`CPUs 0↔1 handed a cache line over in …`), when
+    /// they do: their placement-dependent figures have no verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<String>,
 }
 
 /// Whether a larger or smaller value is better for this unit (counts and ratios: neither).
@@ -68,6 +76,13 @@ fn better_has_a_direction(unit: &str) -> bool {
 pub fn compare(a: &StoredRun, b: &StoredRun) -> Comparison {
     let mut deltas = Vec::new();
     let mut unmatched = Vec::new();
+    let placement = match (
+        RunPlacement::from_parameters(&a.parameters),
+        RunPlacement::from_parameters(&b.parameters),
+    ) {
+        (Some(pa), Some(pb)) => differs(&pb, &pa),
+        _ => None,
+    };
     for ma in &a.metrics {
         let key = ma.key();
         match b.metrics.iter().find(|mb| mb.key() == key) {
@@ -82,6 +97,9 @@ pub fn compare(a: &StoredRun, b: &StoredRun) -> Comparison {
                     judge(&mb.samples, &ma.samples, lower_is_better.unwrap_or(false), MIN_EFFECT);
                 // A unit without a better direction is `same` when tested: there is no faster.
                 let verdict = match judged.verdict {
+                    _ if placement.is_some() && depends_on_placement(&ma.labels) => {
+                        Verdict::PlacementDiffers
+                    }
                     Verdict::Faster | Verdict::Slower if !better_has_a_direction(&ma.unit) => {
                         Verdict::Same
                     }
@@ -112,5 +130,5 @@ pub fn compare(a: &StoredRun, b: &StoredRun) -> Comparison {
             .map(super::StoredMetric::key)
             .filter(|kb| !a.metrics.iter().any(|ma| &ma.key() == kb)),
     );
-    Comparison { a: a.id, b: b.id, deltas, unmatched }
+    Comparison { a: a.id, b: b.id, deltas, unmatched, placement }
 }

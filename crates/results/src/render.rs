@@ -119,6 +119,12 @@ pub fn compare_text(c: &Comparison) -> String {
     if !c.unmatched.is_empty() {
         let _ = writeln!(out, "in only one run: {}", c.unmatched.join(", "));
     }
+    if let Some(why) = &c.placement {
+        let _ = writeln!(
+            out,
+            "placement differs: {why} (here: run {b}; baseline: run {a}); figures that depend              on where the CPUs sit have no verdict"
+        );
+    }
     out
 }
 

@@ -29,6 +29,18 @@ pub fn summary_text(d: &ReportData) -> String {
     for s in &d.skipped {
         let _ = writeln!(out, "  {} not measured: {}", s.title, s.why);
     }
+    if let Some(p) = &d.placement {
+        if !p.changed && !p.steps.is_empty() {
+            let _ = writeln!(
+                out,
+                "  placement: one throughout the run (a cache line's round trip {})",
+                p.hand_offs()
+            );
+        }
+        for note in &p.notes {
+            let _ = writeln!(out, "  placement: {note}");
+        }
+    }
     for note in &d.notes {
         let _ = writeln!(out, "  note: {note}");
     }
