@@ -259,11 +259,9 @@ mod tests {
         assert!(html.contains("<tr class=\"verdict-placement-differs\">"), "{html}");
         assert!(html.contains("<td>≠ placement differs: CPUs 0↔1"), "{html}");
         let text = comparison_text(&c);
-        assert!(
-            text.lines().any(|l| l.contains("Bandwidth") && l.ends_with("in the baseline")),
-            "{text}"
-        );
-        assert!(!text.contains(" same") && !text.contains("slower"), "{text}");
+        let line = text.lines().find(|l| l.contains("Bandwidth")).expect("the figure's line");
+        assert!(line.ends_with("in the baseline"), "{text}");
+        assert!(!line.contains(" same") && !line.contains("slower"), "{line}");
         let json = serde_json::to_value(&c.comparison[0]).expect("serialises");
         assert_eq!(json["verdict"], "placement-differs");
         assert_eq!(json["placement"], why);
