@@ -12,10 +12,12 @@
 //! it; this module only holds what it found and what that means): a [`Probe`] before and after
 //! each run whose figures depend on placement, kept with the run as its [`RunPlacement`].
 //!
-//! - **Regimes** are told apart by the machine's own probes, never by a fixed figure: two
-//!   probes of one CPU pair whose round trips are [`FAR_FACTOR`] or more apart were taken in
-//!   different placements. [`classify`] labels each step of a run `near` or `far` against the
-//!   fastest probe of the same pair in that run, or `moved` when its own two probes differ.
+//! - **Regimes** are told apart by the machine's own probes: two probes of one CPU pair whose
+//!   round trips are [`FAR_FACTOR`] or more apart were taken in different placements.
+//!   [`classify`] labels each step of a run `near` or `far` against the fastest probe of the
+//!   same pair in that run, or `moved` when its own two probes differ. Only a pair presented
+//!   as sharing a cache whose every probe is above [`SHARED_CACHE_CEILING_NS`] is `far` by a
+//!   fixed figure: the run then has no near probe to compare with.
 //! - **Contradictions**: a pair the topology presents as sharing a last-level cache whose
 //!   hand-off is far (against a faster probe of the same pair), or above
 //!   [`SHARED_CACHE_CEILING_NS`] when the run has no faster probe to compare with.
@@ -328,7 +330,8 @@ pub fn depends_on_placement(labels: &BTreeMap<String, String>) -> bool {
 pub enum Regime {
     /// Every probe within [`FAR_FACTOR`] of the fastest probe of its pair in the run.
     Near,
-    /// Every probe [`FAR_FACTOR`] or more above it.
+    /// Every probe [`FAR_FACTOR`] or more above it — or, for a pair presented as sharing a
+    /// cache that was never faster than [`SHARED_CACHE_CEILING_NS`] in the run, every probe.
     Far,
     /// The step's own probes disagree: the placement changed while it ran.
     Moved,
@@ -363,7 +366,7 @@ pub struct StepRegime {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PlacementSummary {
     pub steps: Vec<StepRegime>,
-    /// More than one placement was seen: a step was `far` or `moved`.
+    /// More than one placement was seen: steps `near` and `far`, or a step that `moved`.
     pub changed: bool,
     /// Sentences: the change and which steps it touched, contradictions with the topology.
     pub notes: Vec<String>,
@@ -389,14 +392,17 @@ impl PlacementSummary {
 /// fastest probe of the same pair anywhere in the run ([`FAR_FACTOR`]); a step is `near` or
 /// `far` when all its probes are, `moved` when they are not all one. A pair presented as
 /// sharing a cache contradicts the topology when one of its probes is far, or — with nothing
-/// faster to compare — above [`SHARED_CACHE_CEILING_NS`].
+/// faster to compare — when even its fastest is above [`SHARED_CACHE_CEILING_NS`] (then all
+/// its probes are far).
 pub fn classify(steps: &[(String, RunPlacement)]) -> PlacementSummary {
     let all = series(steps.iter().flat_map(|(_, p)| p.probes()));
     let fastest: BTreeMap<(u32, u32), f64> =
         all.iter().map(|s| (s.probe.key(), s.fastest())).collect();
     let is_far = |pair: &PairProbe| {
         fastest.get(&pair.key()).is_some_and(|&f| {
-            pair.round_trip_ns.is_finite() && pair.round_trip_ns >= FAR_FACTOR * f
+            let ns = pair.round_trip_ns;
+            ns.is_finite()
+                && (ns >= FAR_FACTOR * f || (pair.shares_cache && f > SHARED_CACHE_CEILING_NS))
         })
     };
     let mut out = PlacementSummary::default();
@@ -420,7 +426,8 @@ pub fn classify(steps: &[(String, RunPlacement)]) -> PlacementSummary {
             placement: placement.clone(),
         });
     }
-    out.changed = out.steps.iter().any(|s| matches!(s.regime, Regime::Far | Regime::Moved));
+    let seen = |regime: Regime| out.steps.iter().any(|s| s.regime == regime);
+    out.changed = seen(Regime::Moved) || (seen(Regime::Near) && seen(Regime::Far));
     if out.changed {
         let named = |regime: Regime| {
             let steps: Vec<String> = out
@@ -517,9 +524,12 @@ mod tests {
     #[test]
     fn one_far_placement_throughout_contradicts_a_shared_cache_by_the_ceiling() {
         // No faster probe in the run: the ratio cannot tell, the ceiling does.
-        let s = classify(&[("c2c".to_string(), same_l3(370.0, 380.0))]);
-        assert!(!s.changed);
-        assert_eq!(s.steps[0].regime, Regime::Near, "near against itself");
+        let s = classify(&[
+            ("c2c".to_string(), same_l3(370.0, 380.0)),
+            ("locks".to_string(), same_l3(375.0, 390.0)),
+        ]);
+        assert!(!s.changed, "one placement throughout");
+        assert!(s.steps.iter().all(|x| x.regime == Regime::Far), "{s:?}");
         assert_eq!(s.notes.len(), 1, "{:?}", s.notes);
         assert!(s.notes[0].contains("above the 250 ns a shared cache costs"), "{}", s.notes[0]);
         // The same figures between CPUs presented as on other nodes are no contradiction.
@@ -528,7 +538,9 @@ mod tests {
             Some(probe(&[(0, 8, "other node", false, 370.0)])),
             None,
         );
-        assert!(classify(&[("c2c".to_string(), remote)]).notes.is_empty());
+        let s = classify(&[("c2c".to_string(), remote)]);
+        assert!(s.notes.is_empty());
+        assert_eq!(s.steps[0].regime, Regime::Near);
         // Alone, the run's own sentence says it too.
         assert!(same_l3(370.0, 380.0).describe().contains("presented as sharing an L3"));
         assert!(!same_l3(110.0, 120.0).describe().contains("presented as"));

@@ -122,7 +122,8 @@ pub fn compare_text(c: &Comparison) -> String {
     if let Some(why) = &c.placement {
         let _ = writeln!(
             out,
-            "placement differs: {why} (here: run {b}; baseline: run {a}); figures that depend              on where the CPUs sit have no verdict"
+            "placement differs: {why} (here: run {b}; baseline: run {a}); figures that depend \
+             on where the CPUs sit have no verdict"
         );
     }
     out

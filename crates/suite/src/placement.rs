@@ -6,7 +6,7 @@
 use std::ops::Range;
 
 use chart::Part;
-use measure::placement::{classify, RunPlacement};
+use measure::placement::{classify, Regime, RunPlacement};
 use report::html::ReportData;
 use results::StoredRun;
 
@@ -44,7 +44,8 @@ pub fn finish(data: &mut ReportData, probed: &[ProbedStep]) {
         probed.iter().map(|s| (s.label.clone(), s.placement.clone())).collect();
     let summary = classify(&steps);
     for (step, regime) in probed.iter().zip(&summary.steps) {
-        let regime = summary.changed.then_some(regime.regime);
+        // The word when it tells something: two placements in the run, or a far one.
+        let regime = (summary.changed || regime.regime != Regime::Near).then_some(regime.regime);
         if let Some(parts) = data.parts.get_mut(step.parts.clone()) {
             experiment::placement::label_headlines(parts, &step.placement, regime);
         }
@@ -56,7 +57,7 @@ pub fn finish(data: &mut ReportData, probed: &[ProbedStep]) {
 mod tests {
     use super::*;
     use chart::{Area, Figure, Headline};
-    use measure::placement::{PairProbe, Probe, Regime};
+    use measure::placement::{PairProbe, Probe};
 
     fn placed(before: f64, after: f64) -> RunPlacement {
         let probe = |ns| Probe { pairs: vec![PairProbe::new(0, 1, "same L3", true, ns)] };

@@ -31,9 +31,11 @@ pub fn summary_text(d: &ReportData) -> String {
     }
     if let Some(p) = &d.placement {
         if !p.changed && !p.steps.is_empty() {
+            let far = p.steps.iter().all(|s| s.regime == measure::placement::Regime::Far);
             let _ = writeln!(
                 out,
-                "  placement: one throughout the run (a cache line's round trip {})",
+                "  placement: one throughout the run{} (a cache line's round trip {})",
+                if far { ", far" } else { "" },
                 p.hand_offs()
             );
         }

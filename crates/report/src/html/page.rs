@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use chart::{Area, Part};
+use measure::placement::{PlacementSummary, Regime};
 
 use super::{area_anchor, ReportData};
 use chart::svg::{bytes_label, esc};
@@ -192,7 +193,7 @@ pub(super) fn contents(d: &ReportData, sections: &[Part]) -> String {
 
 /// Each probed step with the placement it was measured in: the regime (when the run saw more
 /// than one) and the cache line's round trip between its CPUs before and after it.
-fn placement_table(p: &measure::placement::PlacementSummary) -> String {
+fn placement_table(p: &PlacementSummary) -> String {
     let mut out = String::from(
         "<h3 id=\"placement\">Placement</h3><p>A cache line handed between the CPUs of each step \
          whose figures depend on where they sit, just before and just after it (round trip, \
@@ -200,10 +201,11 @@ fn placement_table(p: &measure::placement::PlacementSummary) -> String {
          <th>step</th><th>placement</th><th>round trip</th></tr></thead><tbody>",
     );
     for s in &p.steps {
-        let regime = if p.changed || s.regime == measure::placement::Regime::Unprobed {
-            s.regime.name()
-        } else {
-            "one throughout"
+        let regime = match s.regime {
+            _ if p.changed => s.regime.name(),
+            Regime::Near => "one throughout",
+            Regime::Far => "far throughout",
+            other => other.name(),
         };
         let _ = write!(
             out,
