@@ -66,6 +66,9 @@ pub fn show_text(run: &StoredRun) -> String {
     if run.interrupted {
         out.push_str("INTERRUPTED: figures cover what was measured before Ctrl-C or SIGTERM\n");
     }
+    if let Some(p) = measure::placement::RunPlacement::from_parameters(&run.parameters) {
+        let _ = writeln!(out, "{}", p.describe());
+    }
     let _ = writeln!(
         out,
         "\n{:<44} {:>10} {:>10} {:>10} {:>10} {:>8}  unit",

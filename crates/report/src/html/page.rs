@@ -197,7 +197,7 @@ fn placement_table(p: &PlacementSummary) -> String {
     let mut out = String::from(
         "<h3 id=\"placement\">Placement</h3><p>A cache line handed between the CPUs of each step \
          whose figures depend on where they sit, just before and just after it (round trip, \
-         the fastest of 8 lines; docs/report.md).</p><table class=\"runs placement\"><thead><tr>\
+         the fastest of 8 lines; docs/comparing.md).</p><table class=\"runs placement\"><thead><tr>\
          <th>step</th><th>placement</th><th>round trip</th></tr></thead><tbody>",
     );
     for s in &p.steps {
