@@ -141,12 +141,28 @@ impl Recorder {
         measured: &(impl ToMetrics + ?Sized),
         interrupted: bool,
     ) -> Result<Option<i64>, RecordError> {
+        self.record_with(command, result, measured, interrupted, serde_json::Map::new())
+    }
+
+    /// [`record`](Self::record) with parameters of this run alone beside the command line
+    /// (the placement it was measured in).
+    pub fn record_with(
+        &mut self,
+        command: &str,
+        result: &impl Serialize,
+        measured: &(impl ToMetrics + ?Sized),
+        interrupted: bool,
+        own: serde_json::Map<String, Value>,
+    ) -> Result<Option<i64>, RecordError> {
         let Some(store) = self.store.as_mut() else { return Ok(None) };
         let mut parameters = json!({ "argv": self.context.argv });
         if let Some(late) = self.context.late_parameters {
             if let (Value::Object(map), Value::Object(extra)) = (&mut parameters, late()) {
                 map.extend(extra);
             }
+        }
+        if let Value::Object(map) = &mut parameters {
+            map.extend(own);
         }
         let run = NewRun {
             command: command.to_string(),

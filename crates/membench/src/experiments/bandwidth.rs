@@ -124,6 +124,17 @@ impl Experiment for Bandwidth {
     type Args = BandwidthArgs;
     type Outcome = BandwidthOutcome;
 
+    /// Several threads share the caches and memory controllers: their bandwidth depends on
+    /// where their CPUs sit (a node×node table's cells run their threads on one node each).
+    fn placement_cpus(args: &BandwidthArgs, topology: &Topology) -> Option<Vec<u32>> {
+        let threads = args.threads.map_or(usize::MAX, |t| usize::try_from(t).unwrap_or(usize::MAX));
+        if threads < 2 {
+            return None;
+        }
+        let count = if args.matrix { usize::MAX } else { threads };
+        super::several_cpus(Some(&args.placement), topology, count)
+    }
+
     fn run(args: &BandwidthArgs, ctx: &mut Context<'_>) -> Result<BandwidthOutcome, Classified> {
         let topology = ctx.topology;
         let request = PlacementRequest::resolve(&args.placement, topology)?;
@@ -365,6 +376,11 @@ impl Experiment for LoadedLatency {
     const TINY: &'static [&'static str] = &["--delays", "0", "--duration-ms", "10"];
     type Args = LoadedLatencyArgs;
     type Outcome = LoadedCurve;
+
+    /// The chase shares the memory controllers (and an L3) with the load threads.
+    fn placement_cpus(args: &LoadedLatencyArgs, topology: &Topology) -> Option<Vec<u32>> {
+        super::several_cpus(Some(&args.placement), topology, usize::MAX)
+    }
 
     fn run(args: &LoadedLatencyArgs, ctx: &mut Context<'_>) -> Result<LoadedCurve, Classified> {
         let topology = ctx.topology;

@@ -426,6 +426,7 @@ pub fn sample() -> Sample {
             parts: Vec::new(),
             skipped: Vec::new(),
             comparison: None,
+            placement: None,
         },
         latency_sweep: sweep,
         prefetch_check: Some(PrefetchCheck {

@@ -156,6 +156,8 @@ impl Tool for Report {
                     "config_diff": c.map(|c| c.config_diff.clone()).unwrap_or_default(),
                     "baseline": c.map(|c| c.baseline.clone()),
                     "calibrated_from": c.map(|c| c.calibrated_from),
+                    // Where the CPUs sat in each step whose figures depend on it.
+                    "placement": data.placement,
                 });
                 let text = serde_json::to_string_pretty(&value)?;
                 experiment::output::emit(&clean(format!("{text}\n")))
