@@ -207,7 +207,7 @@ fn count(pg: &Postgres, sql: &str) -> usize {
 }
 
 #[test]
-#[ignore = "live tier: PostgreSQL 15 (root) and a quick report (about 15 s in all); scripts/test.sh runs it"]
+#[ignore = "live tier: PostgreSQL 15 (root) and two quick reports (about 15 s in all); scripts/test.sh runs it"]
 fn push_carries_the_figures_and_computes_those_of_older_reports_first() {
     let pg = Postgres::start(&PgOptions::default()).expect("PostgreSQL starts");
     let url = format!("postgresql://platscope@127.0.0.1:{}/postgres", pg.port());
@@ -241,5 +241,17 @@ fn push_carries_the_figures_and_computes_those_of_older_reports_first() {
     local.sort_by(|a, b| (&a.host, &a.recorded_at).cmp(&(&b.host, &b.recorded_at)));
     assert_eq!(remote, local);
     // Every pushed report has its figures: nothing left to backfill in the shared store.
+    assert!(shared.reports_without_figures().unwrap().is_empty());
+
+    // A report recorded with --db postgresql://… pushes its figures as it stores them.
+    let page = dir.path().join("page-gamma");
+    let args = ["report", "--quick", "--sections", "compression", "--out", page.to_str().unwrap()];
+    let mut args = args.to_vec();
+    args.extend(["--db", &url]);
+    ok("report --db postgresql://…", test_support::cli::as_host("gamma", dir.path(), &args));
+    let gamma = FleetFilter { hosts: vec!["gamma".into()], ..FleetFilter::default() };
+    let pushed = shared.all_report_figures(&gamma).unwrap();
+    assert_eq!(pushed.len(), 1);
+    assert!(pushed[0].figures.iter().any(|f| f.name == "compress lz4"), "{pushed:?}");
     assert!(shared.reports_without_figures().unwrap().is_empty());
 }
