@@ -274,14 +274,20 @@ int BPF_USDT(pg_text, const char *query)
 
 /* buffer__read__done(fork, block, spc, db, rel, backend, is_extend, found): attached only
  * when exact buffer hits are asked for (one probe per buffer lookup); the buffers that were
- * not found are counted at smgr__md__read__done, which fires only for actual reads. */
+ * not found are counted at smgr__md__read__done, which fires only for actual reads. Only
+ * `found` is read, and only inside a query: BPF_USDT would fetch all eight arguments first,
+ * each an attach-cookie call and one or two probe reads. */
+#define PG_BUFFER_FOUND_ARG 7
+
 SEC("usdt")
-int BPF_USDT(pg_buffer_done, int fork, int block, int spc, int db, int rel, int backend,
-	     int is_extend, int found)
+int pg_buffer_done(struct pt_regs *ctx)
 {
 	struct qs_inflight *q = my_inflight();
+	long found;
 
-	if (q && q->depth > 0 && (found & 0xff))
+	if (!q || q->depth == 0 || bpf_usdt_arg(ctx, PG_BUFFER_FOUND_ARG, &found))
+		return 0;
+	if (found & 0xff)
 		q->buffer_hits++;
 	return 0;
 }
