@@ -4,8 +4,12 @@
 # sequential/random tally of pread64 on the syscall tracepoints), in the same run.
 #
 #   bench/io_pattern_overhead.sh [ROUNDS] [SECONDS]   (root; default 5 rounds of 5 s)
+#   PLATSCOPE=/path/to/platscope: that binary instead of the release build.
 #   PLATSCOPE_BEFORE=/path/to/older/platscope bench/io_pattern_overhead.sh …
-#     also measures an older build in the same rounds (a before/after of a change)
+#     also measures an older build in the same rounds, and times its programs in the same
+#     turns (a before/after of a change). Build it from the commit before the change, e.g.
+#       git worktree add /tmp/before COMMIT && (cd /tmp/before && cargo build --release -p platscope)
+#       PLATSCOPE_BEFORE=/tmp/before/target/release/platscope bench/io_pattern_overhead.sh
 #
 # Workloads (fio, psync engine = pread64, one job, a 1 GiB file kept in the page cache so the
 # calls are what is measured, not the disk):
@@ -13,6 +17,9 @@
 #   128k-seq    rw=read     bs=128k    --                             <= 3%
 # Each round runs every (workload, tracer) pair once, in rotating order; the figure per
 # pair is the median over rounds, and the overhead is 1 - median(traced)/median(untraced).
+# Then each tracer's BPF programs are timed by the kernel (kernel.bpf_stats_enabled, set back
+# as it was afterwards) over untimed 4 KiB runs, three turns in rotating order: runs and ns
+# per run of every program, the floor's included, and their time per read.
 # Debian's biopattern (bpfcc-tools) works at the block layer: a cached pread never reaches
 # it, so it would cost nothing here and measure nothing; it is not run.
 set -euo pipefail
@@ -22,7 +29,7 @@ cd "$(dirname "$0")/.."
 rounds=${1:-5}
 seconds=${2:-5}
 [ "$(id -u)" -eq 0 ] || { echo "bench: needs root (BPF)" >&2; exit 1; }
-for tool in fio bpftrace; do
+for tool in fio bpftrace bpftool; do
   command -v "$tool" >/dev/null || apt-get install -y -qq "$tool" >/dev/null
 done
 # Before anything of the bench's own runs: other work on the machine moves every column.
@@ -33,7 +40,7 @@ mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
 
 dir=$(mktemp -d /var/tmp/psio.XXXXXX)
 tracer_pid=
-cleanup() { [ -n "$tracer_pid" ] && kill "$tracer_pid" 2>/dev/null; rm -rf "$dir"; }
+cleanup() { [ -n "$tracer_pid" ] && kill "$tracer_pid" 2>/dev/null; bpf_stats_restore; rm -rf "$dir"; }
 trap cleanup EXIT
 file=$dir/data
 fio --name=fill --filename="$file" --rw=write --bs=1m --size=1g --output=/dev/null
@@ -53,9 +60,9 @@ interval:s:1 { clear(@seq); clear(@rnd); }'
 start_tracer() {
   case $1 in
     none) tracer_pid= ;;
-    platscope) "$platscope" io pattern 1 > /dev/null 2>&1 & tracer_pid=$! ;;
-    floor) "$platscope" io pattern 1 --empty-programs > /dev/null 2>&1 & tracer_pid=$! ;;
-    before) "$PLATSCOPE_BEFORE" io pattern 1 > /dev/null 2>&1 & tracer_pid=$! ;;
+    platscope) "$platscope" --no-store io pattern 1 > /dev/null 2>&1 & tracer_pid=$! ;;
+    floor) "$platscope" --no-store io pattern 1 --empty-programs > /dev/null 2>&1 & tracer_pid=$! ;;
+    before) "$PLATSCOPE_BEFORE" --no-store io pattern 1 > /dev/null 2>&1 & tracer_pid=$! ;;
     bpftrace) bpftrace -e "$bpftrace_script" > /dev/null 2>&1 & tracer_pid=$! ;;
   esac
   [ -n "$tracer_pid" ] && sleep 3   # attached (bpftrace compiles first)
@@ -70,12 +77,12 @@ stop_tracer() {
   tracer_pid=
 }
 
-# fio's read bandwidth in KiB/s.
+# fio's read bandwidth in KiB/s (FIELD=total_ios: the reads it made).
 run_fio() {
   local rw=$1 bs=$2
   fio --name=w --filename="$file" --rw="$rw" --bs="$bs" --size=1g --ioengine=psync --invalidate=0 \
       --time_based --runtime="$seconds" --output-format=json \
-    | python3 -c 'import json,sys; print(json.load(sys.stdin)["jobs"][0]["read"]["bw"])'
+    | python3 -c 'import json,sys; print(json.load(sys.stdin)["jobs"][0]["read"][sys.argv[1]])' "${FIELD:-bw}"
 }
 
 declare -A results
@@ -94,17 +101,28 @@ for ((r = 0; r < rounds; r++)); do
   done
 done
 
-# What the BPF programs themselves cost per call: the kernel's run-time statistics over one
-# traced 4 KiB run (the statistics add two clock reads per run, so this run is not timed).
-sysctl -qw kernel.bpf_stats_enabled=1
-start_tracer platscope
-run_fio randread 4k > /dev/null
-bpf_ns=$(bpftool -j prog show | python3 -c 'import json, sys
-ps = [p for p in json.load(sys.stdin) if p.get("name") in ("iop_sys_enter", "iop_sys_exit")
-      and p.get("run_cnt")]
-print(" + ".join("%s %.0f ns" % (p["name"], p["run_time_ns"] / max(1, p["run_cnt"])) for p in ps))')
-stop_tracer platscope
-sysctl -qw kernel.bpf_stats_enabled=0
+# What each BPF program itself costs per run (kernel.bpf_stats_enabled: two clock reads around
+# every program run, so these runs are not the timed ones): each tracer under 4 KiB random
+# preads, three turns in rotating order, the programs' counters read just before and after fio.
+cost_turns=3
+cost_tracers=(floor platscope bpftrace)
+[ -n "${PLATSCOPE_BEFORE:-}" ] && cost_tracers+=(before)
+costs=$dir/bpf_costs
+: > "$costs"
+bpf_stats_on
+for ((turn = 0; turn < cost_turns; turn++)); do
+  for ((t = 0; t < ${#cost_tracers[@]}; t++)); do
+    tracer=${cost_tracers[$(((t + turn) % ${#cost_tracers[@]}))]}
+    start_tracer "$tracer"
+    runs_before=$(bpf_prog_runs "$tracer_pid")
+    reads=$(FIELD=total_ios run_fio randread 4k)
+    runs_after=$(bpf_prog_runs "$tracer_pid")
+    stop_tracer "$tracer"
+    bpf_prog_delta "$runs_before" "$runs_after" | sed "s/^/$tracer $turn $reads /" >> "$costs"
+  done
+done
+bpf_stats_restore
+cost_table=$(bpf_cost_table "$costs" read)
 
 row() {
   local w=$1 label=$2 target=$3 base plat bpft floor before=
@@ -117,14 +135,14 @@ row() {
     fl = 1 - f/b; ad = 1 - p/f
     above = (fl > 0) ? sprintf("%.2f", ad / fl) : sprintf("n/a (floor %.1f%%)", fl * 100)
     printf "| %s | %.0f | %.0f (%.1f%%) | %.0f (%.1f%%) | %s | %.0f (%.1f%%) | %s |", l, b/1024, f/1024, fl*100, p/1024, (1-p/b)*100, above, t/1024, (1-t/b)*100, g
-    if (o != "") printf " %.0f (%.1f%%) |", o/1024, (1-o/b)*100
+    if (o != "") printf " %.0f (%.1f%%; above the floor %s) |", o/1024, (1-o/b)*100, (fl > 0) ? sprintf("%.2f", (1 - o/f) / fl) : "n/a"
     printf "\n" }'
 }
 
 cpu=$(grep -m1 "model name" /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
 before_head= before_rule= before_text=
 if [ -n "${PLATSCOPE_BEFORE:-}" ]; then
-  before_head=" platscope before the change MiB/s (overhead) |" before_rule="---|"
+  before_head=" platscope before the change MiB/s (overhead; cost above the floor / the floor's) |" before_rule="---|"
   before_text="The last column is an older build ($("$PLATSCOPE_BEFORE" --version | head -1)) measured in the
 same rounds: the before and after of a change to the BPF programs."
 fi
@@ -133,6 +151,8 @@ table="| workload | untraced MiB/s | empty program at sys_exit (floor) MiB/s (ov
 $(row "randread 4k" "4 KiB random pread, cached" "<= 15%")
 $(row "read 128k" "128 KiB sequential pread, cached" "<= 3%")"
 echo "$table"
+echo
+echo "$cost_table"
 
 write_doc_section io-pattern-overhead "<!-- io-pattern-overhead:begin -->
 ## io pattern: overhead on the traced workload
@@ -149,8 +169,15 @@ $table
 
 $before_text
 
-Per 4 KiB pread, the programs themselves ran $bpf_ns (kernel.bpf_stats_enabled, one extra
-traced run), against an untraced call of $(awk -v b="$(printf '%s' "${results["randread 4k/none"]}" | median)" 'BEGIN {printf "%.2f", 4 * 1e6 / b}') µs (from the untraced median). Where a target
+What each tracer's BPF programs cost by themselves under the 4 KiB random preads, as the
+kernel times them (kernel.bpf_stats_enabled, over untimed ${seconds} s runs, $cost_turns turns in
+rotating order; a run's time includes the statistics' own two clock reads, which the floor's
+empty program shows; sys_exit runs for every system call, and fio makes few others), against
+an untraced call of $(awk -v b="$(printf '%s' "${results["randread 4k/none"]}" | median)" 'BEGIN {printf "%.2f", 4 * 1e6 / b}') µs (from the untraced median):
+
+$cost_table
+
+Where a target
 is missed, that is the arithmetic: the programs' time, plus the kernel's slower traced entry
 path that every system call takes once anything is attached to the syscall tracepoints, over
 a call that short. The floor column attaches one empty program at the same tracepoint

@@ -71,3 +71,83 @@ pg_stop() {
   kill -KILL "$pgpid" 2>/dev/null || true
   pgpid=
 }
+
+# The BPF programs' own run time, as the kernel counts it while kernel.bpf_stats_enabled is 1
+# (two clock reads around every program run, so runs timed for throughput leave it off).
+# bpf_stats_on saves the setting and turns it on; bpf_stats_restore puts the saved one back
+# (call it from the script's EXIT trap too).
+bpf_stats_on() {
+  [ -n "${bpf_stats_saved:-}" ] || bpf_stats_saved=$(sysctl -n kernel.bpf_stats_enabled)
+  sysctl -qw kernel.bpf_stats_enabled=1
+}
+bpf_stats_restore() {
+  [ -n "${bpf_stats_saved:-}" ] || return 0
+  sysctl -qw kernel.bpf_stats_enabled="$bpf_stats_saved"
+  bpf_stats_saved=
+}
+
+# bpf_prog_runs PID: one line "ID NAME RUN_CNT RUN_TIME_NS" per BPF program that process PID
+# holds (read from /proc/PID/fdinfo, each program once however many descriptors or attachments
+# it has), named by bpftool; a name the process uses twice gets "~2", "~3" in ID order.
+# Counted since each program was loaded, and only while the statistics were on.
+bpf_prog_runs() {
+  python3 - "$1" <<'PY'
+import json, os, subprocess, sys
+pid = sys.argv[1]
+runs = {}
+for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+    try:
+        with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+            info = dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
+    except OSError:
+        continue
+    # A program's descriptor; a link's names its program too, but has no counts.
+    if "prog_id" in info and "run_cnt" in info:
+        runs[int(info["prog_id"])] = (int(info["run_cnt"]), int(info["run_time_ns"]))
+seen = {}
+for prog_id, (cnt, ns) in sorted(runs.items()):
+    shown = subprocess.run(["bpftool", "-j", "prog", "show", "id", str(prog_id)],
+                           capture_output=True, text=True)
+    name = json.loads(shown.stdout).get("name", "") if shown.returncode == 0 else ""
+    name = name or f"id{prog_id}"
+    seen[name] = seen.get(name, 0) + 1
+    print(prog_id, name if seen[name] == 1 else f"{name}~{seen[name]}", cnt, ns)
+PY
+}
+
+# bpf_prog_delta BEFORE AFTER: bpf_prog_runs' lines of one process taken before and after some
+# work; prints "NAME RUNS NS" of each program that ran in between.
+bpf_prog_delta() {
+  awk 'NR == FNR {c[$1] = $3; n[$1] = $4; next}
+       $1 in c && $3 > c[$1] {print $2, $3 - c[$1], $4 - n[$1]}' \
+    <(printf '%s\n' "$1") <(printf '%s\n' "$2")
+}
+
+# bpf_cost_table FILE UNIT: FILE holds lines "TRACER TURN UNITS NAME RUN_CNT RUN_TIME_NS" (UNITS:
+# the work the workload did in that turn, counted in UNIT, e.g. queries). Prints a Markdown
+# table: per (tracer, program) its runs per UNIT, its ns per run (median over the turns, then
+# each turn's) and its ns per UNIT; then per tracer all its programs' ns per UNIT.
+bpf_cost_table() {
+  python3 - "$1" "$2" <<'PY'
+import statistics, sys
+path, unit = sys.argv[1], sys.argv[2]
+rows = {}    # (tracer, program) -> [(units, runs, ns)], in first-seen order
+totals = {}  # tracer -> {turn: [units, ns]}
+for line in open(path):
+    tracer, turn, units, name, runs, ns = line.split()
+    units, runs, ns = float(units), int(runs), int(ns)
+    if units <= 0:
+        continue
+    rows.setdefault((tracer, name), []).append((units, runs, ns))
+    totals.setdefault(tracer, {}).setdefault(turn, [units, 0])[1] += ns
+med = statistics.median
+print(f"| tracer | BPF program | runs per {unit} | ns per run (median) | ns per run, each turn | ns per {unit} |")
+print("|---|---|---|---|---|---|")
+for (tracer, name), turns in rows.items():
+    each = [ns / runs for _, runs, ns in turns]
+    print(f"| {tracer} | {name} | {med(r / u for u, r, _ in turns):.2f} | {med(each):.0f} | "
+          f"{', '.join('%.0f' % x for x in each)} | {med(ns / u for u, _, ns in turns):.0f} |")
+for tracer, turns in totals.items():
+    print(f"| {tracer} | all of them | | | | {med(ns / u for u, ns in turns.values()):.0f} |")
+PY
+}

@@ -16,9 +16,18 @@
 # the median over rounds. Every run also records the server's CPU time per query (the
 # postmaster and its reaped backends), which other load on a shared machine does not move.
 #
-# querystat runs as `platscope --no-store db querystat` (release build).
+# Then each tracer's BPF programs are timed by the kernel (kernel.bpf_stats_enabled, set back
+# as it was afterwards) over untimed runs, three turns in rotating order: runs and ns per run
+# of every program, the floor's included, and their time per query.
+#
+# querystat runs as `platscope --no-store db querystat` (release build; PLATSCOPE=/path/to/platscope
+# runs that binary instead).
 #   PLATSCOPE_BEFORE=/path/to/older/platscope bench/querystat_overhead.sh …
-#     also reads the BPF programs' time per call of an older build, in turn with this one
+#     also runs an older build as one more tracer in the same rounds (column "before") and
+#     times its programs in the same turns: the before and after of a change to the programs.
+#     Build it from the commit before the change, e.g.
+#       git worktree add /tmp/before COMMIT && (cd /tmp/before && cargo build --release -p platscope)
+#       PLATSCOPE_BEFORE=/tmp/before/target/release/platscope bench/querystat_overhead.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -28,9 +37,16 @@ seconds=${2:-10}
 [ "$(id -u)" -eq 0 ] || { echo "bench: needs root (BPF)" >&2; exit 1; }
 pgbin=/usr/lib/postgresql/15/bin
 [ -x "$pgbin/pgbench" ] || apt-get install -y -qq postgresql-15 >/dev/null
-command -v bpftrace >/dev/null || apt-get install -y -qq bpftrace >/dev/null
-platscope=target/release/platscope
-cargo build --release --locked -q -p platscope >&2
+for tool in bpftrace bpftool; do
+  command -v "$tool" >/dev/null || apt-get install -y -qq "$tool" >/dev/null
+done
+# PLATSCOPE=/path/to/platscope: that binary instead of building the release one.
+if [ -n "${PLATSCOPE:-}" ]; then
+  platscope=$PLATSCOPE
+else
+  platscope=target/release/platscope
+  cargo build --release --locked -q -p platscope >&2
+fi
 mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
 
 # A throwaway server, stopped by its PID on exit.
@@ -38,6 +54,7 @@ dir=$(mktemp -d /tmp/psqs.XXXXXX)
 pgpid= tracer_pid=
 cleanup() {
   [ -n "$tracer_pid" ] && kill -INT "$tracer_pid" 2>/dev/null && wait "$tracer_pid" 2>/dev/null
+  bpf_stats_restore
   pg_stop
   rm -rf "$dir"
 }
@@ -121,6 +138,7 @@ rate=
 for ((r = 0; r < rounds; r++)); do
   for w in full fixed; do
     if [ "$w" = full ]; then tracers=(none floor querystat querystat-hits bpftrace); else tracers=(none floor querystat bpftrace); fi
+    [ -n "${PLATSCOPE_BEFORE:-}" ] && tracers+=(before)
     for ((t = 0; t < ${#tracers[@]}; t++)); do
       tracer=${tracers[$(((t + r) % ${#tracers[@]}))]}
       if [ "$w" = fixed ] && [ -z "$rate" ]; then
@@ -144,28 +162,31 @@ for ((r = 0; r < rounds; r++)); do
   done
 done
 
-# What the programs themselves cost per call (kernel.bpf_stats_enabled, one extra untimed
-# traced run at full speed). A USDT probe's trap into the kernel and back is not in these.
-# PLATSCOPE_BEFORE=/path/to/older/platscope: the same for an older build, one run each in turn
-# (three), the before and after of a change to the programs.
-program_ns() {  # tracer
-  start_tracer "$1"
-  run_pgbench > /dev/null
-  bpftool -j prog show | python3 -c 'import json, sys
-ps = [p for p in json.load(sys.stdin) if p.get("name") in ("pg_begin", "pg_end", "pg_block_read", "qs_sched_switch")]
-print(", ".join("%s %.0f ns" % (p["name"], p["run_time_ns"] / max(1, p["run_cnt"])) for p in sorted(ps, key=lambda p: p["name"])))'
-  stop_tracer "$1"
-}
-sysctl -qw kernel.bpf_stats_enabled=1
-bpf_ns=$(program_ns querystat)
-before_ns=
-if [ -n "${PLATSCOPE_BEFORE:-}" ]; then
-  for i in 1 2 3; do
-    before_ns+="; before: $(program_ns before)"
-    [ "$i" -lt 3 ] && before_ns+="; after: $(program_ns querystat)"
+# What each BPF program itself costs per run (kernel.bpf_stats_enabled: two clock reads around
+# every program run, so these runs are not the timed ones): each tracer at full speed for up to
+# 5 s, three turns in rotating order, the programs' counters read just before and after
+# pgbench. A USDT probe's trap into the kernel and back is not in these.
+cost_seconds=$((seconds < 5 ? seconds : 5))
+cost_turns=3
+cost_tracers=(floor querystat querystat-hits bpftrace)
+[ -n "${PLATSCOPE_BEFORE:-}" ] && cost_tracers+=(before)
+costs=$dir/bpf_costs
+: > "$costs"
+bpf_stats_on
+for ((turn = 0; turn < cost_turns; turn++)); do
+  for ((t = 0; t < ${#cost_tracers[@]}; t++)); do
+    tracer=${cost_tracers[$(((t + turn) % ${#cost_tracers[@]}))]}
+    start_tracer "$tracer"
+    runs_before=$(bpf_prog_runs "$tracer_pid")
+    queries=$(cd "$dir" && "$pgbin/pgbench" -n -S -c 2 -j 2 -T "$cost_seconds" 2>/dev/null \
+      | awk '/^number of transactions actually processed/ {split($NF, a, "/"); print a[1]}')
+    runs_after=$(bpf_prog_runs "$tracer_pid")
+    stop_tracer "$tracer"
+    bpf_prog_delta "$runs_before" "$runs_after" | sed "s/^/$tracer $turn ${queries:-0} /" >> "$costs"
   done
-fi
-sysctl -qw kernel.bpf_stats_enabled=0
+done
+bpf_stats_restore
+cost_table=$(bpf_cost_table "$costs" query)
 
 med() { printf '%s' "$1" | median; }
 row() {  # label, metric array name, workload, format, tracers...
@@ -173,7 +194,7 @@ row() {  # label, metric array name, workload, format, tracers...
   local -n a=$arr
   base=$(med "${a[$w/none]}")
   cells=$(printf "$fmt" "$base")
-  for tr in floor querystat querystat-hits bpftrace; do
+  for tr in floor querystat querystat-hits bpftrace before; do
     if [ -z "${a[$w/$tr]:-}" ]; then cells+=" | -"; continue; fi
     v=$(med "${a[$w/$tr]}")
     cells+=" | $(printf "$fmt" "$v") ($(awk -v v="$v" -v b="$base" 'BEGIN {printf "%+.1f%%", (v / b - 1) * 100}'))"
@@ -186,8 +207,8 @@ ratio() {  # querystat's loss over bpftrace's, for one metric
   awk -v b="$(med "${a[$w/none]}")" -v q="$(med "${a[$w/querystat]}")" -v t="$(med "${a[$w/bpftrace]}")" -v s="$sign" \
     'BEGIN {ql = s * (q / b - 1); tl = s * (t / b - 1); if (tl > 0) printf "%.2f", ql / tl; else printf "n/a (bpftrace cost nothing measurable)"}'
 }
-table="| metric (median of $rounds) | untraced | empty programs (floor) | querystat | querystat --buffer-hits | bpftrace |
-|---|---|---|---|---|---|
+table="| metric (median of $rounds) | untraced | empty programs (floor) | querystat | querystat --buffer-hits | bpftrace | before (PLATSCOPE_BEFORE) |
+|---|---|---|---|---|---|---|
 $(row "full speed: tps" tps full "%.0f")
 $(row "full speed: server CPU us per query" scpu full "%.2f")
 $(row "-R $rate: server CPU us per query" scpu fixed "%.2f")
@@ -198,17 +219,22 @@ $(row "-R $rate: tps achieved" tps fixed "%.0f")"
 spread=$(printf '%s' "${tps[full/none]}" | sort -g | awk 'NR == 1 {lo = $1} {hi = $1} END {printf "%.0f to %.0f", lo, hi}')
 # What querystat adds above the floor (empty programs at the same probes and sched_switch),
 # over what the floor itself costs: goal at most 0.25.
-above_floor() {  # metric array name, workload, sign
-  local arr=$1 w=$2 sign=$3
+above_floor() {  # metric array name, workload, sign[, tracer: querystat]
+  local arr=$1 w=$2 sign=$3 tr=${4:-querystat}
   local -n a=$arr
-  awk -v b="$(med "${a[$w/none]}")" -v f="$(med "${a[$w/floor]}")" -v q="$(med "${a[$w/querystat]}")" -v s="$sign" \
-    'BEGIN {fl = s * (f / b - 1); ad = s * (q / f - 1); if (fl > 0) printf "%.2f", ad / fl; else printf "n/a (the floor cost nothing measurable; querystat %+.1f%% over it)", ad * 100}'
+  awk -v b="$(med "${a[$w/none]}")" -v f="$(med "${a[$w/floor]}")" -v q="$(med "${a[$w/$tr]}")" -v s="$sign" -v tr="$tr" \
+    'BEGIN {fl = s * (f / b - 1); ad = s * (q / f - 1); if (fl > 0) printf "%.2f", ad / fl; else printf "n/a (the floor cost nothing measurable; %s %+.1f%% over it)", tr, ad * 100}'
 }
 floor_line="Above the floor (empty programs attached at the same USDT probes and sched_switch): querystat's added cost over the floor's own, full-speed throughput $(above_floor tps full -1), server CPU per query at full speed $(above_floor scpu full 1), at -R $rate $(above_floor scpu fixed 1), fixed-rate average latency $(above_floor lat fixed 1), p50 $(above_floor lat50 fixed 1) (goal: at most 0.25)."
+if [ -n "${PLATSCOPE_BEFORE:-}" ]; then
+  floor_line+=" The older build (column before, $("$PLATSCOPE_BEFORE" --version | head -1)) in the same rounds: full-speed throughput $(above_floor tps full -1 before), server CPU per query at full speed $(above_floor scpu full 1 before), at -R $rate $(above_floor scpu fixed 1 before)."
+fi
 summary="Untraced full-speed throughput ranged from $spread tps across rounds. querystat's cost over bpftrace's doing the same counting: full-speed throughput loss $(ratio tps full -1), server CPU per query at full speed $(ratio scpu full 1), at -R $rate $(ratio scpu fixed 1) (goal: at most 0.5)."
 echo "$table"
 echo "$summary"
 echo "$floor_line"
+echo
+echo "$cost_table"
 base_us=$(med "${scpu[full/none]}")
 added_us=$(awk -v q="$(med "${scpu[full/querystat]}")" -v b="$base_us" 'BEGIN {printf "%.1f", q - b}')
 
@@ -243,8 +269,14 @@ from the scheduled start, and a stall of another job's making delays every query
 query), to count shared-buffer hits exactly; without it a query's hit or miss comes from
 \`smgr__md__read__done\`, which fires only when a block is read in.
 
-The programs themselves ran $bpf_ns per call (kernel.bpf_stats_enabled, one extra traced run$before_ns);
-each USDT probe also costs a breakpoint trap into the kernel and back (its site is a 1-byte
+What each tracer's BPF programs cost by themselves, as the kernel times them
+(kernel.bpf_stats_enabled, over untimed runs of \`pgbench -S\` at full speed for $cost_seconds s,
+$cost_turns turns in rotating order; a run's time includes the statistics' own two clock reads,
+which the floor's empty programs show):
+
+$cost_table
+
+Each USDT probe also costs a breakpoint trap into the kernel and back (its site is a 1-byte
 nop, which x86 emulates, so there is no single-step; bench/uprobe_site_cost.sh times one hit),
 which is most of the price: a pgbench -S query with a warm cache
 fires 2 probes: querystat added $added_us us of server CPU per query to $base_us us here. On a

@@ -94,6 +94,7 @@ impl Tool for IoPattern {
             cgroup: args.cgroup.clone(),
             tolerance: args.tolerance,
             empty_programs: args.empty_programs,
+            file_slots: None,
         };
         measure::stop::install();
         crate::tracer::trace(&options, |tracer| {

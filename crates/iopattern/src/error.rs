@@ -20,6 +20,11 @@ pub enum Error {
     Filesystem { path: PathBuf, reason: std::io::Error },
     #[error("reading the mount table: {0}")]
     Mounts(std::io::Error),
+    #[error(
+        "the per-file table takes a power of two from 1 to {max} slots, not {0}",
+        max = crate::tracer::FILE_SLOTS
+    )]
+    FileSlots(u32),
 }
 
 impl Error {
@@ -32,6 +37,7 @@ impl Error {
                 | Error::EmptyComm
                 | Error::Cgroup { .. }
                 | Error::Filesystem { .. }
+                | Error::FileSlots(_)
         )
     }
 

@@ -10,7 +10,9 @@ use libbpf_rs::{MapCore, MapFlags};
 
 use crate::mounts::{KernelDev, MountTable};
 use crate::pattern::{Counts, FileInterval};
-use crate::skel::iopattern::types::{iot_file_id, iot_file_state, iot_fs_counts, iot_mount_prefix};
+use crate::skel::iopattern::types::{
+    iot_file_id, iot_file_slot, iot_file_state, iot_fs_counts, iot_mount_prefix,
+};
 use crate::skel::iopattern::{IopatternSkel, IopatternSkelBuilder};
 use crate::syscalls;
 use crate::{Error, Result};
@@ -21,6 +23,8 @@ const MAX_MOUNTS: usize = 64;
 const MOUNT_PREFIX_LEN: usize = 128;
 /// Slots of the per-CPU per-filesystem counts (MAX_FS in iopattern.h).
 const MAX_FS: usize = 1024;
+/// Slots of the direct-mapped per-file table (FILE_SLOTS in iopattern.h).
+pub const FILE_SLOTS: u32 = 16384;
 const TASK_COMM_LEN: usize = 16;
 const PAGE_IN_TRACEPOINTS: [&str; 2] = ["mm_filemap_fault", "mm_filemap_map_pages"];
 const PAGE_OUT_TRACEPOINT: &str = "writeback_single_inode";
@@ -39,6 +43,10 @@ pub struct Options {
     /// Attach one empty program at sys_exit instead and count nothing: the floor of tracing's
     /// cost, for the overhead bench.
     pub empty_programs: bool,
+    /// Slots of the direct-mapped per-file table (a power of two, at most [`FILE_SLOTS`];
+    /// `None`: all of them). A file whose slot another file holds is kept in a hash instead;
+    /// fewer slots make that happen, which the tests use to check both places count alike.
+    pub file_slots: Option<u32>,
 }
 
 impl Options {
@@ -54,6 +62,11 @@ impl Options {
             }
             if comm.len() >= TASK_COMM_LEN {
                 return Err(Error::CommTooLong(comm.clone()));
+            }
+        }
+        if let Some(slots) = self.file_slots {
+            if !slots.is_power_of_two() || slots > FILE_SLOTS {
+                return Err(Error::FileSlots(slots));
             }
         }
         Ok(())
@@ -130,6 +143,14 @@ pub fn trace<T>(options: &Options, f: impl FnOnce(&mut Tracer<'_>) -> T) -> Resu
         ro.filter_cgroup = u8::from(cgroup.is_some());
         ro.tolerance = options.tolerance;
     }
+    let file_slots = options.file_slots.unwrap_or(FILE_SLOTS);
+    if let Some(ro) = open.maps.rodata_data.as_deref_mut() {
+        ro.file_slot_mask = file_slots - 1;
+    }
+    open.maps
+        .file_slots
+        .set_max_entries(file_slots)
+        .map_err(|e| Error::bpf("sizing the per-file table", e))?;
     let (prefixes, left_out) = mounts.prefixes(MAX_MOUNTS, MOUNT_PREFIX_LEN);
     if let Some(ro) = open.maps.rodata_data.as_deref_mut() {
         ro.mount_count = prefixes.len() as u32;
@@ -288,6 +309,21 @@ impl Tracer<'_> {
             }
         }
         if with_files {
+            // The direct-mapped table, read in a few batches; a slot whose claim is still
+            // being written (dev 0) is left for the next snapshot.
+            let slots = maps
+                .file_slots
+                .lookup_batch(1024, MapFlags::ANY, MapFlags::ANY)
+                .map_err(|e| Error::bpf("reading the per-file table", e))?;
+            for (_, value) in slots {
+                let Some(slot) = from_bytes::<iot_file_slot>(&value) else { continue };
+                if slot.token != 0 && slot.id.dev != 0 {
+                    snap.files.insert(
+                        (slot.id.dev, slot.id.ino),
+                        self.file_interval(&slot.id, &slot.state),
+                    );
+                }
+            }
             for key in maps.files.keys() {
                 let (Some(id), Ok(Some(value))) =
                     (from_bytes::<iot_file_id>(&key), maps.files.lookup(&key, MapFlags::ANY))
@@ -295,23 +331,25 @@ impl Tracer<'_> {
                     continue; // evicted between the two calls
                 };
                 let Some(state) = from_bytes::<iot_file_state>(&value) else { continue };
-                let mount_point = self.mounts.mount_of(id.dev).map_or_else(
-                    || format!("dev {}:{}", id.dev >> 20, id.dev & 0xf_ffff),
-                    |m| m.mount_point.clone(),
-                );
-                snap.files.insert(
-                    (id.dev, id.ino),
-                    FileInterval {
-                        name: c_string(&state.name),
-                        mount_point,
-                        inode: id.ino,
-                        ops: state.ops,
-                        bytes: state.bytes,
-                    },
-                );
+                snap.files.insert((id.dev, id.ino), self.file_interval(&id, &state));
             }
         }
         Ok(snap)
+    }
+
+    /// One file's cumulative counts, with its filesystem's mount point.
+    fn file_interval(&self, id: &iot_file_id, state: &iot_file_state) -> FileInterval {
+        let mount_point = self.mounts.mount_of(id.dev).map_or_else(
+            || format!("dev {}:{}", id.dev >> 20, id.dev & 0xf_ffff),
+            |m| m.mount_point.clone(),
+        );
+        FileInterval {
+            name: c_string(&state.name),
+            mount_point,
+            inode: id.ino,
+            ops: state.ops,
+            bytes: state.bytes,
+        }
     }
 }
 

@@ -236,6 +236,37 @@ fn tmpfs_tally_matches_the_generator() {
     assert_eq!(c, Counts::default(), "the floor counts nothing");
 }
 
+/// The per-file table with one slot: the first file read takes it, the other is kept in the
+/// hash; reads alternating between them are still sequential per file, and both files' own
+/// counts are right. (A file taken for the slot's would make every read random.) Takes ~1 s.
+#[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+fn files_sharing_a_slot_count_alike() {
+    let fs = ScratchFs::tmpfs("slots");
+    let (a, b) = (fs.path("a.dat"), fs.path("b.dat"));
+    write_file(&a, 8 << 20);
+    write_file(&b, 4 << 20);
+    for slots in [None, Some(1)] {
+        let options = Options { file_slots: slots, ..Options::default() };
+        let (c, done, snap) = traced("interleaved-read", &fs.dir, fs.dev(), options);
+        assert_eq!(c.ops[SEQUENTIAL][READ] + c.ops[RANDOM][READ], done.calls, "{slots:?}: {c:?}");
+        assert_eq!(c.bytes[SEQUENTIAL][READ], done.bytes, "{slots:?}: {c:?}");
+        for (path, bytes) in [(&a, 8u64 << 20), (&b, 4 << 20)] {
+            let ino = std::fs::metadata(path).unwrap().ino();
+            let file = snap.files.get(&(fs.dev(), ino)).expect("each file is in the per-file map");
+            assert_eq!(file.bytes[SEQUENTIAL][READ], bytes, "{slots:?}: {file:?}");
+            // 64 KiB reads, and the one that finds the end.
+            assert_eq!(file.ops[SEQUENTIAL][READ], bytes / (64 << 10) + 1, "{slots:?}: {file:?}");
+            assert_eq!(file.ops[RANDOM][READ], 0, "{slots:?}: {file:?}");
+        }
+    }
+    let too_many = Options { file_slots: Some(3), ..Options::default() };
+    assert!(matches!(
+        iopattern::tracer::trace(&too_many, |_| ()),
+        Err(iopattern::Error::FileSlots(3))
+    ));
+}
+
 #[test]
 #[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn ext4_tally_matches_the_generator() {
@@ -260,6 +291,7 @@ fn generator() {
         "seq-read" => seq_read(&target),
         "random-pread" => random_pread(&target),
         "mmap-read" => mmap_read(&target),
+        "interleaved-read" => interleaved_read(&target),
         "metadata" => metadata(&target),
         other => panic!("unknown generator mode {other}"),
     };
@@ -290,6 +322,24 @@ fn seq_read(path: &Path) -> Done {
             return done;
         }
     }
+}
+
+/// Reads `a.dat` and `b.dat` in `dir` to their ends, 64 KiB from each in turn: sequential per
+/// file, though the two alternate.
+fn interleaved_read(dir: &Path) -> Done {
+    let mut files = [dir.join("a.dat"), dir.join("b.dat")].map(|p| std::fs::File::open(p).unwrap());
+    let mut buf = vec![0u8; 64 << 10];
+    let mut done = Done::default();
+    let mut open = [true, true];
+    while open.contains(&true) {
+        for (f, open) in files.iter_mut().zip(open.iter_mut()).filter(|(_, open)| **open) {
+            let n = f.read(&mut buf).unwrap();
+            done.calls += 1;
+            done.bytes += n as u64;
+            *open = n > 0;
+        }
+    }
+    done
 }
 
 fn random_pread(path: &Path) -> Done {

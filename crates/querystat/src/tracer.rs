@@ -81,7 +81,8 @@ pub struct Totals {
 }
 
 impl Totals {
-    /// Adds one CPU's `struct qs_stats`, given as its bytes.
+    /// Adds one CPU's `struct qs_stats`, given as its bytes. The programs leave the `All`
+    /// histogram to user space: every query is a hit or a miss, so it is their sum.
     fn add_cpu(&mut self, bytes: &[u8]) {
         let words: Vec<u64> = bytes
             .chunks_exact(8)
@@ -98,6 +99,13 @@ impl Totals {
         for i in 0..HISTS {
             self.count[i] += rest[i];
             self.sum_ns[i] += rest[HISTS + i];
+        }
+        let (all, hit, miss) = (Hist::All as usize, Hist::Hit as usize, Hist::Miss as usize);
+        for side in [hit, miss] {
+            let slots = &words[side * SLOTS..(side + 1) * SLOTS];
+            self.hist[all].merge(&Log2Hist::from_slots(slots));
+            self.count[all] += rest[side];
+            self.sum_ns[all] += rest[HISTS + side];
         }
         let c = &rest[2 * HISTS..];
         self.buffer_hits += c[0];
@@ -416,18 +424,27 @@ mod tests {
     #[test]
     fn totals_sum_cpus_in_the_c_order() {
         let mut words = vec![0u64; STATS_WORDS];
-        words[3] = 5; // All, slot 3 (4..7 us)
-        words[HISTS * SLOTS] = 5; // count[All]
-        words[HISTS * SLOTS + HISTS] = 25_000; // sum_ns[All]
+        let (hit, miss) = (Hist::Hit as usize, Hist::Miss as usize);
+        words[hit * SLOTS + 3] = 5; // Hit, slot 3 (4..7 us)
+        words[miss * SLOTS + 6] = 2; // Miss, slot 6 (32..63 us)
+        words[HISTS * SLOTS + hit] = 5; // count[Hit]
+        words[HISTS * SLOTS + miss] = 2; // count[Miss]
+        words[HISTS * SLOTS + HISTS + hit] = 25_000; // sum_ns[Hit]
+        words[HISTS * SLOTS + HISTS + miss] = 80_000; // sum_ns[Miss]
         words[HISTS * SLOTS + 2 * HISTS + 2] = 7; // preemptions
         let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
         let mut t = Totals::default();
         t.add_cpu(&bytes);
         t.add_cpu(&bytes);
-        assert_eq!(t.completed(), 10);
-        assert_eq!(t.sum_ns[0], 50_000);
-        assert_eq!(t.hist[0].slots()[3], 10);
+        assert_eq!(t.count[hit], 10);
+        assert_eq!(t.hist[hit].slots()[3], 10);
         assert_eq!(t.preemptions, 14);
         assert_eq!(t.buffer_hits, 0);
+        // All is the hits' and the misses' sum, slot by slot.
+        assert_eq!(t.completed(), 14);
+        assert_eq!(t.sum_ns[Hist::All as usize], 210_000);
+        let all = t.hist[Hist::All as usize].slots();
+        assert_eq!((all[3], all[6]), (10, 4));
+        assert_eq!(all.iter().sum::<u64>(), 14);
     }
 }

@@ -165,7 +165,8 @@ fn pg_only_the_traced_servers_queries_are_counted_root() {
 
 /// Shared-buffer misses: a table twice the size of shared buffers, read at random. The blocks
 /// traced as read inside queries are what pg_stat_database counts as read, less the reads
-/// outside any query (catalogs read while each backend starts).
+/// outside any query (catalogs read while each backend starts); with `--buffer-hits`, the same
+/// for the buffers found.
 #[test]
 #[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
 fn pg_buffer_reads_agree_with_pg_stat_database_root() {
@@ -177,25 +178,47 @@ fn pg_buffer_reads_agree_with_pg_stat_database_root() {
     .unwrap();
     pgbench(&pg, &["-i", "-s", "2", "-q"]);
     let server = server_of(pg.pid());
-    let tracer = Tracer::attach(&server, &Options::default()).unwrap();
-    let blks_read = || -> u64 {
+    let with_hits = Options { buffer_hits: true, ..Options::default() };
+    let tracer = Tracer::attach(&server, &with_hits).unwrap();
+    // (blocks read, buffers found) as pg_stat_database counts them, and the buffers found in
+    // the user tables and their indexes (which only queries look up).
+    let blks = || -> (u64, u64, u64) {
         // Statistics are flushed when a backend exits; pgbench's have, by the time this runs.
-        pg.sql("SELECT pg_stat_force_next_flush(); SELECT blks_read FROM pg_stat_database WHERE datname = 'postgres'")
-            .unwrap()
-            .lines()
-            .last()
-            .unwrap()
-            .parse()
-            .unwrap()
+        let out = pg
+            .sql(
+                "SELECT pg_stat_force_next_flush(); \
+                 SELECT blks_read || ' ' || blks_hit || ' ' || \
+                   (SELECT sum(heap_blks_hit + coalesce(idx_blks_hit, 0)) FROM pg_statio_user_tables) \
+                 FROM pg_stat_database WHERE datname = 'postgres'",
+            )
+            .unwrap();
+        let line = out.lines().last().unwrap().to_string();
+        let n: Vec<u64> = line.split(' ').map(|n| n.parse().unwrap()).collect();
+        (n[0], n[1], n[2])
     };
-    let read_before = blks_read();
+    let (read_before, hit_before, user_hit_before) = blks();
     let before = settled(&tracer);
     pgbench(&pg, &["-n", "-S", "-c", "2", "-t", "500"]);
     let after = settled(&tracer);
     std::thread::sleep(Duration::from_millis(300));
-    let read_after = blks_read();
+    let (read_after, hit_after, user_hit_after) = blks();
     let traced = after.buffer_reads - before.buffer_reads;
     let counted = read_after - read_before;
+    let (traced_hits, counted_hits) =
+        (after.buffer_hits - before.buffer_hits, hit_after - hit_before);
+    let user_hits = user_hit_after - user_hit_before;
+    eprintln!(
+        "buffers found: traced in queries {traced_hits}, pg_stat_database {counted_hits}, \
+         in user tables {user_hits}"
+    );
+    // Every buffer of the user tables found is found inside a query, and few others are (the
+    // catalogs planning looks up; the backends' start-up lookups are outside queries). Were
+    // the found flag misread, the misses (the blocks read) would count as found too.
+    assert!(traced_hits <= counted_hits, "traced {traced_hits} > pg_stat_database {counted_hits}");
+    assert!(
+        traced_hits >= user_hits && traced_hits - user_hits <= 200,
+        "traced {traced_hits}, in user tables {user_hits}"
+    );
     eprintln!("blocks read: traced in queries {traced}, pg_stat_database {counted}");
     assert!(traced > 100, "random lookups over 2x shared buffers must miss: {traced}");
     assert!(traced <= counted, "traced {traced} > pg_stat_database {counted}");

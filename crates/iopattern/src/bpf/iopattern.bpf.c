@@ -31,6 +31,7 @@ const volatile char filter_comm[TASK_COMM_LEN_] = {};
 const volatile __u8 filter_cgroup = 0;
 const volatile __u64 tolerance = 0;
 const volatile __u32 mount_count = 0;
+const volatile __u32 file_slot_mask = FILE_SLOTS - 1;  /* file_slots' entries - 1 */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -85,6 +86,18 @@ struct {
 	__type(key, __u32);
 	__type(value, struct iot_fs_counts);
 } fs_zero SEC(".maps");
+
+/* Per-file state. Every read and write looks its file up, so the first place is a plain array
+ * indexed by a hash of (dev, ino) that the verifier inlines (no helper call, no bucket walk): a
+ * slot belongs to the first file that needs it, for as long as the programs are attached. A
+ * file whose slot is taken goes to the LRU hash `files`. A file is in one place or the other,
+ * never both: a slot is never given back. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FILE_SLOTS);
+	__type(key, __u32);
+	__type(value, struct iot_file_slot);
+} file_slots SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -317,6 +330,49 @@ static __always_inline int count_meta(struct task_struct *task, const struct iot
 	return 0;
 }
 
+/* A file's identity mixed into 64 bits, never 0: one-to-one for the files of one filesystem
+ * (multiplying by an odd constant is), and its high half picks the slot. */
+static __always_inline __u64 file_token(const struct iot_file_id *id)
+{
+	return (id->ino * 0x9E3779B97F4A7C15ULL ^ (__u64)id->dev * 0xC2B2AE3D27D4EB4FULL) | 1;
+}
+
+/* The state of file `id` if it has one: in its slot (`slot` is where it would be), else in
+ * the hash. A slot whose token matches but whose identity is not written yet is being
+ * claimed by this same file on another CPU. */
+static __always_inline struct iot_file_state *file_state(const struct iot_file_id *id,
+							  __u64 token, struct iot_file_slot *slot)
+{
+	if (slot && slot->token == token &&
+	    (slot->id.dev == 0 || (slot->id.dev == id->dev && slot->id.ino == id->ino)))
+		return &slot->state;
+	return bpf_map_lookup_elem(&files, id);
+}
+
+/* The state of a file seen for the first time (named `name`, on filesystem slot `fs_slot`):
+ * its slot if free, else a new entry of the hash. */
+static __always_inline struct iot_file_state *new_file_state(const struct iot_file_id *id,
+							      __u64 token,
+							      struct iot_file_slot *slot,
+							      const unsigned char *name,
+							      __u32 fs_slot)
+{
+	if (slot && slot->token == 0 && __sync_val_compare_and_swap(&slot->token, 0, token) == 0) {
+		/* A slot is claimed once, so its state is still all zero. */
+		bpf_probe_read_kernel_str(slot->state.name, sizeof(slot->state.name), name);
+		slot->state.fs_slot = fs_slot;
+		slot->id.ino = id->ino;
+		slot->id.dev = id->dev; /* last: the identity is complete */
+		return &slot->state;
+	}
+	struct iot_file_state fresh = {};
+
+	bpf_probe_read_kernel_str(fresh.name, sizeof(fresh.name), name);
+	fresh.fs_slot = fs_slot;
+	bpf_map_update_elem(&files, id, &fresh, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&files, id);
+}
+
 /* The system call number at exit. */
 static __always_inline long syscall_nr(struct pt_regs *regs)
 {
@@ -376,7 +432,10 @@ int BPF_PROG(iop_sys_exit, struct pt_regs *regs, long ret)
 		.ino = inode->i_ino,
 		.dev = inode->i_sb->s_dev,
 	};
-	struct iot_file_state *state = bpf_map_lookup_elem(&files, &id);
+	__u64 token = file_token(&id);
+	__u32 slot_index = (token >> 32) & file_slot_mask;
+	struct iot_file_slot *slot = bpf_map_lookup_elem(&file_slots, &slot_index);
+	struct iot_file_state *state = file_state(&id, token, slot);
 	__u32 class;
 
 	if (state) {
@@ -387,13 +446,8 @@ int BPF_PROG(iop_sys_exit, struct pt_regs *regs, long ret)
 	} else {
 		/* First I/O seen on this file: sequential when it starts at the beginning. */
 		class = start == 0 ? CLASS_SEQUENTIAL : CLASS_RANDOM;
-		struct iot_file_state fresh = {};
-
-		bpf_probe_read_kernel_str(fresh.name, sizeof(fresh.name),
-					  file->f_path.dentry->d_name.name);
-		fresh.fs_slot = fs_slot_for(id.dev);
-		bpf_map_update_elem(&files, &id, &fresh, BPF_NOEXIST);
-		state = bpf_map_lookup_elem(&files, &id);
+		state = new_file_state(&id, token, slot, file->f_path.dentry->d_name.name,
+				       fs_slot_for(id.dev));
 	}
 	class &= 1;
 	if (state) {

@@ -69,8 +69,9 @@ struct iot_file_id {
 
 #define FILE_NAME_LEN 48
 
-/* Per file, shared by all CPUs, cumulative since attach (LRU: the least recently used
- * files are forgotten first when the map is full). */
+/* Per file, shared by all CPUs, cumulative since attach: in the file's slot of the
+ * direct-mapped table, or (when another file holds that slot) in an LRU hash, whose least
+ * recently used files are forgotten first when it is full. */
 struct iot_file_state {
 	__u64 next_offset;   /* where the last read or write on this file ended */
 	__u64 ops[2][2];     /* [sequential, random][read, write] */
@@ -78,6 +79,16 @@ struct iot_file_state {
 	char name[FILE_NAME_LEN]; /* the file's name (last path component) when first seen */
 	__u32 fs_slot;            /* its filesystem's slot in fs_stats */
 	__u32 _pad;
+};
+
+/* Slots of the direct-mapped per-file table (a power of two; user space may set fewer). */
+#define FILE_SLOTS 16384
+
+/* A slot of that table: the state of the first file whose identity hashed to it. */
+struct iot_file_slot {
+	__u64 token;              /* file_token(dev, ino) | 1 of its file; 0 while free */
+	struct iot_file_id id;    /* dev 0 until the claim is complete */
+	struct iot_file_state state;
 };
 
 #define MAX_MOUNTS 64

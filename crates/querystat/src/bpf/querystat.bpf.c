@@ -77,9 +77,13 @@ static __always_inline bool in_tree(__u32 tgid)
 	return bpf_map_lookup_elem(&tree, &tgid) != NULL;
 }
 
-/* The in-flight record of `task`, a server thread's; NULL for every other thread. */
+/* The in-flight record of `task`, a server thread's; NULL for every other thread. A task with
+ * no task storage at all (of any map, any program) is not asked for ours: at a context switch
+ * most tasks are not the server's, and the helper call would be most of the switch's cost. */
 static __always_inline struct qs_inflight *inflight_of(struct task_struct *task)
 {
+	if (!task->bpf_storage)
+		return NULL;
 	return bpf_task_storage_get(&inflight, task, 0, 0);
 }
 
@@ -121,26 +125,20 @@ static __always_inline struct qs_stats *my_stats(void)
 	return bpf_map_lookup_elem(&stats, &zero);
 }
 
-/* The current thread's in-flight record, created on its first query when it is the server's
- * (the tree is consulted once per thread, not once per query). */
-static __always_inline struct qs_inflight *my_inflight_or_new(void)
+/* A record for the current thread, which has none yet, if it is the server's (so the tree is
+ * consulted once per thread, not once per query). */
+static __always_inline struct qs_inflight *my_new_inflight(void)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct qs_inflight *q = inflight_of(task);
 
-	if (q)
-		return q;
 	if (!in_tree(task->tgid))
 		return NULL;
 	return bpf_task_storage_get(&inflight, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 }
 
-static __always_inline void begin(__u32 command)
+/* Opens a query on the current thread's record `q`, or nests one more begin in it. */
+static __always_inline void begin(struct qs_inflight *q, __u32 command)
 {
-	struct qs_inflight *q = my_inflight_or_new();
-
-	if (!q)
-		return;
 	if (q->depth++ > 0)
 		return;
 	q->start_ns = bpf_ktime_get_ns();
@@ -169,7 +167,6 @@ static __always_inline void end(bool hit_if_no_read)
 	__u64 lat = bpf_ktime_get_ns() - q->start_ns;
 	bool hit = hit_if_no_read ? q->buffer_reads == 0 : q->hit;
 
-	record(s, QS_ALL, lat);
 	record(s, hit ? QS_HIT : QS_MISS, lat);
 	record(s, q->preempted ? QS_PREEMPTED : QS_NOT_PREEMPTED, lat);
 	if (q->off_ns[0])
@@ -251,7 +248,12 @@ static __always_inline void keep_text(const void *text, __u32 len, bool user_str
 SEC("usdt")
 int BPF_USDT(pg_begin)
 {
-	begin(0);
+	struct qs_inflight *q = my_inflight();
+
+	if (!q)
+		q = my_new_inflight();
+	if (q)
+		begin(q, 0);
 	return 0;
 }
 
@@ -272,14 +274,20 @@ int BPF_USDT(pg_text, const char *query)
 
 /* buffer__read__done(fork, block, spc, db, rel, backend, is_extend, found): attached only
  * when exact buffer hits are asked for (one probe per buffer lookup); the buffers that were
- * not found are counted at smgr__md__read__done, which fires only for actual reads. */
+ * not found are counted at smgr__md__read__done, which fires only for actual reads. Only
+ * `found` is read, and only inside a query: BPF_USDT would fetch all eight arguments first,
+ * each an attach-cookie call and one or two probe reads. */
+#define PG_BUFFER_FOUND_ARG 7
+
 SEC("usdt")
-int BPF_USDT(pg_buffer_done, int fork, int block, int spc, int db, int rel, int backend,
-	     int is_extend, int found)
+int pg_buffer_done(struct pt_regs *ctx)
 {
 	struct qs_inflight *q = my_inflight();
+	long found;
 
-	if (q && q->depth > 0 && (found & 0xff))
+	if (!q || q->depth == 0 || bpf_usdt_arg(ctx, PG_BUFFER_FOUND_ARG, &found))
+		return 0;
+	if (found & 0xff)
 		q->buffer_hits++;
 	return 0;
 }
@@ -314,7 +322,11 @@ int BPF_UPROBE(my_dispatch, int command, void *thd, const char *packet, unsigned
 	}
 	if (command != COM_QUERY && command != COM_STMT_EXECUTE)
 		return 0;
-	begin(command);
+	if (!q)
+		q = my_new_inflight();
+	if (!q)
+		return 0;
+	begin(q, command);
 	if (command == COM_QUERY)
 		keep_text(packet, length, false);
 	return 0;
@@ -354,7 +366,7 @@ int BPF_PROG(qs_sched_switch, bool preempt, struct task_struct *prev, struct tas
 
 	/* The tree is looked up only at an involuntary switch, for the per-process count (a
 	 * server process that never ran a query has no record); most switches are a thread
-	 * going to sleep, and cost one task-storage lookup here. */
+	 * going to sleep, and cost a load or a task-storage lookup per side here. */
 	if (involuntary) {
 		__u32 prev_tgid = prev->tgid;
 		struct qs_proc *proc = bpf_map_lookup_elem(&tree, &prev_tgid);

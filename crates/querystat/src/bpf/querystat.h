@@ -7,7 +7,9 @@
  * [2^(i-1), 2^i) us. */
 #define QS_SLOTS 64
 
-/* The histograms kept (index into qs_stats.hist). */
+/* The histograms kept (index into qs_stats.hist). QS_ALL is not written by the programs:
+ * every query is either a hit or a miss, so user space sums those two into it (one histogram
+ * fewer to update per query). */
 #define QS_ALL 0
 #define QS_HIT 1           /* MariaDB: answered by the query cache; PostgreSQL: no buffer read */
 #define QS_MISS 2
