@@ -235,6 +235,18 @@ pub fn scale_part(r: &ScaleReport) -> Part {
             metric: at(units, threads),
         });
     }
+    // Every step, compared under its own name: the filled machine's best step can differ
+    // between two runs whose steps are within noise, and then its headline names two
+    // different steps that are not compared; each step's figure always is.
+    for s in r.steps.iter().filter(|s| s.mb_per_s.is_finite()) {
+        let (mb, rounds) = step_median(s.units, s.threads, s.mb_per_s);
+        part.compared.push(Headline {
+            name: format!("compression, {} unit(s) × {} thread(s)", s.units, s.threads),
+            value: format!("{} MB/s", fmt3(mb)),
+            detail: format!("{}{rounds}", r.codec),
+            metric: at(s.units, s.threads),
+        });
+    }
     part
 }
 

@@ -53,9 +53,10 @@ pub struct CompressArgs {
     #[arg(long, default_value_t = crate::corpus::DEFAULT_SEED)]
     pub seed: u64,
     /// Run each input N times, each round a fresh pipeline over the whole input, and keep every
-    /// round's MB/s and CPU per MB as one sample (the figures printed are the median round's):
-    /// with 5 or more, `results compare` and `report --baseline` can test them. Needs
-    /// --discard and files (standard input cannot be read twice).
+    /// round's MB/s and CPU per MB as one sample (the figures printed are the median round's;
+    /// one more, uncounted warm-up round comes first): with 5 or more, `results compare` and
+    /// `report --baseline` can test them. Needs --discard and files (standard input cannot be
+    /// read twice).
     #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub rounds: u32,
     /// How the input is named in the printout and the stored run instead of its path (the
@@ -322,12 +323,20 @@ impl Experiment for Compress {
 }
 
 /// `run` `rounds` times (each a fresh pipeline over the whole input) and one result of them
-/// ([`RunResult::of_rounds`]). A round a stop cut short ends them: with rounds finished before
-/// it, those are the result, marked interrupted; without, the cut round is.
+/// ([`RunResult::of_rounds`]); more than one round comes after one more, a warm-up that is not
+/// counted (the input's pages, the allocator's arenas and the CPUs' clocks settle in it, as
+/// the memory steps' warm-up round). A round a stop cut short ends them: with rounds finished
+/// before it, those are the result, marked interrupted; without, the cut round is.
 fn in_rounds(
     rounds: u32,
     mut run: impl FnMut() -> Result<RunResult, crate::TampError>,
 ) -> Result<RunResult, crate::TampError> {
+    if rounds > 1 {
+        let warm_up = run()?;
+        if warm_up.interrupted {
+            return Ok(warm_up);
+        }
+    }
     let mut finished = Vec::new();
     for _ in 0..rounds {
         let round = run()?;
@@ -477,7 +486,8 @@ mod tests {
     #[test]
     fn rounds_are_one_sample_each_and_the_figures_are_the_median_round_s() {
         let speeds = [500.0, 300.0, 700.0, 400.0, 600.0];
-        let mut given = speeds.iter().map(|&v| run_at(v, false));
+        // The first is the warm-up, not counted.
+        let mut given = [9.0].iter().chain(&speeds).map(|&v| run_at(v, false));
         let r = in_rounds(5, || Ok(given.next().unwrap())).unwrap();
         assert_eq!(r.mb_per_s, 500.0, "the median round's");
         assert!(!r.interrupted);
@@ -512,14 +522,17 @@ mod tests {
     #[test]
     fn a_stop_keeps_the_finished_rounds() {
         // Stopped in the third round: the two before it are the result, marked interrupted.
-        let mut given = [(400.0, false), (600.0, false), (10.0, true)].into_iter();
+        let mut given = [(9.0, false), (400.0, false), (600.0, false), (10.0, true)].into_iter();
         let r = in_rounds(5, || Ok(given.next().map(|(v, i)| run_at(v, i)).unwrap())).unwrap();
         assert!(r.interrupted);
         assert_eq!(r.rounds.len(), 2);
         assert_eq!(r.mb_per_s, 400.0, "the lower middle of an even count");
-        // Stopped in the first: that round, as it was.
+        // Stopped in the warm-up or the first: that round, as it was.
         let r = in_rounds(5, || Ok(run_at(10.0, true))).unwrap();
         assert!(r.interrupted && r.rounds.is_empty());
+        let mut given = [(9.0, false), (10.0, true)].into_iter();
+        let r = in_rounds(5, || Ok(given.next().map(|(v, i)| run_at(v, i)).unwrap())).unwrap();
+        assert!(r.interrupted && r.rounds.is_empty() && r.mb_per_s == 10.0);
         // One round: the run as it always was, nothing more stored.
         let one = in_rounds(1, || Ok(run_at(450.0, false))).unwrap();
         assert!(one.rounds.is_empty());
@@ -563,5 +576,42 @@ mod tests {
         let back =
             ScaleReport::from_stored("cpu scale", serde_json::to_value(&r).unwrap()).unwrap();
         assert_eq!(back.parts(&topology()), parts);
+    }
+
+    #[test]
+    fn a_scale_run_in_rounds_compares_every_step_on_its_rounds() {
+        let input = crate::corpus::generate(1, 128 << 10);
+        let codec = crate::codec::codec_for(Format::Lz4, 1).unwrap();
+        let plan =
+            ScalePlan { units: vec![1, 2], threads: vec![1, 2], block_size: 32 << 10, rounds: 3 };
+        let r = crate::scale::run(&input, codec.as_ref(), &plan, &AtomicBool::new(false)).unwrap();
+        let part = &r.parts(&topology())[0];
+        let metrics = r.to_metrics();
+        let backing = |h: &chart::Headline| {
+            let key = h.metric.as_deref().unwrap();
+            metrics.iter().find(|m| m.key() == key).unwrap().clone()
+        };
+        // The headlines: each the median of its metric's samples, one a round.
+        for h in &part.headlines {
+            let m = backing(h);
+            assert_eq!(m.samples.len(), 3, "{h:?}");
+            let median = measure::summarize(&m.samples).unwrap().median;
+            assert_eq!(h.value, format!("{} MB/s", chart::svg::fmt3(median)), "{h:?}");
+            assert!(h.detail.ends_with("median of 3 rounds"), "{h:?}");
+        }
+        // Every step compared under its own name, whichever is the best.
+        let names: Vec<&str> = part.compared.iter().map(|h| h.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "compression, 1 unit(s) × 1 thread(s)",
+                "compression, 1 unit(s) × 2 thread(s)",
+                "compression, 2 unit(s) × 1 thread(s)",
+                "compression, 2 unit(s) × 2 thread(s)",
+            ]
+        );
+        assert!(part.compared.iter().all(|h| backing(h).samples.len() == 3));
+        let caption = &part.figure.as_ref().unwrap().caption;
+        assert!(caption.contains("Every step ran 3 times"), "{caption}");
     }
 }

@@ -27,7 +27,8 @@ pub struct ScalePlan {
     pub block_size: usize,
     /// How many times every step runs (at least 1): the steps one after the other in each
     /// round, so a passing disturbance touches one sample of each step rather than every sample
-    /// of one. Each round of a step is one sample of its throughput.
+    /// of one. Each round of a step is one sample of its throughput. More than one round come
+    /// after a warm-up run of the first step that is not counted.
     pub rounds: usize,
 }
 
@@ -231,7 +232,19 @@ pub fn run(
     // Each step's finished rounds, in plan order.
     let mut rounds: Vec<Vec<ScaleStep>> = vec![Vec::new(); order.len()];
     let mut interrupted = false;
+    // Several rounds come after a warm-up of the first step, not counted (as `compress
+    // --rounds`).
+    if let (true, Some(&(units, threads))) = (plan.rounds > 1, order.first()) {
+        if stop.load(std::sync::atomic::Ordering::Relaxed)
+            || run_step(input, codec, units, threads, plan.block_size, stop)?.is_none()
+        {
+            interrupted = true;
+        }
+    }
     'outer: for _ in 0..plan.rounds {
+        if interrupted {
+            break;
+        }
         for (i, &(units, threads)) in order.iter().enumerate() {
             if stop.load(std::sync::atomic::Ordering::Relaxed) {
                 interrupted = true;
