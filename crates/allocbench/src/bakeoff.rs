@@ -336,6 +336,24 @@ pub fn judge(this: &Figure, base: &Figure) -> Verdict {
     }
 }
 
+impl BakeOff {
+    /// Group `g`'s throughput relative to the baseline, one sample a round: each round's
+    /// throughput over the baseline's median at the same thread count (what the relative
+    /// chart draws), so their median is [`Group::relative`] and a comparison of two bake-offs
+    /// can test it. `None` without a baseline.
+    pub fn relative_samples(&self, g: &Group) -> Option<Vec<f64>> {
+        let relative = g.relative?;
+        let base = self
+            .baseline
+            .as_deref()
+            .and_then(|b| self.groups.iter().find(|x| x.threads == g.threads && x.allocator == b));
+        let Some(base) = base.map(|b| b.throughput.median).filter(|m| *m > 0.0) else {
+            return Some(vec![relative]);
+        };
+        Some(g.throughput.samples.iter().map(|t| t / base).collect())
+    }
+}
+
 impl ToMetrics for BakeOff {
     fn to_metrics(&self) -> Vec<Metric> {
         let mut out = Vec::new();
@@ -392,8 +410,8 @@ impl ToMetrics for BakeOff {
                 Unit::Count,
                 rs.iter().map(|r| r.minor_faults as f64).collect(),
             ));
-            if let Some(rel) = g.relative {
-                out.push(metric("alloc_relative_throughput", Unit::Ratio, vec![rel]));
+            if let Some(samples) = self.relative_samples(g) {
+                out.push(metric("alloc_relative_throughput", Unit::Ratio, samples));
             }
         }
         out

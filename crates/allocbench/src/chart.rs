@@ -187,7 +187,11 @@ pub fn parts(b: &BakeOff) -> Vec<Part> {
             relative.headlines.push(Headline {
                 name: format!("{} vs {base}", g.allocator),
                 value: format!("{}×", fmt3(rel)),
-                detail: format!("{most} thread(s), {}", verdict_words(&g.verdict)),
+                detail: format!(
+                    "{most} thread(s), {} round(s), {}",
+                    g.throughput.samples.len(),
+                    verdict_words(&g.verdict)
+                ),
                 metric: Some(format!(
                     "alloc_relative_throughput{{allocator={},threads={most}}}",
                     g.allocator

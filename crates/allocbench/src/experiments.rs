@@ -305,6 +305,57 @@ mod tests {
         }
     }
 
+    /// A bake-off of glibc and a tuned glibc at two threads over `rounds` rounds.
+    fn bake_off(rounds: u32) -> BakeOff {
+        let tuned = parse_glibc("glibc:arena_max=1").unwrap().unwrap();
+        let allocators = vec![Allocator::glibc(), tuned];
+        let runs: Vec<RunRecord> = (0..rounds)
+            .flat_map(|r| {
+                [
+                    record("glibc", r, 100.0 + f64::from(r), 1000.0),
+                    record("glibc:arena_max=1", r, 150.0 + 3.0 * f64::from(r), 1000.0),
+                ]
+            })
+            .collect();
+        let groups = summarize_runs(&allocators, &[2], &runs, Some("glibc"));
+        BakeOff {
+            workload: "built-in".into(),
+            allocators,
+            missing: Vec::new(),
+            threads: vec![2],
+            repeat: rounds,
+            baseline: Some("glibc".into()),
+            runs,
+            refused: Vec::new(),
+            groups,
+            notes: Vec::new(),
+            interrupted: false,
+        }
+    }
+
+    #[test]
+    fn the_relative_throughput_is_stored_one_sample_a_round() {
+        use measure::ToMetrics;
+        let topology =
+            topo::Topology::from_synthetic("pack:1 [numa(memory=1GiB)] core:2 pu:1").unwrap();
+        let b = bake_off(5);
+        let head = &b.parts(&topology)[0].headlines[0];
+        assert_eq!(head.detail, "2 thread(s), 5 round(s), faster in every round");
+        let key = head.metric.as_deref().unwrap();
+        let metrics = b.to_metrics();
+        let backing = metrics.iter().find(|m| m.key() == key).expect("the headline's metric");
+        // Each round's throughput over glibc's median (102): what the chart draws.
+        let expected: Vec<f64> = (0..5).map(|r| (150.0 + 3.0 * f64::from(r)) / 102.0).collect();
+        assert_eq!(backing.samples, expected);
+        let median = measure::summarize(&backing.samples).unwrap().median;
+        let relative = b.groups.iter().find(|g| g.allocator != "glibc").unwrap().relative;
+        assert!((median - relative.unwrap()).abs() < 1e-12, "its median is the headline's value");
+        // One round: one sample (such a figure compares as untested).
+        let one = bake_off(1).to_metrics();
+        let one = one.iter().find(|m| m.key() == key).unwrap();
+        assert_eq!(one.samples, vec![150.0 / 100.0]);
+    }
+
     #[test]
     fn a_stored_bake_off_draws_the_same_sections_even_with_nan_figures() {
         let topology =

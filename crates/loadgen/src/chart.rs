@@ -412,7 +412,9 @@ pub fn sweep_parts(steps: &[LoadReport]) -> Vec<Part> {
             name: "load sweep: most achieved".into(),
             value: format!("{} tx/s", fmt3(best.achieved_rate)),
             detail: format!("offered {} tx/s, {}", fmt3(best.offered_rate), best.workload),
-            metric: metric_key(best, "load_throughput", None),
+            // Backed by the step's interval rates, one sample an interval, so a comparison
+            // can test it (the step's own rate is one figure).
+            metric: metric_key(best, "load_interval_throughput", None),
         });
     }
     vec![throughput, latency, cpu, table]
@@ -522,6 +524,21 @@ pub(crate) mod tests {
         assert!(page.starts_with("<!DOCTYPE html>"));
         // Every drawn point carries its figure.
         assert!(page.contains("data-value=\"310\""), "achieved 310 tx/s is a data point");
+    }
+
+    #[test]
+    fn the_sweep_s_headline_is_backed_by_one_sample_an_interval() {
+        let mut top = step(1600.0, 1598.0, 3, None);
+        top.intervals =
+            (1..=8u32).map(|i| interval(&top, f64::from(i) / 4.0, 400 - u64::from(i), 0)).collect();
+        let steps = [step(100.0, 100.0, 2, None), top.clone()];
+        let head = &sweep_parts(&steps)[0].headlines[0];
+        assert_eq!(head.name, "load sweep: most achieved");
+        let key = head.metric.as_deref().unwrap();
+        assert!(key.starts_with("load_interval_throughput{") && key.contains("rate=1600"), "{key}");
+        let metrics = top.to_metrics();
+        let backing = metrics.iter().find(|m| m.key() == key).expect("the headline's metric");
+        assert_eq!(backing.samples.len(), 8);
     }
 
     #[test]

@@ -8,29 +8,7 @@
 
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
-use std::process::{Child, Command};
-
-use test_support::{platscope, text};
-
-/// A shell spinning on one CPU (taskset, from util-linux), killed by PID when dropped.
-struct Spinner(Child);
-
-impl Spinner {
-    fn on_cpu(cpu: u32) -> Self {
-        let child = Command::new("taskset")
-            .args(["-c", &cpu.to_string(), "sh", "-c", "while :; do :; done"])
-            .spawn()
-            .expect("taskset from util-linux");
-        Spinner(child)
-    }
-}
-
-impl Drop for Spinner {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use test_support::{platscope, text, Spinner};
 
 /// A quick memory-only report into `db`; the id of its stored `report` run.
 fn report(db: &str, out: &str) -> String {

@@ -361,6 +361,38 @@ mod tests {
     }
 
     #[test]
+    fn the_mean_latency_is_stored_one_sample_an_interval() {
+        let topology =
+            topo::Topology::from_synthetic("pack:1 [numa(memory=1GiB)] core:2 pu:1").unwrap();
+        let mut r = report(&[40, 50, 70, 300]);
+        let interval = |mean_us: Option<f64>| crate::report::Interval {
+            at: r.started.clone(),
+            completed: u64::from(mean_us.is_some()),
+            per_sec: 1.0,
+            mean_us,
+        };
+        // An interval in which nothing completed has no mean and gives no sample.
+        let means = [Some(90.0), Some(110.0), None, Some(100.0), Some(95.0), Some(120.0)];
+        r.intervals = means.iter().map(|&m| interval(m)).collect();
+        let key = r.parts(&topology)[0].headlines[0].metric.clone().unwrap();
+        let metrics = r.to_metrics();
+        let backing = metrics.iter().find(|m| m.key() == key).expect("the headline's metric");
+        assert_eq!(backing.samples, [90e3, 110e3, 100e3, 95e3, 120e3], "ns, one an interval");
+        // Stored and read back with the intervals' means; a run stored before them (no
+        // `mean_us`) reads back with the run's mean as its one sample.
+        let mut stored = serde_json::to_value(&r).unwrap();
+        assert_eq!(stored["intervals"][0]["mean_us"], 90.0);
+        assert!(stored["intervals"][2].get("mean_us").is_none());
+        assert_eq!(Report::from_stored("db querystat", stored.clone()).unwrap(), r);
+        for i in stored["intervals"].as_array_mut().unwrap() {
+            i.as_object_mut().unwrap().remove("mean_us");
+        }
+        let old = Report::from_stored("db querystat", stored).unwrap();
+        let old = old.to_metrics().into_iter().find(|m| m.key() == key).unwrap();
+        assert_eq!(old.samples, [115e3], "the run's mean of 40, 50, 70 and 300 µs");
+    }
+
+    #[test]
     fn a_server_that_exits_fails_the_command_and_the_others_do_not() {
         let mut r = report(&[40]);
         for end in [EndReason::Count, EndReason::Stopped] {

@@ -137,6 +137,11 @@ pub struct Interval {
     pub completed: u64,
     /// Per second.
     pub per_sec: f64,
+    /// Mean latency of the queries (or transactions) completed in the interval, µs (`None`
+    /// when none completed, and in runs stored before it was kept): one sample each of the
+    /// run's mean latency for a comparison.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_us: Option<f64>,
 }
 
 /// One query slower than `--slower`.
@@ -420,7 +425,12 @@ mod tests {
 
     #[test]
     fn interval_line_is_the_originals() {
-        let i = Interval { at: stamp("2009 Sep 17 16:28:38"), completed: 4830, per_sec: 1610.0 };
+        let i = Interval {
+            at: stamp("2009 Sep 17 16:28:38"),
+            completed: 4830,
+            per_sec: 1610.0,
+            mean_us: Some(310.0),
+        };
         assert_eq!(
             render_interval(&i, By::Query),
             "2009 Sep 17 16:28:38   throughput 1610 queries/sec\n"

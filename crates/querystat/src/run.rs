@@ -49,7 +49,9 @@ pub fn run(
     let interval = options.interval.max(Duration::from_millis(10));
     let mut intervals = Vec::new();
     let mut slow = Vec::new();
-    let mut last_completed = tracer.totals()?.completed();
+    let first = tracer.totals()?;
+    let (mut last_completed, mut last_sum_ns) =
+        (first.completed(), first.sum_ns[Hist::All as usize]);
     let mut last_tick = t0;
     let end = 'run: loop {
         let due = last_tick + interval;
@@ -70,16 +72,21 @@ pub fn run(
             }
         }
         let now = Instant::now();
-        let completed = tracer.totals()?.completed();
+        let totals = tracer.totals()?;
+        let (completed, sum_ns) = (totals.completed(), totals.sum_ns[Hist::All as usize]);
         let elapsed = now.duration_since(last_tick).as_secs_f64();
         let i = Interval {
             at: Stamp::now(),
             completed: completed - last_completed,
             per_sec: (completed - last_completed) as f64 / elapsed.max(1e-9),
+            mean_us: interval_mean_us(
+                completed - last_completed,
+                sum_ns.saturating_sub(last_sum_ns),
+            ),
         };
         out.write_all(render_interval(&i, by).as_bytes()).map_err(Error::Output)?;
         intervals.push(i);
-        last_completed = completed;
+        (last_completed, last_sum_ns) = (completed, sum_ns);
         last_tick = now;
         if options.count.is_some_and(|c| intervals.len() as u64 >= c) {
             break EndReason::Count;
@@ -90,6 +97,12 @@ pub fn run(
     let totals = tracer.totals()?;
     let preemptors = tracer.preemptors()?;
     Ok(build_report(tracer, &totals, preemptors, started, t0.elapsed(), end, intervals, slow))
+}
+
+/// The mean latency, µs, of `completed` queries whose latencies sum to `sum_ns` (the kernel's
+/// counters' growth over one interval); `None` when none completed.
+fn interval_mean_us(completed: u64, sum_ns: u64) -> Option<f64> {
+    (completed > 0).then(|| sum_ns as f64 / completed as f64 / 1e3)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -137,5 +150,17 @@ fn build_report(
         slow,
         slow_dropped: t.slow_dropped,
         server,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_interval_s_mean_is_its_growth_in_sum_over_its_growth_in_count() {
+        // 400 queries that took 124 ms together: 310 µs each.
+        assert_eq!(interval_mean_us(400, 124_000_000), Some(310.0));
+        assert_eq!(interval_mean_us(0, 0), None);
     }
 }

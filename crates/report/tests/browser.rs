@@ -371,6 +371,7 @@ fn crowded_scale() -> tamp::scale::ScaleReport {
             online_cpus: 64,
             verdict: Verdict::Scales,
             verdict_reason: "scales".into(),
+            rounds_mb_per_s: Vec::new(),
         }
     };
     let mut steps = Vec::new();

@@ -79,6 +79,76 @@ impl Budget {
     }
 }
 
+/// The fewest samples a compared figure needs on each side: 5 against 5 fully separated
+/// samples are the fewest the report's test can call different at p < 0.01
+/// (`measure::verdict::testable`; 2 of the 252 orderings).
+pub const MIN_SAMPLES: u32 = 5;
+
+/// How the compression, CPU-scaling, allocator and database steps sample the figures a
+/// comparison tests, by mode. The first three run in **rounds**: each round repeats the
+/// step's whole work from a fresh start (new pipeline threads and buffers; a new allocator
+/// process) and is one independent sample of each figure, as the memory steps' rounds are. The
+/// database's figures are one sample per interval of one run (one server, one cache). Each
+/// takes at least [`MIN_SAMPLES`]; the work of a round is cut so the report takes about as long
+/// as with one.
+#[derive(Debug, Clone)]
+pub struct Rounds {
+    /// Rounds of the compression, CPU-scaling and allocator steps.
+    pub rounds: u32,
+    /// Bytes of the compression step's corpus (every round compresses all of it).
+    pub corpus_bytes: usize,
+    /// Corpus bytes each unit of a CPU-scaling step compresses in one round.
+    pub scale_bytes: u64,
+    /// Allocations per thread in one allocator run (one run per allocator, thread count and
+    /// round).
+    pub alloc_ops: u64,
+    /// The database's rates, comma-separated.
+    pub db_rates: &'static str,
+    /// Seconds of each rate of the database's sweep.
+    pub db_step: Duration,
+    /// Seconds each database figure's sample covers.
+    pub db_interval: Duration,
+    /// Intervals of query tracing at the top rate.
+    pub db_intervals: u32,
+}
+
+impl Rounds {
+    pub fn new(mode: Mode) -> Self {
+        match mode {
+            Mode::Quick => Rounds {
+                rounds: MIN_SAMPLES,
+                corpus_bytes: 16 << 20,
+                scale_bytes: 4 << 20,
+                alloc_ops: 60_000,
+                db_rates: "100,400,1600",
+                db_step: Duration::from_secs(2),
+                db_interval: Duration::from_millis(250),
+                db_intervals: 8,
+            },
+            Mode::Full => Rounds {
+                rounds: 9,
+                corpus_bytes: 32 << 20,
+                scale_bytes: 16 << 20,
+                alloc_ops: 700_000,
+                db_rates: "100,400,1600,6400",
+                db_step: Duration::from_secs(5),
+                db_interval: Duration::from_millis(500),
+                db_intervals: 8,
+            },
+        }
+    }
+
+    /// Samples of each database figure of a sweep step (whole intervals of one step).
+    pub fn db_samples(&self) -> u32 {
+        (self.db_step.as_millis() / self.db_interval.as_millis().max(1)) as u32
+    }
+
+    /// The interval in seconds, as `load --interval` and `db querystat` take it.
+    pub fn db_interval_arg(&self) -> String {
+        format!("{}", self.db_interval.as_secs_f64())
+    }
+}
+
 /// An experiment run as a step: stored, and its outcome handed back (type erased).
 type RunFn = fn(&mut Context<'_>, &[&str]) -> Result<(Box<dyn Shown>, Option<i64>), Classified>;
 /// The step's arguments parsed as its command's, without running it.
@@ -362,6 +432,8 @@ impl Section {
 pub fn section_steps(section: Section, mode: Mode, cpus: usize) -> Vec<Step> {
     let full = mode == Mode::Full;
     let weight = if full { 4.0 } else { 1.0 };
+    let sampling = Rounds::new(mode);
+    let rounds = sampling.rounds.to_string();
     let step = |label, seconds, draws, action| Step { section, label, seconds, draws, action };
     let experiment = |experiment, argv: &[&str]| Action::Experiment {
         experiment,
@@ -376,7 +448,7 @@ pub fn section_steps(section: Section, mode: Mode, cpus: usize) -> Vec<Step> {
                 (Area::Cpu, "chart-cpu-scale", "CPU scaling"),
                 experiment(
                     StepExperiment::of::<tamp::experiments::CpuScale>(),
-                    &["--size", if full { "128MiB" } else { "16MiB" }],
+                    &["--size", &sampling.scale_bytes.to_string(), "--rounds", &rounds],
                 ),
             ),
             step(
@@ -397,14 +469,14 @@ pub fn section_steps(section: Section, mode: Mode, cpus: usize) -> Vec<Step> {
         )],
         Section::Allocators => {
             let threads = if cpus > 1 { format!("1,{cpus}") } else { "1".into() };
-            let (repeat, ops) = if full { ("3", "2000000") } else { ("1", "300000") };
+            let ops = sampling.alloc_ops.to_string();
             vec![step(
                 ALLOC,
                 8.0 * weight,
                 (Area::Allocators, "chart-alloc-relative", "Allocators"),
                 experiment(
                     StepExperiment::of::<allocbench::experiments::Alloc>(),
-                    &["--threads", &threads, "--repeat", repeat, "--ops", ops],
+                    &["--threads", &threads, "--repeat", &rounds, "--ops", &ops],
                 ),
             )]
         }
@@ -487,6 +559,41 @@ mod tests {
         assert!(sections.windows(2).all(|w| w[0] <= w[1]), "{sections:?}");
         assert!(!sections.contains(&Section::Memory));
         assert_eq!(steps.first().map(|s| s.label), Some("core to core"));
+    }
+
+    /// The value after `flag` in a step's arguments.
+    fn arg<'a>(step: &'a Step, flag: &str) -> Option<&'a str> {
+        let Action::Experiment { argv, .. } = &step.action else { return None };
+        let at = argv.iter().position(|a| a == flag)?;
+        argv.get(at + 1).map(String::as_str)
+    }
+
+    /// Every figure the compression, CPU-scaling, allocator and database steps offer for
+    /// comparison has enough samples on each side for the test to reach p < 0.01, in both
+    /// modes: the rounds the steps are given, and the whole intervals of a database step.
+    #[test]
+    fn the_compared_steps_take_enough_samples_to_be_tested() {
+        use measure::verdict::testable;
+        assert!(testable(MIN_SAMPLES as usize, MIN_SAMPLES as usize));
+        assert!(!testable(MIN_SAMPLES as usize - 1, MIN_SAMPLES as usize - 1));
+        for mode in [Mode::Quick, Mode::Full] {
+            let r = Rounds::new(mode);
+            let n = r.rounds as usize;
+            assert!(n >= MIN_SAMPLES as usize && testable(n, n), "{mode:?}: {n} rounds");
+            let db = r.db_samples() as usize;
+            assert!(testable(db, db), "{mode:?}: {db} intervals a sweep step");
+            let traced = r.db_intervals as usize;
+            assert!(testable(traced, traced), "{mode:?}: {traced} traced intervals");
+            // Whole intervals: the last is not a stub.
+            assert_eq!(r.db_step.as_millis() % r.db_interval.as_millis(), 0, "{mode:?}");
+            let scale = section_steps(Section::Cpu, mode, 2);
+            let scale = scale.iter().find(|s| s.label == SCALE).unwrap();
+            assert_eq!(arg(scale, "--rounds"), Some(r.rounds.to_string().as_str()));
+            let alloc = section_steps(Section::Allocators, mode, 2);
+            assert_eq!(arg(&alloc[0], "--repeat"), Some(r.rounds.to_string().as_str()));
+            assert_eq!(r.db_interval_arg().parse::<f64>().unwrap(), r.db_interval.as_secs_f64());
+        }
+        assert_eq!(Rounds::new(Mode::Quick).db_interval_arg(), "0.25");
     }
 
     #[test]

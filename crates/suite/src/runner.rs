@@ -11,7 +11,7 @@ use results::Recorder;
 use topo::Topology;
 
 use crate::placement::ProbedStep;
-use crate::plan::{Mode, Step, StepExperiment, DATABASE, QUERIES};
+use crate::plan::{Mode, Rounds, Step, StepExperiment, DATABASE, QUERIES};
 
 /// What a step needs.
 #[derive(Debug)]
@@ -69,9 +69,12 @@ impl Run<'_> {
     }
 
     /// lz4 and zstd -1 with one worker per CPU on a generated corpus (written once to a temp
-    /// file the compressor reads; the output is discarded).
+    /// file the compressor reads; the output is discarded), in rounds ([`Rounds`]): each
+    /// round compresses the whole corpus with a fresh pipeline, one sample of each figure.
     pub fn compression(&mut self, step: &Step) {
-        let bytes: usize = if self.mode == Mode::Full { 256 << 20 } else { 32 << 20 };
+        let sampling = Rounds::new(self.mode);
+        let bytes = sampling.corpus_bytes;
+        let rounds = sampling.rounds.to_string();
         let dir = match tempfile::tempdir() {
             Ok(d) => d,
             Err(e) => return self.skipped(step, e),
@@ -97,6 +100,8 @@ impl Run<'_> {
                 format,
                 "--level",
                 "1",
+                "--rounds",
+                &rounds,
                 "--input-name",
                 corpus,
                 &file,
@@ -130,11 +135,11 @@ impl Run<'_> {
         if let Err(e) = loadgen::prepare(&target, &opts, &mut |_| {}) {
             return self.skipped(step, e);
         }
-        let (rates, seconds) = if self.mode == Mode::Full {
-            ("100,400,1600,6400", "5")
-        } else {
-            ("100,400,1600", "2")
-        };
+        // Each rate's figures one sample per interval ([`Rounds::db_interval`]).
+        let sampling = Rounds::new(self.mode);
+        let rates = sampling.db_rates;
+        let seconds = sampling.db_step.as_secs_f64().to_string();
+        let interval = sampling.db_interval_arg();
         let argv = [
             "--server",
             "postgres",
@@ -143,20 +148,30 @@ impl Run<'_> {
             "--sweep-rate",
             rates,
             "--duration",
-            seconds,
+            &seconds,
+            "--interval",
+            &interval,
         ];
         if let Err(e) = self.step::<loadgen::experiments::Load>(DATABASE, &argv) {
             return self.skipped(step, e);
         }
         if !stop::requested() {
-            self.queries_at(step, &target, pg.pid(), rates.rsplit(',').next().unwrap_or("100"));
+            let top = rates.rsplit(',').next().unwrap_or("100");
+            self.queries_at(step, &target, pg.pid(), top, &sampling);
         }
         drop(pg);
     }
 
     /// `db querystat` on the server while a steady load runs at `rate` beside it: each
     /// query's latency histogram and who pre-empted the server's processes.
-    fn queries_at(&mut self, step: &Step, target: &loadgen::Target, server_pid: u32, rate: &str) {
+    fn queries_at(
+        &mut self,
+        step: &Step,
+        target: &loadgen::Target,
+        server_pid: u32,
+        rate: &str,
+        sampling: &Rounds,
+    ) {
         let plan = match loadgen::experiments::plan_from_argv(&["--rate", rate, "--duration", "6"])
         {
             Ok(plan) => plan,
@@ -174,8 +189,12 @@ impl Run<'_> {
             // pause was too short on a busy machine: querystat then saw no query complete). A
             // load that fails to start ends the wait early; its error is reported below.
             let _ = first_interval.recv_timeout(std::time::Duration::from_secs(10));
-            let measured =
-                self.step::<querystat::experiments::Querystat>(QUERIES, &["1", "2", "--pid", &pid]);
+            // The mean latency one sample an interval ([`Rounds::db_intervals`] of them).
+            let (interval, count) = (sampling.db_interval_arg(), sampling.db_intervals.to_string());
+            let measured = self.step::<querystat::experiments::Querystat>(
+                QUERIES,
+                &[&interval, &count, "--pid", &pid],
+            );
             let load = load.join();
             (measured, load)
         });

@@ -114,14 +114,23 @@ pub fn cpu_scale(r: &ScaleReport) -> Option<Figure> {
     out.push_str(&plot.x_title("compressor threads per unit"));
     out.push_str(&plot.y_title("MB/s (10⁶ bytes/s, uncompressed)"));
     out.push_str("</svg>");
+    let rounds = r.steps.iter().map(|s| s.rounds_mb_per_s.len()).max().unwrap_or(0);
     let mut caption = format!(
         "The {} compressor{} on an in-memory corpus of {} per unit, to nowhere: one reader, N \
-         workers and one writer per unit, units run at once. Labels: CPUs at least 90% busy \
+         workers and one writer per unit, units run at once.{} Labels: CPUs at least 90% busy \
          during the step (from /proc/stat) of all online CPUs — one busy CPU of many is what a \
          machine-wide idle figure hides. {}",
         esc(&r.codec),
         r.level.map_or(String::new(), |l| format!(" at level {l}")),
         esc(&svg::bytes_label(r.input_bytes as f64)),
+        if rounds > 1 {
+            format!(
+                " Every step ran {rounds} times, one round of all steps after another; each \
+                 point is the median round's."
+            )
+        } else {
+            String::new()
+        },
         esc(&r.summary.text),
     );
     if let Some(online) = short_of {
@@ -201,20 +210,41 @@ pub fn scale_part(r: &ScaleReport) -> Part {
                 && m.labels.get("threads") == Some(&threads.to_string())
         })
     };
+    // Each value is the median of the samples its metric stores (one a round).
+    let step_median = |units: usize, threads: usize, mb: f64| {
+        let step = r.steps.iter().find(|s| s.units == units && s.threads == threads);
+        let samples = step.map(ScaleStep::mb_per_s_samples).unwrap_or_default();
+        let rounds = rounds_words(step.map_or(0, |s| s.rounds_mb_per_s.len()));
+        (median(&samples).unwrap_or(mb), rounds)
+    };
     if let Some(mb) = r.summary.single_thread_mb_s.filter(|v| v.is_finite()) {
+        let (mb, rounds) = step_median(1, 1, mb);
         part.headlines.push(Headline {
             name: "single-thread compression".into(),
             value: format!("{} MB/s", fmt3(mb)),
-            detail: format!("{}, one worker", r.codec),
+            detail: format!("{}, one worker{rounds}", r.codec),
             metric: at(1, 1),
         });
     }
     if let Some((units, threads, mb)) = r.summary.filled_best.filter(|b| b.2.is_finite()) {
+        let (mb, rounds) = step_median(units, threads, mb);
         part.headlines.push(Headline {
             name: "filled machine compression".into(),
             value: format!("{} MB/s", fmt3(mb)),
-            detail: format!("{units} unit(s) × {threads} thread(s)"),
+            detail: format!("{units} unit(s) × {threads} thread(s){rounds}"),
             metric: at(units, threads),
+        });
+    }
+    // Every step, compared under its own name: the filled machine's best step can differ
+    // between two runs whose steps are within noise, and then its headline names two
+    // different steps that are not compared; each step's figure always is.
+    for s in r.steps.iter().filter(|s| s.mb_per_s.is_finite()) {
+        let (mb, rounds) = step_median(s.units, s.threads, s.mb_per_s);
+        part.compared.push(Headline {
+            name: format!("compression, {} unit(s) × {} thread(s)", s.units, s.threads),
+            value: format!("{} MB/s", fmt3(mb)),
+            detail: format!("{}{rounds}", r.codec),
+            metric: at(s.units, s.threads),
         });
     }
     part
@@ -233,14 +263,14 @@ pub fn run_part(r: &RunResult) -> Part {
     let title = format!("{what} ({}): where the time went", r.format);
     let id = id.as_str();
     let mut part = Part::new(Area::Compression, id, &title, false);
-    let mb = r.bytes_in.max(r.bytes_out) as f64 / 1e6;
-    let cpu_per_mb = (mb > 0.0).then(|| (r.cpu_user_s + r.cpu_sys_s) / mb);
+    let cpu_per_mb = r.cpu_s_per_mb();
     if !r.thread_busy.is_empty() {
         part.figure = Some(Figure {
             svg: busy_chart(id, r),
             caption: format!(
-                "{op} {}{}: {} of {} with {} → ratio {}; {} MB/s (uncompressed, 10⁶ B), {} CPU \
+                "{}{op} {}{}: {} of {} with {} → ratio {}; {} MB/s (uncompressed, 10⁶ B), {} CPU \
                  s per MB; verdict: {} — {}.{}",
+                rounds_sentence(r),
                 esc(&r.format),
                 r.level.map_or(String::new(), |l| format!(" -{l}")),
                 esc(&svg::bytes_label(r.bytes_in as f64)),
@@ -258,22 +288,54 @@ pub fn run_part(r: &RunResult) -> Part {
     } else {
         part.notes.push(format!("{op} of {} measured no thread", r.input));
     }
+    // The headline values are the medians of the samples their metrics store (one a round),
+    // the figures a comparison tests.
     let metrics = r.to_metrics();
+    let of_rounds = rounds_words(r.rounds.len());
     part.headlines.push(Headline {
         name: format!("{op} {}", r.format),
-        value: format!("{} MB/s", fmt3(r.mb_per_s)),
-        detail: format!("{} worker(s)", r.threads),
+        value: format!("{} MB/s", fmt3(median(&r.mb_per_s_samples()).unwrap_or(r.mb_per_s))),
+        detail: format!("{} worker(s){of_rounds}", r.threads),
         metric: key(&metrics, crate::metrics::THROUGHPUT, |_| true),
     });
-    if let Some(c) = cpu_per_mb {
+    if let Some(c) = median(&r.cpu_s_per_mb_samples()).or(cpu_per_mb) {
         part.headlines.push(Headline {
             name: format!("{op} {} CPU per MB", r.format),
             value: format!("{} s", fmt3(c)),
-            detail: "user + system".into(),
+            detail: format!("user + system{of_rounds}"),
             metric: key(&metrics, crate::metrics::CPU_PER_MB, |_| true),
         });
     }
     part
+}
+
+/// The median of `samples` (`None` for none, or any not finite).
+fn median(samples: &[f64]) -> Option<f64> {
+    measure::summarize(samples).map(|s| s.median)
+}
+
+/// `, median of N rounds` for a figure measured in `rounds` rounds (nothing for a single run).
+fn rounds_words(rounds: usize) -> String {
+    if rounds > 1 {
+        format!(", median of {rounds} rounds")
+    } else {
+        String::new()
+    }
+}
+
+/// For a run repeated in rounds: how many, each one's MB/s, and that the rest of the caption
+/// and the bars are the median round's.
+fn rounds_sentence(r: &RunResult) -> String {
+    if r.rounds.len() <= 1 {
+        return String::new();
+    }
+    let speeds: Vec<String> = r.rounds.iter().map(|x| fmt3(x.mb_per_s)).collect();
+    format!(
+        "{} rounds, each a fresh pipeline over the whole input (MB/s: {}); the figures and bars \
+         below are the median round's. ",
+        r.rounds.len(),
+        speeds.join(", ")
+    )
 }
 
 /// Each thread's busy share (solid) and CPU share (light) as horizontal bars.

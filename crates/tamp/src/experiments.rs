@@ -52,6 +52,13 @@ pub struct CompressArgs {
     /// The corpus generator's seed.
     #[arg(long, default_value_t = crate::corpus::DEFAULT_SEED)]
     pub seed: u64,
+    /// Run each input N times, each round a fresh pipeline over the whole input, and keep every
+    /// round's MB/s and CPU per MB as one sample (the figures printed are the median round's;
+    /// one more, uncounted warm-up round comes first): with 5 or more, `results compare` and
+    /// `report --baseline` can test them. Needs --discard and files (standard input cannot be
+    /// read twice).
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub rounds: u32,
     /// How the input is named in the printout and the stored run instead of its path (the
     /// report names its generated corpus so, not the temporary file it sits in).
     #[arg(long, hide = true, value_name = "TEXT")]
@@ -80,9 +87,14 @@ pub struct ScaleArgs {
     /// Compression level.
     #[arg(long, default_value_t = 1)]
     pub level: i32,
-    /// Corpus bytes each unit compresses per step.
+    /// Corpus bytes each unit compresses per step (per round).
     #[arg(long, default_value = "256MiB", value_parser = parse_bytes)]
     pub size: u64,
+    /// Run every step N times, all steps in each round, and keep each round's MB/s as one
+    /// sample (the figures printed are the median round's): with 5 or more, `results compare`
+    /// and `report --baseline` can test them.
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub rounds: u32,
 }
 
 fn suffix(format: Format) -> &'static str {
@@ -263,6 +275,17 @@ impl Experiment for Compress {
             return Err(Classified::usage(format!("--block {block} is outside 64KiB … 4MiB")));
         }
         let threads = args.threads.map_or_else(crate::online_cpus, |t| t as usize);
+        if args.rounds > 1 && !args.discard {
+            return Err(Classified::usage(format!(
+                "--rounds {} runs each input {} times: give --discard (nothing is written)",
+                args.rounds, args.rounds
+            )));
+        }
+        if args.rounds > 1 && from_stdin {
+            return Err(Classified::usage(
+                "--rounds reads the input again each round: give a file, not standard input (-)",
+            ));
+        }
         // Every output is named and checked before the first run: a taken name among several
         // inputs refuses the whole command, not the runs after the others.
         let outputs =
@@ -279,14 +302,17 @@ impl Experiment for Compress {
             // Standard input through its /dev/stdin name: a pipe goes to the reader thread, a
             // redirected file to the workers, as the same input named by its path would.
             let input = if is_stdin(given) { Path::new("/dev/stdin") } else { given.as_path() };
-            let mut result = if args.decompress {
-                let opts = DecompressOptions { threads, format: args.format };
-                crate::decompress(input, &output, &opts, stop::flag())?
-            } else {
-                let opts =
-                    CompressOptions { format, level: args.level, threads, block_size: block };
-                crate::compress(input, &output, &opts, stop::flag())?
+            let once = || {
+                if args.decompress {
+                    let opts = DecompressOptions { threads, format: args.format };
+                    crate::decompress(input, &output, &opts, stop::flag())
+                } else {
+                    let opts =
+                        CompressOptions { format, level: args.level, threads, block_size: block };
+                    crate::compress(input, &output, &opts, stop::flag())
+                }
             };
+            let mut result = in_rounds(args.rounds, once)?;
             if let Some(name) = &args.input_name {
                 result.input = name.clone();
             } else if is_stdin(given) {
@@ -300,6 +326,35 @@ impl Experiment for Compress {
         }
         Err(Classified::usage("no input to compress"))
     }
+}
+
+/// `run` `rounds` times (each a fresh pipeline over the whole input) and one result of them
+/// ([`RunResult::of_rounds`]); more than one round comes after one more, a warm-up that is not
+/// counted (the input's pages, the allocator's arenas and the CPUs' clocks settle in it, as
+/// the memory steps' warm-up round). A round a stop cut short ends them: with rounds finished
+/// before it, those are the result, marked interrupted; without, the cut round is.
+fn in_rounds(
+    rounds: u32,
+    mut run: impl FnMut() -> Result<RunResult, crate::TampError>,
+) -> Result<RunResult, crate::TampError> {
+    if rounds > 1 {
+        let warm_up = run()?;
+        if warm_up.interrupted {
+            return Ok(warm_up);
+        }
+    }
+    let mut finished = Vec::new();
+    for _ in 0..rounds {
+        let round = run()?;
+        if round.interrupted {
+            return Ok(match RunResult::of_rounds(finished) {
+                Some(done) => RunResult { interrupted: true, ..done },
+                None => round,
+            });
+        }
+        finished.push(round);
+    }
+    RunResult::of_rounds(finished).ok_or(crate::TampError::Usage("no round to run".into()))
 }
 
 fn make_corpus(seed: u64, bytes: u64, out: &Path, force: bool) -> Result<Compressed, Classified> {
@@ -361,6 +416,7 @@ impl Experiment for CpuScale {
         if let Some(threads) = &args.threads {
             plan.threads = threads.iter().map(|&t| t as usize).collect();
         }
+        plan.rounds = args.rounds as usize;
         let size = usize::try_from(args.size)
             .map_err(|_| Classified::usage(format!("--size {} is too large", args.size)))?;
         let input = crate::corpus::generate(crate::corpus::DEFAULT_SEED, size);
@@ -427,6 +483,94 @@ mod tests {
         assert_eq!(back.text(), outcome.text());
     }
 
+    /// A real (small) compress run of `bytes` with its speed set to `mb_per_s`.
+    fn run_at(mb_per_s: f64, interrupted: bool) -> RunResult {
+        let input = crate::corpus::generate(1, 64 << 10);
+        let codec = crate::codec::codec_for(Format::Lz4, 1).unwrap();
+        let stop = AtomicBool::new(false);
+        let r = crate::compress_reader(
+            &input[..],
+            Path::new("c.tsv"),
+            &Output::Discard,
+            codec.as_ref(),
+            1,
+            64 << 10,
+            &stop,
+        )
+        .unwrap();
+        RunResult { mb_per_s, interrupted, ..r }
+    }
+
+    #[test]
+    fn rounds_are_one_sample_each_and_the_figures_are_the_median_round_s() {
+        let speeds = [500.0, 300.0, 700.0, 400.0, 600.0];
+        // The first is the warm-up, not counted.
+        let mut given = [9.0].iter().chain(&speeds).map(|&v| run_at(v, false));
+        let r = in_rounds(5, || Ok(given.next().unwrap())).unwrap();
+        assert_eq!(r.mb_per_s, 500.0, "the median round's");
+        assert!(!r.interrupted);
+        let rounds: Vec<f64> = r.rounds.iter().map(|x| x.mb_per_s).collect();
+        assert_eq!(rounds, speeds, "every round, in the order run");
+        // Stored: the throughput and CPU-per-MB metrics carry one sample a round.
+        let metrics = r.to_metrics();
+        let samples =
+            |name: &str| metrics.iter().find(|m| m.name == name).map(|m| m.samples.len()).unwrap();
+        assert_eq!(samples(crate::metrics::THROUGHPUT), 5);
+        assert_eq!(samples(crate::metrics::CPU_PER_MB), 5);
+        assert_eq!(samples(crate::metrics::RATIO), 1);
+        // The page's headline is the median of those samples, backed by their metric.
+        let part = crate::chart::run_part(&r);
+        let head = &part.headlines[0];
+        assert_eq!(head.value, "500 MB/s");
+        assert!(head.detail.ends_with("median of 5 rounds"), "{}", head.detail);
+        let key = head.metric.as_deref().unwrap();
+        let backing = metrics.iter().find(|m| m.key() == key).unwrap();
+        assert_eq!(backing.samples, speeds);
+        assert!(part.figure.unwrap().caption.starts_with("5 rounds"));
+        let text = crate::render::run(&r);
+        assert!(text.contains("5 rounds, MB/s each: 500 300 700 400 600"), "{text}");
+        // Read back from the store as it was written.
+        let stored = serde_json::to_value(Compressed::Run(Box::new(r.clone()))).unwrap();
+        let Compressed::Run(back) = Compressed::from_stored("compress", stored).unwrap() else {
+            panic!("a run")
+        };
+        assert_eq!(*back, r);
+    }
+
+    #[test]
+    fn a_stop_keeps_the_finished_rounds() {
+        // Stopped in the third round: the two before it are the result, marked interrupted.
+        let mut given = [(9.0, false), (400.0, false), (600.0, false), (10.0, true)].into_iter();
+        let r = in_rounds(5, || Ok(given.next().map(|(v, i)| run_at(v, i)).unwrap())).unwrap();
+        assert!(r.interrupted);
+        assert_eq!(r.rounds.len(), 2);
+        assert_eq!(r.mb_per_s, 400.0, "the lower middle of an even count");
+        // Stopped in the warm-up or the first: that round, as it was.
+        let r = in_rounds(5, || Ok(run_at(10.0, true))).unwrap();
+        assert!(r.interrupted && r.rounds.is_empty());
+        let mut given = [(9.0, false), (10.0, true)].into_iter();
+        let r = in_rounds(5, || Ok(given.next().map(|(v, i)| run_at(v, i)).unwrap())).unwrap();
+        assert!(r.interrupted && r.rounds.is_empty() && r.mb_per_s == 10.0);
+        // One round: the run as it always was, nothing more stored.
+        let one = in_rounds(1, || Ok(run_at(450.0, false))).unwrap();
+        assert!(one.rounds.is_empty());
+        let stored = serde_json::to_value(&one).unwrap();
+        assert!(stored.get("rounds").is_none(), "a single run stores as before: {stored}");
+    }
+
+    #[test]
+    fn a_run_stored_before_rounds_reads_with_one_sample() {
+        let mut stored = serde_json::to_value(run_at(450.0, false)).unwrap();
+        stored.as_object_mut().unwrap().remove("rounds");
+        let Compressed::Run(old) = Compressed::from_stored("compress", stored).unwrap() else {
+            panic!("a run")
+        };
+        assert!(old.rounds.is_empty());
+        let throughput = old.to_metrics().into_iter().find(|m| m.name == "compress_throughput");
+        assert_eq!(throughput.unwrap().samples, vec![450.0]);
+        assert_eq!(crate::chart::run_part(&old).headlines[0].detail, "1 worker(s)");
+    }
+
     #[test]
     fn a_corpus_is_not_stored_and_draws_nothing() {
         let c = Compressed::Corpus { corpus: "c.tsv".into(), bytes: 3, seed: 4 };
@@ -439,7 +583,8 @@ mod tests {
     fn a_stored_scale_run_draws_the_report_s_section() {
         let input = crate::corpus::generate(1, 256 << 10);
         let codec = crate::codec::codec_for(Format::Lz4, 1).unwrap();
-        let plan = ScalePlan { units: vec![1], threads: vec![1, 2], block_size: 64 << 10 };
+        let plan =
+            ScalePlan { units: vec![1], threads: vec![1, 2], block_size: 64 << 10, rounds: 1 };
         let stop = AtomicBool::new(false);
         let r = crate::scale::run(&input, codec.as_ref(), &plan, &stop).unwrap();
         let parts = r.parts(&topology());
@@ -449,5 +594,42 @@ mod tests {
         let back =
             ScaleReport::from_stored("cpu scale", serde_json::to_value(&r).unwrap()).unwrap();
         assert_eq!(back.parts(&topology()), parts);
+    }
+
+    #[test]
+    fn a_scale_run_in_rounds_compares_every_step_on_its_rounds() {
+        let input = crate::corpus::generate(1, 128 << 10);
+        let codec = crate::codec::codec_for(Format::Lz4, 1).unwrap();
+        let plan =
+            ScalePlan { units: vec![1, 2], threads: vec![1, 2], block_size: 32 << 10, rounds: 3 };
+        let r = crate::scale::run(&input, codec.as_ref(), &plan, &AtomicBool::new(false)).unwrap();
+        let part = &r.parts(&topology())[0];
+        let metrics = r.to_metrics();
+        let backing = |h: &chart::Headline| {
+            let key = h.metric.as_deref().unwrap();
+            metrics.iter().find(|m| m.key() == key).unwrap().clone()
+        };
+        // The headlines: each the median of its metric's samples, one a round.
+        for h in &part.headlines {
+            let m = backing(h);
+            assert_eq!(m.samples.len(), 3, "{h:?}");
+            let median = measure::summarize(&m.samples).unwrap().median;
+            assert_eq!(h.value, format!("{} MB/s", chart::svg::fmt3(median)), "{h:?}");
+            assert!(h.detail.ends_with("median of 3 rounds"), "{h:?}");
+        }
+        // Every step compared under its own name, whichever is the best.
+        let names: Vec<&str> = part.compared.iter().map(|h| h.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "compression, 1 unit(s) × 1 thread(s)",
+                "compression, 1 unit(s) × 2 thread(s)",
+                "compression, 2 unit(s) × 1 thread(s)",
+                "compression, 2 unit(s) × 2 thread(s)",
+            ]
+        );
+        assert!(part.compared.iter().all(|h| backing(h).samples.len() == 3));
+        let caption = &part.figure.as_ref().unwrap().caption;
+        assert!(caption.contains("Every step ran 3 times"), "{caption}");
     }
 }

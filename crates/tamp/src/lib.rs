@@ -51,6 +51,6 @@ pub use decompress::{decompress, DecompressOptions, PARALLEL_FRAME_MAX, ZSTD_WIN
 pub use error::TampError;
 pub use output::Output;
 pub use result::{
-    verdict, Operation, RunResult, ThreadBusy, Verdict, VerdictInputs, BUSY, CPUS_FULL,
+    verdict, Operation, Round, RunResult, ThreadBusy, Verdict, VerdictInputs, BUSY, CPUS_FULL,
     WORKERS_STARVED,
 };

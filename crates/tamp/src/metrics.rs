@@ -30,14 +30,14 @@ impl ToMetrics for RunResult {
                 None => m,
             }
         };
-        let mb = self.bytes_in.max(self.bytes_out) as f64 / 1e6;
-        let cpu = self.cpu_user_s + self.cpu_sys_s;
+        // One sample per round (`compress --rounds N`), so a comparison can test them.
         let mut out = vec![
-            label(Metric::new(THROUGHPUT, Unit::MegabytesPerSecond, vec![self.mb_per_s])),
+            label(Metric::new(THROUGHPUT, Unit::MegabytesPerSecond, self.mb_per_s_samples())),
             label(Metric::new(RATIO, Unit::Ratio, vec![self.ratio])),
         ];
-        if mb > 0.0 {
-            out.push(label(Metric::new(CPU_PER_MB, Unit::Seconds, vec![cpu / mb])));
+        let cpu_per_mb = self.cpu_s_per_mb_samples();
+        if !cpu_per_mb.is_empty() {
+            out.push(label(Metric::new(CPU_PER_MB, Unit::Seconds, cpu_per_mb)));
         }
         out
     }
@@ -48,7 +48,7 @@ impl ToMetrics for ScaleReport {
         self.steps
             .iter()
             .map(|s| {
-                Metric::new(SCALE_THROUGHPUT, Unit::MegabytesPerSecond, vec![s.mb_per_s])
+                Metric::new(SCALE_THROUGHPUT, Unit::MegabytesPerSecond, s.mb_per_s_samples())
                     .label("codec", &self.codec)
                     .label("units", s.units)
                     .label("threads", s.threads)

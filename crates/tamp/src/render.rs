@@ -62,6 +62,15 @@ pub fn run(r: &RunResult) -> String {
             r.cpus_busy.unwrap_or(0)
         )),
     );
+    if r.rounds.len() > 1 {
+        let speeds: Vec<String> = r.rounds.iter().map(|x| format!("{:.0}", x.mb_per_s)).collect();
+        let _ = writeln!(
+            s,
+            "  {} rounds, MB/s each: {}; the figures here are the median round's",
+            r.rounds.len(),
+            speeds.join(" ")
+        );
+    }
     let _ = writeln!(s, "  {:<10} {:>8} {:>8} {:>8}", "thread", "wall s", "busy", "cpu");
     for t in &r.thread_busy {
         let _ = writeln!(
@@ -81,12 +90,14 @@ pub fn run(r: &RunResult) -> String {
 pub fn scale(r: &ScaleReport) -> String {
     let mut s = String::new();
     let level = r.level.map_or(String::new(), |l| format!(" -{l}"));
+    let rounds = r.steps.iter().map(|x| x.rounds_mb_per_s.len()).max().unwrap_or(0);
     let _ = writeln!(
         s,
-        "cpu scale: {}{level}, {} per unit from memory to nowhere, {} blocks{}",
+        "cpu scale: {}{level}, {} per unit from memory to nowhere, {} blocks{}{}",
         r.codec,
         mib(r.input_bytes),
         mib(r.block_size as u64),
+        if rounds > 1 { format!(", median of {rounds} rounds") } else { String::new() },
         if r.interrupted { " — INTERRUPTED" } else { "" }
     );
     let _ = writeln!(

@@ -220,6 +220,37 @@ pub struct RunResult {
     pub serial_reason: Option<String>,
     /// A stop was asked for: the figures cover the part done, and no output file was left.
     pub interrupted: bool,
+    /// A run repeated in rounds (`compress --rounds N`): every round's figures in the order
+    /// run, one sample each for a comparison; the figures above are the median round's
+    /// ([`RunResult::of_rounds`]). Empty for a single run, and in runs stored before rounds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rounds: Vec<Round>,
+}
+
+/// One round of a run repeated in rounds: a fresh pipeline (threads, buffers) over the whole
+/// input, so each round is one independent sample of the run's speed.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Round {
+    /// Wall time, seconds.
+    pub wall_s: f64,
+    /// Uncompressed MB (10^6 bytes) per wall second.
+    pub mb_per_s: f64,
+    /// User + system CPU seconds of the process per uncompressed MB (`None` for no bytes).
+    pub cpu_s_per_mb: Option<f64>,
+}
+
+impl Round {
+    fn of(r: &RunResult) -> Self {
+        Round { wall_s: r.wall_s, mb_per_s: r.mb_per_s, cpu_s_per_mb: r.cpu_s_per_mb() }
+    }
+}
+
+/// The index of the median of `values` in `values` (the lower of the two middle ones for an
+/// even count; NaN sorts last); `None` when it is empty.
+pub(crate) fn median_index(values: &[f64]) -> Option<usize> {
+    let mut order: Vec<usize> = (0..values.len()).collect();
+    order.sort_by(|&a, &b| values[a].total_cmp(&values[b]));
+    order.get(values.len().saturating_sub(1) / 2).copied()
 }
 
 /// Everything a result is built from.
@@ -291,6 +322,47 @@ impl RunResult {
             parallel: f.parallel,
             serial_reason: f.serial_reason,
             interrupted: f.interrupted,
+            rounds: Vec::new(),
+        }
+    }
+
+    /// User + system CPU seconds per uncompressed MB (`None` when nothing went through).
+    pub fn cpu_s_per_mb(&self) -> Option<f64> {
+        let mb = self.bytes_in.max(self.bytes_out) as f64 / 1e6;
+        (mb > 0.0).then(|| (self.cpu_user_s + self.cpu_sys_s) / mb)
+    }
+
+    /// One result of the finished `rounds` of a run (in the order run): the median round's
+    /// (by MB/s; of an even count the lower middle one) with every round's figures in
+    /// [`RunResult::rounds`]. A single round is returned as it is; `None` for none.
+    pub fn of_rounds(rounds: Vec<RunResult>) -> Option<RunResult> {
+        if rounds.len() <= 1 {
+            return rounds.into_iter().next();
+        }
+        let speeds: Vec<f64> = rounds.iter().map(|r| r.mb_per_s).collect();
+        let figures: Vec<Round> = rounds.iter().map(Round::of).collect();
+        let median = median_index(&speeds)?;
+        let mut result = rounds.into_iter().nth(median)?;
+        result.rounds = figures;
+        Some(result)
+    }
+
+    /// Each round's MB/s (the run's own for a single run): the samples of its throughput.
+    pub fn mb_per_s_samples(&self) -> Vec<f64> {
+        if self.rounds.is_empty() {
+            vec![self.mb_per_s]
+        } else {
+            self.rounds.iter().map(|r| r.mb_per_s).collect()
+        }
+    }
+
+    /// Each round's CPU seconds per MB (the run's own for a single run); empty when nothing
+    /// went through.
+    pub fn cpu_s_per_mb_samples(&self) -> Vec<f64> {
+        if self.rounds.is_empty() {
+            self.cpu_s_per_mb().into_iter().collect()
+        } else {
+            self.rounds.iter().filter_map(|r| r.cpu_s_per_mb).collect()
         }
     }
 }

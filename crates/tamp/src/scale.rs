@@ -25,6 +25,11 @@ pub struct ScalePlan {
     pub threads: Vec<usize>,
     /// Uncompressed bytes per block.
     pub block_size: usize,
+    /// How many times every step runs (at least 1): the steps one after the other in each
+    /// round, so a passing disturbance touches one sample of each step rather than every sample
+    /// of one. Each round of a step is one sample of its throughput. More than one round come
+    /// after a warm-up run of the first step that is not counted.
+    pub rounds: usize,
 }
 
 impl ScalePlan {
@@ -43,7 +48,7 @@ impl ScalePlan {
                 units.push(u);
             }
         }
-        Self { units, threads, block_size: crate::DEFAULT_BLOCK }
+        Self { units, threads, block_size: crate::DEFAULT_BLOCK, rounds: 1 }
     }
 }
 
@@ -76,6 +81,36 @@ pub struct ScaleStep {
     pub verdict: Verdict,
     /// The verdict in a sentence.
     pub verdict_reason: String,
+    /// A plan run in rounds: each round's MB/s in the order run, one sample each for a
+    /// comparison; the figures above are the median round's ([`combine_rounds`]). Empty for
+    /// one round, and in runs stored before rounds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rounds_mb_per_s: Vec<f64>,
+}
+
+impl ScaleStep {
+    /// Each round's MB/s (the step's own for one round): the samples of its throughput.
+    pub fn mb_per_s_samples(&self) -> Vec<f64> {
+        if self.rounds_mb_per_s.is_empty() {
+            vec![self.mb_per_s]
+        } else {
+            self.rounds_mb_per_s.clone()
+        }
+    }
+}
+
+/// One step of the rounds of that step (in the order run): the median round's (by MB/s; of an
+/// even count the lower middle one) with every round's MB/s in
+/// [`ScaleStep::rounds_mb_per_s`]. A single round is returned as it is; `None` for none.
+pub fn combine_rounds(rounds: Vec<ScaleStep>) -> Option<ScaleStep> {
+    if rounds.len() <= 1 {
+        return rounds.into_iter().next();
+    }
+    let speeds: Vec<f64> = rounds.iter().map(|s| s.mb_per_s).collect();
+    let median = crate::result::median_index(&speeds)?;
+    let mut step = rounds.into_iter().nth(median)?;
+    step.rounds_mb_per_s = speeds;
+    Some(step)
 }
 
 /// The steps and what they say.
@@ -189,20 +224,35 @@ pub fn run(
     plan: &ScalePlan,
     stop: &AtomicBool,
 ) -> Result<ScaleReport, TampError> {
-    if plan.units.contains(&0) || plan.threads.contains(&0) {
-        return Err(TampError::Usage("units and threads must be at least 1".into()));
+    if plan.units.contains(&0) || plan.threads.contains(&0) || plan.rounds == 0 {
+        return Err(TampError::Usage("units, threads and rounds must be at least 1".into()));
     }
-    let mut steps = Vec::new();
+    let order: Vec<(usize, usize)> =
+        plan.units.iter().flat_map(|&u| plan.threads.iter().map(move |&t| (u, t))).collect();
+    // Each step's finished rounds, in plan order.
+    let mut rounds: Vec<Vec<ScaleStep>> = vec![Vec::new(); order.len()];
     let mut interrupted = false;
-    'outer: for &units in &plan.units {
-        for &threads in &plan.threads {
+    // Several rounds come after a warm-up of the first step, not counted (as `compress
+    // --rounds`).
+    if let (true, Some(&(units, threads))) = (plan.rounds > 1, order.first()) {
+        if stop.load(std::sync::atomic::Ordering::Relaxed)
+            || run_step(input, codec, units, threads, plan.block_size, stop)?.is_none()
+        {
+            interrupted = true;
+        }
+    }
+    'outer: for _ in 0..plan.rounds {
+        if interrupted {
+            break;
+        }
+        for (i, &(units, threads)) in order.iter().enumerate() {
             if stop.load(std::sync::atomic::Ordering::Relaxed) {
                 interrupted = true;
                 break 'outer;
             }
             let step = run_step(input, codec, units, threads, plan.block_size, stop)?;
             match step {
-                Some(s) => steps.push(s),
+                Some(s) => rounds[i].push(s),
                 None => {
                     interrupted = true;
                     break 'outer;
@@ -210,6 +260,7 @@ pub fn run(
             }
         }
     }
+    let steps: Vec<ScaleStep> = rounds.into_iter().filter_map(combine_rounds).collect();
     let summary = summarise(&steps);
     Ok(ScaleReport {
         codec: codec.name().to_string(),
@@ -285,6 +336,7 @@ fn run_step(
         online_cpus: cpus,
         verdict: v,
         verdict_reason: why,
+        rounds_mb_per_s: Vec::new(),
     }))
 }
 
@@ -308,6 +360,7 @@ mod tests {
             online_cpus: 64,
             verdict: v,
             verdict_reason: format!("{} reason", v.name()),
+            rounds_mb_per_s: Vec::new(),
         }
     }
 
@@ -355,6 +408,54 @@ mod tests {
         let s = summarise(&steps);
         assert_eq!(s.one_unit_stops_at, Some(2));
         assert_eq!(s.one_unit_limit, Some(Verdict::CpuBound));
+    }
+
+    #[test]
+    fn a_step_of_rounds_is_its_median_round_with_every_round_s_speed() {
+        let rounds: Vec<ScaleStep> = [300.0, 100.0, 200.0]
+            .iter()
+            .map(|&mb| step(1, 2, mb, if mb > 250.0 { Verdict::CpuBound } else { Verdict::Scales }))
+            .collect();
+        let s = combine_rounds(rounds).unwrap();
+        assert_eq!((s.mb_per_s, s.verdict), (200.0, Verdict::Scales), "the median round whole");
+        assert_eq!(s.rounds_mb_per_s, [300.0, 100.0, 200.0]);
+        assert_eq!(s.mb_per_s_samples(), [300.0, 100.0, 200.0]);
+        // One round: as it was, and one sample.
+        let one = combine_rounds(vec![step(1, 1, 90.0, Verdict::Scales)]).unwrap();
+        assert!(one.rounds_mb_per_s.is_empty());
+        assert_eq!(one.mb_per_s_samples(), [90.0]);
+        assert!(combine_rounds(Vec::new()).is_none());
+        // A step stored before rounds reads with one sample.
+        let mut stored = serde_json::to_value(step(2, 2, 50.0, Verdict::Scales)).unwrap();
+        assert!(stored.get("rounds_mb_per_s").is_none(), "{stored}");
+        stored.as_object_mut().unwrap().remove("rounds_mb_per_s");
+        let old: ScaleStep = serde_json::from_value(stored).unwrap();
+        assert_eq!(old.mb_per_s_samples(), [50.0]);
+    }
+
+    #[test]
+    fn every_step_runs_in_every_round() {
+        let input = crate::corpus::generate(1, 128 << 10);
+        let codec = crate::codec::codec_for(crate::Format::Lz4, 1).unwrap();
+        let plan =
+            ScalePlan { units: vec![1, 2], threads: vec![1, 2], block_size: 32 << 10, rounds: 3 };
+        let stop = AtomicBool::new(false);
+        let r = run(&input, codec.as_ref(), &plan, &stop).unwrap();
+        let steps: Vec<(usize, usize)> = r.steps.iter().map(|s| (s.units, s.threads)).collect();
+        assert_eq!(steps, [(1, 1), (1, 2), (2, 1), (2, 2)], "plan order, once each");
+        for s in &r.steps {
+            assert_eq!(s.rounds_mb_per_s.len(), 3, "{s:?}");
+            assert!(s.rounds_mb_per_s.contains(&s.mb_per_s), "the median round's: {s:?}");
+        }
+        let metrics = measure::ToMetrics::to_metrics(&r);
+        assert!(metrics.iter().all(|m| m.samples.len() == 3), "{metrics:?}");
+        let zero = ScalePlan { rounds: 0, ..plan };
+        assert!(matches!(run(&input, codec.as_ref(), &zero, &stop), Err(TampError::Usage(_))));
+        // Stopped before it starts: nothing measured, said so.
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let plan = ScalePlan { rounds: 2, ..zero };
+        let cut = run(&input, codec.as_ref(), &plan, &stop).unwrap();
+        assert!(cut.interrupted && cut.steps.is_empty());
     }
 
     #[test]

@@ -88,7 +88,7 @@ fn a_throttled_reader_is_reader_bound() {
 #[test]
 fn scale_steps_with_the_sleeping_codec() {
     let data = vec![1u8; 24 * BLOCK];
-    let plan = ScalePlan { units: vec![1, 2], threads: vec![1, 4], block_size: BLOCK };
+    let plan = ScalePlan { units: vec![1, 2], threads: vec![1, 4], block_size: BLOCK, rounds: 1 };
     let r =
         scale::run(&data, &Sleep { per_block: Duration::from_millis(8) }, &plan, &NO_STOP).unwrap();
     assert_eq!(r.steps.len(), 4);

@@ -1,6 +1,8 @@
 //! A child that burns a known amount of CPU time: the test binary run again, with
 //! [`BURN_ENV`] set, as its test `burner_child` (which every test file that uses a [`Burner`]
 //! defines as a call to [`child`]). It measures its own CPU time, so nothing needs installing.
+//! And a [`Spinner`]: a shell busy loop pinned to one CPU until dropped, to take that CPU from
+//! a measurement.
 //!
 //! ```no_run
 //! // In the test file:
@@ -122,5 +124,32 @@ impl Drop for Burner {
         drop(self.stdin.take());
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// A shell spinning on one CPU (`taskset`, from util-linux) until dropped, then killed by its
+/// PID and reaped.
+#[derive(Debug)]
+pub struct Spinner(Child);
+
+impl Spinner {
+    /// Starts the busy loop on `cpu`.
+    pub fn on_cpu(cpu: u32) -> Self {
+        let child = Command::new("taskset")
+            .args(["-c", &cpu.to_string(), "sh", "-c", "while :; do :; done"])
+            .spawn()
+            .unwrap_or_else(|e| panic!("taskset from util-linux: {e}"));
+        Spinner(child)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.0.id()
+    }
+}
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }

@@ -2,7 +2,8 @@
 //! copy. A dev-dependency only; nothing here is part of platscope.
 //!
 //! - [`cli`]: run the `platscope` binary as users do ([`platscope`], [`text`]).
-//! - [`burner`]: a child process that burns a known amount of its own CPU time on request.
+//! - [`burner`]: a child process that burns a known amount of its own CPU time on request; a
+//!   busy loop pinned to one CPU ([`burner::Spinner`]).
 //! - [`browser`]: Debian's headless Chromium on a page: screenshot, DOM, what it logged.
 //! - [`fuzz`]: the runner and generators of the fuzz-style property tests (arbitrary and mutated
 //!   valid inputs), pure tier and live tier.
@@ -24,7 +25,7 @@ pub mod net;
 pub mod serve;
 pub mod tree;
 
-pub use burner::Burner;
+pub use burner::{Burner, Spinner};
 pub use cli::{
     bin, command, newest_run, platscope, platscope_with_stdin, signal, stderr, stdout, text,
     wait_within,

@@ -546,6 +546,7 @@ pub fn cpu_scale(steps: &[(usize, usize, f64, usize)]) -> ScaleReport {
         online_cpus: 2,
         verdict: if busy == 2 { Verdict::CpuBound } else { Verdict::Scales },
         verdict_reason: "<why>".into(),
+        rounds_mb_per_s: Vec::new(),
     };
     ScaleReport {
         codec: "lz4".into(),

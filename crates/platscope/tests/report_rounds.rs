@@ -1,0 +1,114 @@
+//! The report's compression and CPU-scaling figures are tested when two reports are compared:
+//! a quick report of those sections, then another with a spinner taking CPU 1, compared with
+//! `--baseline`. Every compression figure has a sample per round (5 a side) and gets a tested
+//! verdict, never `untested`; and with one of the two CPUs taken, at least one throughput
+//! figure on every CPU (lz4, zstd, the filled machine) is `slower`. The spinner takes half the
+//! CPUs those figures use, so the test asks for the direction, not for a figure. About 40 s
+//! (test build, 2-vCPU VM). One test in its own binary: nothing else of the test suite runs
+//! beside these measurements.
+
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
+use std::time::Instant;
+
+use test_support::{platscope, text, Spinner};
+
+/// A quick report of the CPU and compression sections into `db`; the id of its `report` run.
+fn report(db: &str, out: &str) -> String {
+    let run = platscope(&[
+        "report",
+        "--quick",
+        "--sections",
+        "cpu,compression",
+        "--out",
+        out,
+        "--db",
+        db,
+    ]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let list = platscope(&["results", "list", "--db", db, "--json"]);
+    let runs: serde_json::Value = serde_json::from_slice(&list.stdout).expect("json");
+    runs.as_array()
+        .expect("runs")
+        .iter()
+        .filter(|r| r["command"] == "report")
+        .filter_map(|r| r["id"].as_i64())
+        .max()
+        .expect("a report run")
+        .to_string()
+}
+
+#[test]
+#[ignore = "live tier: two quick reports of the CPU and compression sections, about 40 s"]
+fn a_spinner_on_cpu_1_makes_compression_slower_and_the_comparison_says_so() {
+    let started = Instant::now();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = |name: &str| dir.path().join(name).display().to_string();
+    let db = path("results.db");
+    let quiet = report(&db, &path("quiet"));
+    let burned = {
+        let spinner = Spinner::on_cpu(1);
+        println!("spinner on CPU 1: PID {}", spinner.pid());
+        report(&db, &path("burned"))
+    };
+    assert_ne!(quiet, burned);
+
+    let run = platscope(&[
+        "report",
+        "--from-db",
+        &burned,
+        "--baseline",
+        &quiet,
+        "--db",
+        &db,
+        "--out",
+        &path("compared"),
+        "--json",
+    ]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&run.stdout).expect("json");
+    let figures = v["comparison"].as_array().expect("comparison").clone();
+    for f in &figures {
+        println!(
+            "{:<32} {:>10.4} {:>10.4}  ratio {:.3}  {} ({} vs {} samples, p {:.4})",
+            f["figure"].as_str().unwrap(),
+            f["this"].as_f64().unwrap_or(f64::NAN),
+            f["baseline"].as_f64().unwrap_or(f64::NAN),
+            f["ratio"].as_f64().unwrap_or(f64::NAN),
+            f["verdict"],
+            f["this_samples"],
+            f["baseline_samples"],
+            f["p_value"].as_f64().unwrap_or(f64::NAN),
+        );
+    }
+
+    // Every compression figure — each format's throughput and CPU per MB, one thread and the
+    // filled machine — has a sample per round on both sides, and is tested.
+    let compression: Vec<&serde_json::Value> = figures
+        .iter()
+        .filter(|f| {
+            let name = f["figure"].as_str().unwrap();
+            name.starts_with("compress ") || name.ends_with(" compression")
+        })
+        .collect();
+    let names: Vec<&str> = compression.iter().map(|f| f["figure"].as_str().unwrap()).collect();
+    for expected in ["compress lz4", "compress zstd", "single-thread compression"] {
+        assert!(names.contains(&expected), "{expected} compared: {names:?}");
+    }
+    for f in &compression {
+        assert!(f["this_samples"].as_u64() >= Some(5), "{f}");
+        assert!(f["baseline_samples"].as_u64() >= Some(5), "{f}");
+        assert_ne!(f["verdict"], "untested", "{f}");
+    }
+
+    // Half the CPUs taken: a throughput on every CPU is slower.
+    let on_every_cpu = ["compress lz4", "compress zstd", "filled machine compression"];
+    let slower: Vec<&str> = compression
+        .iter()
+        .filter(|f| on_every_cpu.contains(&f["figure"].as_str().unwrap()))
+        .filter(|f| f["verdict"] == "slower")
+        .map(|f| f["figure"].as_str().unwrap())
+        .collect();
+    assert!(!slower.is_empty(), "none of {on_every_cpu:?} slower: {compression:?}");
+    println!("slower: {slower:?}; the test took {:.1} s", started.elapsed().as_secs_f64());
+}
