@@ -152,6 +152,27 @@ fn quick_report_writes_html_records_runs_and_results_reads_them() {
         std::fs::read_to_string(Path::new(&again).join("report.html")).expect("rebuilt page");
     assert_eq!(rebuilt_html, html, "report --from-db rebuilds the same page");
 
+    // Its headline figures are stored beside it for the fleet reader: every one the page backs
+    // with a stored metric, in page order.
+    use results::FleetStore;
+    let store = results::SqliteStore::open_read_only(Path::new(&db)).expect("opens");
+    let fleet = store.all_report_figures(&results::FleetFilter::default()).expect("reads");
+    assert_eq!(fleet.len(), 1);
+    let page: Vec<(String, String)> = suite::from_db::rebuild(
+        &store,
+        &[report_id.parse().expect("an id")],
+        &platscope::registry::REGISTRY,
+    )
+    .expect("rebuilds")
+    .headlines()
+    .into_iter()
+    .filter_map(|(_, h)| Some((h.name, h.metric?)))
+    .collect();
+    let stored: Vec<(String, String)> =
+        fleet[0].figures.iter().map(|f| (f.name.clone(), f.metric.clone())).collect();
+    println!("{} headline figures stored: {stored:?}", stored.len());
+    assert_eq!(stored, page, "a headline's metric is missing from its step's run");
+
     // Step runs draw their own sections, and only those.
     let scaling_id = runs
         .as_array()
