@@ -152,7 +152,7 @@ fn ok(what: &str, out: Output) -> String {
 }
 
 /// A quick report of the cheapest sections with headline figures (compression and CPU: about
-/// 5 s on the project VM), as host `host`.
+/// 8 s on the project VM, under load), as host `host`.
 fn quick_report(host: &str, dir: &Path, db: &Path) -> String {
     let out = dir.join(format!("page-{host}"));
     let args = [
@@ -169,7 +169,7 @@ fn quick_report(host: &str, dir: &Path, db: &Path) -> String {
 }
 
 #[test]
-#[ignore = "live tier: a quick report of the compression and CPU sections (about 5 s); scripts/test.sh runs it"]
+#[ignore = "live tier: a quick report of the compression and CPU sections (about 9 s on the project VM); scripts/test.sh runs it"]
 fn a_report_stores_the_headline_figures_its_page_shows() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("results.db");
@@ -207,7 +207,7 @@ fn count(pg: &Postgres, sql: &str) -> usize {
 }
 
 #[test]
-#[ignore = "live tier: PostgreSQL 15 (root) and two quick reports (about 15 s in all); scripts/test.sh runs it"]
+#[ignore = "live tier: PostgreSQL 15 (root) and two quick reports (about 15 s on the project VM); scripts/test.sh runs it"]
 fn push_carries_the_figures_and_computes_those_of_older_reports_first() {
     let pg = Postgres::start(&PgOptions::default()).expect("PostgreSQL starts");
     let url = format!("postgresql://platscope@127.0.0.1:{}/postgres", pg.port());
