@@ -534,7 +534,7 @@ pub(crate) mod tests {
         let steps = [step(100.0, 100.0, 2, None), top.clone()];
         let head = &sweep_parts(&steps)[0].headlines[0];
         assert_eq!(head.name, "load sweep: most achieved");
-        let key = head.metric.as_deref().expect("a metric backs the headline");
+        let key = head.metric.as_deref().expect("a headline backed by a metric");
         assert!(key.starts_with("load_interval_throughput{") && key.contains("rate=1600"), "{key}");
         let metrics = top.to_metrics();
         let backing = metrics.iter().find(|m| m.key() == key).expect("the headline's metric");

@@ -1,11 +1,11 @@
 //! The report's compression and CPU-scaling figures are tested when two reports are compared:
 //! a quick report of those sections, then another with a spinner taking CPU 1, compared with
-//! `--baseline`. Every compression figure has a sample per round (5 a side) and gets a tested
-//! verdict, never `untested`; and with one of the two CPUs taken, at least one throughput
-//! figure on every CPU (lz4, zstd, the filled machine) is `slower`. The spinner takes half the
-//! CPUs those figures use, so the test asks for the direction, not for a figure. About 40 s
-//! (test build, 2-vCPU VM). One test in its own binary: nothing else of the test suite runs
-//! beside these measurements.
+//! `--baseline`. Every compression figure (each format's throughput and CPU per MB, each
+//! CPU-scaling step) has a sample per round (9 a side) and gets a tested verdict, never
+//! `untested`; with one of the two CPUs taken, at least one compression throughput is `slower`.
+//! The spinner takes half the CPUs those figures use, so the test asks for the direction, not
+//! for a figure. 8 s (test build, 2-vCPU VM at load average 10–11). One test in its own
+//! binary: nothing else of the test suite runs beside these measurements.
 
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
@@ -39,7 +39,7 @@ fn report(db: &str, out: &str) -> String {
 }
 
 #[test]
-#[ignore = "live tier: two quick reports of the CPU and compression sections, about 40 s"]
+#[ignore = "live tier: two quick reports of the CPU and compression sections, about 8 s"]
 fn a_spinner_on_cpu_1_makes_compression_slower_and_the_comparison_says_so() {
     let started = Instant::now();
     let dir = tempfile::tempdir().expect("temp dir");
@@ -88,11 +88,18 @@ fn a_spinner_on_cpu_1_makes_compression_slower_and_the_comparison_says_so() {
         .iter()
         .filter(|f| {
             let name = f["figure"].as_str().unwrap();
-            name.starts_with("compress ") || name.ends_with(" compression")
+            name.starts_with("compress")
+                || name.starts_with("compression, ")
+                || name.ends_with(" compression")
         })
         .collect();
     let names: Vec<&str> = compression.iter().map(|f| f["figure"].as_str().unwrap()).collect();
-    for expected in ["compress lz4", "compress zstd", "single-thread compression"] {
+    for expected in [
+        "compress lz4",
+        "compress zstd",
+        "single-thread compression",
+        "compression, 2 unit(s) × 2 thread(s)",
+    ] {
         assert!(names.contains(&expected), "{expected} compared: {names:?}");
     }
     for f in &compression {
@@ -101,14 +108,17 @@ fn a_spinner_on_cpu_1_makes_compression_slower_and_the_comparison_says_so() {
         assert_ne!(f["verdict"], "untested", "{f}");
     }
 
-    // Half the CPUs taken: a throughput on every CPU is slower.
-    let on_every_cpu = ["compress lz4", "compress zstd", "filled machine compression"];
-    let slower: Vec<&str> = compression
+    // Half the CPUs taken: a compression throughput is slower. Each is CPU-bound (one reader,
+    // the workers and one writer on two CPUs; on a busy host not every one separates in 9
+    // rounds, hence "one of them").
+    let throughputs: Vec<&&serde_json::Value> =
+        compression.iter().filter(|f| f["unit"] == "MB/s").collect();
+    assert!(throughputs.len() >= 3, "{throughputs:?}");
+    let slower: Vec<&str> = throughputs
         .iter()
-        .filter(|f| on_every_cpu.contains(&f["figure"].as_str().unwrap()))
         .filter(|f| f["verdict"] == "slower")
         .map(|f| f["figure"].as_str().unwrap())
         .collect();
-    assert!(!slower.is_empty(), "none of {on_every_cpu:?} slower: {compression:?}");
+    assert!(!slower.is_empty(), "no compression throughput slower: {throughputs:?}");
     println!("slower: {slower:?}; the test took {:.1} s", started.elapsed().as_secs_f64());
 }

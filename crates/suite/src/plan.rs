@@ -93,8 +93,11 @@ pub const MIN_SAMPLES: u32 = 5;
 /// as with one.
 #[derive(Debug, Clone)]
 pub struct Rounds {
-    /// Rounds of the compression, CPU-scaling and allocator steps.
+    /// Rounds of the compression and CPU-scaling steps.
     pub rounds: u32,
+    /// Rounds of the allocator step (each run of it is a process of its own, whose start
+    /// costs more than its short work: fewer rounds).
+    pub alloc_rounds: u32,
     /// Bytes of the compression step's corpus (every round compresses all of it).
     pub corpus_bytes: usize,
     /// Corpus bytes each unit of a CPU-scaling step compresses in one round.
@@ -115,10 +118,16 @@ pub struct Rounds {
 impl Rounds {
     pub fn new(mode: Mode) -> Self {
         match mode {
+            // Nine short rounds rather than five long ones, for less work: on this project's
+            // 2-vCPU Xeon VM at load average 10–11 (other builds), `compress -t 2` of zstd -1
+            // with a spinner on CPU 1 against without gave p = 0.0008 and 0.0001 in 9 rounds of
+            // 8 MiB, 0.0079 twice in 5 of 16 MiB (the least 5 rounds can give: every round
+            // apart, so one stray round would have made it `same`).
             Mode::Quick => Rounds {
-                rounds: MIN_SAMPLES,
-                corpus_bytes: 16 << 20,
-                scale_bytes: 4 << 20,
+                rounds: 9,
+                alloc_rounds: MIN_SAMPLES,
+                corpus_bytes: 8 << 20,
+                scale_bytes: 2 << 20,
                 alloc_ops: 60_000,
                 db_rates: "100,400,1600",
                 db_step: Duration::from_secs(2),
@@ -127,6 +136,7 @@ impl Rounds {
             },
             Mode::Full => Rounds {
                 rounds: 9,
+                alloc_rounds: 9,
                 corpus_bytes: 32 << 20,
                 scale_bytes: 16 << 20,
                 alloc_ops: 700_000,
@@ -470,6 +480,7 @@ pub fn section_steps(section: Section, mode: Mode, cpus: usize) -> Vec<Step> {
         Section::Allocators => {
             let threads = if cpus > 1 { format!("1,{cpus}") } else { "1".into() };
             let ops = sampling.alloc_ops.to_string();
+            let rounds = sampling.alloc_rounds.to_string();
             vec![step(
                 ALLOC,
                 8.0 * weight,
@@ -578,8 +589,9 @@ mod tests {
         assert!(!testable(MIN_SAMPLES as usize - 1, MIN_SAMPLES as usize - 1));
         for mode in [Mode::Quick, Mode::Full] {
             let r = Rounds::new(mode);
-            let n = r.rounds as usize;
-            assert!(n >= MIN_SAMPLES as usize && testable(n, n), "{mode:?}: {n} rounds");
+            for n in [r.rounds as usize, r.alloc_rounds as usize] {
+                assert!(n >= MIN_SAMPLES as usize && testable(n, n), "{mode:?}: {n} rounds");
+            }
             let db = r.db_samples() as usize;
             assert!(testable(db, db), "{mode:?}: {db} intervals a sweep step");
             let traced = r.db_intervals as usize;
@@ -590,7 +602,7 @@ mod tests {
             let scale = scale.iter().find(|s| s.label == SCALE).unwrap();
             assert_eq!(arg(scale, "--rounds"), Some(r.rounds.to_string().as_str()));
             let alloc = section_steps(Section::Allocators, mode, 2);
-            assert_eq!(arg(&alloc[0], "--repeat"), Some(r.rounds.to_string().as_str()));
+            assert_eq!(arg(&alloc[0], "--repeat"), Some(r.alloc_rounds.to_string().as_str()));
             assert_eq!(r.db_interval_arg().parse::<f64>().unwrap(), r.db_interval.as_secs_f64());
         }
         assert_eq!(Rounds::new(Mode::Quick).db_interval_arg(), "0.25");
