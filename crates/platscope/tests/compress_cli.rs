@@ -104,6 +104,59 @@ fn bad_compress_input_is_a_usage_error_and_writes_nothing() {
     assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0, "nothing written");
 }
 
+/// `--rounds N` compresses a file N times to nowhere, every round stored as a sample; it needs
+/// --discard and a file, and says so in one line otherwise (exit 2, nothing written).
+#[test]
+fn rounds_store_a_sample_each_and_need_discard_and_a_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let at = |name: &str| dir.path().join(name).display().to_string();
+    let (corpus, db) = (at("corpus.tsv"), at("results.db"));
+    ok(&platscope(&["compress", "--make-corpus", "256KiB", &corpus]));
+    let json = ok(&platscope(&[
+        "--db",
+        &db,
+        "--json",
+        "compress",
+        "--discard",
+        "-t",
+        "2",
+        "--rounds",
+        "5",
+        &corpus,
+    ]));
+    let run: serde_json::Value = serde_json::from_str(&json).expect("json");
+    let rounds = run["rounds"].as_array().expect("rounds");
+    assert_eq!(rounds.len(), 5, "{run}");
+    let speeds: Vec<f64> = rounds.iter().filter_map(|r| r["mb_per_s"].as_f64()).collect();
+    assert!(speeds.contains(&run["mb_per_s"].as_f64().expect("MB/s")), "the median round's");
+    let list: serde_json::Value =
+        serde_json::from_slice(&platscope(&["results", "list", "--db", &db, "--json"]).stdout)
+            .expect("json");
+    let id = list[0]["id"].as_i64().expect("the run's id").to_string();
+    let shown: serde_json::Value =
+        serde_json::from_slice(&platscope(&["results", "show", &id, "--db", &db, "--json"]).stdout)
+            .expect("json");
+    let samples = |name: &str| {
+        let metrics = shown["metrics"].as_array().expect("metrics");
+        let m = metrics.iter().find(|m| m["name"] == name).expect(name);
+        m["samples"].as_array().map_or(0, Vec::len)
+    };
+    assert_eq!((samples("compress_throughput"), samples("compress_cpu_seconds_per_mb")), (5, 5));
+
+    for (args, says) in [
+        (vec!["--rounds", "3", corpus.as_str()], "give --discard"),
+        (vec!["--rounds", "3", "--discard", "-"], "not standard input"),
+        (vec!["--rounds", "0", "--discard", corpus.as_str()], "--rounds"),
+    ] {
+        let mut argv = vec!["--no-store", "compress"];
+        argv.extend(args);
+        let out = platscope_with_stdin(&argv, b"piped");
+        assert_eq!(out.status.code(), Some(2), "{argv:?}: {}", text(&out.stderr));
+        assert!(text(&out.stderr).contains(says), "{argv:?}: {}", text(&out.stderr));
+    }
+    assert!(!Path::new(&format!("{corpus}.lz4")).exists(), "nothing written");
+}
+
 /// `-` is standard input, as for lz4 and zstd: a pipe compresses and decompresses to the same
 /// bytes; without -o or --discard, or beside another input, it is a usage error.
 #[test]

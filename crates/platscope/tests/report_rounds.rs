@@ -4,8 +4,12 @@
 //! CPU-scaling step) has a sample per round (9 a side) and gets a tested verdict, never
 //! `untested`; with one of the two CPUs taken, at least one compression throughput is `slower`.
 //! The spinner takes half the CPUs those figures use, so the test asks for the direction, not
-//! for a figure. 8 s (test build, 2-vCPU VM at load average 10–11). One test in its own
-//! binary: nothing else of the test suite runs beside these measurements.
+//! for a figure. A quiet report is not always quiet on a VM: on this project's 2-vCPU VM at
+//! load average 1, `compress -t 2` of zstd ran 377–690 MB/s quiet from one run to the next and
+//! 339–382 with the spinner, so a quiet run can be as slow as a spinner's. Such a pair proves
+//! nothing either way, and another pair is taken, up to [`ATTEMPTS`]. One pair takes 3 s at
+//! load average 1 and 8 s at 10–11 (test build). One test in its own binary: nothing else of
+//! the test suite runs beside these measurements.
 
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
@@ -38,31 +42,18 @@ fn report(db: &str, out: &str) -> String {
         .to_string()
 }
 
-#[test]
-#[ignore = "live tier: two quick reports of the CPU and compression sections, about 8 s"]
-fn a_spinner_on_cpu_1_makes_compression_slower_and_the_comparison_says_so() {
-    let started = Instant::now();
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = |name: &str| dir.path().join(name).display().to_string();
-    let db = path("results.db");
-    let quiet = report(&db, &path("quiet"));
-    let burned = {
-        let spinner = Spinner::on_cpu(1);
-        println!("spinner on CPU 1: PID {}", spinner.pid());
-        report(&db, &path("burned"))
-    };
-    assert_ne!(quiet, burned);
-
+/// The compression figures of `burned` against `quiet`, each printed.
+fn compare(db: &str, burned: &str, quiet: &str, out: &str) -> Vec<serde_json::Value> {
     let run = platscope(&[
         "report",
         "--from-db",
-        &burned,
+        burned,
         "--baseline",
-        &quiet,
+        quiet,
         "--db",
-        &db,
+        db,
         "--out",
-        &path("compared"),
+        out,
         "--json",
     ]);
     assert!(run.status.success(), "{}", text(&run.stderr));
@@ -70,7 +61,7 @@ fn a_spinner_on_cpu_1_makes_compression_slower_and_the_comparison_says_so() {
     let figures = v["comparison"].as_array().expect("comparison").clone();
     for f in &figures {
         println!(
-            "{:<32} {:>10.4} {:>10.4}  ratio {:.3}  {} ({} vs {} samples, p {:.4})",
+            "{:<40} {:>10.4} {:>10.4}  ratio {:.3}  {} ({} vs {} samples, p {:.4})",
             f["figure"].as_str().unwrap(),
             f["this"].as_f64().unwrap_or(f64::NAN),
             f["baseline"].as_f64().unwrap_or(f64::NAN),
@@ -81,44 +72,71 @@ fn a_spinner_on_cpu_1_makes_compression_slower_and_the_comparison_says_so() {
             f["p_value"].as_f64().unwrap_or(f64::NAN),
         );
     }
-
-    // Every compression figure — each format's throughput and CPU per MB, one thread and the
-    // filled machine — has a sample per round on both sides, and is tested.
-    let compression: Vec<&serde_json::Value> = figures
-        .iter()
+    figures
+        .into_iter()
         .filter(|f| {
             let name = f["figure"].as_str().unwrap();
             name.starts_with("compress")
                 || name.starts_with("compression, ")
                 || name.ends_with(" compression")
         })
-        .collect();
-    let names: Vec<&str> = compression.iter().map(|f| f["figure"].as_str().unwrap()).collect();
-    for expected in [
-        "compress lz4",
-        "compress zstd",
-        "single-thread compression",
-        "compression, 2 unit(s) × 2 thread(s)",
-    ] {
-        assert!(names.contains(&expected), "{expected} compared: {names:?}");
-    }
-    for f in &compression {
-        assert!(f["this_samples"].as_u64() >= Some(5), "{f}");
-        assert!(f["baseline_samples"].as_u64() >= Some(5), "{f}");
-        assert_ne!(f["verdict"], "untested", "{f}");
-    }
+        .collect()
+}
 
-    // Half the CPUs taken: a compression throughput is slower. Each is CPU-bound (one reader,
-    // the workers and one writer on two CPUs; on a busy host not every one separates in 9
-    // rounds, hence "one of them").
-    let throughputs: Vec<&&serde_json::Value> =
-        compression.iter().filter(|f| f["unit"] == "MB/s").collect();
-    assert!(throughputs.len() >= 3, "{throughputs:?}");
-    let slower: Vec<&str> = throughputs
-        .iter()
-        .filter(|f| f["verdict"] == "slower")
-        .map(|f| f["figure"].as_str().unwrap())
-        .collect();
-    assert!(!slower.is_empty(), "no compression throughput slower: {throughputs:?}");
-    println!("slower: {slower:?}; the test took {:.1} s", started.elapsed().as_secs_f64());
+/// How many quiet-then-spinner pairs may be taken before the test gives up.
+const ATTEMPTS: usize = 3;
+
+#[test]
+#[ignore = "live tier: pairs of quick reports of the CPU and compression sections, 3–25 s"]
+fn a_spinner_on_cpu_1_makes_compression_slower_and_the_comparison_says_so() {
+    let started = Instant::now();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = |name: &str| dir.path().join(name).display().to_string();
+    let db = path("results.db");
+    for attempt in 1..=ATTEMPTS {
+        let quiet = report(&db, &path(&format!("quiet{attempt}")));
+        let burned = {
+            let spinner = Spinner::on_cpu(1);
+            println!("attempt {attempt}: spinner on CPU 1, PID {}", spinner.pid());
+            report(&db, &path(&format!("burned{attempt}")))
+        };
+        assert_ne!(quiet, burned);
+        let compression = compare(&db, &burned, &quiet, &path(&format!("compared{attempt}")));
+
+        // Every compression figure — each format's throughput and CPU per MB, one thread, the
+        // filled machine, each CPU-scaling step — has a sample per round on both sides, and
+        // is tested.
+        let names: Vec<&str> = compression.iter().map(|f| f["figure"].as_str().unwrap()).collect();
+        for expected in [
+            "compress lz4",
+            "compress zstd",
+            "single-thread compression",
+            "compression, 2 unit(s) × 2 thread(s)",
+        ] {
+            assert!(names.contains(&expected), "{expected} compared: {names:?}");
+        }
+        for f in &compression {
+            assert!(f["this_samples"].as_u64() >= Some(5), "{f}");
+            assert!(f["baseline_samples"].as_u64() >= Some(5), "{f}");
+            assert_ne!(f["verdict"], "untested", "{f}");
+        }
+
+        // Half the CPUs taken: a compression throughput is slower. Each is CPU-bound (one
+        // reader, the workers and one writer on two CPUs); on a busy host not every one
+        // separates in 9 rounds, hence "one of them".
+        let throughputs: Vec<&serde_json::Value> =
+            compression.iter().filter(|f| f["unit"] == "MB/s").collect();
+        assert!(throughputs.len() >= 3, "{throughputs:?}");
+        let slower: Vec<&str> = throughputs
+            .iter()
+            .filter(|f| f["verdict"] == "slower")
+            .map(|f| f["figure"].as_str().unwrap())
+            .collect();
+        if !slower.is_empty() {
+            println!("slower: {slower:?}; the test took {:.1} s", started.elapsed().as_secs_f64());
+            return;
+        }
+        println!("attempt {attempt}: no compression throughput slower");
+    }
+    panic!("no compression throughput slower with a spinner on CPU 1 in {ATTEMPTS} attempts");
 }
