@@ -1,0 +1,96 @@
+//! Writes a synthetic fleet (`fleet::synthetic`) as JSON, for benches: the reports as an array
+//! of report records (what `platscope fleet --reports-json FILE` reads) and what was injected.
+//!
+//! ```text
+//! cargo run --release -p fleet --example synthetic_fleet -- \
+//!     --real crates/fleet/tests/fixtures/reports_kvm_xeon_2cpu.json \
+//!     --hosts 1000 --days 90 --classes 4 --out fleet.json --truth truth.json [--quiet] [--analyse]
+//! ```
+//!
+//! `--analyse` also runs the analysis on the fleet and prints how long it took (wall clock) and
+//! what it found against what was injected.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use clap::Parser;
+use fleet::analysis::{analyse, Options};
+use fleet::synthetic::{generate, Plan};
+use results::fleet::ReportFigures;
+
+#[derive(Debug, Parser)]
+struct Args {
+    /// Real reports of one machine (a JSON array of report records).
+    #[arg(long)]
+    real: PathBuf,
+    #[arg(long, default_value_t = 40)]
+    hosts: usize,
+    #[arg(long, default_value_t = 30)]
+    days: usize,
+    #[arg(long, default_value_t = 2)]
+    classes: usize,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Inject nothing.
+    #[arg(long)]
+    quiet: bool,
+    /// Where to write the reports (JSON).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Where to write what was injected (JSON).
+    #[arg(long)]
+    truth: Option<PathBuf>,
+    /// Analyse the fleet and print the time it took.
+    #[arg(long)]
+    analyse: bool,
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args = Args::parse();
+    let real: Vec<ReportFigures> = serde_json::from_str(&std::fs::read_to_string(&args.real)?)?;
+    let mut plan = Plan::new(args.hosts, args.days, args.classes, args.seed);
+    if args.quiet {
+        plan = plan.quiet();
+    }
+    let (reports, truth) = generate(&real, &plan)?;
+    if let Some(path) = &args.out {
+        std::fs::write(path, serde_json::to_vec(&reports)?)?;
+    }
+    if let Some(path) = &args.truth {
+        std::fs::write(path, serde_json::to_vec_pretty(&truth)?)?;
+    }
+    eprintln!(
+        "{} hosts × {} days: {} reports, {} figures each; {} shifts injected",
+        args.hosts,
+        args.days,
+        reports.len(),
+        reports.first().map_or(0, |r| r.figures.len()),
+        truth.shifts.len()
+    );
+    if args.analyse {
+        let started = Instant::now();
+        let analysis = analyse(&reports, &Options::default());
+        let took = started.elapsed();
+        let found = truth
+            .shifts
+            .iter()
+            .filter(|s| {
+                analysis.report.changes.iter().any(|c| {
+                    c.host == s.host && c.figure == s.figure && c.unit == s.unit
+                })
+            })
+            .count();
+        eprintln!(
+            "analysed in {:.2} s on {} thread(s): {} series, {} changes ({found} of {} injected \
+             shifts found), {} outliers, {} configuration changes without a shift",
+            took.as_secs_f64(),
+            Options::default().threads,
+            analysis.fleet.series.len(),
+            analysis.report.changes.len(),
+            truth.shifts.len(),
+            analysis.report.outliers.len(),
+            analysis.report.config_changes_without_shift.len()
+        );
+    }
+    Ok(())
+}
