@@ -34,6 +34,9 @@ table.fleet td.better{background:#e3eefb}\
 table.fleet .rank{color:var(--muted);font-size:11.5px;margin-left:4px}\
 table.fleet tr.median td{color:var(--muted);font-style:italic}\
 .scroll{overflow-x:auto}\
+table.fleet td:first-child{white-space:nowrap}\
+h3.host{font-size:15px;margin:22px 0 4px}\
+h3.host .class-name{color:var(--muted);font-weight:normal;font-size:13px}\
 ol.markers{margin:6px 0 0;padding-left:22px;font-size:13px}\
 svg .change-marker{stroke:var(--warn);stroke-width:1.3;stroke-dasharray:6 4}\
 svg .config-marker{stroke:#7b8591;stroke-width:1.2;stroke-dasharray:2 3}\
@@ -435,7 +438,7 @@ fn timeline(analysis: &Analysis, h: usize) -> String {
     let y = plot.y_scale(ScaleKind::Linear, y_lo, y_hi);
     let id = anchor("host", &host.name);
     let mut out = String::new();
-    let _ = write!(out, "<figure id=\"{id}\" class=\"timeline\" data-host=\"{}\">", esc(&host.name));
+    let _ = write!(out, "<figure class=\"timeline\" data-host=\"{}\">", esc(&host.name));
     out.push_str(&svg::open(&format!("chart-{id}"), plot.width, plot.height, &format!("{}: figures over time", host.name)));
     out.push_str(&plot.axes(&x, &date_ticks(x_lo, x_hi), &y, &y.ticks(5)));
     out.push_str(&plot.x_title("recorded (UTC, month-day)"));
@@ -463,14 +466,30 @@ fn timeline(analysis: &Analysis, h: usize) -> String {
             esc(&figure.label())
         );
     }
-    // Markers: this host's changes and its configuration changes, numbered in time order.
-    let mut markers: Vec<(usize, String, bool)> = Vec::new();
+    // Markers: this host's changes and its configuration changes, numbered in time order, each
+    // with what changed written beside it (in full under the chart).
+    struct Marker {
+        run: usize,
+        text: String,
+        short: String,
+        is_change: bool,
+    }
+    let short = |config: &[crate::facts::FactChange]| {
+        let text: Vec<String> = config.iter().map(|c| format!("{} → {}", c.fact, c.after)).collect();
+        let text = text.join("; ");
+        if text.chars().count() > 44 {
+            format!("{}…", text.chars().take(43).collect::<String>())
+        } else {
+            text
+        }
+    };
+    let mut markers: Vec<Marker> = Vec::new();
     for c in analysis.found_changes.iter().filter(|c| fleet.series[c.series].host == h) {
         let figure = &fleet.figures[fleet.series[c.series].figure];
         let config = if c.config.is_empty() { "no configuration change".to_string() } else { describe(&c.config) };
-        markers.push((
-            c.run,
-            format!(
+        markers.push(Marker {
+            run: c.run,
+            text: format!(
                 "{}: {} → {} {} ({}×); {config}",
                 figure.name,
                 fmt3(c.before),
@@ -478,38 +497,55 @@ fn timeline(analysis: &Analysis, h: usize) -> String {
                 figure.unit,
                 fmt3(c.after / c.before)
             ),
-            true,
-        ));
+            short: if c.config.is_empty() { "no configuration change".into() } else { short(&c.config) },
+            is_change: true,
+        });
     }
     for t in analysis.transitions.iter().filter(|t| t.host == h) {
         let on_a_change = analysis.found_changes.iter().any(|c| {
             fleet.series[c.series].host == h && c.config_from < t.run && t.run <= c.config_to
         });
         if !on_a_change {
-            markers.push((t.run, format!("configuration only: {}", describe(&t.config)), false));
+            markers.push(Marker {
+                run: t.run,
+                text: format!("configuration only: {}", describe(&t.config)),
+                short: short(&t.config),
+                is_change: false,
+            });
         }
     }
-    markers.sort_by(|a, b| a.0.cmp(&b.0).then(b.2.cmp(&a.2)));
+    markers.sort_by(|a, b| a.run.cmp(&b.run).then(b.is_change.cmp(&a.is_change)));
     let mut list = String::from("<ol class=\"markers\">");
-    for (n, (run, text, is_change)) in markers.iter().enumerate() {
-        let mx = px(x.map(secs(*run)));
-        let class = if *is_change { "change-marker" } else { "config-marker" };
+    for (n, m) in markers.iter().enumerate() {
+        let at = x.map(secs(m.run));
+        let mx = px(at);
+        let class = if m.is_change { "change-marker" } else { "config-marker" };
+        // The label reads away from the nearer edge; rows alternate so neighbours do not collide.
+        let (lx, anchor) = if at > plot.x0() + 0.62 * (plot.x1() - plot.x0()) {
+            (at - 4.0, "end")
+        } else {
+            (at + 4.0, "start")
+        };
         let _ = write!(
             out,
             "<g class=\"marker\" data-at=\"{}\"><title>{}</title><line class=\"{class}\" x1=\"{mx}\" x2=\"{mx}\" y1=\"{}\" y2=\"{}\"/>\
-             <text class=\"marker-number\" x=\"{mx}\" y=\"{}\" text-anchor=\"middle\">{}</text></g>",
-            esc(&host.runs[*run].recorded_at),
-            esc(text),
+             <text class=\"marker-number\" x=\"{mx}\" y=\"{}\" text-anchor=\"middle\">{}</text>\
+             <text class=\"marker-label\" x=\"{}\" y=\"{}\" text-anchor=\"{anchor}\">{}</text></g>",
+            esc(&host.runs[m.run].recorded_at),
+            esc(&m.text),
             px(plot.y1()),
             px(plot.y0()),
-            px(plot.y1() - 6.0 - 11.0 * (n % 2) as f64),
-            n + 1
+            px(plot.y1() - 6.0),
+            n + 1,
+            px(lx),
+            px(plot.y1() + 13.0 + 14.0 * (n % 3) as f64),
+            esc(&m.short)
         );
         let _ = write!(
             list,
             "<li>{}: {}</li>",
-            esc(host.runs[*run].recorded_at.get(..10).unwrap_or(&host.runs[*run].recorded_at)),
-            esc(text)
+            esc(host.runs[m.run].recorded_at.get(..10).unwrap_or(&host.runs[m.run].recorded_at)),
+            esc(&m.text)
         );
     }
     list.push_str("</ol>");
@@ -528,11 +564,13 @@ fn timeline(analysis: &Analysis, h: usize) -> String {
     let class_name = &analysis.report.classes[host.class].class;
     let _ = write!(
         out,
-        "<figcaption><strong>{}</strong> ({}) — {}</figcaption>{}</figure>",
-        esc(&host.name),
-        esc(class_name),
+        "<figcaption>{}</figcaption>{}</figure>",
         legend.join(" · "),
         if markers.is_empty() { String::new() } else { list }
     );
-    out
+    format!(
+        "<h3 class=\"host\" id=\"{id}\">{} <span class=\"class-name\">{}</span></h3>{out}",
+        esc(&host.name),
+        esc(class_name)
+    )
 }
