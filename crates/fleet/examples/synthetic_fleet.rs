@@ -75,9 +75,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .shifts
             .iter()
             .filter(|s| {
-                analysis.report.changes.iter().any(|c| {
-                    c.host == s.host && c.figure == s.figure && c.unit == s.unit
-                })
+                analysis
+                    .report
+                    .changes
+                    .iter()
+                    .any(|c| c.host == s.host && c.figure == s.figure && c.unit == s.unit)
             })
             .count();
         eprintln!(

@@ -219,7 +219,9 @@ pub fn analyse_built(fleet: Fleet, options: &Options) -> Analysis {
             )
         })
         .collect();
-    changes.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| (&a.1.host, &a.1.figure).cmp(&(&b.1.host, &b.1.figure))));
+    changes.sort_by(|a, b| {
+        b.0.cmp(&a.0).then_with(|| (&a.1.host, &a.1.figure).cmp(&(&b.1.host, &b.1.figure)))
+    });
     let mut quiet: Vec<(jiff::Timestamp, ConfigChange)> =
         changes::without_shift(&fleet, &transitions, &found_changes)
             .into_iter()
@@ -246,16 +248,7 @@ pub fn analyse_built(fleet: Fleet, options: &Options) -> Analysis {
         changes: changes.into_iter().map(|(_, c)| c).collect(),
         config_changes_without_shift: quiet.into_iter().map(|(_, c)| c).collect(),
     };
-    Analysis {
-        report,
-        fleet,
-        splits,
-        found_changes,
-        found_outliers,
-        transitions,
-        current,
-        notes,
-    }
+    Analysis { report, fleet, splits, found_changes, found_outliers, transitions, current, notes }
 }
 
 fn plural(n: usize, one: &str, many: &str) -> String {
@@ -263,7 +256,12 @@ fn plural(n: usize, one: &str, many: &str) -> String {
 }
 
 /// What the reader should know about what was not analysed.
-fn notes(fleet: &Fleet, untested: &Untested, class_names: &[String], method: &EDivisive) -> Vec<String> {
+fn notes(
+    fleet: &Fleet,
+    untested: &Untested,
+    class_names: &[String],
+    method: &EDivisive,
+) -> Vec<String> {
     let mut notes = Vec::new();
     let left = &fleet.left_out;
     if left.duplicates > 0 {
@@ -325,7 +323,8 @@ fn notes(fleet: &Fleet, untested: &Untested, class_names: &[String], method: &ED
     uncalibrated.sort_unstable();
     uncalibrated.dedup();
     if !uncalibrated.is_empty() {
-        let names: Vec<String> = uncalibrated.iter().map(|&f| fleet.figures[f].name.clone()).collect();
+        let names: Vec<String> =
+            uncalibrated.iter().map(|&f| fleet.figures[f].name.clone()).collect();
         notes.push(format!(
             "no outliers tested for {}: too few consecutive runs of one host to calibrate the \
              run-to-run noise",

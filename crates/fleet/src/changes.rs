@@ -107,9 +107,9 @@ fn median(values: &[f64]) -> f64 {
 
 /// The noise a change of `series` must exceed: its class's, else its own history's.
 fn noise_of(fleet: &Fleet, noise: &NoiseTable, s: &Series) -> Option<Noise> {
-    noise.get(fleet.hosts[s.host].class, s.figure).or_else(|| {
-        Noise::from_differences(log_differences(&s.values).collect(), false)
-    })
+    noise
+        .get(fleet.hosts[s.host].class, s.figure)
+        .or_else(|| Noise::from_differences(log_differences(&s.values).collect(), false))
 }
 
 /// The changes of every series from its splits: medians either side, the noise test, and the

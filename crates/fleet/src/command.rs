@@ -128,7 +128,9 @@ fn store_location(args: &FleetArgs, globals: &Globals) -> Result<Location, Class
         },
         (None, Some(db)) => Ok(Location::parse(db)),
         (None, None) => results::default_path().map(Location::File).ok_or_else(|| {
-            Classified::usage("no HOME or XDG_DATA_HOME to find the results database; use --db PATH")
+            Classified::usage(
+                "no HOME or XDG_DATA_HOME to find the results database; use --db PATH",
+            )
         }),
     }
 }

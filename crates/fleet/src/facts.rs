@@ -179,8 +179,7 @@ pub fn diff(
             });
         }
     }
-    if version_before != version_after && !version_before.is_empty() && !version_after.is_empty()
-    {
+    if version_before != version_after && !version_before.is_empty() && !version_after.is_empty() {
         out.push(FactChange {
             fact: VERSION_FACT.to_string(),
             before: version_before.to_string(),
@@ -280,7 +279,10 @@ mod tests {
         let names: Vec<&str> = d.iter().map(|c| c.fact.as_str()).collect();
         assert_eq!(names, ["Governor", "Kernel", "Vulnerability retbleed", VERSION_FACT]);
         assert_eq!(d[0].before, MISSING);
-        assert_eq!(d[1], FactChange { fact: "Kernel".into(), before: "6.1.0-25".into(), after: "6.12.1".into() });
+        assert_eq!(
+            d[1],
+            FactChange { fact: "Kernel".into(), before: "6.1.0-25".into(), after: "6.12.1".into() }
+        );
         assert_eq!(d[2].after, MISSING);
         assert!(diff((&before, "v"), (&before, "v")).is_empty());
         assert_eq!(describe(&d[1..2]), "Kernel 6.1.0-25 → 6.12.1");

@@ -24,11 +24,11 @@
 //! #     area: "Memory".into(), name: name.into(), metric: name.into(), unit: unit.into(),
 //! #     median, p25: median, p75: median, samples: 5 };
 //! # let real: Vec<ReportFigures> = (0..3).map(|i| ReportFigures {
-//! #     uuid: format!("r{i}"), host: "here".into(),
-//! #     recorded_at: format!("2026-01-0{}T00:00:00Z", i + 1), version: "0.1.0".into(),
-//! #     facts: [("Kernel".to_string(), "6.1".to_string())].into(),
 //! #     figures: vec![figure("Idle DRAM latency", "ns", 100.0 + i as f64),
-//! #                   figure("Peak bandwidth", "GB/s", 20.0 - 0.2 * i as f64)] }).collect();
+//! #                   figure("Peak bandwidth", "GB/s", 20.0 - 0.2 * i as f64)],
+//! #     ..fleet::synthetic::report_record(&format!("r{i}"), "here",
+//! #         &format!("2026-01-0{}T00:00:00Z", i + 1), "0.1.0",
+//! #         [("Kernel".to_string(), "6.1".to_string())].into()) }).collect();
 //! // `real`: a few real reports of one host (their spread is its noise).
 //! let (reports, truth) = generate(&real, &Plan::new(12, 20, 2, 1)).unwrap();
 //! let analysis = analyse(&reports, &Options::default());
@@ -61,9 +61,7 @@ pub enum FleetError {
     BadDate { flag: &'static str, value: String },
     #[error("--since {since} is not before --until {until}: no report can be in between")]
     EmptyWindow { since: String, until: String },
-    #[error(
-        "--hosts {pattern:?}: {why}; give shell patterns separated by commas (db-*,web-0?)"
-    )]
+    #[error("--hosts {pattern:?}: {why}; give shell patterns separated by commas (db-*,web-0?)")]
     BadPattern { pattern: String, why: String },
     #[error("{0}")]
     Usage(String),

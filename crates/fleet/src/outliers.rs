@@ -93,7 +93,8 @@ pub fn outliers(
             };
             let mut values: Vec<f64> = members.iter().map(|m| m.1).collect();
             let class_median = median(&mut values);
-            let mut deviations: Vec<f64> = values.iter().map(|v| (v - class_median).abs()).collect();
+            let mut deviations: Vec<f64> =
+                values.iter().map(|v| (v - class_median).abs()).collect();
             // MAD scaled to a standard deviation (1 / Φ⁻¹(3/4)).
             let spread = median(&mut deviations) * 1.4826;
             for &(host, value) in &members {

@@ -97,7 +97,12 @@ fn contents(analysis: &Analysis) -> String {
         "<nav class=\"contents\" aria-label=\"Contents\"><a href=\"#sec-fleet\">Fleet</a>",
     );
     for (i, class) in analysis.report.classes.iter().enumerate() {
-        let _ = write!(out, "<a href=\"#sec-class-{i}\" title=\"{}\">Class {}</a>", esc(&class.class), i + 1);
+        let _ = write!(
+            out,
+            "<a href=\"#sec-class-{i}\" title=\"{}\">Class {}</a>",
+            esc(&class.class),
+            i + 1
+        );
     }
     out.push_str(
         "<a href=\"#sec-changes\">Changes</a><a href=\"#sec-config\">Configuration changes</a>\
@@ -117,11 +122,26 @@ fn summary(analysis: &Analysis, source: &str, window: &str) -> String {
         .map(|(a, b)| format!("{} to {}", a.strftime("%Y-%m-%d"), b.strftime("%Y-%m-%d")))
         .unwrap_or_else(|| "no reports".into());
     card(&mut out, "Hosts", &r.hosts.to_string(), &format!("{} reports, {span}", f.reports()));
-    card(&mut out, "Hardware classes", &r.classes.len().to_string(), "CPU model, sockets × cores, NUMA nodes, memory as installed, hypervisor");
+    card(
+        &mut out,
+        "Hardware classes",
+        &r.classes.len().to_string(),
+        "CPU model, sockets × cores, NUMA nodes, memory as installed, hypervisor",
+    );
     let slower = r.outliers.iter().filter(|o| o.verdict == Direction::Slower).count();
-    card(&mut out, "Outliers", &r.outliers.len().to_string(), &format!("{slower} slower than their class"));
+    card(
+        &mut out,
+        "Outliers",
+        &r.outliers.len().to_string(),
+        &format!("{slower} slower than their class"),
+    );
     let regressions = r.changes.iter().filter(|c| c.verdict == Direction::Slower).count();
-    card(&mut out, "Changes", &r.changes.len().to_string(), &format!("{regressions} for the worse"));
+    card(
+        &mut out,
+        "Changes",
+        &r.changes.len().to_string(),
+        &format!("{regressions} for the worse"),
+    );
     card(
         &mut out,
         "Configuration changes that moved nothing",
@@ -129,7 +149,12 @@ fn summary(analysis: &Analysis, source: &str, window: &str) -> String {
         "facts that changed on a host with no change of any figure around them",
     );
     out.push_str("</div>");
-    let _ = write!(out, "<p class=\"sub\">Read from {}{}.</p>", esc(source), if window.is_empty() { String::new() } else { format!(" ({})", esc(window)) });
+    let _ = write!(
+        out,
+        "<p class=\"sub\">Read from {}{}.</p>",
+        esc(source),
+        if window.is_empty() { String::new() } else { format!(" ({})", esc(window)) }
+    );
     if !analysis.notes.is_empty() {
         out.push_str("<ul class=\"notes\">");
         for n in &analysis.notes {
@@ -147,7 +172,9 @@ fn class_table(analysis: &Analysis, class: usize, timelines: &[usize]) -> String
     let entry = &analysis.report.classes[class];
     let hosts: Vec<usize> = fleet.hosts_of(class).map(|(i, _)| i).collect();
     let figures: Vec<usize> = (0..fleet.figures.len())
-        .filter(|&f| fleet.series.iter().any(|s| s.figure == f && fleet.hosts[s.host].class == class))
+        .filter(|&f| {
+            fleet.series.iter().any(|s| s.figure == f && fleet.hosts[s.host].class == class)
+        })
         .collect();
     // (host, figure) → current value; ranks per figure, 1 the best.
     let value = |h: usize, f: usize| {
@@ -156,7 +183,8 @@ fn class_table(analysis: &Analysis, class: usize, timelines: &[usize]) -> String
     let mut rank = vec![vec![None; fleet.figures.len()]; fleet.hosts.len()];
     let mut medians = vec![f64::NAN; fleet.figures.len()];
     for &f in &figures {
-        let mut values: Vec<(usize, f64)> = hosts.iter().filter_map(|&h| Some((h, value(h, f)?))).collect();
+        let mut values: Vec<(usize, f64)> =
+            hosts.iter().filter_map(|&h| Some((h, value(h, f)?))).collect();
         let lower = fleet.figures[f].lower_is_better;
         values.sort_by(|a, b| if lower { a.1.total_cmp(&b.1) } else { b.1.total_cmp(&a.1) });
         for (k, (h, _)) in values.iter().enumerate() {
@@ -168,27 +196,31 @@ fn class_table(analysis: &Analysis, class: usize, timelines: &[usize]) -> String
             medians[f] = measure::summary::quantile(&v, 0.5);
         }
     }
-    let outlier = |h: usize, f: usize| {
-        analysis.found_outliers.iter().find(|o| o.host == h && o.figure == f)
-    };
+    let outlier =
+        |h: usize, f: usize| analysis.found_outliers.iter().find(|o| o.host == h && o.figure == f);
     // Worst first: most outliers for the worse, then the mean relative rank (0 best, 1 worst).
     let score = |h: usize| {
         let worse = figures
             .iter()
-            .filter(|&&f| outlier(h, f).is_some_and(|o| fleet.figures[f].worse(o.class_median, o.value)))
+            .filter(|&&f| {
+                outlier(h, f).is_some_and(|o| fleet.figures[f].worse(o.class_median, o.value))
+            })
             .count();
         let ranks: Vec<f64> = figures
             .iter()
             .filter_map(|&f| rank[h][f])
             .map(|(k, n)| if n > 1 { (k - 1) as f64 / (n - 1) as f64 } else { 0.0 })
             .collect();
-        let mean = if ranks.is_empty() { 0.0 } else { ranks.iter().sum::<f64>() / ranks.len() as f64 };
+        let mean =
+            if ranks.is_empty() { 0.0 } else { ranks.iter().sum::<f64>() / ranks.len() as f64 };
         (worse, mean)
     };
     let mut ordered = hosts.clone();
     ordered.sort_by(|&a, &b| {
         let (sa, sb) = (score(a), score(b));
-        sb.0.cmp(&sa.0).then(sb.1.total_cmp(&sa.1)).then(fleet.hosts[a].name.cmp(&fleet.hosts[b].name))
+        sb.0.cmp(&sa.0)
+            .then(sb.1.total_cmp(&sa.1))
+            .then(fleet.hosts[a].name.cmp(&fleet.hosts[b].name))
     });
     let mut out = String::new();
     let _ = write!(
@@ -223,7 +255,9 @@ fn class_table(analysis: &Analysis, class: usize, timelines: &[usize]) -> String
             match (value(h, f), rank[h][f]) {
                 (Some(v), Some((k, n))) => {
                     let (class_attr, mark) = match outlier(h, f) {
-                        Some(o) if fleet.figures[f].worse(o.class_median, o.value) => (" worse outlier", "▲ "),
+                        Some(o) if fleet.figures[f].worse(o.class_median, o.value) => {
+                            (" worse outlier", "▲ ")
+                        }
                         Some(_) => (" better outlier", "▼ "),
                         None => ("", ""),
                     };
@@ -266,8 +300,13 @@ fn changes(analysis: &Analysis, timelines: &[usize]) -> String {
             }
             _ => esc(&c.host),
         };
-        let class = if c.verdict == Direction::Slower { " class=\"num worse\"" } else { " class=\"num better\"" };
-        let config = if c.config.is_empty() { "none".to_string() } else { esc(&describe(&c.config)) };
+        let class = if c.verdict == Direction::Slower {
+            " class=\"num worse\""
+        } else {
+            " class=\"num better\""
+        };
+        let config =
+            if c.config.is_empty() { "none".to_string() } else { esc(&describe(&c.config)) };
         let _ = write!(
             out,
             "<tr data-host=\"{}\" data-at=\"{}\"><td>{}</td><td>{host}</td><td>{}</td><td class=\"num\">{} {}</td>\
@@ -341,7 +380,8 @@ fn timeline_hosts(analysis: &Analysis) -> Vec<usize> {
 fn timeline_section(analysis: &Analysis, hosts: &[usize]) -> String {
     let mut out = String::from("<section id=\"sec-timelines\" class=\"wide\"><h2>Timelines</h2>");
     let wanted = {
-        let mut all: BTreeSet<&str> = analysis.report.changes.iter().map(|c| c.host.as_str()).collect();
+        let mut all: BTreeSet<&str> =
+            analysis.report.changes.iter().map(|c| c.host.as_str()).collect();
         all.extend(analysis.report.outliers.iter().map(|o| o.host.as_str()));
         all.len()
     };
@@ -376,9 +416,8 @@ fn date_ticks(lo: f64, hi: f64) -> Vec<Tick> {
     let mut ticks = Vec::new();
     let mut t = (lo / DAY).ceil() * DAY;
     while t <= hi && ticks.len() < 40 {
-        let label = jiff::Timestamp::from_second(t as i64)
-            .map(|ts| ts.strftime("%m-%d").to_string())
-            .ok();
+        let label =
+            jiff::Timestamp::from_second(t as i64).map(|ts| ts.strftime("%m-%d").to_string()).ok();
         ticks.push(Tick { value: t, label });
         t += step;
     }
@@ -393,7 +432,10 @@ fn timeline(analysis: &Analysis, h: usize) -> String {
     // The figures that changed or stand out, then the rest, up to LINES.
     let interesting = |i: &usize| {
         analysis.found_changes.iter().any(|c| c.series == *i)
-            || analysis.found_outliers.iter().any(|o| o.host == h && o.figure == fleet.series[*i].figure)
+            || analysis
+                .found_outliers
+                .iter()
+                .any(|o| o.host == h && o.figure == fleet.series[*i].figure)
     };
     let mut shown: Vec<usize> = series_of_host.iter().copied().filter(interesting).collect();
     shown.truncate(LINES);
@@ -413,7 +455,10 @@ fn timeline(analysis: &Analysis, h: usize) -> String {
     let (Some(first), Some(last)) = (host.runs.first(), host.runs.last()) else {
         return String::new();
     };
-    let (x_lo, x_hi) = (first.at.as_second() as f64, (last.at.as_second() as f64).max(first.at.as_second() as f64 + 1.0));
+    let (x_lo, x_hi) = (
+        first.at.as_second() as f64,
+        (last.at.as_second() as f64).max(first.at.as_second() as f64 + 1.0),
+    );
     let lines: Vec<(usize, Vec<(f64, f64)>)> = shown
         .iter()
         .map(|&i| {
@@ -433,13 +478,19 @@ fn timeline(analysis: &Analysis, h: usize) -> String {
     }
     let pad = ((y_hi - y_lo) * 0.08).max(0.02);
     let (y_lo, y_hi) = ((y_lo - pad).max(0.0), y_hi + pad);
-    let plot = Plot { width: 900.0, height: 260.0, left: 64.0, right: 18.0, top: 26.0, bottom: 48.0 };
+    let plot =
+        Plot { width: 900.0, height: 260.0, left: 64.0, right: 18.0, top: 26.0, bottom: 48.0 };
     let x = plot.x_scale(ScaleKind::Linear, x_lo, x_hi);
     let y = plot.y_scale(ScaleKind::Linear, y_lo, y_hi);
     let id = anchor("host", &host.name);
     let mut out = String::new();
     let _ = write!(out, "<figure class=\"timeline\" data-host=\"{}\">", esc(&host.name));
-    out.push_str(&svg::open(&format!("chart-{id}"), plot.width, plot.height, &format!("{}: figures over time", host.name)));
+    out.push_str(&svg::open(
+        &format!("chart-{id}"),
+        plot.width,
+        plot.height,
+        &format!("{}: figures over time", host.name),
+    ));
     out.push_str(&plot.axes(&x, &date_ticks(x_lo, x_hi), &y, &y.ticks(5)));
     out.push_str(&plot.x_title("recorded (UTC, month-day)"));
     out.push_str(&plot.y_title("× class median"));
@@ -475,7 +526,8 @@ fn timeline(analysis: &Analysis, h: usize) -> String {
         is_change: bool,
     }
     let short = |config: &[crate::facts::FactChange]| {
-        let text: Vec<String> = config.iter().map(|c| format!("{} → {}", c.fact, c.after)).collect();
+        let text: Vec<String> =
+            config.iter().map(|c| format!("{} → {}", c.fact, c.after)).collect();
         let text = text.join("; ");
         if text.chars().count() > 44 {
             format!("{}…", text.chars().take(43).collect::<String>())
@@ -486,7 +538,11 @@ fn timeline(analysis: &Analysis, h: usize) -> String {
     let mut markers: Vec<Marker> = Vec::new();
     for c in analysis.found_changes.iter().filter(|c| fleet.series[c.series].host == h) {
         let figure = &fleet.figures[fleet.series[c.series].figure];
-        let config = if c.config.is_empty() { "no configuration change".to_string() } else { describe(&c.config) };
+        let config = if c.config.is_empty() {
+            "no configuration change".to_string()
+        } else {
+            describe(&c.config)
+        };
         markers.push(Marker {
             run: c.run,
             text: format!(
@@ -497,7 +553,11 @@ fn timeline(analysis: &Analysis, h: usize) -> String {
                 figure.unit,
                 fmt3(c.after / c.before)
             ),
-            short: if c.config.is_empty() { "no configuration change".into() } else { short(&c.config) },
+            short: if c.config.is_empty() {
+                "no configuration change".into()
+            } else {
+                short(&c.config)
+            },
             is_change: true,
         });
     }

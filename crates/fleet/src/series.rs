@@ -160,7 +160,13 @@ impl FleetBuilder {
         };
         let (runs, points) = self.hosts.entry(report.host).or_default();
         let run = runs.len();
-        runs.push(Run { uuid: report.uuid, recorded_at: report.recorded_at, at, version: report.version, facts });
+        runs.push(Run {
+            uuid: report.uuid,
+            recorded_at: report.recorded_at,
+            at,
+            version: report.version,
+            facts,
+        });
         let mut in_this_run: HashSet<usize> = HashSet::new();
         for f in report.figures {
             let key = (f.name, f.unit);
@@ -298,29 +304,36 @@ mod tests {
     }
 
     fn report(uuid: &str, host: &str, at: &str, figures: Vec<HeadlineFigure>) -> ReportFigures {
-        ReportFigures {
-            uuid: uuid.into(),
-            host: host.into(),
-            recorded_at: at.into(),
-            version: "0.1.0".into(),
-            facts: [("CPU model".to_string(), format!("cpu of {host}"))].into(),
-            figures,
-        }
+        let facts = [("CPU model".to_string(), format!("cpu of {host}"))].into();
+        ReportFigures { figures, ..crate::synthetic::report_record(uuid, host, at, "0.1.0", facts) }
     }
 
     #[test]
     fn series_follow_time_and_leave_out_what_cannot_be_compared() {
         let reports = vec![
             report("c", "b", "2026-03-03T00:00:00Z", vec![figure("zstd", "GB/s", 2.0)]),
-            report("a", "b", "2026-03-01T00:00:00Z", vec![figure("zstd", "GB/s", 1.0), figure("DRAM", "ns", 90.0)]),
-            report("b", "b", "2026-03-02T00:00:00Z", vec![figure("zstd", "GB/s", f64::NAN), figure("DRAM", "ns", 0.0)]),
+            report(
+                "a",
+                "b",
+                "2026-03-01T00:00:00Z",
+                vec![figure("zstd", "GB/s", 1.0), figure("DRAM", "ns", 90.0)],
+            ),
+            report(
+                "b",
+                "b",
+                "2026-03-02T00:00:00Z",
+                vec![figure("zstd", "GB/s", f64::NAN), figure("DRAM", "ns", 0.0)],
+            ),
             report("a", "b", "2026-03-01T00:00:00Z", vec![]),
             report("d", "a", "yesterday", vec![]),
             report("e", "a", "2026-03-01 10:00:00", vec![figure("DRAM", "ns", 95.0)]),
         ];
         let fleet = Fleet::from_reports(&reports, &Window::default());
         assert_eq!(fleet.hosts.iter().map(|h| h.name.as_str()).collect::<Vec<_>>(), ["a", "b"]);
-        assert_eq!(fleet.hosts[1].runs.iter().map(|r| r.uuid.as_str()).collect::<Vec<_>>(), ["a", "b", "c"]);
+        assert_eq!(
+            fleet.hosts[1].runs.iter().map(|r| r.uuid.as_str()).collect::<Vec<_>>(),
+            ["a", "b", "c"]
+        );
         // Memory before Compression, whatever came first.
         assert_eq!(fleet.figures[0].name, "DRAM");
         assert!(fleet.figures[0].lower_is_better && !fleet.figures[1].lower_is_better);

@@ -139,7 +139,11 @@ fn sources(real: &[ReportFigures]) -> Vec<Source> {
             })
             .filter(|f| f.median.is_finite() && f.median > 0.0)
             .collect();
-        if values.len() < real.len() || out.iter().any(|s: &Source| s.template.name == template.name && s.template.unit == template.unit) {
+        if values.len() < real.len()
+            || out.iter().any(|s: &Source| {
+                s.template.name == template.name && s.template.unit == template.unit
+            })
+        {
             continue;
         }
         let logs: Vec<f64> = values.iter().map(|f| f.median.ln()).collect();
@@ -167,6 +171,24 @@ fn sources(real: &[ReportFigures]) -> Vec<Source> {
         });
     }
     out
+}
+
+/// A report record without figures (fields the fleet reader does not use at their defaults).
+pub fn report_record(
+    uuid: &str,
+    host: &str,
+    recorded_at: &str,
+    version: &str,
+    facts: BTreeMap<String, String>,
+) -> ReportFigures {
+    ReportFigures {
+        uuid: uuid.into(),
+        host: host.into(),
+        recorded_at: recorded_at.into(),
+        version: version.into(),
+        facts,
+        ..ReportFigures::default()
+    }
 }
 
 /// A host name: `db-0007`.
@@ -217,7 +239,10 @@ fn changed_fact(base: &BTreeMap<String, String>, which: usize) -> Option<FactCha
 }
 
 /// The fleet `plan` describes from `real` (reports of one machine) and what was injected.
-pub fn generate(real: &[ReportFigures], plan: &Plan) -> Result<(Vec<ReportFigures>, Truth), SynthError> {
+pub fn generate(
+    real: &[ReportFigures],
+    plan: &Plan,
+) -> Result<(Vec<ReportFigures>, Truth), SynthError> {
     if real.len() < 2 {
         return Err(SynthError::TooFewReports(real.len()));
     }
@@ -259,18 +284,22 @@ pub fn generate(real: &[ReportFigures], plan: &Plan) -> Result<(Vec<ReportFigure
         if let Some(h) = (0..plan.hosts).find(|&h| !taken(h) && class_of(h) == 0) {
             let figure = sources.len() - 1;
             let s = &sources[figure];
-            let factor = if s.lower_is_better { 1.0 + magnitude(s) } else { 1.0 / (1.0 + magnitude(s)) };
+            let factor =
+                if s.lower_is_better { 1.0 + magnitude(s) } else { 1.0 / (1.0 + magnitude(s)) };
             steady = Some((h, figure, factor));
         }
         let steady_host = steady.map(|s| s.0);
         if let Some(h) = (0..plan.hosts).rev().find(|&h| !taken(h) && Some(h) != steady_host) {
-            let before = base_facts.get("Microcode").cloned().unwrap_or_else(|| "not reported".into());
-            let change = FactChange { fact: "Microcode".into(), after: format!("{before}-update"), before };
+            let before =
+                base_facts.get("Microcode").cloned().unwrap_or_else(|| "not reported".into());
+            let change =
+                FactChange { fact: "Microcode".into(), after: format!("{before}-update"), before };
             config_only = Some((h, plan.days / 2, change));
         }
     }
     // A changed fact the real machine did not report is there, with its old value, before.
-    let changes = shifts.iter().filter_map(|s| s.4.as_ref()).chain(config_only.iter().map(|c| &c.2));
+    let changes =
+        shifts.iter().filter_map(|s| s.4.as_ref()).chain(config_only.iter().map(|c| &c.2));
     for change in changes {
         base_facts.entry(change.fact.clone()).or_insert_with(|| change.before.clone());
     }
@@ -307,7 +336,8 @@ pub fn generate(real: &[ReportFigures], plan: &Plan) -> Result<(Vec<ReportFigure
         let class = class_of(host);
         let facts = class_facts(&base_facts, class);
         let class_level = 1.0 + 0.3 * class as f64;
-        let offsets: Vec<f64> = sources.iter().map(|s| (0.5 * s.sigma * normal(&mut rng)).exp()).collect();
+        let offsets: Vec<f64> =
+            sources.iter().map(|s| (0.5 * s.sigma * normal(&mut rng)).exp()).collect();
         for day in 0..plan.days {
             let mut facts = facts.clone();
             let mut apply = |change: &FactChange| {
@@ -348,12 +378,14 @@ pub fn generate(real: &[ReportFigures], plan: &Plan) -> Result<(Vec<ReportFigure
                 })
                 .collect();
             reports.push(ReportFigures {
-                uuid: format!("synthetic-{}-{host}-{day}", plan.seed),
-                host: host_name(host),
-                recorded_at: recorded_at(plan, host, day),
-                version: version.clone(),
-                facts,
                 figures,
+                ..report_record(
+                    &format!("synthetic-{}-{host}-{day}", plan.seed),
+                    &host_name(host),
+                    &recorded_at(plan, host, day),
+                    &version,
+                    facts,
+                )
             });
         }
     }
@@ -377,16 +409,22 @@ mod tests {
         };
         (0..3)
             .map(|i| ReportFigures {
-                uuid: format!("real-{i}"),
-                host: "here".into(),
-                recorded_at: format!("2026-01-0{}T00:00:00Z", i + 1),
-                version: "0.1.0".into(),
-                facts: [("Kernel".to_string(), "6.1".to_string()), ("Cores per socket".to_string(), "2".to_string())].into(),
                 figures: vec![
                     figure("DRAM", "ns", 100.0 + i as f64),
                     figure("Copy", "GB/s", 10.0 - 0.1 * i as f64),
                     figure("Flat", "ns", 5.0),
                 ],
+                ..report_record(
+                    &format!("real-{i}"),
+                    "here",
+                    &format!("2026-01-0{}T00:00:00Z", i + 1),
+                    "0.1.0",
+                    [
+                        ("Kernel".to_string(), "6.1".to_string()),
+                        ("Cores per socket".to_string(), "2".to_string()),
+                    ]
+                    .into(),
+                )
             })
             .collect()
     }
@@ -412,7 +450,9 @@ mod tests {
             assert!(shift.day >= 4 && shift.day + 4 <= 20, "{shift:?}");
             let index: usize = shift.host.trim_start_matches("db-").parse().expect("host number");
             let at = |day: usize| {
-                reports.iter().find(|r| r.host == shift.host && r.recorded_at == recorded_at(&plan, index, day))
+                reports.iter().find(|r| {
+                    r.host == shift.host && r.recorded_at == recorded_at(&plan, index, day)
+                })
             };
             assert_eq!(at(shift.day).map(|r| r.recorded_at.clone()), Some(shift.at.clone()));
             for change in &shift.config {
@@ -427,12 +467,18 @@ mod tests {
         let (quiet, nothing) = generate(&real(), &plan.clone().quiet()).expect("quiet");
         assert_eq!(nothing, Truth::default());
         assert_eq!(quiet.len(), reports.len());
-        assert!(quiet.iter().flat_map(|r| &r.figures).all(|f| f.median.is_finite() && f.median > 0.0));
+        assert!(quiet
+            .iter()
+            .flat_map(|r| &r.figures)
+            .all(|f| f.median.is_finite() && f.median > 0.0));
     }
 
     #[test]
     fn too_little_to_build_from_is_said() {
-        assert_eq!(generate(&real()[..1], &Plan::new(4, 4, 1, 1)), Err(SynthError::TooFewReports(1)));
+        assert_eq!(
+            generate(&real()[..1], &Plan::new(4, 4, 1, 1)),
+            Err(SynthError::TooFewReports(1))
+        );
         assert_eq!(generate(&real(), &Plan::new(0, 4, 1, 1)), Err(SynthError::Empty));
     }
 }

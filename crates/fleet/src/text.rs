@@ -94,7 +94,13 @@ pub fn summary(analysis: &Analysis, source: &str, window: &str) -> String {
         let _ = writeln!(out, "  none");
     }
     for q in quiet.iter().take(ROWS) {
-        let _ = writeln!(out, "  {} {:<16} {}", q.at.get(..10).unwrap_or(&q.at), q.host, describe(&q.config));
+        let _ = writeln!(
+            out,
+            "  {} {:<16} {}",
+            q.at.get(..10).unwrap_or(&q.at),
+            q.host,
+            describe(&q.config)
+        );
     }
     more(&mut out, quiet.len());
     if !analysis.notes.is_empty() {

@@ -38,7 +38,9 @@ impl HostPattern {
                 return Err(bad("an empty pattern (between commas, or none at all)"));
             }
             if let Some(c) = glob.chars().find(|c| "[]{}".contains(*c) || c.is_whitespace()) {
-                return Err(bad(&format!("{c:?} is not part of a host name nor a wildcard (only * and ?)")));
+                return Err(bad(&format!(
+                    "{c:?} is not part of a host name nor a wildcard (only * and ?)"
+                )));
             }
             globs.push(glob.to_ascii_lowercase().chars().collect());
         }
@@ -212,9 +214,11 @@ mod tests {
 
     #[test]
     fn a_window_that_ends_before_it_starts_is_refused() {
-        let e = Window::parse(Some("2026-03-05"), Some("2026-03-01"), None, now()).expect_err("empty");
+        let e =
+            Window::parse(Some("2026-03-05"), Some("2026-03-01"), None, now()).expect_err("empty");
         assert!(matches!(e, FleetError::EmptyWindow { .. }));
-        let w = Window::parse(Some("2026-03-01"), Some("2026-03-01"), None, now()).expect("one day");
+        let w =
+            Window::parse(Some("2026-03-01"), Some("2026-03-01"), None, now()).expect("one day");
         assert!(w.contains_time("2026-03-01T23:00:00Z".parse().expect("t")));
         assert_eq!(w.describe(), "from 2026-03-01, before 2026-03-02");
     }
