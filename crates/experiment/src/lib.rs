@@ -59,11 +59,13 @@
 
 pub mod compat;
 pub mod output;
+pub mod placement;
 mod registry;
 
 use std::io;
 
 use chart::Part;
+use measure::placement::RunPlacement;
 use measure::{Classified, ToMetrics, WorkerPlacement};
 use results::{RecordError, Recorder, RunContext, StoreOptions};
 use serde::de::DeserializeOwned;
@@ -146,6 +148,15 @@ pub trait Experiment: 'static {
     type Outcome: Outcome;
 
     fn run(args: &Self::Args, ctx: &mut Context<'_>) -> Result<Self::Outcome, Classified>;
+
+    /// The CPUs whose placement the run's figures depend on (several threads sharing caches
+    /// and memory controllers, a cache line or a lock handed between CPUs), when they do and
+    /// there are at least two: the seam probes where they sit before and after the run
+    /// ([`placement`]). `None` (the default) for a run on one CPU or one that does not care.
+    fn placement_cpus(args: &Self::Args, topology: &Topology) -> Option<Vec<u32>> {
+        let _ = (args, topology);
+        None
+    }
 }
 
 /// A command that keeps nothing in the store: a view (`topo`) or a monitor (`net stat`).
@@ -175,6 +186,9 @@ pub struct Globals {
     /// Every command of the binary: multi-step experiments and `results` read stored runs of
     /// any kind back through it.
     pub registry: Registry,
+    /// The placement probe run around experiments whose figures depend on where the CPUs sit
+    /// ([`Experiment::placement_cpus`]); `None`: not probed.
+    pub placement_probe: Option<placement::ProbeFn>,
 }
 
 impl Globals {
@@ -204,11 +218,55 @@ pub struct Context<'a> {
     print_error: Option<io::Error>,
     /// A step of a multi-step experiment: its text is not printed (the whole prints its own).
     pub quiet: bool,
+    /// The placement the last step run with this context was measured in, if it was probed.
+    placement: Option<RunPlacement>,
 }
 
 impl<'a> Context<'a> {
     pub fn new(topology: &'a Topology, globals: &'a Globals, recorder: &'a mut Recorder) -> Self {
-        Self { topology, globals, recorder, streamed: false, print_error: None, quiet: false }
+        Self {
+            topology,
+            globals,
+            recorder,
+            streamed: false,
+            print_error: None,
+            quiet: false,
+            placement: None,
+        }
+    }
+
+    /// The placement the last step ([`run_step`]) was measured in, when it was probed.
+    pub fn take_placement(&mut self) -> Option<RunPlacement> {
+        self.placement.take()
+    }
+
+    /// One placement probe between `cpus`, or why not.
+    fn probe(&self, cpus: &[u32]) -> Result<measure::placement::Probe, String> {
+        placement::probe(self.globals.placement_probe, cpus, self.topology)
+    }
+
+    /// Runs `E` between two placement probes when its figures depend on placement.
+    fn run_probed<E: Experiment>(
+        &mut self,
+        args: &E::Args,
+    ) -> Result<(E::Outcome, Option<RunPlacement>), Classified> {
+        let cpus = E::placement_cpus(args, self.topology).filter(|cpus| cpus.len() >= 2);
+        let Some(cpus) = cpus.filter(|_| self.globals.placement_probe.is_some()) else {
+            return Ok((E::run(args, self)?, None));
+        };
+        let mut failed = None;
+        let mut probe = |ctx: &Self| match ctx.probe(&cpus) {
+            Ok(p) => Some(p),
+            Err(why) => {
+                failed.get_or_insert(why);
+                None
+            }
+        };
+        let before = probe(self);
+        let outcome = E::run(args, self)?;
+        // After Ctrl-C the run ends now: no probe after it.
+        let after = if measure::stop::requested() { None } else { probe(self) };
+        Ok((outcome, Some(RunPlacement { cpus, before, after, failed })))
     }
 
     pub fn format(&self) -> Format {
@@ -217,7 +275,23 @@ impl<'a> Context<'a> {
 
     /// Stores one outcome now (a step of a multi-step experiment); its run id when stored.
     pub fn record<O: Outcome>(&mut self, outcome: &O) -> Result<Option<i64>, RecordError> {
-        self.recorder.record(outcome.kind(), outcome, outcome, outcome.interrupted())
+        self.record_placed(outcome, None)
+    }
+
+    /// [`record`](Self::record), with the placement the outcome was measured in.
+    fn record_placed<O: Outcome>(
+        &mut self,
+        outcome: &O,
+        placement: Option<&RunPlacement>,
+    ) -> Result<Option<i64>, RecordError> {
+        let mut own = serde_json::Map::new();
+        if let Some(p) = placement {
+            own.insert(
+                measure::placement::PARAMETER.to_string(),
+                serde_json::to_value(p).unwrap_or_default(),
+            );
+        }
+        self.recorder.record_with(outcome.kind(), outcome, outcome, outcome.interrupted(), own)
     }
 
     /// A finished run of several in one command (`compress a b c`: one run per file): stored
@@ -273,17 +347,25 @@ impl<'a> Context<'a> {
 }
 
 /// Runs experiment `E` as a step of a multi-step experiment, with arguments as on its command
-/// line (`argv` after its path), quietly, and stores its outcome: (outcome, run id).
+/// line (`argv` after its path), quietly, and stores its outcome: (outcome, run id). A step
+/// whose figures depend on placement is probed before and after
+/// ([`Context::take_placement`] hands the placement on).
 pub fn run_step<E: Experiment>(
     ctx: &mut Context<'_>,
     argv: &[&str],
 ) -> Result<(E::Outcome, Option<i64>), Classified> {
     let args = parse_step::<E>(argv)?;
     let quiet = std::mem::replace(&mut ctx.quiet, true);
-    let outcome = E::run(&args, ctx);
+    ctx.placement = None;
+    let run = ctx.run_probed::<E>(&args);
     ctx.quiet = quiet;
-    let outcome = outcome?;
-    let id = if outcome.worth_storing() { ctx.record(&outcome)? } else { None };
+    let (outcome, placement) = run?;
+    let id = if outcome.worth_storing() {
+        ctx.record_placed(&outcome, placement.as_ref())?
+    } else {
+        None
+    };
+    ctx.placement = placement;
     Ok((outcome, id))
 }
 
@@ -320,9 +402,29 @@ pub fn present_stored<O: Outcome>(
     streamed: bool,
     id: Option<i64>,
 ) -> Result<(), Classified> {
+    present_placed(outcome, topology, globals, streamed, id, None)
+}
+
+/// [`present_stored`] for an outcome measured in `placement`: the text ends with it, and the
+/// page's sections and figures carry it.
+pub fn present_placed<O: Outcome>(
+    outcome: &O,
+    topology: &Topology,
+    globals: &Globals,
+    streamed: bool,
+    id: Option<i64>,
+    placement: Option<&RunPlacement>,
+) -> Result<(), Classified> {
     print(outcome, globals.format, streamed, id)?;
+    if let (Some(p), Format::Text) = (placement, globals.format) {
+        output::emit(&placement::text_line(p)).map_err(|e| output_failed(&e, id))?;
+    }
     if let Some(path) = &globals.html_out {
-        let parts = outcome.parts(topology);
+        let mut parts = outcome.parts(topology);
+        if let Some(p) = placement {
+            placement::label_sections(&mut parts, p);
+            placement::label_headlines(&mut parts, p, None);
+        }
         output::write_page(path, outcome.kind(), globals.version, &parts)?;
     }
     Ok(())

@@ -11,7 +11,7 @@ use results::StoredRun;
 use serde_json::Value;
 use topo::Topology;
 
-use crate::{output_failed, present_stored, Context, Experiment, Globals, Outcome, Tool};
+use crate::{output_failed, present_placed, Context, Experiment, Globals, Outcome, Tool};
 
 /// An outcome with its type erased: what a stored run reads back as.
 pub trait Shown: Any {
@@ -112,16 +112,20 @@ impl<E: Experiment> Entry for ExperimentEntry<E> {
         measure::stop::install();
         let mut recorder = globals.recorder(&topology)?;
         let mut ctx = Context::new(&topology, globals, &mut recorder);
-        let outcome = E::run(&args, &mut ctx)?;
+        let (outcome, placement) = ctx.run_probed::<E>(&args)?;
         let streamed = ctx.streamed;
         let print_error = ctx.take_print_error();
         // Store before printing: a print that fails (stdout on a full disk) must not lose the
         // measurement.
-        let stored = if outcome.worth_storing() { ctx.record(&outcome) } else { Ok(None) };
+        let stored = if outcome.worth_storing() {
+            ctx.record_placed(&outcome, placement.as_ref())
+        } else {
+            Ok(None)
+        };
         let id = stored.as_ref().ok().copied().flatten();
         let printed = match print_error {
             Some(e) => Err(output_failed(&e, id)),
-            None => present_stored(&outcome, &topology, globals, streamed, id),
+            None => present_placed(&outcome, &topology, globals, streamed, id, placement.as_ref()),
         };
         stored?;
         printed?;

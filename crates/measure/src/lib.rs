@@ -18,7 +18,9 @@
 //! - [`names`]: the stored metric names read outside the crate that measures them (the
 //!   exporter's benchmark figures).
 //! - [`verdict`]: `faster` / `slower` / `same` between two runs' samples, tested (`untested`
-//!   when too few samples to test).
+//!   when too few samples to test; `placement differs` when the CPUs sat elsewhere).
+//! - [`placement`]: where a run's CPUs sat, as a cheap hand-off probe saw it: regimes, a
+//!   change during a run, a contradiction with the topology, runs that cannot be compared.
 //! - [`usage`]: the one exit-code rule ([`Usage`], [`Classified`]).
 //! - [`rng`]: the one pseudo-random generator ([`rng::SplitMix64`]), reproducible from a seed.
 //! - [`hist`]: power-of-two histograms in DTrace's layout ([`hist::Log2Hist`]).
@@ -46,6 +48,7 @@ pub mod hist;
 pub mod metric;
 pub mod names;
 pub mod nan;
+pub mod placement;
 pub mod procstat;
 pub mod progress;
 pub mod rng;

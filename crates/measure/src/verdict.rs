@@ -1,6 +1,8 @@
 //! Whether one machine (or run) is faster than another on a figure, said only when the stored
 //! samples support it: `faster`, `slower` or `same` — or `untested` when there are too few
-//! samples for the test to say anything.
+//! samples for the test to say anything, or `placement differs` when the two runs were taken
+//! with the CPUs in different places ([`crate::placement::differs`]), where a difference says
+//! nothing about the machine.
 //!
 //! The method (docs/comparing.md says why):
 //!
@@ -51,6 +53,10 @@ pub enum Verdict {
     Same,
     /// Too few samples on one side or both for the test to reach [`ALPHA`]: nothing was said.
     Untested,
+    /// The figure depends on where the CPUs sit and the two runs were taken in different
+    /// placements ([`crate::placement::differs`]): nothing was said.
+    #[serde(rename = "placement-differs")]
+    PlacementDiffers,
 }
 
 impl Verdict {
@@ -60,6 +66,15 @@ impl Verdict {
             Verdict::Slower => "slower",
             Verdict::Same => "same",
             Verdict::Untested => "untested",
+            Verdict::PlacementDiffers => "placement differs",
+        }
+    }
+
+    /// The name as one token (`placement-differs`), for a CSS class or a JSON value.
+    pub fn slug(self) -> &'static str {
+        match self {
+            Verdict::PlacementDiffers => "placement-differs",
+            other => other.name(),
         }
     }
 
@@ -453,5 +468,11 @@ mod tests {
         assert_eq!(judge(&a, &b, true, MIN_EFFECT).verdict, Verdict::Untested);
         // The other verdicts read as their names.
         assert_eq!(Verdict::Same.words(9, 9), "same");
+        assert_eq!(Verdict::PlacementDiffers.words(20, 20), "placement differs");
+        assert_eq!(
+            serde_json::to_value(Verdict::PlacementDiffers).ok(),
+            Some(serde_json::json!("placement-differs"))
+        );
+        assert_eq!(Verdict::PlacementDiffers.slug(), "placement-differs");
     }
 }

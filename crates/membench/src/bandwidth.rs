@@ -86,6 +86,10 @@ pub struct BandwidthResult {
     pub aggregate_gbs: Summary,
     pub threads: Vec<ThreadResult>,
     pub interrupted: bool,
+    /// The buffer-size self-check when the size was chosen, not given ([`run_checked`]; absent
+    /// with `--size` and in runs stored before the check).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size_check: Option<SizeCheck>,
 }
 
 impl BandwidthResult {
@@ -366,6 +370,7 @@ pub fn run(
         aggregate_gbs,
         threads,
         interrupted,
+        size_check: None,
     })
 }
 
@@ -385,12 +390,19 @@ pub struct BandwidthMatrix {
 
 /// Every (CPU node, memory node) pair with `threads` threads (≤ the node's CPUs) per cell.
 /// `progress` counts cells.
+///
+/// With [`Sizing::Checked`] the first cell (threads and memory on the first node) is measured
+/// again at twice the buffer ([`run_checked`]), and every later cell uses the size that
+/// agreed: the cache that serves one cell serves them all alike.
 pub fn matrix(
     threads: usize,
     opts: &BandwidthOptions,
+    sizing: Sizing,
     topology: &Topology,
     progress: &ProgressBar,
 ) -> Result<BandwidthMatrix, BenchError> {
+    let mut opts = opts.clone();
+    let mut sizing = sizing;
     let cpu_nodes: Vec<u32> =
         topology.nodes.iter().filter(|n| !n.cpus.is_empty()).map(|n| n.id).collect();
     let memory_nodes = topology.nodes_with_memory();
@@ -408,8 +420,18 @@ pub fn matrix(
                 .take(count)
                 .map(|&cpu| ThreadSpec { cpu: Some(cpu), policy: MemPolicy::Bind(vec![to]) })
                 .collect();
-            let cell = match run(&specs, opts, topology) {
-                Ok(cell) => cell,
+            let measured = match sizing {
+                Sizing::Fixed => run(&specs, &opts, topology),
+                Sizing::Checked => run_checked(&specs, &opts, topology).map(|(cell, _)| cell),
+            };
+            let cell = match measured {
+                Ok(cell) => {
+                    if sizing == Sizing::Checked {
+                        opts.bytes_per_thread = cell.bytes_per_thread;
+                        sizing = Sizing::Fixed;
+                    }
+                    cell
+                }
                 Err(BenchError::Interrupted) => break,
                 Err(e) => return Err(e),
             };
@@ -558,6 +580,7 @@ pub fn run_checked(
         }
         kept = larger;
     }
+    kept.size_check = Some(check.clone());
     Ok((kept, check))
 }
 

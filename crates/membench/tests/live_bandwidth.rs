@@ -130,3 +130,43 @@ fn loaded_latency_rises_with_load() {
     // The delays are core cycles exactly when the core clock is trusted.
     assert_eq!(curve.delay_caveat.is_none(), measure::core_clock::core_ghz().is_some());
 }
+
+#[test]
+#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+fn a_buffer_sized_from_the_cache_is_checked_at_twice_its_size() {
+    use membench::bandwidth::{
+        default_bytes_per_thread, run_checked, SIZE_CHECK_GROWTH, SIZE_CHECK_TOLERANCE,
+    };
+    let _serial = serial();
+    let t = topology();
+    let cpu = t.online_cpu_ids()[0];
+    let opts = BandwidthOptions {
+        kernel: Kernel::Read,
+        isa: Some(Isa::best()),
+        walk: Some(Walk::Sequential),
+        // Replaced by the size the check starts from.
+        bytes_per_thread: 0,
+        page: PageSize::Base,
+        duration: Duration::from_millis(100),
+        rounds: 5,
+    };
+    let spec = ThreadSpec { cpu: Some(cpu), policy: MemPolicy::Local };
+    let (r, check) = run_checked(&[spec], &opts, &t).expect("runs");
+    println!("{}", check.sentence());
+    // On this host's own last-level cache: one thread streams 4× it, then twice that.
+    assert_eq!(check.tried[0].0, default_bytes_per_thread(&t, 1));
+    assert!(check.tried.len() >= 2 && check.tried.len() <= 1 + SIZE_CHECK_GROWTH as usize);
+    for pair in check.tried.windows(2) {
+        assert_eq!(pair[1].0, 2 * pair[0].0, "each try doubles the buffer: {check:?}");
+    }
+    // The verdict follows the rule on the figures it measured: every doubling but the last
+    // read slower by more than the tolerance, and the last agreed exactly when it did not.
+    let slower = |(small, large): (f64, f64)| large < small * (1.0 - SIZE_CHECK_TOLERANCE);
+    let pairs: Vec<(f64, f64)> = check.tried.windows(2).map(|w| (w[0].1, w[1].1)).collect();
+    assert!(pairs[..pairs.len() - 1].iter().all(|&p| slower(p)), "{check:?}");
+    assert_eq!(check.agreed, !slower(pairs[pairs.len() - 1]), "{check:?}");
+    // The figure kept is the one at the size the check settled on, and carries the check.
+    let settled = if check.agreed { check.tried.len() - 2 } else { check.tried.len() - 1 };
+    assert_eq!(r.bytes_per_thread, check.tried[settled].0);
+    assert_eq!(r.size_check.as_ref(), Some(&check));
+}

@@ -101,5 +101,8 @@ pub fn globals(matches: &clap::ArgMatches) -> experiment::Globals {
         // The clock every batch in this run was timed with, and why it was trusted.
         late_parameters: Some(|| serde_json::json!({ "clock": membench::timers::clock_in_use() })),
         registry: platscope::registry::REGISTRY,
+        // A short cache-line hand-off between a run's CPUs, before and after each run whose
+        // figures depend on where they sit.
+        placement_probe: Some(membench::c2c::probe::probe),
     }
 }

@@ -72,6 +72,20 @@ fn variable_queries(dash: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The annotation queries: (name, SQL).
+fn annotation_queries(dash: &Value) -> Vec<(String, String)> {
+    dash["annotations"]["list"]
+        .as_array()
+        .expect("annotations")
+        .iter()
+        .map(|a| {
+            let name = a["name"].as_str().expect("a name").to_string();
+            let q = a["target"]["rawSql"].as_str().unwrap_or_else(|| panic!("{name}: no rawSql"));
+            (name, q.to_string())
+        })
+        .collect()
+}
+
 /// `platscope_…` names a PromQL text refers to.
 fn metric_names(promql: &str) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
@@ -123,6 +137,9 @@ fn dashboards_are_grafana_json_with_their_variables() {
     }
     assert!(queries(&live, "expr").len() >= 15);
     assert!(queries(&history, "rawSql").len() >= 6);
+    let annotations = annotation_queries(&history);
+    assert_eq!(annotations.len(), 1);
+    assert!(annotations[0].1.contains("fleet_reports"), "{:?}", annotations[0]);
     // Every platscope metric the live dashboard reads is documented (docs/serve.md and
     // docs/collectors.md list what serve exposes; the live test checks the real thing).
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs");
@@ -427,4 +444,33 @@ fn every_history_panel_query_returns_rows_from_pushed_runs() {
         assert!(rows > 0, "{title}: no rows\n{sql}");
         println!("{title}: {rows} rows");
     }
+
+    // Configuration changes: none while each host's reports ran under one configuration…
+    let (name, q) = &annotation_queries(&history)[0];
+    let sql = substitute(q);
+    assert!(!sql.contains('$'), "{name}: a variable the test does not substitute: {sql}");
+    let marks = |sql: &str| {
+        pg.sql(&format!("SELECT host_tag || '|' || text FROM ({sql}) AS a(at, text, host_tag)"))
+            .unwrap_or_else(|e| panic!("{name}: PostgreSQL refused the query: {e}\n{sql}"))
+    };
+    assert_eq!(marks(&sql).trim(), "", "{name}: a mark without a change");
+    // …and one when alpha's next report ran on another kernel: its reports' facts as pushed,
+    // with the kernel changed, as a later report.
+    pg.sql(
+        "INSERT INTO fleet_facts SELECT 'a later kernel', \
+             jsonb_set(f.facts::jsonb, '{Kernel}', '\"6.99.0-test\"')::text \
+         FROM fleet_facts f JOIN fleet_reports r ON r.facts_digest = f.digest \
+         WHERE r.host = 'alpha' LIMIT 1; \
+         INSERT INTO fleet_reports (uuid, host, recorded_at, version, facts_digest) \
+         SELECT 'a later report', 'alpha', \
+             to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), \
+             r.version, 'a later kernel' FROM fleet_reports r WHERE r.host = 'alpha' LIMIT 1;",
+    )
+    .expect("a later report of alpha");
+    let marked = marks(&sql);
+    let lines: Vec<&str> = marked.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{name}: {marked}");
+    assert!(lines[0].trim().starts_with("alpha|alpha: Kernel "), "{name}: {marked}");
+    assert!(lines[0].trim().ends_with(" → 6.99.0-test"), "{name}: {marked}");
+    println!("{name}: {}", lines[0].trim());
 }

@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use chart::svg::{esc, fmt3};
+use measure::placement::FAR_FACTOR;
 use measure::verdict::Verdict;
 use serde::{Deserialize, Serialize};
 
@@ -30,6 +31,9 @@ pub struct FigureComparison {
     /// run-to-run noise on earlier reports of the same host, or the default when none.
     #[serde(default = "default_min_effect")]
     pub min_effect: f64,
+    /// For `placement differs`: how the two runs' probes differ, in one clause.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<String>,
 }
 
 fn default_min_effect() -> f64 {
@@ -72,8 +76,13 @@ fn verdict_mark(f: &FigureComparison) -> String {
         Verdict::Slower => "▼",
         Verdict::Same => "=",
         Verdict::Untested => "?",
+        Verdict::PlacementDiffers => "≠",
     };
-    format!("{symbol} {}", f.verdict.words(f.this_samples, f.baseline_samples))
+    let words = f.verdict.words(f.this_samples, f.baseline_samples);
+    match &f.placement {
+        Some(why) if f.verdict == Verdict::PlacementDiffers => format!("{symbol} {words}: {why}"),
+        _ => format!("{symbol} {words}"),
+    }
 }
 
 /// The comparison section: figures with ratio and verdict, then the settings that differ.
@@ -97,7 +106,7 @@ pub fn comparison_html(c: &ReportComparison) -> String {
             fmt3(f.ratio),
             fmt3(f.min_effect * 100.0),
             esc(&verdict_mark(f)),
-            v = f.verdict.name(),
+            v = f.verdict.slug(),
             u = esc(&f.unit),
         );
     }
@@ -146,8 +155,10 @@ fn method(c: &ReportComparison) -> String {
         "Verdicts: the ratio of medians must differ from 1 by more than the minimum effect — \
          {calibration} — and the stored samples by a two-sided Mann–Whitney U test at p < 0.01; \
          otherwise same. A figure with too few samples for that test ever to reach p < 0.01 (5 \
-         against 5 at the least for equal counts; one sample never) is untested \
-         (docs/comparing.md)."
+         against 5 at the least for equal counts; one sample never) is untested. A figure \
+         that depends on where the CPUs sit, taken in different placements by the two runs (a \
+         cache line's round trip between the same CPUs {FAR_FACTOR}× or more apart), gets no \
+         verdict: placement differs (docs/comparing.md)."
     )
 }
 
@@ -164,7 +175,12 @@ pub fn comparison_text(c: &ReportComparison) -> String {
             f.unit,
             fmt3(f.ratio),
             fmt3(f.min_effect * 100.0),
-            f.verdict.words(f.this_samples, f.baseline_samples)
+            match &f.placement {
+                Some(why) if f.verdict == Verdict::PlacementDiffers => {
+                    format!("placement differs: {why}")
+                }
+                _ => f.verdict.words(f.this_samples, f.baseline_samples),
+            }
         );
     }
     let _ = writeln!(out, "  {}", method(c));
@@ -190,6 +206,7 @@ mod tests {
             this_samples: samples.0,
             baseline_samples: samples.1,
             min_effect: 0.1,
+            placement: None,
         }
     }
 
@@ -221,5 +238,32 @@ mod tests {
             (json["this_samples"].as_u64(), json["baseline_samples"].as_u64()),
             (Some(1), Some(3))
         );
+        assert!(json.get("placement").is_none(), "no placement key unless it differs");
+    }
+
+    #[test]
+    fn a_figure_taken_in_another_placement_says_so_and_how() {
+        let why = "CPUs 0↔1 handed a cache line over in 80–88 ns here, 360–410 ns in the baseline";
+        let c = ReportComparison {
+            baseline: "run 7".into(),
+            comparison: vec![FigureComparison {
+                placement: Some(why.into()),
+                ..figure("Bandwidth", Verdict::PlacementDiffers, (20, 20))
+            }],
+            config_diff: Vec::new(),
+            baseline_machine: Vec::new(),
+            baseline_sections: Vec::new(),
+            calibrated_from: 0,
+        };
+        let html = comparison_html(&c);
+        assert!(html.contains("<tr class=\"verdict-placement-differs\">"), "{html}");
+        assert!(html.contains("<td>≠ placement differs: CPUs 0↔1"), "{html}");
+        let text = comparison_text(&c);
+        let line = text.lines().find(|l| l.contains("Bandwidth")).expect("the figure's line");
+        assert!(line.ends_with("in the baseline"), "{text}");
+        assert!(!line.contains(" same") && !line.contains("slower"), "{line}");
+        let json = serde_json::to_value(&c.comparison[0]).expect("serialises");
+        assert_eq!(json["verdict"], "placement-differs");
+        assert_eq!(json["placement"], why);
     }
 }

@@ -2,10 +2,13 @@
 //! of [`measure::verdict`] (`faster`, `slower` or `same`: a minimum effect and a Mann–Whitney U
 //! test on the stored samples; `untested` when too few samples to test), the same verdicts the
 //! report's `--baseline` gives; `real` keeps the older, looser rule (larger than both runs'
-//! interquartile ranges).
+//! interquartile ranges). Two runs whose placement probes disagree
+//! ([`measure::placement::differs`]) get no verdict on a figure that depends on where the CPUs
+//! sit: `placement differs`.
 
 use serde::{Deserialize, Serialize};
 
+use measure::placement::{depends_on_placement, differs, RunPlacement};
 use measure::verdict::{judge, Verdict, MIN_EFFECT};
 
 use crate::StoredRun;
@@ -29,7 +32,8 @@ pub struct MetricDelta {
     #[serde(default)]
     pub ratio: f64,
     /// B against A: `faster`, `slower` or `same` (for units without a better direction:
-    /// `same`), or `untested` when the samples are too few for the test.
+    /// `same`), `untested` when the samples are too few for the test, or `placement differs`
+    /// when the figure depends on where the CPUs sit and the two runs sat differently.
     #[serde(default = "same")]
     pub verdict: Verdict,
     /// The Mann–Whitney U test's two-sided p-value on the two runs' samples.
@@ -54,6 +58,10 @@ pub struct Comparison {
     pub deltas: Vec<MetricDelta>,
     /// Metrics present in only one of the runs.
     pub unmatched: Vec<String>,
+    /// Why the two runs' placements differ (`CPUs 0↔1 handed a cache line over in …`), when
+    /// they do: their placement-dependent figures have no verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<String>,
 }
 
 /// Whether a larger or smaller value is better for this unit (counts and ratios: neither).
@@ -68,6 +76,13 @@ fn better_has_a_direction(unit: &str) -> bool {
 pub fn compare(a: &StoredRun, b: &StoredRun) -> Comparison {
     let mut deltas = Vec::new();
     let mut unmatched = Vec::new();
+    let placement = match (
+        RunPlacement::from_parameters(&a.parameters),
+        RunPlacement::from_parameters(&b.parameters),
+    ) {
+        (Some(pa), Some(pb)) => differs(&pb, &pa),
+        _ => None,
+    };
     for ma in &a.metrics {
         let key = ma.key();
         match b.metrics.iter().find(|mb| mb.key() == key) {
@@ -82,6 +97,9 @@ pub fn compare(a: &StoredRun, b: &StoredRun) -> Comparison {
                     judge(&mb.samples, &ma.samples, lower_is_better.unwrap_or(false), MIN_EFFECT);
                 // A unit without a better direction is `same` when tested: there is no faster.
                 let verdict = match judged.verdict {
+                    _ if placement.is_some() && depends_on_placement(&ma.labels) => {
+                        Verdict::PlacementDiffers
+                    }
                     Verdict::Faster | Verdict::Slower if !better_has_a_direction(&ma.unit) => {
                         Verdict::Same
                     }
@@ -112,5 +130,85 @@ pub fn compare(a: &StoredRun, b: &StoredRun) -> Comparison {
             .map(super::StoredMetric::key)
             .filter(|kb| !a.metrics.iter().any(|ma| &ma.key() == kb)),
     );
-    Comparison { a: a.id, b: b.id, deltas, unmatched }
+    Comparison { a: a.id, b: b.id, deltas, unmatched, placement }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::StoredMetric;
+    use measure::placement::{PairProbe, Probe};
+    use serde_json::json;
+
+    /// A run of `mem bandwidth --scale` with 20 samples a figure around `gbs` for one and two
+    /// threads, probed at `round_trip_ns` (or not at all).
+    fn run(id: i64, gbs: [f64; 2], round_trip_ns: Option<f64>) -> StoredRun {
+        let metric = |threads: &str, centre: f64| {
+            let samples: Vec<f64> =
+                (0..20).map(|i| centre * (1.0 + f64::from(i) / 1000.0)).collect();
+            let mut m =
+                StoredMetric::single("mem_bandwidth", "GB/s", &[("threads", threads)], centre);
+            m.median = samples[10];
+            m.samples = samples;
+            m
+        };
+        let parameters = match round_trip_ns {
+            Some(ns) => {
+                let probe = Probe { pairs: vec![PairProbe::new(0, 1, "same L3", true, ns)] };
+                let placement = RunPlacement::probed(vec![0, 1], Some(probe.clone()), Some(probe));
+                json!({ "argv": [], "placement": placement })
+            }
+            None => json!({ "argv": [] }),
+        };
+        StoredRun {
+            id,
+            uuid: String::new(),
+            host: "h".into(),
+            recorded_at: String::new(),
+            command: "mem bandwidth --scale".into(),
+            parameters,
+            version: String::new(),
+            environment: json!(null),
+            topology: json!(null),
+            metrics: vec![metric("1", gbs[0]), metric("2", gbs[1])],
+            placements: Vec::new(),
+            result: json!(null),
+            interrupted: false,
+        }
+    }
+
+    fn verdicts(c: &Comparison) -> Vec<(String, Verdict)> {
+        c.deltas.iter().map(|d| (d.name.clone(), d.verdict)).collect()
+    }
+
+    #[test]
+    fn two_placements_give_no_verdict_on_what_depends_on_them() {
+        // The AMD VM: two threads 114 GB/s near, 56 GB/s far; one thread 57 either way.
+        let near = run(1, [57.0, 114.0], Some(82.0));
+        let far = run(2, [57.0, 56.0], Some(380.0));
+        let c = compare(&near, &far);
+        assert_eq!(
+            verdicts(&c),
+            [
+                ("mem_bandwidth{threads=1}".to_string(), Verdict::Same),
+                ("mem_bandwidth{threads=2}".to_string(), Verdict::PlacementDiffers),
+            ]
+        );
+        let why = c.placement.as_deref().expect("why");
+        assert_eq!(why, "CPUs 0↔1 handed a cache line over in 380 ns here, 82 ns in the baseline");
+        let text = crate::render::compare_text(&c);
+        assert!(text.contains("placement differs: CPUs 0↔1"), "{text}");
+        let line = text.lines().find(|l| l.starts_with("mem_bandwidth{threads=2}")).expect("line");
+        assert!(line.ends_with("placement differs"), "{line}");
+        let value = serde_json::to_value(&c).expect("JSON");
+        assert_eq!(value["deltas"][1]["verdict"], "placement-differs");
+        assert!(value["placement"].is_string());
+        // One placement: the verdict as always (halved: slower).
+        let c = compare(&near, &run(3, [57.0, 56.0], Some(90.0)));
+        assert_eq!(c.deltas[1].verdict, Verdict::Slower);
+        assert!(c.placement.is_none());
+        assert!(serde_json::to_value(&c).expect("JSON").get("placement").is_none());
+        // A run stored before probes existed: compared as always.
+        assert_eq!(compare(&run(4, [57.0, 56.0], None), &near).deltas[1].verdict, Verdict::Faster);
+    }
 }

@@ -4,11 +4,14 @@
 //! there and can simply be repeated.
 
 use std::cell::RefCell;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::ops::ControlFlow;
 use std::time::Duration;
 
+use postgres::types::ToSql;
 use postgres::{Client, Config, NoTls, Transaction};
 
+use crate::fleet::{self, Assembler, FleetFilter, FleetStore, ReportFigures};
 use crate::row::{ListedRow, RunHead, RunRow};
 use crate::{sql, NewRun, ResultStore, RunSummary, SqliteStore, StoreError, StoredRun};
 
@@ -32,6 +35,8 @@ pub struct PushOutcome {
     pub pushed: usize,
     /// Runs the database already had (pushed before).
     pub already_there: usize,
+    /// Reports whose headline figures (the fleet reader's rows) were copied now.
+    pub figures: usize,
 }
 
 /// `postgresql://user@host:port/db`, or the libpq string, as it may be shown: no password.
@@ -146,13 +151,29 @@ impl PgStore {
         let mut client = self.client.borrow_mut();
         let hosts: HashSet<&str> = wanted.iter().map(|k| k.2.as_str()).collect();
         let mut known = HashSet::new();
+        let mut with_figures = HashSet::new();
         for host in hosts {
             for row in client.query(sql::UUIDS_OF_HOST, &[&host]).map_err(|e| self.err(e))? {
                 known.insert(row.get::<_, String>(0));
             }
+            for row in client.query(sql::FLEET_UUIDS_OF_HOST, &[&host]).map_err(|e| self.err(e))? {
+                with_figures.insert(row.get::<_, String>(0));
+            }
         }
         let mut outcome = PushOutcome::default();
         let mut tx = client.transaction().map_err(|e| self.err(e))?;
+        let mut writer = self.figures_writer(&mut tx)?;
+        for (_, uuid, _) in &wanted {
+            // A report's figures travel with it, and follow it when it went before them.
+            if with_figures.contains(uuid) {
+                continue;
+            }
+            if let Some(figures) = local.report_figures_of(uuid)? {
+                if self.insert_figures(&mut tx, &mut writer, &figures)? {
+                    outcome.figures += 1;
+                }
+            }
+        }
         for (id, uuid, _) in wanted {
             if known.contains(uuid) {
                 outcome.already_there += 1;
@@ -266,5 +287,226 @@ impl ResultStore for PgStore {
             .query_opt(sql::LATEST_OF_HOST, &[&host, &command])
             .map_err(|e| self.err(e))?;
         Ok(row.map(|r| r.get(0)))
+    }
+}
+
+/// Rows a fleet read fetches at a time: a few MiB, whatever the store holds.
+const FLEET_BATCH: i32 = 20_000;
+
+/// A column of a fleet row, or the store's error naming it (a table of another shape).
+fn column<'a, T: postgres::types::FromSql<'a>>(
+    location: &str,
+    row: &'a postgres::Row,
+    index: usize,
+) -> Result<T, StoreError> {
+    row.try_get(index).map_err(|e| remote(location, &e))
+}
+
+/// A report's row and all its figures in one statement, one round trip: the figures come as
+/// arrays (position, headline id, median, p25, p75, samples) unnested against the report's
+/// new id; no row is made when its UUID is there. Returns 1 for a new report, 0 otherwise.
+const INSERT_REPORT_WITH_FIGURES: &str = "WITH r AS (INSERT INTO fleet_reports (uuid, host, \
+     recorded_at, version, facts_digest) VALUES ($1, $2, $3, $4, $5) \
+     ON CONFLICT (uuid) DO NOTHING RETURNING id), \
+     f AS (INSERT INTO fleet_figures (report_id, position, headline_id, median, p25, p75, samples) \
+     SELECT r.id, p.position, p.headline_id, p.median, p.p25, p.p75, p.samples FROM r, \
+     unnest($6::smallint[], $7::integer[], $8::double precision[], $9::double precision[], \
+     $10::double precision[], $11::integer[]) AS p(position, headline_id, median, p25, p75, \
+     samples)) SELECT count(*) FROM r";
+
+/// What one transaction writing reports' figures keeps: its statements, prepared once, the
+/// figure descriptions' ids, and the hosts and fact sets it has written already.
+struct FiguresWriter {
+    host: postgres::Statement,
+    facts: postgres::Statement,
+    report: postgres::Statement,
+    headlines: HashMap<(String, String, String, String), i32>,
+    hosts: HashSet<String>,
+    digests: HashSet<String>,
+}
+
+impl PgStore {
+    fn figures_writer(&self, tx: &mut Transaction<'_>) -> Result<FiguresWriter, StoreError> {
+        let err = |e| self.err(e);
+        let mut headlines = HashMap::new();
+        for r in tx.query(sql::FLEET_HEADLINES, &[]).map_err(err)? {
+            let key = (
+                column(&self.location, &r, 1)?,
+                column(&self.location, &r, 2)?,
+                column(&self.location, &r, 3)?,
+                column(&self.location, &r, 4)?,
+            );
+            headlines.insert(key, column(&self.location, &r, 0)?);
+        }
+        Ok(FiguresWriter {
+            host: tx.prepare(sql::INSERT_HOST).map_err(err)?,
+            facts: tx.prepare(sql::INSERT_FACTS).map_err(err)?,
+            report: tx.prepare(INSERT_REPORT_WITH_FIGURES).map_err(err)?,
+            headlines,
+            hosts: HashSet::new(),
+            digests: HashSet::new(),
+        })
+    }
+
+    /// Inserts one report's figures in `tx` unless its UUID is there; whether it was new.
+    fn insert_figures(
+        &self,
+        tx: &mut Transaction<'_>,
+        writer: &mut FiguresWriter,
+        figures: &ReportFigures,
+    ) -> Result<bool, StoreError> {
+        let err = |e| self.err(e);
+        if writer.hosts.insert(figures.host.clone()) {
+            tx.execute(&writer.host, &[&figures.host, &figures.recorded_at]).map_err(err)?;
+        }
+        let digest = figures.digest();
+        if writer.digests.insert(digest.clone()) {
+            tx.execute(&writer.facts, &[&digest, &fleet::facts_json(&figures.facts)])
+                .map_err(err)?;
+        }
+        let (mut position, mut headline, mut median, mut p25, mut p75, mut samples) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for (i, f) in fleet::storable(figures).enumerate() {
+            let key = (f.area.clone(), f.name.clone(), f.metric.clone(), f.unit.clone());
+            let id = match writer.headlines.get(&key) {
+                Some(id) => *id,
+                None => {
+                    let params: [&(dyn ToSql + Sync); 4] = [&f.area, &f.name, &f.metric, &f.unit];
+                    let made = tx.query_opt(sql::INSERT_FLEET_HEADLINE, &params).map_err(err)?;
+                    let row = match made {
+                        Some(row) => row,
+                        // Another writer made it first (and committed): read its id.
+                        None => tx.query_one(sql::FLEET_HEADLINE_ID, &params).map_err(err)?,
+                    };
+                    let id = column(&self.location, &row, 0)?;
+                    writer.headlines.insert(key, id);
+                    id
+                }
+            };
+            position.push(i16::try_from(i).unwrap_or(i16::MAX));
+            headline.push(id);
+            median.push(f.median);
+            p25.push(f.p25);
+            p75.push(f.p75);
+            samples.push(i32::try_from(f.samples).unwrap_or(i32::MAX));
+        }
+        let row = tx
+            .query_one(
+                &writer.report,
+                &[
+                    &figures.uuid,
+                    &figures.host,
+                    &figures.recorded_at,
+                    &figures.version,
+                    &digest,
+                    &position,
+                    &headline,
+                    &median,
+                    &p25,
+                    &p75,
+                    &samples,
+                ],
+            )
+            .map_err(err)?;
+        Ok(column::<i64>(&self.location, &row, 0)? == 1)
+    }
+}
+
+impl FleetStore for PgStore {
+    fn record_report_figures(&mut self, figures: &ReportFigures) -> Result<bool, StoreError> {
+        Ok(self.record_many_report_figures(std::slice::from_ref(figures))? == 1)
+    }
+
+    fn record_many_report_figures(
+        &mut self,
+        reports: &[ReportFigures],
+    ) -> Result<usize, StoreError> {
+        let mut client = self.client.borrow_mut();
+        let mut tx = client.transaction().map_err(|e| self.err(e))?;
+        let mut writer = self.figures_writer(&mut tx)?;
+        let mut new = 0;
+        for figures in reports {
+            if self.insert_figures(&mut tx, &mut writer, figures)? {
+                new += 1;
+            }
+        }
+        tx.commit().map_err(|e| self.err(e))?;
+        Ok(new)
+    }
+
+    fn report_figures(
+        &self,
+        filter: &FleetFilter,
+        each: &mut dyn FnMut(ReportFigures) -> ControlFlow<()>,
+    ) -> Result<usize, StoreError> {
+        let (sql, values) = filter.select();
+        let (facts_sql, _) = filter.select_facts();
+        let params: Vec<&(dyn ToSql + Sync)> =
+            values.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
+        let location = self.location.as_str();
+        let mut client = self.client.borrow_mut();
+        // One snapshot for the whole read, fetched in batches through a portal.
+        let mut tx = client.build_transaction().read_only(true).start().map_err(|e| self.err(e))?;
+        let mut assembler = Assembler::new(each);
+        for r in tx.query(sql::FLEET_HEADLINES, &[]).map_err(|e| self.err(e))? {
+            let id: i32 = column(location, &r, 0)?;
+            assembler.headlines.insert(
+                i64::from(id),
+                (
+                    column(location, &r, 1)?,
+                    column(location, &r, 2)?,
+                    column(location, &r, 3)?,
+                    column(location, &r, 4)?,
+                ),
+            );
+        }
+        for r in tx.query(&facts_sql, &params).map_err(|e| self.err(e))? {
+            let text: String = column(location, &r, 1)?;
+            let facts = serde_json::from_str(&text).map_err(|e| self.json(e))?;
+            assembler.facts.insert(column(location, &r, 0)?, facts);
+        }
+        let portal = tx.bind(&sql, &params).map_err(|e| self.err(e))?;
+        loop {
+            let rows = tx.query_portal(&portal, FLEET_BATCH).map_err(|e| self.err(e))?;
+            if rows.is_empty() {
+                break;
+            }
+            for row in &rows {
+                let figure = match column::<Option<i32>>(location, row, 6)? {
+                    Some(headline) => Some((
+                        i64::from(headline),
+                        column(location, row, 7)?,
+                        column(location, row, 8)?,
+                        column(location, row, 9)?,
+                        i64::from(column::<i32>(location, row, 10)?),
+                    )),
+                    None => None,
+                };
+                let head = || -> Result<_, StoreError> {
+                    Ok((
+                        column(location, row, 1)?,
+                        column(location, row, 2)?,
+                        column(location, row, 3)?,
+                        column(location, row, 4)?,
+                        column(location, row, 5)?,
+                    ))
+                };
+                if assembler.row(column(location, row, 0)?, head, figure)?.is_break() {
+                    return Ok(assembler.given);
+                }
+            }
+        }
+        let _ = assembler.flush();
+        tx.commit().map_err(|e| self.err(e))?;
+        Ok(assembler.given)
+    }
+
+    fn reports_without_figures(&self) -> Result<Vec<i64>, StoreError> {
+        let rows = self
+            .client
+            .borrow_mut()
+            .query(sql::REPORTS_WITHOUT_FIGURES, &[&fleet::REPORT_COMMAND])
+            .map_err(|e| self.err(e))?;
+        rows.iter().map(|r| column(&self.location, r, 0)).collect()
     }
 }

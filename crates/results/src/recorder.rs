@@ -9,7 +9,10 @@ use measure::ToMetrics;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::{default_path, Location, NewRun, PgStore, ResultStore, SqliteStore, StoreError};
+use crate::{
+    default_path, FleetStore, Location, NewRun, PgStore, ReportFigures, ResultStore, SqliteStore,
+    StoreError,
+};
 
 /// Where results go: `--db PATH`, the default XDG path, or nowhere (`--no-store`). A
 /// PostgreSQL `--db` (`postgresql://…`) records in the default local file as always and pushes
@@ -108,6 +111,26 @@ impl Recorder {
         self.store.as_ref().map(|s| s.location())
     }
 
+    /// The local store runs are recorded in, to read back what was stored (`None` with
+    /// `--no-store` or no usable store).
+    pub fn store(&self) -> Option<&SqliteStore> {
+        self.store.as_ref()
+    }
+
+    /// Records a report's headline figures ([`ReportFigures`]) beside its run, and in the
+    /// shared database when runs are pushed there (a failure there is a warning: the local
+    /// store has them, and `results push` sends them later). Nothing when nothing is stored.
+    pub fn record_figures(&mut self, figures: &ReportFigures) -> Result<(), StoreError> {
+        let Some(store) = self.store.as_mut() else { return Ok(()) };
+        store.record_report_figures(figures)?;
+        if let Some(pg) = self.remote.as_mut() {
+            if let Err(e) = pg.record_report_figures(figures) {
+                warn(&format!("the report's headline figures were not pushed: {e}"));
+            }
+        }
+        Ok(())
+    }
+
     /// Records one run; returns its id when stored. When the store fails, the run is written as
     /// JSON to a file beside the current directory (or the temporary directory) and the error
     /// names it.
@@ -118,12 +141,28 @@ impl Recorder {
         measured: &(impl ToMetrics + ?Sized),
         interrupted: bool,
     ) -> Result<Option<i64>, RecordError> {
+        self.record_with(command, result, measured, interrupted, serde_json::Map::new())
+    }
+
+    /// [`record`](Self::record) with parameters of this run alone beside the command line
+    /// (the placement it was measured in).
+    pub fn record_with(
+        &mut self,
+        command: &str,
+        result: &impl Serialize,
+        measured: &(impl ToMetrics + ?Sized),
+        interrupted: bool,
+        own: serde_json::Map<String, Value>,
+    ) -> Result<Option<i64>, RecordError> {
         let Some(store) = self.store.as_mut() else { return Ok(None) };
         let mut parameters = json!({ "argv": self.context.argv });
         if let Some(late) = self.context.late_parameters {
             if let (Value::Object(map), Value::Object(extra)) = (&mut parameters, late()) {
                 map.extend(extra);
             }
+        }
+        if let Value::Object(map) = &mut parameters {
+            map.extend(own);
         }
         let run = NewRun {
             command: command.to_string(),

@@ -66,6 +66,9 @@ pub fn show_text(run: &StoredRun) -> String {
     if run.interrupted {
         out.push_str("INTERRUPTED: figures cover what was measured before Ctrl-C or SIGTERM\n");
     }
+    if let Some(p) = measure::placement::RunPlacement::from_parameters(&run.parameters) {
+        let _ = writeln!(out, "{}", p.describe());
+    }
     let _ = writeln!(
         out,
         "\n{:<44} {:>10} {:>10} {:>10} {:>10} {:>8}  unit",
@@ -118,6 +121,13 @@ pub fn compare_text(c: &Comparison) -> String {
     }
     if !c.unmatched.is_empty() {
         let _ = writeln!(out, "in only one run: {}", c.unmatched.join(", "));
+    }
+    if let Some(why) = &c.placement {
+        let _ = writeln!(
+            out,
+            "placement differs: {why} (here: run {b}; baseline: run {a}); figures that depend \
+             on where the CPUs sit have no verdict"
+        );
     }
     out
 }

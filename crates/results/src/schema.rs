@@ -15,8 +15,9 @@ const APPLICATION_ID: i64 = 0x5053_4350;
 
 /// The schema this platscope writes: 2 added metric labels, 3 run UUIDs and hosts (so runs
 /// can be pushed to a shared PostgreSQL database exactly once), 4 no password in a stored
-/// command line (runs recorded before argv was redacted are scrubbed).
-pub const SCHEMA_VERSION: i64 = 4;
+/// command line (runs recorded before argv was redacted are scrubbed), 5 the fleet reader's
+/// tables (each report's headline figures and facts, [`crate::fleet`]).
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// Version 1, as the first release created it.
 const CREATE_V1: &str = "
@@ -192,6 +193,10 @@ fn try_prepare(conn: &mut Connection, path: &Path) -> Result<(), Retry> {
     }
     if version < 4 {
         migrate_v4(&tx).map_err(sql)?;
+    }
+    if version < 5 {
+        // Empty: reports stored before are filled in by a backfill (`suite::figures`).
+        tx.execute_batch(&crate::sql::create_fleet(crate::sql::Dialect::Sqlite)).map_err(sql)?;
     }
     tx.pragma_update(None, "user_version", SCHEMA_VERSION).map_err(sql)?;
     tx.pragma_update(None, "application_id", APPLICATION_ID).map_err(sql)?;

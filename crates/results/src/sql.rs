@@ -52,6 +52,89 @@ pub const LATEST_OF_HOST: &str = "SELECT id FROM runs WHERE host = $1 AND comman
 /// The UUIDs of host `$1`'s runs already in the database (a push sends only the others).
 pub const UUIDS_OF_HOST: &str = "SELECT uuid FROM runs WHERE host = $1";
 
+/// A distinct set of machine facts, stored once however many reports share it.
+pub const INSERT_FACTS: &str =
+    "INSERT INTO fleet_facts (digest, facts) VALUES ($1, $2) ON CONFLICT (digest) DO NOTHING";
+
+/// A report's row for the fleet reader; returns its id, or no row when its UUID is there.
+pub const INSERT_FLEET_REPORT: &str = "INSERT INTO fleet_reports (uuid, host, recorded_at, \
+     version, facts_digest) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (uuid) DO NOTHING RETURNING id";
+
+/// Every headline figure's description (few: one per figure a report can show).
+pub const FLEET_HEADLINES: &str = "SELECT id, area, name, metric, unit FROM fleet_headlines";
+
+/// A new figure description; returns its id, or no row when another writer made it first.
+pub const INSERT_FLEET_HEADLINE: &str = "INSERT INTO fleet_headlines (area, name, metric, unit) \
+     VALUES ($1, $2, $3, $4) ON CONFLICT (area, name, metric, unit) DO NOTHING RETURNING id";
+
+pub const FLEET_HEADLINE_ID: &str = "SELECT id FROM fleet_headlines \
+     WHERE area = $1 AND name = $2 AND metric = $3 AND unit = $4";
+
+pub const INSERT_FLEET_FIGURE: &str = "INSERT INTO fleet_figures (report_id, position, \
+     headline_id, median, p25, p75, samples) VALUES ($1, $2, $3, $4, $5, $6, $7)";
+
+/// The `report` runs that have no row in `fleet_reports` yet (what a backfill computes).
+pub const REPORTS_WITHOUT_FIGURES: &str = "SELECT r.id FROM runs r WHERE r.command = $1 \
+     AND NOT EXISTS (SELECT 1 FROM fleet_reports f WHERE f.uuid = r.uuid) ORDER BY r.id";
+
+/// The UUIDs of host `$1`'s reports whose figures the database has (a push sends the others).
+pub const FLEET_UUIDS_OF_HOST: &str = "SELECT uuid FROM fleet_reports WHERE host = $1";
+
+/// The columns every fleet read selects, in the order [`crate::fleet`]'s reader takes them.
+pub const FLEET_COLUMNS: &str = "r.id, r.uuid, r.host, r.recorded_at, r.version, \
+     r.facts_digest, f.headline_id, f.median, f.p25, f.p75, f.samples";
+
+/// The tables the fleet reader reads: one row per report (who, when, which facts), each
+/// distinct fact set once, each figure description once, one row per report and headline
+/// figure. They hold no samples, so a fleet's years of daily reports stay small
+/// (docs/results.md gives the bytes per report).
+pub fn create_fleet(dialect: Dialect) -> String {
+    let (id, small_id, real, reference, small) = match dialect {
+        Dialect::Postgres => (
+            "BIGSERIAL PRIMARY KEY",
+            "SERIAL PRIMARY KEY",
+            "DOUBLE PRECISION",
+            "BIGINT",
+            "SMALLINT",
+        ),
+        Dialect::Sqlite => {
+            ("INTEGER PRIMARY KEY", "INTEGER PRIMARY KEY", "REAL", "INTEGER", "INTEGER")
+        }
+    };
+    format!(
+        "CREATE TABLE IF NOT EXISTS fleet_facts (
+             digest TEXT PRIMARY KEY,
+             facts  TEXT NOT NULL
+         );
+         CREATE TABLE IF NOT EXISTS fleet_reports (
+             id           {id},
+             uuid         TEXT NOT NULL UNIQUE,
+             host         TEXT NOT NULL,
+             recorded_at  TEXT NOT NULL,
+             version      TEXT NOT NULL,
+             facts_digest TEXT NOT NULL REFERENCES fleet_facts(digest)
+         );
+         CREATE INDEX IF NOT EXISTS fleet_reports_by_host ON fleet_reports (host, recorded_at, id);
+         CREATE INDEX IF NOT EXISTS fleet_reports_by_time ON fleet_reports (recorded_at);
+         CREATE TABLE IF NOT EXISTS fleet_headlines (
+             id     {small_id},
+             area   TEXT NOT NULL,
+             name   TEXT NOT NULL,
+             metric TEXT NOT NULL,
+             unit   TEXT NOT NULL,
+             UNIQUE (area, name, metric, unit)
+         );
+         CREATE TABLE IF NOT EXISTS fleet_figures (
+             report_id   {reference} NOT NULL REFERENCES fleet_reports(id) ON DELETE CASCADE,
+             position    {small} NOT NULL,
+             headline_id INTEGER NOT NULL REFERENCES fleet_headlines(id),
+             median {real} NOT NULL, p25 {real} NOT NULL, p75 {real} NOT NULL,
+             samples     INTEGER NOT NULL,
+             PRIMARY KEY (report_id, position)
+         );"
+    )
+}
+
 /// The schema a PostgreSQL database gets, all at once and idempotently. The SQLite file reaches
 /// the same tables by its migrations (`schema.rs`), which also keep files from older releases.
 pub fn create(dialect: Dialect) -> String {
@@ -99,12 +182,14 @@ pub fn create(dialect: Dialect) -> String {
              requested TEXT NOT NULL,
              verified  TEXT NOT NULL,
              PRIMARY KEY (run_id, position)
-         );"
+         );
+         {fleet}",
+        fleet = create_fleet(dialect)
     )
 }
 
 /// Every shared statement (for the test that their parameters bind alike in both drivers).
-pub const SHARED: [&str; 10] = [
+pub const SHARED: [&str; 17] = [
     INSERT_HOST,
     INSERT_RUN,
     INSERT_METRIC,
@@ -115,15 +200,22 @@ pub const SHARED: [&str; 10] = [
     PLACEMENTS,
     LATEST_OF_HOST,
     UUIDS_OF_HOST,
+    INSERT_FACTS,
+    INSERT_FLEET_REPORT,
+    INSERT_FLEET_HEADLINE,
+    FLEET_HEADLINE_ID,
+    INSERT_FLEET_FIGURE,
+    REPORTS_WITHOUT_FIGURES,
+    FLEET_UUIDS_OF_HOST,
 ];
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // tests may unwrap
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// The `$N` parameters of a statement in order of first appearance.
-    fn parameters(sql: &str) -> Vec<usize> {
+    pub(crate) fn parameters(sql: &str) -> Vec<usize> {
         let mut seen = Vec::new();
         let bytes = sql.as_bytes();
         let mut i = 0;

@@ -1,5 +1,7 @@
 //! The local results database: one SQLite file (WAL), the source of truth on each machine.
 
+use std::collections::HashMap;
+use std::ops::ControlFlow;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -7,6 +9,7 @@ use std::time::Duration;
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 
 use crate::error::At;
+use crate::fleet::{self, Assembler, FleetFilter, FleetStore, ReportFigures};
 use crate::row::{ListedRow, RunHead, RunRow};
 use crate::{
     schema, sql, LatestMetrics, NewRun, ResultStore, RunSummary, StoreError, StoredMetric,
@@ -18,7 +21,7 @@ use crate::{
 pub struct SqliteStore {
     conn: Connection,
     path: PathBuf,
-    /// The schema version: 4 (current) for a store opened for recording; a file opened
+    /// The schema version: 5 (current) for a store opened for recording; a file opened
     /// read-only keeps its own (before 2: no labels, relabelled on reading; before 3: no UUIDs
     /// or hosts).
     version: i64,
@@ -361,4 +364,220 @@ impl ResultStore for SqliteStore {
     fn location(&self) -> String {
         self.path.display().to_string()
     }
+}
+
+impl SqliteStore {
+    /// Schema 5 holds the fleet tables; an older file opened read-only does not.
+    fn has_fleet_tables(&self) -> bool {
+        self.version >= 5
+    }
+
+    /// The figures of the report whose run has UUID `uuid`, if they were recorded (a push
+    /// sends them with the run).
+    pub fn report_figures_of(&self, uuid: &str) -> Result<Option<ReportFigures>, StoreError> {
+        if !self.has_fleet_tables() {
+            return Ok(None);
+        }
+        let sql = format!(
+            "SELECT {} FROM fleet_reports r LEFT JOIN fleet_figures f ON f.report_id = r.id \
+             WHERE r.uuid = $1 ORDER BY f.position",
+            sql::FLEET_COLUMNS
+        );
+        let facts = "SELECT digest, facts FROM fleet_facts WHERE digest IN \
+             (SELECT r.facts_digest FROM fleet_reports r WHERE r.uuid = $1)";
+        let mut found = None;
+        self.read_figures(&sql, facts, &[uuid.to_string()], &mut |r| {
+            found = Some(r);
+            ControlFlow::Break(())
+        })?;
+        Ok(found)
+    }
+
+    /// Runs the reader's statement `sql` with `values` (the fact sets of its reports from
+    /// `facts_sql`, which takes the same values) and gives each report to `each`.
+    fn read_figures(
+        &self,
+        sql: &str,
+        facts_sql: &str,
+        values: &[String],
+        each: &mut dyn FnMut(ReportFigures) -> ControlFlow<()>,
+    ) -> Result<usize, StoreError> {
+        let path = &self.path;
+        let mut assembler = Assembler::new(each);
+        let mut stmt = self.conn.prepare(sql::FLEET_HEADLINES).at(path)?;
+        let mut rows = stmt.query([]).at(path)?;
+        while let Some(row) = rows.next().at(path)? {
+            assembler.headlines.insert(
+                row.get(0).at(path)?,
+                (
+                    row.get(1).at(path)?,
+                    row.get(2).at(path)?,
+                    row.get(3).at(path)?,
+                    row.get(4).at(path)?,
+                ),
+            );
+        }
+        drop(rows);
+        let mut stmt = self.conn.prepare(facts_sql).at(path)?;
+        let mut rows = stmt.query(rusqlite::params_from_iter(values)).at(path)?;
+        while let Some(row) = rows.next().at(path)? {
+            let text: String = row.get(1).at(path)?;
+            assembler.facts.insert(row.get(0).at(path)?, serde_json::from_str(&text).at(path)?);
+        }
+        drop(rows);
+        let mut stmt = self.conn.prepare(sql).at(path)?;
+        let mut rows = stmt.query(rusqlite::params_from_iter(values)).at(path)?;
+        while let Some(row) = rows.next().at(path)? {
+            let figure = match row.get::<_, Option<i64>>(6).at(path)? {
+                Some(headline) => Some((
+                    headline,
+                    row.get(7).at(path)?,
+                    row.get(8).at(path)?,
+                    row.get(9).at(path)?,
+                    row.get(10).at(path)?,
+                )),
+                None => None,
+            };
+            let head = || -> Result<_, StoreError> {
+                Ok((
+                    row.get(1).at(path)?,
+                    row.get(2).at(path)?,
+                    row.get(3).at(path)?,
+                    row.get(4).at(path)?,
+                    row.get(5).at(path)?,
+                ))
+            };
+            if assembler.row(row.get(0).at(path)?, head, figure)?.is_break() {
+                return Ok(assembler.given);
+            }
+        }
+        let _ = assembler.flush();
+        Ok(assembler.given)
+    }
+}
+
+impl FleetStore for SqliteStore {
+    fn record_report_figures(&mut self, figures: &ReportFigures) -> Result<bool, StoreError> {
+        Ok(self.record_many_report_figures(std::slice::from_ref(figures))? == 1)
+    }
+
+    fn record_many_report_figures(
+        &mut self,
+        reports: &[ReportFigures],
+    ) -> Result<usize, StoreError> {
+        if !self.has_fleet_tables() {
+            return Err(StoreError::Open {
+                path: self.path.clone(),
+                reason: format!(
+                    "it has no table of report figures yet (schema {}); open it for recording \
+                     once (any platscope command with --db {}) to bring it to schema {}",
+                    self.version,
+                    self.path.display(),
+                    schema::SCHEMA_VERSION
+                ),
+            });
+        }
+        let path = self.path.clone();
+        let tx = self.conn.transaction().at(&path)?;
+        let mut known: HashMap<(String, String, String, String), i64> = HashMap::new();
+        {
+            let mut stmt = tx.prepare(sql::FLEET_HEADLINES).at(&path)?;
+            let mut rows = stmt.query([]).at(&path)?;
+            while let Some(r) = rows.next().at(&path)? {
+                let key = (
+                    r.get(1).at(&path)?,
+                    r.get(2).at(&path)?,
+                    r.get(3).at(&path)?,
+                    r.get(4).at(&path)?,
+                );
+                known.insert(key, r.get(0).at(&path)?);
+            }
+        }
+        let mut new = 0;
+        for figures in reports {
+            if insert_figures(&tx, &path, figures, &mut known)? {
+                new += 1;
+            }
+        }
+        tx.commit().at(&path)?;
+        Ok(new)
+    }
+
+    fn report_figures(
+        &self,
+        filter: &FleetFilter,
+        each: &mut dyn FnMut(ReportFigures) -> ControlFlow<()>,
+    ) -> Result<usize, StoreError> {
+        if !self.has_fleet_tables() {
+            // An older file opened read-only: every report is still to be computed.
+            return Ok(0);
+        }
+        let (sql, values) = filter.select();
+        let (facts_sql, _) = filter.select_facts();
+        self.read_figures(&sql, &facts_sql, &values, each)
+    }
+
+    fn reports_without_figures(&self) -> Result<Vec<i64>, StoreError> {
+        let sql = if self.has_fleet_tables() {
+            sql::REPORTS_WITHOUT_FIGURES
+        } else {
+            "SELECT id FROM runs WHERE command = $1 ORDER BY id"
+        };
+        let mut stmt = self.conn.prepare(sql).at(&self.path)?;
+        let ids = stmt
+            .query_map(params![fleet::REPORT_COMMAND], |r| r.get(0))
+            .at(&self.path)?
+            .collect::<Result<Vec<i64>, _>>()
+            .at(&self.path);
+        ids
+    }
+}
+
+/// Inserts one report's figures in `tx` unless its UUID is there; whether it was new.
+/// `known` maps figure descriptions to their ids, and learns the ones made here.
+fn insert_figures(
+    tx: &rusqlite::Transaction<'_>,
+    path: &Path,
+    figures: &ReportFigures,
+    known: &mut HashMap<(String, String, String, String), i64>,
+) -> Result<bool, StoreError> {
+    tx.execute(sql::INSERT_HOST, params![figures.host, figures.recorded_at]).at(path)?;
+    let digest = figures.digest();
+    tx.execute(sql::INSERT_FACTS, params![digest, fleet::facts_json(&figures.facts)]).at(path)?;
+    let id: Option<i64> = tx
+        .query_row(
+            sql::INSERT_FLEET_REPORT,
+            params![figures.uuid, figures.host, figures.recorded_at, figures.version, digest],
+            |r| r.get(0),
+        )
+        .optional()
+        .at(path)?;
+    let Some(id) = id else { return Ok(false) };
+    for (position, f) in fleet::storable(figures).enumerate() {
+        let key = (f.area.clone(), f.name.clone(), f.metric.clone(), f.unit.clone());
+        let headline = match known.get(&key) {
+            Some(id) => *id,
+            None => {
+                let description = params![f.area, f.name, f.metric, f.unit];
+                let made: Option<i64> = tx
+                    .query_row(sql::INSERT_FLEET_HEADLINE, description, |r| r.get(0))
+                    .optional()
+                    .at(path)?;
+                let id = match made {
+                    Some(id) => id,
+                    None => {
+                        tx.query_row(sql::FLEET_HEADLINE_ID, description, |r| r.get(0)).at(path)?
+                    }
+                };
+                known.insert(key, id);
+                id
+            }
+        };
+        tx.execute(
+            sql::INSERT_FLEET_FIGURE,
+            params![id, position as i64, headline, f.median, f.p25, f.p75, i64::from(f.samples)],
+        )
+        .at(path)?;
+    }
+    Ok(true)
 }

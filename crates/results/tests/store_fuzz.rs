@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 use measure::Unit;
 use results::render::{list_text, show_text};
 use results::{
-    compare, samples_csv, Metric, NewRun, ResultStore, SqliteStore, StoreError, WorkerPlacement,
+    compare, samples_csv, FleetFilter, FleetStore, HeadlineFigure, Metric, NewRun, ReportFigures,
+    ResultStore, SqliteStore, StoreError, WorkerPlacement,
 };
 use serde_json::json;
 use test_support::fuzz::{self, proptest};
@@ -48,13 +49,38 @@ fn a_run(i: u32) -> NewRun {
     }
 }
 
-/// A store of today's schema with three runs, as bytes.
+/// A report's figures for the fleet reader's tables.
+fn figures(i: u32) -> ReportFigures {
+    ReportFigures {
+        uuid: format!("report-{i}"),
+        host: "h".into(),
+        recorded_at: format!("2026-11-0{}T00:00:00.000Z", i + 1),
+        version: "0.1.0 (git abc)".into(),
+        facts: [("Kernel".to_string(), format!("6.{i}"))].into_iter().collect(),
+        facts_digest: String::new(),
+        figures: vec![HeadlineFigure {
+            area: "Memory".into(),
+            name: "idle DRAM latency".into(),
+            metric: "mem_latency{cpu_node=0,mem_node=0}".into(),
+            unit: "ns".into(),
+            median: 100.0,
+            p25: 99.0,
+            p75: 101.0,
+            samples: 5,
+        }],
+    }
+}
+
+/// A store of today's schema with three runs and two reports' figures, as bytes.
 fn current_store() -> Vec<u8> {
     let dir = fuzz::scratch_dir();
     let path = dir.path().join("results.db");
     let mut store = SqliteStore::open(&path).unwrap();
     for i in 0..3 {
         store.record(&a_run(i)).unwrap();
+    }
+    for i in 0..2 {
+        store.record_report_figures(&figures(i)).unwrap();
     }
     drop(store);
     std::fs::read(&path).unwrap()
@@ -109,6 +135,9 @@ fn read_all(path: &Path) -> Result<usize, TestCaseError> {
                 store.run_keys().map(|_| ()),
                 store.latest_of_host("h", "mem latency").map(|_| ()),
                 store.run(i64::MAX).map(|_| ()),
+                store.all_report_figures(&FleetFilter::default()).map(|_| ()),
+                store.reports_without_figures().map(|_| ()),
+                store.report_figures_of("report-1").map(|_| ()),
             ] {
                 if let Err(e) = r {
                     named(&e)?;
@@ -123,6 +152,12 @@ fn read_all(path: &Path) -> Result<usize, TestCaseError> {
                 named(&e)?;
             }
             if let Err(e) = store.record(&a_run(9)) {
+                named(&e)?;
+            }
+            if let Err(e) = store.record_report_figures(&figures(3)) {
+                named(&e)?;
+            }
+            if let Err(e) = store.all_report_figures(&FleetFilter::default()) {
                 named(&e)?;
             }
         }
@@ -171,12 +206,30 @@ fn damage() -> impl Strategy<Value = String> {
     ]);
     let placements_col =
         proptest::sample::select(vec!["worker", "requested", "verified", "position"]);
-    let version = proptest::sample::select(vec![-1i64, 0, 1, 2, 3, 5, 1000, i64::from(i32::MAX)]);
+    let version =
+        proptest::sample::select(vec![-1i64, 0, 1, 2, 3, 4, 5, 6, 1000, i64::from(i32::MAX)]);
+    let fleet_col = proptest::sample::select(vec![
+        "fleet_figures SET median",
+        "fleet_figures SET samples",
+        "fleet_figures SET headline_id",
+        "fleet_figures SET report_id",
+        "fleet_facts SET facts",
+        "fleet_facts SET digest",
+        "fleet_reports SET recorded_at",
+        "fleet_reports SET facts_digest",
+        "fleet_reports SET uuid",
+        "fleet_headlines SET name",
+        "fleet_headlines SET id",
+    ]);
     let app = proptest::sample::select(vec![0i64, 1, 0x5053_4351, -1]);
     prop_oneof![
         (runs_col, value.clone()).prop_map(|(c, v)| format!("UPDATE runs SET {c} = {v}")),
         (metrics_col, value.clone()).prop_map(|(c, v)| format!("UPDATE metrics SET {c} = {v}")),
-        (placements_col, value).prop_map(|(c, v)| format!("UPDATE placements SET {c} = {v}")),
+        (placements_col, value.clone())
+            .prop_map(|(c, v)| format!("UPDATE placements SET {c} = {v}")),
+        (fleet_col, value).prop_map(|(c, v)| format!("UPDATE {c} = {v}")),
+        Just("DROP TABLE fleet_figures".to_string()),
+        Just("DROP TABLE fleet_facts".to_string()),
         version.prop_map(|v| format!("PRAGMA user_version = {v}")),
         app.prop_map(|v| format!("PRAGMA application_id = {v}")),
         Just("DROP TABLE metrics".to_string()),

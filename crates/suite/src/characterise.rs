@@ -20,7 +20,7 @@ use crate::runner::Run;
 use crate::SuiteError;
 
 /// The command name the whole report's page is recorded under (see [`crate::from_db`]).
-pub const REPORT_COMMAND: &str = "report";
+pub const REPORT_COMMAND: &str = results::fleet::REPORT_COMMAND;
 
 pub fn run(
     mode: Mode,
@@ -42,7 +42,15 @@ pub fn run(
     }
     let mut outcomes: Vec<Box<dyn Shown>> = Vec::new();
     {
-        let mut run = Run { mode, topology, globals, rec, data: &mut data, cpus: cpus.len() };
+        let mut run = Run {
+            mode,
+            topology,
+            globals,
+            rec,
+            data: &mut data,
+            cpus: cpus.len(),
+            probed: Vec::new(),
+        };
         for (i, step) in steps.iter().enumerate() {
             if stop::requested() {
                 break;
@@ -61,6 +69,8 @@ pub fn run(
                 Action::Database => run.database(step),
             }
         }
+        let probed = std::mem::take(&mut run.probed);
+        crate::placement::finish(run.data, &probed);
     }
     progress.finish();
     if let Some(why) = idle_disagreement(&outcomes) {

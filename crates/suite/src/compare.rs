@@ -10,12 +10,18 @@
 //! The minimum effect of each figure is calibrated when the stores hold earlier reports of the
 //! same host: the largest difference of that figure between two of them (never less than
 //! [`MIN_EFFECT`]); without such history it is [`MIN_EFFECT`] (docs/comparing.md).
+//!
+//! A figure that depends on where the CPUs sit, taken in different placements by the two
+//! reports (their steps' probes disagree: [`measure::placement::differs`]), gets no verdict:
+//! `placement differs`, with how the probes differ. Nor does such a pair of earlier reports
+//! count as noise when the minimum effect is calibrated.
 
 use std::collections::HashMap;
 
 use chart::Part;
 use experiment::Registry;
-use measure::verdict::{judge, ratio_of_medians, MIN_EFFECT};
+use measure::placement::{depends_on_placement, differs, RunPlacement};
+use measure::verdict::{judge, ratio_of_medians, Verdict, MIN_EFFECT};
 pub use report::compare::{FigureComparison, ReportComparison, SettingDiff};
 use report::html::ReportData;
 use results::{ResultStore, StoredMetric, StoredRun};
@@ -60,6 +66,19 @@ impl StoredReport {
 struct Figure {
     name: String,
     metric: StoredMetric,
+    /// The placement its step was measured in, when it was probed.
+    placement: Option<RunPlacement>,
+}
+
+impl Figure {
+    /// How this figure's placement and `baseline`'s differ, when the figure depends on
+    /// placement and both were probed.
+    fn placement_differs(&self, baseline: &Figure) -> Option<String> {
+        if !depends_on_placement(&self.metric.labels) {
+            return None;
+        }
+        differs(self.placement.as_ref()?, baseline.placement.as_ref()?)
+    }
 }
 
 /// Each of `report`'s steps with the sections it draws (none for a step whose stored result no
@@ -89,7 +108,8 @@ fn figures(drawn: &[(&StoredRun, Vec<Part>)]) -> Vec<Figure> {
             continue;
         }
         if let Some(m) = run.metrics.iter().find(|m| &m.key() == key) {
-            out.push(Figure { name: headline.name.clone(), metric: m.clone() });
+            let placement = crate::placement::of_run(run);
+            out.push(Figure { name: headline.name.clone(), metric: m.clone(), placement });
         }
     }
     out
@@ -122,7 +142,9 @@ impl Noise {
                 for b in &runs[i + 1..] {
                     for fa in a {
                         let Some(fb) = b.iter().find(|f| f.name == fa.name) else { continue };
-                        if fa.metric.key() != fb.metric.key() {
+                        // Another placement is not noise: it is refused, not calibrated on.
+                        if fa.metric.key() != fb.metric.key() || fa.placement_differs(fb).is_some()
+                        {
                             continue;
                         }
                         let ratio = ratio_of_medians(&fa.metric.samples, &fb.metric.samples);
@@ -160,15 +182,19 @@ pub fn compare(
     let theirs = figures(&their_steps);
     let mut comparison = Vec::new();
     for mine in figures(&drawn(this, registry)) {
-        let Some(b) =
+        let Some(base) =
             theirs.iter().find(|f| f.name == mine.name && f.metric.key() == mine.metric.key())
         else {
             continue;
         };
-        let (a, b) = (&mine.metric, &b.metric);
+        let placement = mine.placement_differs(base);
+        let (a, b) = (&mine.metric, &base.metric);
         let lower = measure::Unit::from_symbol(&a.unit).is_some_and(measure::Unit::lower_is_better);
         let min_effect = noise.min_effect(&mine.name);
-        let judged = judge(&a.samples, &b.samples, lower, min_effect);
+        let mut judged = judge(&a.samples, &b.samples, lower, min_effect);
+        if placement.is_some() {
+            judged.verdict = Verdict::PlacementDiffers;
+        }
         comparison.push(FigureComparison {
             figure: mine.name,
             unit: a.unit.clone(),
@@ -180,6 +206,7 @@ pub fn compare(
             this_samples: judged.this_samples,
             baseline_samples: judged.baseline_samples,
             min_effect,
+            placement,
         });
     }
     let this_machine = topo::machine_facts(&this.data.topology);
@@ -388,7 +415,45 @@ mod tests {
 
     fn figure(name: &str, size: &str, median: f64) -> Figure {
         let metric = StoredMetric::single("mem_latency", "ns", &[("size", size)], median);
-        Figure { name: name.into(), metric }
+        Figure { name: name.into(), metric, placement: None }
+    }
+
+    fn placed(round_trip_ns: f64) -> Option<RunPlacement> {
+        use measure::placement::{PairProbe, Probe};
+        let probe = Probe { pairs: vec![PairProbe::new(0, 1, "same L3", true, round_trip_ns)] };
+        Some(RunPlacement::probed(vec![0, 1], Some(probe.clone()), Some(probe)))
+    }
+
+    #[test]
+    fn another_placement_is_refused_and_not_calibrated_on() {
+        let bandwidth = |median: f64, threads: &str, ns: f64| Figure {
+            name: format!("bandwidth, {threads} thread(s)"),
+            metric: StoredMetric::single("mem_bandwidth", "GB/s", &[("threads", threads)], median),
+            placement: placed(ns),
+        };
+        // Two threads near (82 ns) and far (380 ns): refused, with the probes.
+        let why = bandwidth(114.0, "2", 82.0).placement_differs(&bandwidth(56.0, "2", 380.0));
+        assert_eq!(
+            why.as_deref(),
+            Some("CPUs 0↔1 handed a cache line over in 82 ns here, 380 ns in the baseline")
+        );
+        // The same placement (within 2×): compared as always.
+        assert!(bandwidth(114.0, "2", 82.0)
+            .placement_differs(&bandwidth(110.0, "2", 95.0))
+            .is_none());
+        // One thread does not depend on where the other CPU sits.
+        assert!(bandwidth(57.0, "1", 82.0)
+            .placement_differs(&bandwidth(56.0, "1", 380.0))
+            .is_none());
+        // A side without probes (a report stored before them): compared as always.
+        let unprobed = Figure { placement: None, ..bandwidth(56.0, "2", 0.0) };
+        assert!(bandwidth(114.0, "2", 82.0).placement_differs(&unprobed).is_none());
+        // History: two reports of one host in two placements are not its noise.
+        let by_host: HashMap<&str, Vec<Vec<Figure>>> = HashMap::from([(
+            "a",
+            vec![vec![bandwidth(114.0, "2", 82.0)], vec![bandwidth(56.0, "2", 380.0)]],
+        )]);
+        assert_eq!(Noise::from_figures(&by_host).min_effect("bandwidth, 2 thread(s)"), MIN_EFFECT);
     }
 
     #[test]

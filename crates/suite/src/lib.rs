@@ -9,7 +9,12 @@
 //!   measured. The page's own data (the steps' run ids) is recorded too, so it can be rebuilt.
 //! - [`from_db`]: a report rebuilt from stored runs — a whole `report` run, or any mix of
 //!   runs, each drawing the sections it belongs to.
-//! - [`compare`]: two reports side by side, figure by figure.
+//! - [`figures`]: each stored report's headline figures and facts, kept compact for the fleet
+//!   reader, and the backfill of stores written before they were kept.
+//! - [`compare`]: two reports side by side, figure by figure; no verdict on a figure that
+//!   depends on where the CPUs sit when the two were taken in different placements.
+//! - [`placement`]: where the CPUs sat in each step, classified over the whole report, and the
+//!   figures labelled with it.
 //! - [`summary`]: the terminal summary printed after a report.
 //!
 //! ```
@@ -20,7 +25,9 @@
 pub mod characterise;
 pub mod commands;
 pub mod compare;
+pub mod figures;
 pub mod from_db;
+pub mod placement;
 pub mod plan;
 pub mod runner;
 pub mod summary;

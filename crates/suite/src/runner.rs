@@ -10,9 +10,9 @@ use report::html::{ReportData, SkippedSection};
 use results::Recorder;
 use topo::Topology;
 
+use crate::placement::ProbedStep;
 use crate::plan::{Mode, Step, StepExperiment, DATABASE, QUERIES};
 
-/// What a step needs.
 /// What a step needs.
 #[derive(Debug)]
 pub struct Run<'a> {
@@ -22,6 +22,8 @@ pub struct Run<'a> {
     pub rec: &'a mut Recorder,
     pub data: &'a mut ReportData,
     pub cpus: usize,
+    /// The steps probed for placement so far, with the parts each drew.
+    pub probed: Vec<ProbedStep>,
 }
 
 impl Run<'_> {
@@ -35,7 +37,15 @@ impl Run<'_> {
     ) -> Result<Box<dyn Shown>, Classified> {
         let mut ctx = Context::new(self.topology, self.globals, self.rec);
         let (outcome, id) = experiment.run(&mut ctx, argv)?;
-        self.data.parts.extend(outcome.parts(self.topology));
+        let placement = ctx.take_placement();
+        let mut parts = outcome.parts(self.topology);
+        crate::placement::label_sections(&mut parts, placement.as_ref());
+        let start = self.data.parts.len();
+        self.data.parts.extend(parts);
+        if let Some(placement) = placement {
+            let parts = start..self.data.parts.len();
+            self.probed.push(ProbedStep { label: label.to_string(), placement, parts });
+        }
         if let Some(id) = id {
             self.data.stored_runs.push((label.to_string(), id));
         }

@@ -29,6 +29,20 @@ pub fn summary_text(d: &ReportData) -> String {
     for s in &d.skipped {
         let _ = writeln!(out, "  {} not measured: {}", s.title, s.why);
     }
+    if let Some(p) = &d.placement {
+        if !p.changed && !p.steps.is_empty() {
+            let far = p.steps.iter().all(|s| s.regime == measure::placement::Regime::Far);
+            let _ = writeln!(
+                out,
+                "  placement: one throughout the run{} (a cache line's round trip {})",
+                if far { ", far" } else { "" },
+                p.hand_offs()
+            );
+        }
+        for note in &p.notes {
+            let _ = writeln!(out, "  placement: {note}");
+        }
+    }
     for note in &d.notes {
         let _ = writeln!(out, "  note: {note}");
     }

@@ -211,6 +211,12 @@ impl Experiment for Compress {
     type Args = CompressArgs;
     type Outcome = Compressed;
 
+    /// Several workers hand blocks between their CPUs and share the caches.
+    fn placement_cpus(args: &CompressArgs, topology: &topo::Topology) -> Option<Vec<u32>> {
+        let threads = args.threads.map_or_else(crate::online_cpus, |t| t as usize);
+        several_online(topology, threads)
+    }
+
     /// One run per input: each but the last is stored and printed as it ends
     /// ([`Context::finished`]); the last (or the one a stop cut short) is the outcome.
     fn run(args: &CompressArgs, ctx: &mut Context<'_>) -> Result<Compressed, Classified> {
@@ -320,6 +326,13 @@ fn make_corpus(seed: u64, bytes: u64, out: &Path, force: bool) -> Result<Compres
     Ok(Compressed::Corpus { corpus: out.to_path_buf(), bytes, seed })
 }
 
+/// The first `count` online CPUs, when that is at least two: the CPUs a run's unpinned workers
+/// spread over, whose placement its figures depend on.
+fn several_online(topology: &topo::Topology, count: usize) -> Option<Vec<u32>> {
+    let cpus: Vec<u32> = topology.online_cpu_ids().into_iter().take(count).collect();
+    (cpus.len() >= 2).then_some(cpus)
+}
+
 /// `platscope cpu scale`.
 #[derive(Debug)]
 pub struct CpuScale;
@@ -334,6 +347,11 @@ impl Experiment for CpuScale {
     const TINY: &'static [&'static str] = &["--units", "1,2", "--threads", "1,2", "--size", "2MiB"];
     type Args = ScaleArgs;
     type Outcome = ScaleReport;
+
+    /// Its steps beyond one thread and one unit share the caches and hand blocks between CPUs.
+    fn placement_cpus(_args: &ScaleArgs, topology: &topo::Topology) -> Option<Vec<u32>> {
+        several_online(topology, usize::MAX)
+    }
 
     fn run(args: &ScaleArgs, _ctx: &mut Context<'_>) -> Result<ScaleReport, Classified> {
         let mut plan = ScalePlan::for_machine(crate::online_cpus());

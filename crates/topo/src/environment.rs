@@ -50,6 +50,17 @@ pub struct Environment {
     /// platscope read them.
     #[serde(default)]
     pub dmi_memory: Option<DmiMemory>,
+    /// The firmware's version and date (DMI `bios_version`, `bios_date`); `None` in topologies
+    /// stored before platscope read them.
+    #[serde(default)]
+    pub bios: Option<Bios>,
+}
+
+/// The firmware as DMI names it; both `None` where there is no DMI (some VMs, arm64 boards).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bios {
+    pub version: Option<String>,
+    pub date: Option<String>,
 }
 
 /// One cpufreq governor and the CPUs it drives.
@@ -101,6 +112,7 @@ impl Environment {
             mthp: root.mthp_sizes(),
             vulnerabilities: root.vulnerabilities(),
             dmi_memory: Some(crate::smbios::read_dmi_memory(root)),
+            bios: Some(Bios { version: dmi("bios_version"), date: dmi("bios_date") }),
         }
     }
 
@@ -182,6 +194,7 @@ mod tests {
         write("sys/kernel/mm/transparent_hugepage/enabled", "always [madvise] never\n");
         write("sys/kernel/mm/transparent_hugepage/defrag", "[defer] madvise never\n");
         write("proc/sys/kernel/numa_balancing", "1\n");
+        write("sys/class/dmi/id/bios_version", "1.16.3-debian-1.16.3-2\n");
         write("sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", "performance\n");
         write("sys/devices/system/cpu/cpu1/cpufreq/scaling_governor", "powersave\n");
         write("sys/devices/system/cpu/cpu2/cpufreq/scaling_governor", "performance\n");
@@ -227,5 +240,9 @@ mod tests {
         let names: Vec<&str> = env.vulnerabilities.iter().map(|v| v.name.as_str()).collect();
         assert_eq!(names, ["meltdown", "spectre_v1"]);
         assert_eq!(env.dmi_memory, Some(DmiMemory::Unavailable("no DMI tables".into())));
+        assert_eq!(
+            env.bios,
+            Some(Bios { version: Some("1.16.3-debian-1.16.3-2".into()), date: None })
+        );
     }
 }

@@ -26,7 +26,7 @@ use crate::cpuid::{Associativity, CacheType, CpuidInfo, Tlb};
 use crate::smbios::{peak_gbs, DmiMemory, MemoryDevice};
 use crate::sysfs::VulnerabilityClass;
 use crate::units::format_bytes;
-use crate::{idlist, Cache, CacheKind, Environment, Topology};
+use crate::{idlist, Bios, Cache, CacheKind, Environment, Topology};
 
 /// One row of the machine table.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -519,6 +519,13 @@ fn environment(t: &Topology, env: &Environment, out: &mut Vec<Fact>) {
         env.hypervisor.clone().unwrap_or_else(|| "none detected (bare metal)".into()),
     );
     fact(out, "System", env.system.clone().unwrap_or_else(|| "not reported (no DMI)".into()));
+    let bios = match &env.bios {
+        Some(Bios { version: Some(version), date: Some(date) }) => format!("{version} ({date})"),
+        Some(Bios { version: Some(version), date: None }) => version.clone(),
+        Some(Bios { version: None, .. }) => "not reported (no DMI)".into(),
+        None => unrecorded(t).into(),
+    };
+    fact(out, "BIOS", bios);
 }
 
 fn mitigations(t: &Topology, env: &Environment, out: &mut Vec<Fact>) {
@@ -679,6 +686,7 @@ mod tests {
         env.governors = vec![Governor { name: "performance".into(), cpus: (0..16).collect() }];
         env.numa_balancing = Some("1".into());
         env.hypervisor = None;
+        env.bios = Some(Bios { version: Some("2.1.3".into()), date: Some("03/14/2024".into()) });
         env.dmi_memory = Some(DmiMemory::Devices(
             (0..8)
                 .map(|i| MemoryDevice {
@@ -760,6 +768,8 @@ mod tests {
         assert_eq!(value(&facts, "Vulnerability spec_rstack_overflow"), "Mitigation: Safe RET");
         assert!(value(&facts, "Not affected by").starts_with("gather_data_sampling, ghostwrite"));
         assert_eq!(value(&facts, "Hypervisor"), "KVM");
+        // Its environment predates the firmware's version.
+        assert_eq!(value(&facts, "BIOS"), "not recorded (stored by an older platscope)");
         assert_eq!(
             value(&facts, "Governor"),
             "none (no cpufreq driver: frequency set by firmware or hypervisor)"
@@ -786,6 +796,7 @@ mod tests {
         assert!(value(&facts, "Memory peak").starts_with("153.6 GB/s theoretical"));
         assert_eq!(value(&facts, "Governor"), "performance (CPUs 0-15)");
         assert_eq!(value(&facts, "Hypervisor"), "none detected (bare metal)");
+        assert_eq!(value(&facts, "BIOS"), "2.1.3 (03/14/2024)");
         assert_eq!(value(&facts, "TLBs"), "not recorded (stored by an older platscope)");
         assert_eq!(value(&facts, "Caches vs CPUID"), "not recorded (stored by an older platscope)");
     }

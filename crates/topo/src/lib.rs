@@ -27,7 +27,7 @@ pub mod smbios;
 pub mod sysfs;
 pub mod units;
 
-pub use environment::{hypervisor_name, Environment, Governor};
+pub use environment::{hypervisor_name, Bios, Environment, Governor};
 pub use facts::{config_diff, machine_facts, Difference, Fact};
 pub use model::{
     Cache, CacheKind, Cpu, Distances, HmatAccess, HugePagePool, Machine, Node, NodeMemory, Topology,

@@ -241,6 +241,9 @@ pub fn topology_text(t: &Topology) -> String {
         if let Some(system) = &env.system {
             let _ = writeln!(out, "  system            {system}");
         }
+        if let Some(version) = env.bios.as_ref().and_then(|b| b.version.as_deref()) {
+            let _ = writeln!(out, "  BIOS              {version}");
+        }
         let pools: Vec<String> = env
             .hugepages
             .iter()

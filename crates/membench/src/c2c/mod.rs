@@ -12,9 +12,13 @@
 //! ([`C2cOptions::lines`]), each on its own page at its own offset ([`line_address`]), in two
 //! passes over them; a pair's figure is the summary over all lines, and [`LineSpread`] says
 //! how far the lines are apart against how far one line moves between passes.
+//!
+//! [`probe`] is the same measurement made short, as the placement probe around runs whose
+//! figures depend on where their CPUs sit.
 
 mod fold;
 mod measure;
+pub mod probe;
 
 use std::time::Duration;
 

@@ -3,6 +3,7 @@
 
 use crate::bandwidth::BandwidthMatrix;
 use place::Placement;
+use std::fmt::Write as _;
 
 use super::heatmap::{heatmap, Cell, Heatmap};
 use super::{placement_text, samples_text, Figure};
@@ -54,7 +55,7 @@ pub fn bandwidth_matrix(m: &BandwidthMatrix) -> Option<Figure> {
     let kernel = first.map_or("?".to_string(), |c| format!("{} kernel ({})", c.kernel, c.how()));
     let per_thread = first.map_or(String::new(), |c| bytes_label(c.bytes_per_thread as f64));
     let accounting = first.map_or(String::new(), |c| c.accounting.clone());
-    let caption = format!(
+    let mut caption = format!(
         "Bandwidth of the {} with {} thread(s) on each CPU node (rows), each streaming through its own {} bound to each memory node (columns). \
          Cells: {} of all threads together, in GB/s (10<sup>9</sup> bytes/s); darker is faster; the second line is the best round. \
          Counted: {}.",
@@ -64,5 +65,13 @@ pub fn bandwidth_matrix(m: &BandwidthMatrix) -> Option<Figure> {
         samples_text("rounds", m.cells.iter().flatten().map(|c| &c.aggregate_gbs)),
         esc(&accounting)
     );
+    if let Some(check) = first.and_then(|c| c.size_check.as_ref()) {
+        let _ = write!(
+            caption,
+            " Buffers sized so each cell's threads together stream at least 4× the last-level \
+             cache; the first cell was checked at twice that, and its size used for all: {}.",
+            esc(&check.sentence())
+        );
+    }
     Some(Figure { svg, caption, after: String::new() })
 }

@@ -50,7 +50,23 @@ pub fn bandwidth_run(r: &BandwidthResult) -> Option<Figure> {
     if r.interrupted {
         caption.push_str(" INTERRUPTED: the figures cover the rounds completed.");
     }
+    size_checks(&mut caption, std::iter::once(r));
     Some(Figure { svg: table, caption, after: String::new() })
+}
+
+/// The buffer-size self-checks of `runs` (those sized from the cache), one sentence each.
+fn size_checks<'a>(caption: &mut String, runs: impl Iterator<Item = &'a BandwidthResult>) {
+    let checks: Vec<String> = runs
+        .filter_map(|r| r.size_check.as_ref().map(|c| format!("{}: {}", r.kernel, c.sentence())))
+        .collect();
+    if !checks.is_empty() {
+        let _ = write!(
+            caption,
+            " Buffers sized so the threads together stream at least 4× the last-level cache, \
+             and checked at twice that: {}.",
+            esc(&checks.join("; "))
+        );
+    }
 }
 
 /// Several kernels over the same threads (`mem bandwidth --kernel copy,copy-nt`): a row per
@@ -88,5 +104,6 @@ pub fn bandwidth_kernels(runs: &[BandwidthResult]) -> Option<Figure> {
     if runs.iter().any(|r| r.interrupted) {
         caption.push_str(" INTERRUPTED: the figures cover the rounds completed.");
     }
+    size_checks(&mut caption, runs.iter().copied());
     Some(Figure { svg: table, caption, after: String::new() })
 }

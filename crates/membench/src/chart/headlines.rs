@@ -264,6 +264,13 @@ pub fn copies(runs: &[BandwidthResult]) -> (Vec<Headline>, Vec<Headline>) {
                 fmt3(other.aggregate_gbs.median)
             ));
         }
+        if let Some(check) = &best.size_check {
+            how.push_str(&format!(
+                "; {} per thread, {}",
+                bytes_label(best.bytes_per_thread as f64),
+                check.verdict()
+            ));
+        }
         headlines.push(with_key(
             Headline::new(
                 "Copy bandwidth",

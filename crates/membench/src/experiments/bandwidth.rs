@@ -124,6 +124,17 @@ impl Experiment for Bandwidth {
     type Args = BandwidthArgs;
     type Outcome = BandwidthOutcome;
 
+    /// Several threads share the caches and memory controllers: their bandwidth depends on
+    /// where their CPUs sit (a node×node table's cells run their threads on one node each).
+    fn placement_cpus(args: &BandwidthArgs, topology: &Topology) -> Option<Vec<u32>> {
+        let threads = args.threads.map_or(usize::MAX, |t| usize::try_from(t).unwrap_or(usize::MAX));
+        if threads < 2 {
+            return None;
+        }
+        let count = if args.matrix { usize::MAX } else { threads };
+        super::several_cpus(Some(&args.placement), topology, count)
+    }
+
     fn run(args: &BandwidthArgs, ctx: &mut Context<'_>) -> Result<BandwidthOutcome, Classified> {
         let topology = ctx.topology;
         let request = PlacementRequest::resolve(&args.placement, topology)?;
@@ -165,16 +176,22 @@ impl Experiment for Bandwidth {
             rounds: bandwidth::DEFAULT_ROUNDS,
         };
         let peak = peak(args.peak_gbs);
+        // Without --size the buffers are sized from the last-level cache and checked at twice
+        // that size.
+        let sizing = if args.size.is_some() { Sizing::Fixed } else { Sizing::Checked };
+        let measure = |specs: &[ThreadSpec], opts: &BandwidthOptions| match sizing {
+            Sizing::Fixed => bandwidth::run(specs, opts, topology),
+            Sizing::Checked => bandwidth::run_checked(specs, opts, topology).map(|(r, _)| r),
+        };
         if args.matrix {
             let bar = ctx.progress(0, "node pairs");
-            let m = bandwidth::matrix(threads, &opts, topology, &bar);
+            let m = bandwidth::matrix(threads, &opts, sizing, topology, &bar);
             bar.finish_and_clear();
             return Ok(BandwidthOutcome::Matrix(m?));
         }
         if args.scale {
             let bar = ctx.progress(0, "thread counts");
-            // Without --size each step's buffers are sized for its threads and checked.
-            let sizing = if args.size.is_some() { Sizing::Fixed } else { Sizing::Checked };
+            // Each step's buffers are sized for its own threads.
             let s =
                 bandwidth::scale(&cpus[..threads], &request.policy, &opts, sizing, topology, &bar);
             bar.finish_and_clear();
@@ -191,15 +208,11 @@ impl Experiment for Bandwidth {
                 if ctx.stopped() {
                     break;
                 }
-                runs.push(bandwidth::run(
-                    &specs,
-                    &BandwidthOptions { kernel, ..opts.clone() },
-                    topology,
-                )?);
+                runs.push(measure(&specs, &BandwidthOptions { kernel, ..opts.clone() })?);
             }
             return Ok(BandwidthOutcome::Kernels(runs));
         }
-        let result = bandwidth::run(&specs, &opts, topology)?;
+        let result = measure(&specs, &opts)?;
         Ok(BandwidthOutcome::One(OneBandwidth { result, peak }))
     }
 }
@@ -363,6 +376,11 @@ impl Experiment for LoadedLatency {
     const TINY: &'static [&'static str] = &["--delays", "0", "--duration-ms", "10"];
     type Args = LoadedLatencyArgs;
     type Outcome = LoadedCurve;
+
+    /// The chase shares the memory controllers (and an L3) with the load threads.
+    fn placement_cpus(args: &LoadedLatencyArgs, topology: &Topology) -> Option<Vec<u32>> {
+        super::several_cpus(Some(&args.placement), topology, usize::MAX)
+    }
 
     fn run(args: &LoadedLatencyArgs, ctx: &mut Context<'_>) -> Result<LoadedCurve, Classified> {
         let topology = ctx.topology;

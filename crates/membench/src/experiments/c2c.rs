@@ -55,6 +55,14 @@ impl Experiment for C2c {
     type Args = C2cArgs;
     type Outcome = C2cResult;
 
+    /// The hand-off is what the probe measures: a figure taken in one placement.
+    fn placement_cpus(args: &C2cArgs, topology: &Topology) -> Option<Vec<u32>> {
+        match &args.cpus {
+            Some(list) => lists::parse_cpus(list, topology).ok().filter(|c| c.len() >= 2),
+            None => super::several_cpus(None, topology, usize::MAX),
+        }
+    }
+
     fn run(args: &C2cArgs, ctx: &mut Context<'_>) -> Result<C2cResult, Classified> {
         let topology = ctx.topology;
         let cpus = match &args.cpus {

@@ -93,6 +93,19 @@ impl Experiment for Slb {
     type Args = SlbArgs;
     type Outcome = SlbOutcome;
 
+    /// Workers on several CPUs share caches and memory controllers (and, with `--shared`, one
+    /// region and its lock).
+    fn placement_cpus(args: &SlbArgs, topology: &Topology) -> Option<Vec<u32>> {
+        match &args.cpus {
+            Some(list) => lists::parse_cpus(list, topology).ok().filter(|c| c.len() >= 2),
+            None => {
+                let workers = args.work.workers.unwrap_or(1);
+                let count = usize::try_from(workers).unwrap_or(usize::MAX);
+                super::several_cpus(Some(&args.placement), topology, count)
+            }
+        }
+    }
+
     fn run(args: &SlbArgs, ctx: &mut Context<'_>) -> Result<SlbOutcome, Classified> {
         let topology = ctx.topology;
         if args.shared {
@@ -321,6 +334,13 @@ impl Experiment for Scale {
     type Args = ScaleArgs;
     type Outcome = ScaleOutcome;
 
+    /// Its counts above one worker share caches and memory controllers.
+    fn placement_cpus(args: &ScaleArgs, topology: &Topology) -> Option<Vec<u32>> {
+        let most = args.workers.as_ref().and_then(|w| w.iter().max().copied());
+        let count = most.map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
+        super::several_cpus(Some(&args.placement), topology, count)
+    }
+
     fn run(args: &ScaleArgs, ctx: &mut Context<'_>) -> Result<ScaleOutcome, Classified> {
         let topology = ctx.topology;
         let request = PlacementRequest::resolve(&args.placement, topology)?;
@@ -453,6 +473,12 @@ impl Experiment for ComparePolicies {
     const TINY: &'static [&'static str] = &["--pages", "256", "--loops", "4"];
     type Args = SlbWorkArgs;
     type Outcome = PoliciesOutcome;
+
+    /// Several workers share caches and memory controllers.
+    fn placement_cpus(work: &SlbWorkArgs, topology: &Topology) -> Option<Vec<u32>> {
+        let count = usize::try_from(work.workers.unwrap_or(1)).unwrap_or(usize::MAX);
+        super::several_cpus(None, topology, count)
+    }
 
     fn run(work: &SlbWorkArgs, ctx: &mut Context<'_>) -> Result<PoliciesOutcome, Classified> {
         let topology = ctx.topology;
@@ -598,6 +624,13 @@ impl Experiment for Locks {
         &["--pages", "64", "--loops", "2", "--locks", "spin,none"];
     type Args = LocksArgs;
     type Outcome = LocksOutcome;
+
+    /// The lock word and the region move between the workers' CPUs.
+    fn placement_cpus(args: &LocksArgs, topology: &Topology) -> Option<Vec<u32>> {
+        let most = args.workers.as_ref().and_then(|w| w.iter().max().copied());
+        let count = most.map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
+        super::several_cpus(Some(&args.placement), topology, count)
+    }
 
     fn run(args: &LocksArgs, ctx: &mut Context<'_>) -> Result<LocksOutcome, Classified> {
         let topology = ctx.topology;

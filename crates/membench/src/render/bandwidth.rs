@@ -67,6 +67,9 @@ pub fn bandwidth_text(r: &BandwidthResult, peak: Option<f64>) -> String {
         );
     }
     let _ = writeln!(out, "  counted: {}; GB = 10^9 bytes", r.accounting);
+    if let Some(check) = &r.size_check {
+        let _ = writeln!(out, "  size check: {}", check.sentence());
+    }
     if r.interrupted {
         out.push_str("  INTERRUPTED: figures cover the rounds completed\n");
     }
@@ -105,6 +108,13 @@ pub fn bandwidth_matrix(m: &BandwidthMatrix) -> String {
     }
     if let Some(cell) = m.cells.first().and_then(|r| r.first()) {
         let _ = writeln!(out, "counted: {}", cell.accounting);
+        if let Some(check) = &cell.size_check {
+            let _ = writeln!(
+                out,
+                "size check (first cell, its size used for all): {}",
+                check.sentence()
+            );
+        }
     }
     out
 }
@@ -239,6 +249,7 @@ mod tests {
                 })
                 .collect(),
             interrupted,
+            size_check: None,
         }
     }
 
@@ -266,6 +277,32 @@ mod tests {
         let text = bandwidth_text(&r, None);
         assert!(text.starts_with("read (avx2, four-pages walk), 1 thread(s)"), "{text}");
         assert!(text.contains("avx2 four-pages 10.95 GB/s;"), "{text}");
+    }
+
+    #[test]
+    fn a_checked_size_is_said_in_the_text_the_chart_and_the_copy_headline() {
+        let mut r = step(10.0, 1, false);
+        assert!(!bandwidth_text(&r, None).contains("size check"), "--size given: no check");
+        r.size_check = Some(crate::bandwidth::SizeCheck {
+            threads: 1,
+            tried: vec![(1 << 26, 14.0), (1 << 27, 10.2), (1 << 28, 10.0)],
+            agreed: true,
+        });
+        let text = bandwidth_text(&r, None);
+        assert!(
+            text.contains("size check: 1 thread(s), buffer per thread checked at twice its size: 14.0 GB/s at 64.0 MiB, 10.2 GB/s at 128.0 MiB, 10.0 GB/s at 256.0 MiB — the cache served the smaller buffers"),
+            "{text}"
+        );
+        let runs = vec![r.clone(), crate::bandwidth::BandwidthResult { size_check: None, ..r }];
+        let figure = crate::chart::bandwidth_kernels(&runs).unwrap();
+        assert_eq!(
+            figure.caption.matches("checked at twice that").count(),
+            1,
+            "{}",
+            figure.caption
+        );
+        let (headlines, _) = crate::chart::headlines::copies(&runs);
+        assert!(headlines[0].detail.contains("grown until twice agreed"), "{:?}", headlines[0]);
     }
 
     #[test]

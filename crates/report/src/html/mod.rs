@@ -68,6 +68,11 @@ pub struct ReportData {
     /// `report --baseline`: this report against another (kept with the stored page).
     #[serde(default)]
     pub comparison: Option<crate::compare::ReportComparison>,
+    /// Where the CPUs sat in each step whose figures depend on it, and what changed
+    /// (`measure::placement::classify` over the steps' probes). Pages stored before probes
+    /// existed have none; `report --from-db` works it out again from the steps.
+    #[serde(default)]
+    pub placement: Option<measure::placement::PlacementSummary>,
 }
 
 impl ReportData {
@@ -84,6 +89,7 @@ impl ReportData {
             parts: Vec::new(),
             skipped: Vec::new(),
             comparison: None,
+            placement: None,
         }
     }
 

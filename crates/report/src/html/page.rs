@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use chart::{Area, Part};
+use measure::placement::{PlacementSummary, Regime};
 
 use super::{area_anchor, ReportData};
 use chart::svg::{bytes_label, esc};
@@ -190,16 +191,53 @@ pub(super) fn contents(d: &ReportData, sections: &[Part]) -> String {
     out
 }
 
+/// Each probed step with the placement it was measured in: the regime (when the run saw more
+/// than one) and the cache line's round trip between its CPUs before and after it.
+fn placement_table(p: &PlacementSummary) -> String {
+    let mut out = String::from(
+        "<h3 id=\"placement\">Placement</h3><p>A cache line handed between the CPUs of each step \
+         whose figures depend on where they sit, just before and just after it (round trip, \
+         the fastest of 8 lines; docs/comparing.md).</p><table class=\"runs placement\"><thead><tr>\
+         <th>step</th><th>placement</th><th>round trip</th></tr></thead><tbody>",
+    );
+    for s in &p.steps {
+        let regime = match s.regime {
+            _ if p.changed => s.regime.name(),
+            Regime::Near => "one throughout",
+            Regime::Far => "far throughout",
+            other => other.name(),
+        };
+        let _ = write!(
+            out,
+            "<tr class=\"regime-{}\"><td>{}</td><td>{}</td><td>{}</td></tr>",
+            s.regime.name().replace(' ', "-"),
+            esc(&s.step),
+            esc(regime),
+            esc(&s.hand_off)
+        );
+    }
+    out.push_str("</tbody></table>");
+    out
+}
+
 pub(super) fn footer(d: &ReportData) -> String {
     let mut out = String::from("<footer><section class=\"run-notes\" id=\"notes\"><h2>Notes</h2>");
-    if d.notes.is_empty() {
+    let placement_notes = d.placement.iter().flat_map(|p| &p.notes);
+    let notes: Vec<&str> = placement_notes
+        .map(String::as_str)
+        .chain(d.notes.iter().map(|n| n.text.as_str()))
+        .collect();
+    if notes.is_empty() {
         out.push_str("<p>No notes from this run.</p>");
     } else {
         out.push_str("<ul class=\"notes\">");
-        for n in &d.notes {
-            let _ = write!(out, "<li>{}</li>", esc(&n.text));
+        for n in notes {
+            let _ = write!(out, "<li>{}</li>", esc(n));
         }
         out.push_str("</ul>");
+    }
+    if let Some(p) = d.placement.as_ref().filter(|p| !p.steps.is_empty()) {
+        out.push_str(&placement_table(p));
     }
     out.push_str("</section><section><h2>Stored runs</h2>");
     if d.stored_runs.is_empty() {

@@ -189,6 +189,7 @@ pub fn bandwidth(gbs: f64, threads: &[u32], node: u32) -> BandwidthResult {
             })
             .collect(),
         interrupted: false,
+        size_check: None,
     }
 }
 
@@ -425,6 +426,7 @@ pub fn sample() -> Sample {
             parts: Vec::new(),
             skipped: Vec::new(),
             comparison: None,
+            placement: None,
         },
         latency_sweep: sweep,
         prefetch_check: Some(PrefetchCheck {

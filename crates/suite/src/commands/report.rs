@@ -120,6 +120,10 @@ impl Tool for Report {
             // its figures are the steps'.
             stored_as =
                 rec.record(REPORT_COMMAND, &data, &Vec::<Metric>::new(), stop::requested())?;
+            if let Some(id) = stored_as {
+                // The fleet reader's compact rows: the page's headline figures and facts.
+                crate::figures::record_after_report(&mut rec, id, &globals.registry);
+            }
             data
         } else {
             let db = super::results::open_read_only(&globals.store)?;
@@ -152,6 +156,8 @@ impl Tool for Report {
                     "config_diff": c.map(|c| c.config_diff.clone()).unwrap_or_default(),
                     "baseline": c.map(|c| c.baseline.clone()),
                     "calibrated_from": c.map(|c| c.calibrated_from),
+                    // Where the CPUs sat in each step whose figures depend on it.
+                    "placement": data.placement,
                 });
                 let text = serde_json::to_string_pretty(&value)?;
                 experiment::output::emit(&clean(format!("{text}\n")))

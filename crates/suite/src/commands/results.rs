@@ -262,10 +262,26 @@ impl Tool for Push {
         };
         let remote = PgStore::connect(&url)?;
         let only = (!args.runs.is_empty()).then_some(args.runs.as_slice());
+        // Reports stored before their headline figures were kept get them now, so the figures
+        // travel with them.
+        let mut local = local;
+        let filled =
+            crate::figures::backfill_some(&mut local, &globals.registry, only, &mut |_, _| {})?;
+        for report in &filled.skipped {
+            measure::say!(
+                "platscope: warning: report run {} is pushed without its headline figures: {}",
+                report.id,
+                report.why
+            );
+        }
         let outcome = remote.push(&local, only)?;
         print(globals, &outcome, || {
+            let figures = match outcome.figures {
+                0 => String::new(),
+                n => format!("; the headline figures of {n} report(s)"),
+            };
             format!(
-                "pushed {} run(s) from {} to {}; {} were there already\n",
+                "pushed {} run(s) from {} to {}; {} were there already{figures}\n",
                 outcome.pushed,
                 local.path().display(),
                 remote.location(),
