@@ -7,7 +7,9 @@
 //!     --hosts 1000 --days 90 --classes 4 --out fleet.json --truth truth.json [--quiet] [--analyse]
 //! ```
 //!
-//! `--analyse` also runs the analysis on the fleet and prints how long it took (wall clock) and
+//! `--real` may also be a results database (its reports read as `platscope fleet` reads them;
+//! run `platscope fleet --db FILE` once first to compute the figures of reports stored by an
+//! older platscope); `--save-real FILE` writes them as JSON. `--analyse` also runs the analysis on the fleet and prints how long it took (wall clock) and
 //! what it found against what was injected.
 
 use std::path::PathBuf;
@@ -16,13 +18,17 @@ use std::time::Instant;
 use clap::Parser;
 use fleet::analysis::{analyse, Options};
 use fleet::synthetic::{generate, Plan};
-use results::fleet::ReportFigures;
+use results::{FleetFilter, FleetStore, ReportFigures, SqliteStore};
 
 #[derive(Debug, Parser)]
 struct Args {
-    /// Real reports of one machine (a JSON array of report records).
+    /// Real reports of one machine: a JSON array of report records, or a results database
+    /// (SQLite) whose reports are read (their figures computed first if it has none).
     #[arg(long)]
     real: PathBuf,
+    /// Write the real reports read as a JSON array (how the tests' fixture was made).
+    #[arg(long)]
+    save_real: Option<PathBuf>,
     #[arg(long, default_value_t = 40)]
     hosts: usize,
     #[arg(long, default_value_t = 30)]
@@ -47,7 +53,15 @@ struct Args {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
-    let real: Vec<ReportFigures> = serde_json::from_str(&std::fs::read_to_string(&args.real)?)?;
+    let real: Vec<ReportFigures> = if args.real.extension().is_some_and(|e| e == "json") {
+        serde_json::from_str(&std::fs::read_to_string(&args.real)?)?
+    } else {
+        let store = SqliteStore::open_read_only(&args.real)?;
+        store.all_report_figures(&FleetFilter::default())?
+    };
+    if let Some(path) = &args.save_real {
+        std::fs::write(path, serde_json::to_vec_pretty(&real)?)?;
+    }
     let mut plan = Plan::new(args.hosts, args.days, args.classes, args.seed);
     if args.quiet {
         plan = plan.quiet();

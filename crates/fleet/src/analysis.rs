@@ -149,11 +149,11 @@ pub fn analyse(reports: &[ReportFigures], options: &Options) -> Analysis {
 /// Analyses a fleet already built (from a store read report by report, [`crate::series::FleetBuilder`]).
 pub fn analyse_built(fleet: Fleet, options: &Options) -> Analysis {
     let splits = changes::all_splits(&fleet, &options.method, options.threads);
-    let noise = NoiseTable::calibrate(&fleet);
+    let noise = NoiseTable::calibrate(&fleet, &splits);
     let found_changes = changes::changes(&fleet, &splits, &noise);
     let transitions = changes::transitions(&fleet);
     let current = outliers::current_values(&fleet, &splits);
-    let (found_outliers, untested) = outliers::outliers(&fleet, &current, &noise);
+    let (found_outliers, untested) = outliers::outliers(&fleet, &splits, &current, &noise);
 
     let class_names: Vec<String> = fleet.classes.iter().map(|c| c.name()).collect();
     let classes = fleet

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::edivisive::{change_points, EDivisive, Split};
 use crate::facts::{diff, FactChange};
-use crate::noise::{log_differences, Noise, NoiseTable};
+use crate::noise::{Noise, NoiseTable};
 use crate::series::{Fleet, Series};
 
 /// A change of one host's figure, as found.
@@ -107,9 +107,7 @@ fn median(values: &[f64]) -> f64 {
 
 /// The noise a change of `series` must exceed: its class's, else its own history's.
 fn noise_of(fleet: &Fleet, noise: &NoiseTable, s: &Series) -> Option<Noise> {
-    noise
-        .get(fleet.hosts[s.host].class, s.figure)
-        .or_else(|| Noise::from_differences(log_differences(&s.values).collect(), false))
+    noise.get(fleet.hosts[s.host].class, s.figure).or_else(|| Noise::of_series(&s.values))
 }
 
 /// The changes of every series from its splits: medians either side, the noise test, and the

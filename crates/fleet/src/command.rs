@@ -5,10 +5,11 @@
 use std::path::{Path, PathBuf};
 
 use experiment::output::{check_writable, emit, emit_json, write_atomically};
-use experiment::{Format, Globals, Tool};
+use std::ops::ControlFlow;
+
+use experiment::{Format, Globals, Registry, Tool};
 use measure::Classified;
-use results::fleet::ReportFigures;
-use results::Location;
+use results::{FleetFilter, FleetStore, Location, PgStore, ReportFigures, ResultStore, SqliteStore};
 
 use crate::analysis::{analyse_built, Options};
 use crate::series::{Fleet, FleetBuilder};
@@ -62,11 +63,12 @@ impl Tool for FleetCommand {
         )?;
         let page = args.out.as_deref().map(prepare_out).transpose()?;
         let mut builder = FleetBuilder::new(window.clone());
+        let mut notes = Vec::new();
         let source = match &args.reports_json {
             Some(path) => read_json(path, &mut builder)?,
             None => {
                 let location = store_location(args, globals)?;
-                read_store(&location, &window, &mut builder)?
+                read_store(&location, &window, &globals.registry, &mut builder, &mut notes)?
             }
         };
         let fleet = builder.finish();
@@ -74,7 +76,8 @@ impl Tool for FleetCommand {
             return Err(nothing_to_read(&source, &window, &fleet));
         }
         let options = Options { window: window.clone(), ..Options::default() };
-        let analysis = analyse_built(fleet, &options);
+        let mut analysis = analyse_built(fleet, &options);
+        analysis.notes.extend(notes);
         let within = window.describe();
         if let Some(path) = &page {
             let html = crate::page::render(&analysis, &source, &within, globals.version);
@@ -135,25 +138,105 @@ fn store_location(args: &FleetArgs, globals: &Globals) -> Result<Location, Class
     }
 }
 
+/// The store's filter for `window`: its times a second wider (the store compares them as
+/// text, where `…00Z` and `…00.000Z` differ), the exact window applied as reports arrive.
+fn filter(window: &Window) -> FleetFilter {
+    let widen = |t: jiff::Timestamp, seconds: i64| {
+        t.checked_add(jiff::SignedDuration::from_secs(seconds)).unwrap_or(t).to_string()
+    };
+    FleetFilter {
+        since: window.since.map(|t| widen(t, -1)),
+        until: window.until.map(|t| widen(t, 1)),
+        hosts: window.hosts.as_ref().map(|h| h.patterns()).unwrap_or_default(),
+    }
+}
+
+/// Fills in the figures of reports stored without them (by an older platscope), then reads
+/// every report inside `window` into `builder`, one at a time. A store that cannot be written
+/// (a read-only file, a role without INSERT) is read as it is, with a note.
+fn read_from(
+    store: &mut dyn FleetStore,
+    window: &Window,
+    registry: &Registry,
+    builder: &mut FleetBuilder,
+    notes: &mut Vec<String>,
+) -> Result<(), Classified> {
+    fill_in(store, registry, notes);
+    store.report_figures(&filter(window), &mut |report| {
+        builder.add(report);
+        ControlFlow::Continue(())
+    })?;
+    Ok(())
+}
+
+/// The backfill, said on stderr when it has work, its failures kept as notes.
+fn fill_in(store: &mut dyn FleetStore, registry: &Registry, notes: &mut Vec<String>) {
+    let waiting = match store.reports_without_figures() {
+        Ok(ids) => ids.len(),
+        Err(e) => {
+            notes.push(format!("reports stored without headline figures were not looked for: {e}"));
+            return;
+        }
+    };
+    if waiting == 0 {
+        return;
+    }
+    measure::say!(
+        "platscope fleet: computing the headline figures of {waiting} report(s) stored by an \
+         older platscope (once)"
+    );
+    match suite::figures::backfill(store, registry) {
+        Ok(done) => {
+            for skipped in done.skipped.iter().take(5) {
+                notes.push(format!("report run {} left out: {}", skipped.id, skipped.why));
+            }
+            if done.skipped.len() > 5 {
+                notes.push(format!(
+                    "{} more reports left out that could not be read",
+                    done.skipped.len() - 5
+                ));
+            }
+        }
+        Err(e) => notes.push(format!(
+            "{waiting} report(s) stored by an older platscope are left out: their figures could \
+             not be stored ({e})"
+        )),
+    }
+}
+
 /// Reads the reports of the store at `location` inside `window` into `builder`; returns the
 /// store's name for the summary.
 fn read_store(
     location: &Location,
-    _window: &Window,
-    _builder: &mut FleetBuilder,
+    window: &Window,
+    registry: &Registry,
+    builder: &mut FleetBuilder,
+    notes: &mut Vec<String>,
 ) -> Result<String, Classified> {
-    if let Location::File(path) = location {
-        if !path.exists() {
-            return Err(Classified::runtime(format!(
-                "no results database at {}: run `platscope report` first, or give --db PATH or \
-                 --from postgresql://…",
-                path.display()
-            )));
+    match location {
+        Location::File(path) => {
+            if !path.exists() {
+                return Err(Classified::runtime(format!(
+                    "no results database at {}: run `platscope report` first, or give --db PATH \
+                     or --from postgresql://…",
+                    path.display()
+                )));
+            }
+            // Opened for writing when it can be (the backfill, and an older file's schema
+            // brought up to date); read as it is when not.
+            let mut store = match SqliteStore::open(path) {
+                Ok(store) => store,
+                Err(writable) => SqliteStore::open_read_only(path).map_err(|_| writable)?,
+            };
+            read_from(&mut store, window, registry, builder, notes)?;
+            Ok(path.display().to_string())
+        }
+        Location::Postgres(url) => {
+            let mut store = PgStore::connect(url)?;
+            read_from(&mut store, window, registry, builder, notes)?;
+            Ok(store.location())
         }
     }
-    Err(Classified::runtime(
-        "this build cannot read report figures from a results store yet; use --reports-json FILE",
-    ))
 }
 
 /// Reads a JSON array of report records.

@@ -1,18 +1,23 @@
 //! A fleet made from a few real reports of one host, with what was done to it written down:
 //! for tests of the fleet reader and for benches that fill a store with thousands of hosts.
 //!
-//! Each figure of the real reports gives a level (the median of its medians) and a noise (the
-//! standard deviation of their logarithms: how much this host's figure really moves from one
-//! report to the next). The fleet has `hosts` hosts reporting once a day for `days` days, in
-//! `classes` hardware classes (the real machine's facts, then more cores, more memory and a
-//! figure level 30 % apart per class), each host a little off its class (half a noise), every
-//! run's value drawn around its level with the figure's noise. A [`Plan`] that perturbs adds:
+//! Each figure of the real reports gives a level (the median of its medians) and the real
+//! reports' deviations from it (how much this host's figure really moves from one report to
+//! the next, odd reports included). The fleet has `hosts` hosts reporting once a day for `days`
+//! days, in `classes` hardware classes (the real machine's facts, then more cores, more memory
+//! and a figure level 30 % apart per class), each host a little off its class (half a spread),
+//! every run's value its level times one real report's deviation drawn at random, blurred by
+//! half the spread (the spread: 1.4826 × the median |deviation|). A [`Plan`] that perturbs
+//! adds:
 //!
-//! - shifts on one host in eight (at least two): one figure moves by six noises (at least
-//!   10 %), from a known day on, for the worse except every fourth; a kernel change the same
-//!   day for the first of every three, a THP change for the second, nothing for the third;
+//! - shifts on one host in eight (at least two): one figure of the quieter half (by its
+//!   largest real deviation) moves by
+//!   e^(6 spreads) (at least 10 %), from a known day on, for the worse except every fourth; a
+//!   kernel change the same day for the first of every three, a THP change for the second,
+//!   nothing for the third;
 //! - one configuration change that moves nothing (a microcode update);
-//! - one host of the first class steadily worse than its class on one figure.
+//! - one host of the first class steadily worse than its class, by as much, on the quietest
+//!   figure.
 //!
 //! The [`Truth`] lists each with the host, the figure, the day and the time of its first run.
 //! Everything is drawn from one seeded generator: the same plan gives the same fleet.
@@ -110,7 +115,10 @@ pub enum SynthError {
 struct Source {
     template: HeadlineFigure,
     level: f64,
-    /// Standard deviation of ln(median) across the real reports.
+    /// ln(value / level) of each real report: the host's real run-to-run spread, drawn from.
+    deviations: Vec<f64>,
+    /// The spread's scale: 1.4826 × the median |deviation| (a standard deviation for normal
+    /// noise, not swayed by one odd report).
     sigma: f64,
     /// Half the within-run interquartile range, as a ratio (ln p75 − ln median).
     half_iqr: f64,
@@ -146,9 +154,9 @@ fn sources(real: &[ReportFigures]) -> Vec<Source> {
         {
             continue;
         }
-        let logs: Vec<f64> = values.iter().map(|f| f.median.ln()).collect();
-        let mean = logs.iter().sum::<f64>() / logs.len() as f64;
-        let var = logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / (logs.len() - 1) as f64;
+        let level = median(values.iter().map(|f| f.median).collect());
+        let deviations: Vec<f64> = values.iter().map(|f| (f.median / level).ln()).collect();
+        let spread = 1.4826 * median(deviations.iter().map(|d| d.abs()).collect());
         let half_iqr = median(
             values
                 .iter()
@@ -160,10 +168,11 @@ fn sources(real: &[ReportFigures]) -> Vec<Source> {
         // inside one run (its samples' interquartile range as a standard deviation), at least
         // 0.1 %.
         let within = if half_iqr.is_finite() { half_iqr / 0.6745 } else { 0.0 };
-        let sigma = if var > 0.0 { var.sqrt() } else { within }.max(0.001);
+        let sigma = if spread > 0.0 { spread } else { within }.max(0.001);
         out.push(Source {
             template: template.clone(),
-            level: median(values.iter().map(|f| f.median).collect()),
+            level,
+            deviations,
             sigma,
             half_iqr: if half_iqr.is_finite() { half_iqr } else { 0.0 },
             lower_is_better: measure::Unit::from_symbol(&template.unit)
@@ -265,27 +274,34 @@ pub fn generate(
     let mut shifts: Vec<(usize, usize, usize, f64, Option<FactChange>)> = Vec::new();
     let mut steady: Option<(usize, usize, f64)> = None;
     let mut config_only: Option<(usize, usize, FactChange)> = None;
-    let magnitude = |s: &Source| (6.0 * s.sigma).max(0.10);
+    // Six of the figure's spreads (at least 10 %), on the quieter half of the figures: what a
+    // team would call a regression on a figure that holds still.
+    let magnitude = |s: &Source| (6.0 * s.sigma).exp().max(1.10);
+    // Quiet: the largest real deviation small (a figure with one odd report among the real
+    // ones is not quiet, whatever its spread).
+    let widest = |s: &Source| s.deviations.iter().fold(0.0f64, |w, d| w.max(d.abs()));
+    let mut quiet: Vec<usize> = (0..sources.len()).collect();
+    quiet.sort_by(|&a, &b| widest(&sources[a]).total_cmp(&widest(&sources[b])).then(a.cmp(&b)));
+    let half = sources.len().div_ceil(2);
     if plan.perturb {
         let n = (plan.hosts / 8).max(2).min(plan.hosts);
         let margin = 4.min(plan.days / 2);
         let span = plan.days.saturating_sub(2 * margin).max(1);
         for j in 0..n {
             let host = (j * plan.hosts / n + 1) % plan.hosts;
-            let figure = j % sources.len();
+            let figure = quiet[j % half];
             let day = margin + (j * 7 + 3) % span;
             let s = &sources[figure];
             let worse = j % 4 != 3;
             let up = worse == s.lower_is_better;
-            let factor = if up { 1.0 + magnitude(s) } else { 1.0 / (1.0 + magnitude(s)) };
+            let factor = if up { magnitude(s) } else { 1.0 / magnitude(s) };
             shifts.push((host, figure, day, factor, changed_fact(&base_facts, j % 3)));
         }
         let taken = |h: usize| shifts.iter().any(|s| s.0 == h);
         if let Some(h) = (0..plan.hosts).find(|&h| !taken(h) && class_of(h) == 0) {
-            let figure = sources.len() - 1;
+            let figure = quiet[0];
             let s = &sources[figure];
-            let factor =
-                if s.lower_is_better { 1.0 + magnitude(s) } else { 1.0 / (1.0 + magnitude(s)) };
+            let factor = if s.lower_is_better { magnitude(s) } else { 1.0 / magnitude(s) };
             steady = Some((h, figure, factor));
         }
         let steady_host = steady.map(|s| s.0);
@@ -368,7 +384,10 @@ pub fn generate(
                             level *= factor;
                         }
                     }
-                    let median = level * (s.sigma * normal(&mut rng)).exp();
+                    // One real report's deviation, blurred by half the spread so no two runs
+                    // repeat a value.
+                    let real = s.deviations[rng.below(s.deviations.len() as u64) as usize];
+                    let median = level * (real + 0.5 * s.sigma * normal(&mut rng)).exp();
                     HeadlineFigure {
                         median,
                         p25: median * (-s.half_iqr).exp(),
@@ -434,7 +453,8 @@ mod tests {
         let s = sources(&real());
         assert_eq!(s.len(), 3);
         assert_eq!(s[0].level, 101.0);
-        assert!((s[0].sigma - 0.0099).abs() < 0.001, "{}", s[0].sigma);
+        assert_eq!(s[0].deviations.len(), 3);
+        assert!((s[0].sigma - 1.4826 * (102.0f64 / 101.0).ln()).abs() < 1e-9, "{}", s[0].sigma);
         // No spread between the runs: the spread inside one run.
         assert!((s[2].sigma - 0.01 / 0.6745).abs() < 0.001, "{}", s[2].sigma);
     }
