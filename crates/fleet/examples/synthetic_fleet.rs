@@ -4,7 +4,8 @@
 //! ```text
 //! cargo run --release -p fleet --example synthetic_fleet -- \
 //!     --real crates/fleet/tests/fixtures/reports_kvm_xeon_2cpu.json \
-//!     --hosts 1000 --days 90 --classes 4 --out fleet.json --truth truth.json [--quiet] [--analyse]
+//!     --hosts 1000 --days 90 --classes 4 [--out fleet.json] [--truth truth.json] \
+//!     [--into results.db | --into postgresql://…] [--quiet] [--analyse]
 //! ```
 //!
 //! `--real` may also be a results database (its reports read as `platscope fleet` reads them;
@@ -18,7 +19,7 @@ use std::time::Instant;
 use clap::Parser;
 use fleet::analysis::{analyse, Options};
 use fleet::synthetic::{generate, Plan};
-use results::{FleetFilter, FleetStore, ReportFigures, SqliteStore};
+use results::{FleetFilter, FleetStore, PgStore, ReportFigures, SqliteStore};
 
 #[derive(Debug, Parser)]
 struct Args {
@@ -46,9 +47,13 @@ struct Args {
     /// Where to write what was injected (JSON).
     #[arg(long)]
     truth: Option<PathBuf>,
-    /// Analyse the fleet and print the time it took.
+    /// Analyse the fleet and print the time it took and what it missed.
     #[arg(long)]
     analyse: bool,
+    /// Also record the fleet's report records into a results store: a SQLite file, or
+    /// postgresql://… (what `platscope fleet` then reads).
+    #[arg(long, value_name = "STORE")]
+    into: Option<String>,
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -81,32 +86,43 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         reports.first().map_or(0, |r| r.figures.len()),
         truth.shifts.len()
     );
+    if let Some(store) = &args.into {
+        let started = Instant::now();
+        let mut target: Box<dyn FleetStore> = if store.starts_with("postgres") {
+            Box::new(PgStore::connect(store)?)
+        } else {
+            Box::new(SqliteStore::open(std::path::Path::new(store))?)
+        };
+        let mut added = 0;
+        for chunk in reports.chunks(5000) {
+            added += target.record_many_report_figures(chunk)?;
+        }
+        eprintln!(
+            "recorded {added} new report records into {} in {:.1} s",
+            target.location(),
+            started.elapsed().as_secs_f64()
+        );
+    }
     if args.analyse {
         let started = Instant::now();
         let analysis = analyse(&reports, &Options::default());
         let took = started.elapsed();
-        let found = truth
-            .shifts
-            .iter()
-            .filter(|s| {
-                analysis
-                    .report
-                    .changes
-                    .iter()
-                    .any(|c| c.host == s.host && c.figure == s.figure && c.unit == s.unit)
-            })
-            .count();
+        let misses = truth.misses(&plan, &analysis.report);
         eprintln!(
-            "analysed in {:.2} s on {} thread(s): {} series, {} changes ({found} of {} injected \
-             shifts found), {} outliers, {} configuration changes without a shift",
+            "analysed in {:.2} s on {} thread(s): {} series, {} changes, {} outliers, {} \
+             configuration changes without a shift; {} of {} injected shifts found",
             took.as_secs_f64(),
             Options::default().threads,
             analysis.fleet.series.len(),
             analysis.report.changes.len(),
-            truth.shifts.len(),
             analysis.report.outliers.len(),
-            analysis.report.config_changes_without_shift.len()
+            analysis.report.config_changes_without_shift.len(),
+            truth.shifts.len() - misses.iter().filter(|m| m.ends_with("was not found")).count(),
+            truth.shifts.len()
         );
+        for miss in &misses {
+            eprintln!("  missed: {miss}");
+        }
     }
     Ok(())
 }

@@ -9,7 +9,9 @@ use std::ops::ControlFlow;
 
 use experiment::{Format, Globals, Registry, Tool};
 use measure::Classified;
-use results::{FleetFilter, FleetStore, Location, PgStore, ReportFigures, ResultStore, SqliteStore};
+use results::{
+    FleetFilter, FleetStore, Location, PgStore, ReportFigures, ResultStore, SqliteStore,
+};
 
 use crate::analysis::{analyse_built, Options};
 use crate::series::{Fleet, FleetBuilder};

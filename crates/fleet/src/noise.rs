@@ -58,10 +58,8 @@ fn median(values: &mut [f64]) -> f64 {
 /// |ln(b / a)| of consecutive medians of [`LATEST_RUNS`] runs, the blocks cut from the newest
 /// run back (an incomplete oldest block is left out).
 pub fn block_differences(values: &[f64]) -> Vec<f64> {
-    let mut medians: Vec<f64> = values
-        .rchunks_exact(LATEST_RUNS)
-        .map(|block| median(&mut block.to_vec()))
-        .collect();
+    let mut medians: Vec<f64> =
+        values.rchunks_exact(LATEST_RUNS).map(|block| median(&mut block.to_vec())).collect();
     medians.reverse();
     log_differences(&medians).collect()
 }
@@ -75,9 +73,8 @@ struct Pool {
 
 impl Pool {
     fn noise(mut self, fleet_wide: bool) -> Option<Noise> {
-        let sigma_of = |runs: &mut Vec<f64>| {
-            (median(runs) / MEDIAN_ABS_DIFFERENCE_PER_SIGMA).exp() - 1.0
-        };
+        let sigma_of =
+            |runs: &mut Vec<f64>| (median(runs) / MEDIAN_ABS_DIFFERENCE_PER_SIGMA).exp() - 1.0;
         let p95 = |d: &mut Vec<f64>| {
             d.sort_by(f64::total_cmp);
             measure::summary::quantile(d, 0.95).exp() - 1.0
@@ -166,7 +163,10 @@ mod tests {
         // ±1 % alternation: every consecutive run about 2 % apart, every block median alike.
         let quiet: Vec<f64> = (0..40).map(|i| if i % 2 == 0 { 100.0 } else { 102.0 }).collect();
         let noise = Noise::of_series(&quiet).expect("enough");
-        assert!((noise.sigma - ((0.02f64.ln_1p() / 0.953_872).exp() - 1.0)).abs() < 1e-3, "{noise:?}");
+        assert!(
+            (noise.sigma - ((0.02f64.ln_1p() / 0.953_872).exp() - 1.0)).abs() < 1e-3,
+            "{noise:?}"
+        );
         // Eight blocks of five: fewer than ten differences, so consecutive runs set it.
         assert_eq!(noise.differences, 39);
         assert!((noise.min_effect - 0.02).abs() < 1e-9, "{noise:?}");

@@ -99,6 +99,86 @@ pub struct Truth {
     pub steady: Option<SteadyHost>,
 }
 
+impl Truth {
+    /// What an analysis of the fleet got wrong, one sentence each (none: everything found):
+    /// each injected shift must be a change of its host and figure within one run of its day,
+    /// going its way by about as much, with its configuration change; the steady host must be
+    /// an outlier of its figure; the configuration-only change must be listed apart and on no
+    /// change of its host.
+    pub fn misses(&self, plan: &Plan, report: &crate::analysis::FleetReport) -> Vec<String> {
+        let start = plan
+            .start
+            .to_zoned(jiff::tz::TimeZone::UTC)
+            .map(|z| z.timestamp().as_second())
+            .unwrap_or_default();
+        let day_of = |at: &str| {
+            crate::window::parse_recorded(at).map(|t| (t.as_second() - start).div_euclid(86_400))
+        };
+        let mut misses = Vec::new();
+        for shift in &self.shifts {
+            let found = report.changes.iter().find(|c| {
+                c.host == shift.host
+                    && c.figure == shift.figure
+                    && c.unit == shift.unit
+                    && day_of(&c.at).is_some_and(|d| (d - shift.day as i64).abs() <= 1)
+            });
+            let Some(change) = found else {
+                misses.push(format!(
+                    "the shift of {} {} on day {} (×{:.3}) was not found",
+                    shift.host, shift.figure, shift.day, shift.factor
+                ));
+                continue;
+            };
+            if (change.ratio.ln() - shift.factor.ln()).abs() >= 0.5 * shift.factor.ln().abs() {
+                misses.push(format!(
+                    "the shift of {} {} was ×{:.3}, found ×{:.3}",
+                    shift.host, shift.figure, shift.factor, change.ratio
+                ));
+            }
+            for injected in shift.config.iter().filter(|c| !change.config.contains(c)) {
+                misses.push(format!(
+                    "the shift of {} {} lacks its configuration change {} {} → {}",
+                    shift.host, shift.figure, injected.fact, injected.before, injected.after
+                ));
+            }
+        }
+        if let Some(steady) = &self.steady {
+            let found = report.outliers.iter().any(|o| {
+                o.host == steady.host && o.figure == steady.figure && o.unit == steady.unit
+            });
+            if !found {
+                misses.push(format!(
+                    "{} is not an outlier of {} (×{:.3} its class)",
+                    steady.host, steady.figure, steady.factor
+                ));
+            }
+        }
+        if let Some(quiet) = &self.config_only {
+            let listed = report
+                .config_changes_without_shift
+                .iter()
+                .any(|q| q.host == quiet.host && q.at == quiet.at && q.config == quiet.config);
+            if !listed {
+                misses.push(format!(
+                    "the configuration change of {} on day {} is not listed as moving nothing",
+                    quiet.host, quiet.day
+                ));
+            }
+            let called = report
+                .changes
+                .iter()
+                .any(|c| c.host == quiet.host && c.config.iter().any(|f| quiet.config.contains(f)));
+            if called {
+                misses.push(format!(
+                    "the configuration change of {} on day {} is on a change",
+                    quiet.host, quiet.day
+                ));
+            }
+        }
+        misses
+    }
+}
+
 /// Why a fleet cannot be made.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SynthError {
