@@ -36,6 +36,7 @@ pub static REGISTRY: Registry = Registry {
         tool::<suite::commands::results::Compare>(),
         tool::<suite::commands::results::Export>(),
         tool::<suite::commands::results::Push>(),
+        tool::<fleet::command::FleetCommand>(),
         tool::<exporter::commands::Textfile>(),
         tool::<exporter::commands::Serve>(),
         tool::<nicstat::command::NetStat>(),

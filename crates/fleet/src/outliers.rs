@@ -1,0 +1,143 @@
+//! Hosts whose figure is off their class's, now.
+//!
+//! A host's recent runs of a figure are its latest — at most [`LATEST_RUNS`], none from before
+//! its last change of that figure — and its value is their median, so one odd run does not
+//! make an outlier and a host that changed is judged as it is now. Against its class (the
+//! median of its hosts' values, and their recent runs) a host is an outlier when all hold:
+//!
+//! - its value is off the class median by more than the figure's minimum effect (how far a
+//!   host's value comes from itself when nothing changed, [`crate::noise`]);
+//! - it is off by more than [`MODIFIED_Z`] times the class's own spread (the median absolute
+//!   deviation of the hosts' values scaled to a standard deviation; Iglewicz and Hoaglin's
+//!   modified z-score): a class whose hosts differ a lot by themselves needs a larger
+//!   difference;
+//! - its recent runs and the other hosts' recent runs differ by a two-sided Mann–Whitney U test
+//!   at p < [`ALPHA`]: a host whose value is off only because its few recent runs met the odd
+//!   runs every host of the class has now and then is not an outlier.
+//!
+//! A class of fewer than [`MIN_HOSTS`] hosts has no median to stand against; a figure without
+//! a calibrated noise is not tested (both said in the summary's notes).
+
+use measure::verdict::mann_whitney_p;
+
+use crate::edivisive::Split;
+use crate::noise::NoiseTable;
+use crate::series::Fleet;
+
+/// How many of a host's latest runs its value is the median of.
+pub const LATEST_RUNS: usize = 5;
+/// The fewest hosts of a class with a value for the figure.
+pub const MIN_HOSTS: usize = 3;
+/// The modified z-score beyond which a value is off its class (Iglewicz and Hoaglin's 3.5).
+pub const MODIFIED_Z: f64 = 3.5;
+/// The Mann–Whitney test's level for a host's recent runs against its class's.
+pub const ALPHA: f64 = 0.001;
+
+/// An outlier as found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FoundOutlier {
+    pub host: usize,
+    pub figure: usize,
+    pub value: f64,
+    pub class_median: f64,
+    pub min_effect: f64,
+}
+
+/// What could not be tested, for the notes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Untested {
+    /// (class, figure) pairs with fewer than [`MIN_HOSTS`] hosts.
+    pub small_classes: Vec<(usize, usize)>,
+    /// (class, figure) pairs without calibrated noise.
+    pub uncalibrated: Vec<(usize, usize)>,
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    measure::summary::quantile(values, 0.5)
+}
+
+/// Where each series' recent runs start: at most [`LATEST_RUNS`] from its end, none before
+/// its last split.
+pub fn recent_start(values: &[f64], found: &[Split]) -> usize {
+    let since = found.last().map_or(0, |f| f.index);
+    since.max(values.len().saturating_sub(LATEST_RUNS))
+}
+
+/// Each series' current value: the median of its recent runs.
+pub fn current_values(fleet: &Fleet, splits: &[Vec<Split>]) -> Vec<f64> {
+    fleet
+        .series
+        .iter()
+        .zip(splits)
+        .map(|(s, found)| median(&mut s.values[recent_start(&s.values, found)..].to_vec()))
+        .collect()
+}
+
+/// The outliers of every class and figure, with what could not be tested.
+pub fn outliers(
+    fleet: &Fleet,
+    splits: &[Vec<Split>],
+    current: &[f64],
+    noise: &NoiseTable,
+) -> (Vec<FoundOutlier>, Untested) {
+    let recent = |series: usize| {
+        let s = &fleet.series[series];
+        &s.values[recent_start(&s.values, &splits[series])..]
+    };
+    let mut found = Vec::new();
+    let mut untested = Untested::default();
+    for class in 0..fleet.classes.len() {
+        for figure in 0..fleet.figures.len() {
+            // (series, host, value)
+            let members: Vec<(usize, usize, f64)> = fleet
+                .series
+                .iter()
+                .zip(current)
+                .enumerate()
+                .filter(|(_, (s, _))| s.figure == figure && fleet.hosts[s.host].class == class)
+                .map(|(i, (s, &v))| (i, s.host, v))
+                .collect();
+            if members.is_empty() {
+                continue;
+            }
+            if members.len() < MIN_HOSTS {
+                untested.small_classes.push((class, figure));
+                continue;
+            }
+            let Some(n) = noise.get(class, figure) else {
+                untested.uncalibrated.push((class, figure));
+                continue;
+            };
+            let mut values: Vec<f64> = members.iter().map(|m| m.2).collect();
+            let class_median = median(&mut values);
+            let mut deviations: Vec<f64> =
+                values.iter().map(|v| (v - class_median).abs()).collect();
+            // MAD scaled to a standard deviation (1 / Φ⁻¹(3/4)).
+            let spread = median(&mut deviations) * 1.4826;
+            for &(series, host, value) in &members {
+                let off = (value - class_median).abs();
+                let beyond_noise = (value / class_median - 1.0).abs() > n.min_effect;
+                let beyond_spread = off > MODIFIED_Z * spread;
+                if !(beyond_noise && beyond_spread) {
+                    continue;
+                }
+                let others: Vec<f64> = members
+                    .iter()
+                    .filter(|m| m.0 != series)
+                    .flat_map(|m| recent(m.0).iter().copied())
+                    .collect();
+                if mann_whitney_p(recent(series), &others) < ALPHA {
+                    found.push(FoundOutlier {
+                        host,
+                        figure,
+                        value,
+                        class_median,
+                        min_effect: n.min_effect,
+                    });
+                }
+            }
+        }
+    }
+    (found, untested)
+}
