@@ -17,7 +17,8 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Parser;
-use fleet::analysis::{analyse, Options};
+use fleet::analysis::{analyse, FleetReport, Options};
+use fleet::series::Fleet;
 use fleet::synthetic::{generate, Plan};
 use results::{FleetFilter, FleetStore, PgStore, ReportFigures, SqliteStore};
 
@@ -50,6 +51,17 @@ struct Args {
     /// Analyse the fleet and print the time it took and what it missed.
     #[arg(long)]
     analyse: bool,
+    /// With --analyse: write the analysis (the JSON of `platscope fleet --json`) here.
+    #[arg(long, value_name = "FILE")]
+    report_out: Option<PathBuf>,
+    /// Write every host's series (host, figure, unit, the times and values in time order) as
+    /// JSON, for other change-point tools to run on the same data.
+    #[arg(long, value_name = "FILE")]
+    series_out: Option<PathBuf>,
+    /// Judge a fleet analysis (the JSON of `platscope fleet --json`) against what this plan
+    /// injects, and print what it missed.
+    #[arg(long, value_name = "FILE")]
+    judge: Option<PathBuf>,
     /// Also record the fleet's report records into a results store: a SQLite file, or
     /// postgresql://… (what `platscope fleet` then reads).
     #[arg(long, value_name = "STORE")]
@@ -103,6 +115,33 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             started.elapsed().as_secs_f64()
         );
     }
+    if let Some(path) = &args.judge {
+        let report: FleetReport = serde_json::from_str(&std::fs::read_to_string(path)?)?;
+        let misses = truth.misses(&plan, &report);
+        eprintln!("{}: {} miss(es)", path.display(), misses.len());
+        for miss in &misses {
+            eprintln!("  missed: {miss}");
+        }
+    }
+    if let Some(path) = &args.series_out {
+        let fleet = Fleet::from_reports(&reports, &Default::default());
+        let series: Vec<serde_json::Value> = fleet
+            .series
+            .iter()
+            .map(|s| {
+                let host = &fleet.hosts[s.host];
+                let figure = &fleet.figures[s.figure];
+                serde_json::json!({
+                    "host": host.name,
+                    "figure": figure.name,
+                    "unit": figure.unit,
+                    "at": s.runs.iter().map(|&r| host.runs[r].recorded_at.clone()).collect::<Vec<_>>(),
+                    "values": s.values,
+                })
+            })
+            .collect();
+        std::fs::write(path, serde_json::to_vec(&series)?)?;
+    }
     if args.analyse {
         let started = Instant::now();
         let analysis = analyse(&reports, &Options::default());
@@ -122,6 +161,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
         for miss in &misses {
             eprintln!("  missed: {miss}");
+        }
+        if let Some(path) = &args.report_out {
+            std::fs::write(path, serde_json::to_vec_pretty(&analysis.report)?)?;
         }
     }
     Ok(())

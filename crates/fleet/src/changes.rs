@@ -58,12 +58,17 @@ fn seed(parts: &[&str]) -> u64 {
     hash
 }
 
-/// The splits of every series, on `threads` threads (each series is independent).
+/// The splits of every series (of the logarithms of its values), on `threads` threads (each
+/// series is independent).
 pub fn all_splits(fleet: &Fleet, settings: &EDivisive, threads: usize) -> Vec<Vec<Split>> {
     let one = |s: &Series| {
         let host = &fleet.hosts[s.host].name;
         let figure = &fleet.figures[s.figure];
-        change_points(&s.values, settings, seed(&[host, &figure.name, &figure.unit]))
+        // On the logarithms: a shift is a ratio, and a figure's noise grows with its level
+        // (a halved bandwidth also halves its spread), so a split is weighed the same at any
+        // level. Series hold positive values only.
+        let logs: Vec<f64> = s.values.iter().map(|v| v.ln()).collect();
+        change_points(&logs, settings, seed(&[host, &figure.name, &figure.unit]))
     };
     let threads = threads.clamp(1, fleet.series.len().max(1));
     if threads == 1 {
