@@ -101,7 +101,7 @@ name=fleet-otava-${hosts}x${days}
 section="<!-- $name:begin -->
 ## Change points: platscope fleet and Apache Otava on the same series, $hosts hosts × $days days
 
-\`bench/fleet_otava.sh $hosts $days $fleets\`: $fleets fleets of $hosts hosts × $days daily reports (two hardware
+\`bench/fleet_otava.sh $hosts $days $fleets\`: $fleets fleet(s) of $hosts hosts × $days daily reports (two hardware
 classes; each run's noise drawn from the spread of four real quick reports of this VM,
 \`crates/fleet/tests/fixtures\`), $shifts injected shifts in all, each fleet also made again with
 nothing injected; $series series per set of fleets. Otava $otava_version (PyPI) with its defaults
