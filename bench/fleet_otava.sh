@@ -12,7 +12,7 @@
 # minimum magnitude) each look at every host's series of every figure. Counted: the injected
 # shifts each finds (a change of that host and figure within one day of the injected one),
 # every change each raises, and the changes each raises on the same fleets with nothing
-# injected. Writes the table to docs/benchmarks.md.
+# injected. Writes the table to docs/benchmarks.md (a section per fleet size).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -97,10 +97,11 @@ only_fleet=$(python3 -c "import json,sys; print('; '.join(x for l in open(sys.ar
 otava_seconds=$(python3 -c "import json,sys; print(round(sum(json.loads(l)['otava_seconds'] for f in sys.argv[1:] for l in open(f)), 1))" "$dir/perturbed.jsonl" "$dir/quiet.jsonl")
 fleet_seconds=$(grep -o 'analysed in [0-9.]* s' "$dir/make.log" | awk '{s += $3} END {printf "%.1f", s}')
 
-section="<!-- fleet-otava:begin -->
-## Change points: platscope fleet and Apache Otava on the same series
+name=fleet-otava-${hosts}x${days}
+section="<!-- $name:begin -->
+## Change points: platscope fleet and Apache Otava on the same series, $hosts hosts × $days days
 
-\`bench/fleet_otava.sh $hosts $days $fleets\`: $fleets fleets of $hosts hosts × $days daily reports (two hardware
+\`bench/fleet_otava.sh $hosts $days $fleets\`: $fleets fleet(s) of $hosts hosts × $days daily reports (two hardware
 classes; each run's noise drawn from the spread of four real quick reports of this VM,
 \`crates/fleet/tests/fixtures\`), $shifts injected shifts in all, each fleet also made again with
 nothing injected; $series series per set of fleets. Otava $otava_version (PyPI) with its defaults
@@ -118,6 +119,6 @@ load average $load_before before and $load_after after (other jobs on the machin
 | time for all $((2 * fleets)) fleets | $fleet_seconds s (Rust, $(nproc) threads) | $otava_seconds s (Python, one thread) |
 
 Shifts only Otava found: $only_otava. Shifts only platscope fleet found: $only_fleet.
-<!-- fleet-otava:end -->"
-write_doc_section fleet-otava "$section"
+<!-- $name:end -->"
+write_doc_section "$name" "$section"
 echo "$section"
