@@ -63,7 +63,16 @@ impl Tool for FleetCommand {
             args.hosts.as_deref(),
             jiff::Timestamp::now(),
         )?;
-        let page = args.out.as_deref().map(prepare_out).transpose()?;
+        // `--out DIR` writes DIR/fleet.html; the global `--html-out FILE` writes the same page
+        // to FILE.
+        let mut pages: Vec<PathBuf> =
+            args.out.as_deref().map(prepare_out).transpose()?.into_iter().collect();
+        if let Some(file) = &globals.html_out {
+            check_writable(file).map_err(|e| {
+                Classified::runtime(format!("cannot write {}: {e}", file.display()))
+            })?;
+            pages.push(file.clone());
+        }
         let mut builder = FleetBuilder::new(window.clone());
         let mut notes = Vec::new();
         let source = match &args.reports_json {
@@ -81,17 +90,19 @@ impl Tool for FleetCommand {
         let mut analysis = analyse_built(fleet, &options);
         analysis.notes.extend(notes);
         let within = window.describe();
-        if let Some(path) = &page {
+        if !pages.is_empty() {
             let html = crate::page::render(&analysis, &source, &within, globals.version);
-            write_atomically(path, html.as_bytes()).map_err(|e| {
-                Classified::runtime(format!("cannot write {}: {e}", path.display()))
-            })?;
+            for path in &pages {
+                write_atomically(path, html.as_bytes()).map_err(|e| {
+                    Classified::runtime(format!("cannot write {}: {e}", path.display()))
+                })?;
+            }
         }
         match globals.format {
             Format::Json => emit_json(&analysis.report)?,
             _ => {
                 let mut text = crate::text::summary(&analysis, &source, &within);
-                if let Some(path) = &page {
+                for path in &pages {
                     text.push_str(&format!("\npage: {}\n", path.display()));
                 }
                 emit(&text)?;

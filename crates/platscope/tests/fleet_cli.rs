@@ -137,6 +137,12 @@ fn a_fleet_reads_as_summary_json_and_page() {
     assert!(page.starts_with("<!DOCTYPE html>") && page.ends_with("</html>\n"));
     assert!(text.ends_with(&format!("page: {}\n", out.join("fleet.html").display())), "{text}");
 
+    // The global --html-out writes the same page to a file.
+    let file = tmp.path().join("fleet-page.html");
+    let again = platscope(&["--html-out", file.to_str().unwrap(), "fleet", "--reports-json", json]);
+    assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), page);
+
     let run = platscope(&["--json", "fleet", "--reports-json", json, "--since", "2026-01-01"]);
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
     let report: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
