@@ -262,6 +262,21 @@ fn sources(real: &[ReportFigures]) -> Vec<Source> {
     out
 }
 
+/// A made-up memory headline figure of nine samples whose quartiles are a percent either side
+/// of `median`: what tests and examples build their few reports of one machine from.
+pub fn made_up_figure(name: &str, unit: &str, median: f64) -> HeadlineFigure {
+    HeadlineFigure {
+        area: "Memory".into(),
+        name: name.into(),
+        metric: name.into(),
+        unit: unit.into(),
+        median,
+        p25: median * 0.99,
+        p75: median * 1.01,
+        samples: 9,
+    }
+}
+
 /// A report record without figures (fields the fleet reader does not use at their defaults).
 pub fn report_record(
     uuid: &str,
@@ -496,16 +511,7 @@ mod tests {
     use super::*;
 
     fn real() -> Vec<ReportFigures> {
-        let figure = |name: &str, unit: &str, median: f64| HeadlineFigure {
-            area: "Memory".into(),
-            name: name.into(),
-            metric: name.into(),
-            unit: unit.into(),
-            median,
-            p25: median * 0.99,
-            p75: median * 1.01,
-            samples: 9,
-        };
+        let figure = made_up_figure;
         (0..3)
             .map(|i| ReportFigures {
                 figures: vec![

@@ -9,22 +9,13 @@
 use std::path::Path;
 
 use fleet::analysis::{analyse, Options};
-use fleet::synthetic::{generate, report_record, Plan};
-use results::fleet::{HeadlineFigure, ReportFigures};
+use fleet::synthetic::{generate, made_up_figure, report_record, Plan};
+use results::fleet::ReportFigures;
 use test_support::browser::open_page;
 
 /// Three made-up reports of one machine: two figures, a percent apart.
 fn machine() -> Vec<ReportFigures> {
-    let figure = |name: &str, unit: &str, median: f64| HeadlineFigure {
-        area: "Memory".into(),
-        name: name.into(),
-        metric: name.into(),
-        unit: unit.into(),
-        median,
-        p25: median * 0.99,
-        p75: median * 1.01,
-        samples: 9,
-    };
+    let figure = made_up_figure;
     (0..3)
         .map(|i| ReportFigures {
             figures: vec![

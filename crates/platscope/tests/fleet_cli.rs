@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use fleet::analysis::FleetReport;
-use fleet::synthetic::{generate, report_record, Plan, Truth};
-use results::fleet::{HeadlineFigure, ReportFigures};
+use fleet::synthetic::{generate, made_up_figure, report_record, Plan, Truth};
+use results::fleet::ReportFigures;
 use results::{FleetStore, PgStore, SqliteStore};
 
 fn platscope(args: &[&str]) -> Output {
@@ -28,16 +28,7 @@ fn refused(out: Output, code: i32, says: &str) {
 
 /// Three made-up reports of one machine (the generator takes its levels and noise from them).
 fn machine() -> Vec<ReportFigures> {
-    let figure = |name: &str, unit: &str, median: f64| HeadlineFigure {
-        area: "Memory".into(),
-        name: name.into(),
-        metric: name.into(),
-        unit: unit.into(),
-        median,
-        p25: median * 0.99,
-        p75: median * 1.01,
-        samples: 9,
-    };
+    let figure = made_up_figure;
     (0..3)
         .map(|i| ReportFigures {
             figures: vec![
