@@ -8,22 +8,11 @@
 
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
-use test_support::{platscope, text, Spinner};
+use test_support::{platscope, quick_report, text, Spinner};
 
 /// A quick memory-only report into `db`; the id of its stored `report` run.
 fn report(db: &str, out: &str) -> String {
-    let run = platscope(&["report", "--quick", "--sections", "memory", "--out", out, "--db", db]);
-    assert!(run.status.success(), "{}", text(&run.stderr));
-    let list = platscope(&["results", "list", "--db", db, "--json"]);
-    let runs: serde_json::Value = serde_json::from_slice(&list.stdout).expect("json");
-    runs.as_array()
-        .expect("runs")
-        .iter()
-        .filter(|r| r["command"] == "report")
-        .filter_map(|r| r["id"].as_i64())
-        .max()
-        .expect("a report run")
-        .to_string()
+    quick_report("memory", out, db)
 }
 
 fn compare(db: &str, this: &str, baseline: &str, out: &str) -> Vec<serde_json::Value> {

@@ -15,31 +15,11 @@
 
 use std::time::Instant;
 
-use test_support::{platscope, text, Spinner};
+use test_support::{platscope, quick_report, text, Spinner};
 
 /// A quick report of the CPU and compression sections into `db`; the id of its `report` run.
 fn report(db: &str, out: &str) -> String {
-    let run = platscope(&[
-        "report",
-        "--quick",
-        "--sections",
-        "cpu,compression",
-        "--out",
-        out,
-        "--db",
-        db,
-    ]);
-    assert!(run.status.success(), "{}", text(&run.stderr));
-    let list = platscope(&["results", "list", "--db", db, "--json"]);
-    let runs: serde_json::Value = serde_json::from_slice(&list.stdout).expect("json");
-    runs.as_array()
-        .expect("runs")
-        .iter()
-        .filter(|r| r["command"] == "report")
-        .filter_map(|r| r["id"].as_i64())
-        .max()
-        .expect("a report run")
-        .to_string()
+    quick_report("cpu,compression", out, db)
 }
 
 /// The compression figures of `burned` against `quiet`, each printed.

@@ -167,3 +167,20 @@ pub fn wait_within(
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// Runs `platscope report --quick --sections SECTIONS --out OUT --db DB` (which must succeed)
+/// and returns the id of the newest `report` run in `db`: the one it stored.
+pub fn quick_report(sections: &str, out: &str, db: &str) -> String {
+    let run = platscope(&["report", "--quick", "--sections", sections, "--out", out, "--db", db]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let list = platscope(&["results", "list", "--db", db, "--json"]);
+    let runs: serde_json::Value = serde_json::from_slice(&list.stdout).expect("json");
+    runs.as_array()
+        .expect("runs")
+        .iter()
+        .filter(|r| r["command"] == "report")
+        .filter_map(|r| r["id"].as_i64())
+        .max()
+        .expect("a report run")
+        .to_string()
+}
