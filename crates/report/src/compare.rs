@@ -34,6 +34,10 @@ pub struct FigureComparison {
     /// For `placement differs`: how the two runs' probes differ, in one clause.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub placement: Option<String>,
+    /// The labels in which the two runs' metrics differ (the ISA a trial picked, the sweep's
+    /// size on another machine), in one clause; absent when measured alike.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_as: Option<String>,
 }
 
 fn default_min_effect() -> f64 {
@@ -79,9 +83,13 @@ fn verdict_mark(f: &FigureComparison) -> String {
         Verdict::PlacementDiffers => "≠",
     };
     let words = f.verdict.words(f.this_samples, f.baseline_samples);
-    match &f.placement {
+    let mark = match &f.placement {
         Some(why) if f.verdict == Verdict::PlacementDiffers => format!("{symbol} {words}: {why}"),
         _ => format!("{symbol} {words}"),
+    };
+    match &f.measured_as {
+        Some(how) => format!("{mark} (measured as {how})"),
+        None => mark,
     }
 }
 
@@ -180,7 +188,7 @@ pub fn comparison_text(c: &ReportComparison) -> String {
                     format!("placement differs: {why}")
                 }
                 _ => f.verdict.words(f.this_samples, f.baseline_samples),
-            }
+            } + &f.measured_as.as_ref().map_or(String::new(), |how| format!(" ({how})"))
         );
     }
     let _ = writeln!(out, "  {}", method(c));
@@ -207,6 +215,7 @@ mod tests {
             baseline_samples: samples.1,
             min_effect: 0.1,
             placement: None,
+            measured_as: None,
         }
     }
 
@@ -239,6 +248,29 @@ mod tests {
             (Some(1), Some(3))
         );
         assert!(json.get("placement").is_none(), "no placement key unless it differs");
+        assert!(json.get("measured_as").is_none(), "no measured_as key unless labels differ");
+    }
+
+    #[test]
+    fn a_figure_measured_another_way_says_how() {
+        let c = ReportComparison {
+            baseline: "run 7".into(),
+            comparison: vec![FigureComparison {
+                measured_as: Some("isa avx512, baseline avx2".into()),
+                ..figure("Bandwidth (read), 1 thread(s)", Verdict::Faster, (10, 10))
+            }],
+            config_diff: Vec::new(),
+            baseline_machine: Vec::new(),
+            baseline_sections: Vec::new(),
+            calibrated_from: 0,
+        };
+        let html = comparison_html(&c);
+        assert!(
+            html.contains("<td>▲ faster (measured as isa avx512, baseline avx2)</td>"),
+            "{html}"
+        );
+        let text = comparison_text(&c);
+        assert!(text.lines().any(|l| l.ends_with("faster (isa avx512, baseline avx2)")), "{text}");
     }
 
     #[test]

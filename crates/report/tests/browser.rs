@@ -244,6 +244,7 @@ fn compared_page_reads_both_machines_without_colour() {
         baseline_samples: 20,
         min_effect: 0.1,
         placement: None,
+        measured_as: None,
     };
     data.comparison = Some(ReportComparison {
         baseline: "other-host, run 7".into(),

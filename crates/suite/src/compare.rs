@@ -79,6 +79,48 @@ impl Figure {
         }
         differs(self.placement.as_ref()?, baseline.placement.as_ref()?)
     }
+
+    /// Whether `other` measures the same quantity: the same metric in the same unit, whatever
+    /// labels each run's own choices gave it.
+    fn same_quantity(&self, other: &Figure) -> bool {
+        self.metric.name == other.metric.name && self.metric.unit == other.metric.unit
+    }
+
+    /// Whether `other`'s labels are this figure's but for the ones a run picks for itself
+    /// ([`METHOD_LABELS`]): a host's reports that differ only there are its noise; another
+    /// size is another figure.
+    fn same_apart_from_method(&self, other: &Figure) -> bool {
+        let kept = |f: &Figure| -> Vec<(String, String)> {
+            f.metric
+                .labels
+                .iter()
+                .filter(|(name, _)| !METHOD_LABELS.contains(&name.as_str()))
+                .map(|(name, value)| (name.clone(), value.clone()))
+                .collect()
+        };
+        kept(self) == kept(other)
+    }
+}
+
+/// The labels a report picks per run by measuring (the faster ISA and walk of a bandwidth
+/// trial, the load delay that gave the most load): the figure is the same whichever it picked.
+const METHOD_LABELS: [&str; 3] = ["isa", "walk", "delay"];
+
+/// The labels in which `this` and `baseline` differ, in one clause ("isa avx512, baseline
+/// avx2"), or `None` when they were measured alike.
+fn labels_differ(this: &StoredMetric, baseline: &StoredMetric) -> Option<String> {
+    let absent = String::from("-");
+    let names: std::collections::BTreeSet<&String> =
+        this.labels.keys().chain(baseline.labels.keys()).collect();
+    let clauses: Vec<String> = names
+        .into_iter()
+        .filter_map(|name| {
+            let a = this.labels.get(name).unwrap_or(&absent);
+            let b = baseline.labels.get(name).unwrap_or(&absent);
+            (a != b).then(|| format!("{name} {a}, baseline {b}"))
+        })
+        .collect();
+    (!clauses.is_empty()).then(|| clauses.join("; "))
 }
 
 /// Each of `report`'s steps with the sections it draws (none for a step whose stored result no
@@ -143,7 +185,9 @@ impl Noise {
                     for fa in a {
                         let Some(fb) = b.iter().find(|f| f.name == fa.name) else { continue };
                         // Another placement is not noise: it is refused, not calibrated on.
-                        if fa.metric.key() != fb.metric.key() || fa.placement_differs(fb).is_some()
+                        if !fa.same_quantity(fb)
+                            || !fa.same_apart_from_method(fb)
+                            || fa.placement_differs(fb).is_some()
                         {
                             continue;
                         }
@@ -182,8 +226,10 @@ pub fn compare(
     let theirs = figures(&their_steps);
     let mut comparison = Vec::new();
     for mine in figures(&drawn(this, registry)) {
-        let Some(base) =
-            theirs.iter().find(|f| f.name == mine.name && f.metric.key() == mine.metric.key())
+        // The same figure by name and quantity; its labels may differ where the report picks
+        // its method per run (the faster ISA, the delay that gave the most load): compared all
+        // the same, and the difference said.
+        let Some(base) = theirs.iter().find(|f| f.name == mine.name && f.same_quantity(&mine))
         else {
             continue;
         };
@@ -207,6 +253,7 @@ pub fn compare(
             baseline_samples: judged.baseline_samples,
             min_effect,
             placement,
+            measured_as: labels_differ(&mine.metric, &base.metric),
         });
     }
     let this_machine = topo::machine_facts(&this.data.topology);
@@ -487,6 +534,34 @@ mod tests {
             vec![vec![figure("DRAM", "256MiB", 100.0)], vec![figure("DRAM", "1GiB", 200.0)]],
         )]);
         assert_eq!(Noise::from_figures(&by_host).min_effect("DRAM"), MIN_EFFECT);
+    }
+
+    #[test]
+    fn a_figure_whose_run_picked_another_isa_is_compared_and_its_noise_counts() {
+        let bandwidth = |isa: &str, median: f64| Figure {
+            name: "Bandwidth (read), 1 thread(s)".into(),
+            metric: StoredMetric::single(
+                "mem_bandwidth",
+                "GB/s",
+                &[("isa", isa), ("kernel", "read"), ("threads", "1")],
+                median,
+            ),
+            placement: None,
+        };
+        let (a, b) = (bandwidth("avx512", 10.0), bandwidth("avx2", 12.0));
+        assert!(a.same_quantity(&b) && a.same_apart_from_method(&b));
+        assert_eq!(
+            labels_differ(&a.metric, &b.metric).as_deref(),
+            Some("isa avx512, baseline avx2")
+        );
+        assert_eq!(labels_differ(&a.metric, &a.metric), None);
+        let by_host: HashMap<&str, Vec<Vec<Figure>>> =
+            HashMap::from([("a", vec![vec![a], vec![b]])]);
+        let noise = Noise::from_figures(&by_host);
+        assert!((noise.min_effect("Bandwidth (read), 1 thread(s)") - 0.2).abs() < 1e-12);
+        // A size is not a method: another size stays out of the noise (above).
+        let (small, large) = (figure("DRAM", "256MiB", 1.0), figure("DRAM", "1GiB", 1.0));
+        assert!(small.same_quantity(&large) && !small.same_apart_from_method(&large));
     }
 
     #[test]
