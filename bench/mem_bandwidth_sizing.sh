@@ -20,8 +20,13 @@ out=target/bench/mem-bandwidth-sizing
 rm -rf "$out"
 mkdir -p "$out"
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
-cargo build --release --locked -q -p platscope
-bin=target/release/platscope
+# PLATSCOPE=/path/to/platscope: that binary instead of building the release one.
+if [ -n "${PLATSCOPE:-}" ]; then
+  bin=$PLATSCOPE
+else
+  cargo build --release --locked -q -p platscope
+  bin=target/release/platscope
+fi
 db=$out/results.db
 cpu=$($bin topo --json | jq -r '[.nodes[].cpus[]] | min')
 
@@ -44,6 +49,8 @@ report=$(median < "$out/report.txt")
 g1=$(median < "$out/fixed-1GiB.txt")
 g4=$(median < "$out/fixed-4GiB.txt")
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; }
+gbs() { awk -v a="$1" 'BEGIN {printf "%.1f", a}'; }
+rounds_of() { awk '{printf "%s%.1f", (NR > 1 ? ", " : ""), $1}' "$1"; }
 llc=$($bin topo --json | jq -r '[.caches[]? | select(.level == 3) | .size_bytes] | max // empty')
 model=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
 text="<!-- mem-bandwidth-sizing:begin -->
@@ -53,11 +60,11 @@ text="<!-- mem-bandwidth-sizing:begin -->
 cache ${llc:+$((llc >> 20)) MiB per CPUID}, kernel $(uname -r), load average $load_start at the start and
 $load_end at the end. Read kernel, one thread pinned to CPU $cpu; medians over $rounds interleaved rounds.
 
-| figure | GB/s | ratio to 1 GiB |
-|---|---|---|
-| report's step (\`mem bandwidth --scale\`, one thread, $(( $(median < "$out/report-bytes.txt") >> 20 )) MiB) | $report | $(ratio "$report" "$g1") |
-| \`--threads 1 --size 1GiB\` | $g1 | 1.000 |
-| \`--threads 1 --size 4GiB\` | $g4 | $(ratio "$g4" "$g1") |
+| figure | GB/s (median) | each round | ratio to 1 GiB |
+|---|---|---|---|
+| report's step (\`mem bandwidth --scale\`, one thread, $(( $(median < "$out/report-bytes.txt") >> 20 )) MiB) | $(gbs "$report") | $(rounds_of "$out/report.txt") | $(ratio "$report" "$g1") |
+| \`--threads 1 --size 1GiB\` | $(gbs "$g1") | $(rounds_of "$out/fixed-1GiB.txt") | 1.000 |
+| \`--threads 1 --size 4GiB\` | $(gbs "$g4") | $(rounds_of "$out/fixed-4GiB.txt") | $(ratio "$g4" "$g1") |
 
 The step's size checks, one per round: $(paste -sd ';' "$out/report-check.txt" | sed 's/;/; /g').
 <!-- mem-bandwidth-sizing:end -->"
