@@ -28,6 +28,47 @@ pub struct FleetReport {
     pub config_changes_without_shift: Vec<ConfigChange>,
 }
 
+impl FleetReport {
+    /// The outliers and changes as `--publish` stores them for dashboards.
+    pub fn findings(&self, analysed_at: String, window: String) -> results::Findings {
+        results::Findings {
+            analysed_at,
+            window,
+            outliers: self
+                .outliers
+                .iter()
+                .map(|o| results::PublishedOutlier {
+                    host: o.host.clone(),
+                    class: o.class.clone(),
+                    figure: o.figure.clone(),
+                    unit: o.unit.clone(),
+                    value: o.value,
+                    class_median: o.class_median,
+                    ratio: o.ratio,
+                    min_effect: o.min_effect,
+                    verdict: o.verdict.word().to_string(),
+                })
+                .collect(),
+            changes: self
+                .changes
+                .iter()
+                .map(|c| results::PublishedChange {
+                    host: c.host.clone(),
+                    figure: c.figure.clone(),
+                    unit: c.unit.clone(),
+                    at: c.at.clone(),
+                    before: c.before,
+                    after: c.after,
+                    ratio: c.ratio,
+                    p_value: c.p_value,
+                    config: crate::facts::describe(&c.config),
+                    verdict: c.verdict.word().to_string(),
+                })
+                .collect(),
+        }
+    }
+}
+
 /// A hardware class and its hosts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClassEntry {

@@ -38,6 +38,11 @@ pub struct FleetArgs {
     /// Write fleet.html (self-contained) into this directory (created if missing).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// Store the outliers and changes found in the store read (tables fleet_outliers and
+    /// fleet_changes, replacing the previous analysis's): what the history dashboard's
+    /// "Latest outliers" and "Latest changes" panels show.
+    #[arg(long, conflicts_with = "reports_json")]
+    publish: bool,
     /// Read the reports from a JSON file (an array of report records, as the synthetic fleet
     /// example writes) instead of a store: for benches.
     #[arg(long, value_name = "FILE", hide = true, conflicts_with = "from")]
@@ -75,11 +80,15 @@ impl Tool for FleetCommand {
         }
         let mut builder = FleetBuilder::new(window.clone());
         let mut notes = Vec::new();
+        let mut publish_to = None;
         let source = match &args.reports_json {
             Some(path) => read_json(path, &mut builder)?,
             None => {
                 let location = store_location(args, globals)?;
-                read_store(&location, &window, &globals.registry, &mut builder, &mut notes)?
+                let source =
+                    read_store(&location, &window, &globals.registry, &mut builder, &mut notes)?;
+                publish_to = args.publish.then_some(location);
+                source
             }
         };
         let fleet = builder.finish();
@@ -90,6 +99,11 @@ impl Tool for FleetCommand {
         let mut analysis = analyse_built(fleet, &options);
         analysis.notes.extend(notes);
         let within = window.describe();
+        if let Some(location) = &publish_to {
+            let findings =
+                analysis.report.findings(jiff::Timestamp::now().to_string(), within.clone());
+            publish(location, &findings)?;
+        }
         if !pages.is_empty() {
             let html = crate::page::render(&analysis, &source, &within, globals.version);
             for path in &pages {
@@ -249,6 +263,19 @@ fn read_store(
             read_from(&mut store, window, registry, builder, notes)?;
             Ok(store.location())
         }
+    }
+}
+
+/// Replaces the findings published in the store at `location`.
+fn publish(location: &Location, findings: &results::Findings) -> Result<(), Classified> {
+    let how = "--publish needs a store it can write";
+    match location {
+        Location::File(path) => SqliteStore::open(path)
+            .and_then(|mut store| store.publish_findings(findings))
+            .map_err(|e| Classified::runtime(format!("{how}: {e}"))),
+        Location::Postgres(url) => PgStore::connect(url)
+            .and_then(|mut store| store.publish_findings(findings))
+            .map_err(|e| Classified::runtime(format!("{how}: {e}"))),
     }
 }
 

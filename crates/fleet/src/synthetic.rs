@@ -295,6 +295,16 @@ pub fn report_record(
     }
 }
 
+/// Four real `report --quick` records of the Intel Xeon KVM guest (the crate's
+/// `tests/fixtures`, whose README says how they were made): what the tests build fleets from.
+/// Read from the source tree, so for tests and benches run from a checkout.
+pub fn fixture_reports() -> Result<Vec<ReportFigures>, String> {
+    let path =
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/reports_xeon_kvm_2cpu_40aede5.json");
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+    serde_json::from_str(&text).map_err(|e| format!("{path}: not report records: {e}"))
+}
+
 /// A host name: `db-0007`.
 pub fn host_name(i: usize) -> String {
     format!("db-{i:04}")

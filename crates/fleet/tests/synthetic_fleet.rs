@@ -17,10 +17,7 @@ use fleet::synthetic::{generate, Plan, Truth};
 use results::fleet::ReportFigures;
 
 fn real() -> Vec<ReportFigures> {
-    let path =
-        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/reports_xeon_kvm_2cpu_40aede5.json");
-    let text = std::fs::read_to_string(path).expect("the fixture");
-    serde_json::from_str(&text).expect("report records")
+    fleet::synthetic::fixture_reports().expect("the fixture")
 }
 
 fn fleet(seed: u64) -> (Plan, Analysis, Truth) {

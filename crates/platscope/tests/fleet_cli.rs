@@ -171,11 +171,7 @@ fn a_fleet_reads_as_summary_json_and_page() {
 
 /// Four real quick reports of this VM (the fleet crate's fixture; its README says how made).
 fn real() -> Vec<ReportFigures> {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../fleet/tests/fixtures/reports_xeon_kvm_2cpu_40aede5.json"
-    );
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    fleet::synthetic::fixture_reports().unwrap()
 }
 
 /// The 40 hosts × 30 days of the fleet reader's own test, and what was injected.
@@ -260,6 +256,34 @@ fn a_fleet_in_postgresql_is_found_as_it_was_made_and_a_lost_connection_is_one_li
     let report = json_report(platscope(&["--json", "fleet", "--from", &url]));
     let misses = truth.misses(&plan, &report);
     assert!(misses.is_empty(), "{}", misses.join("\n"));
+
+    // Published for the dashboards: the same outliers and changes, row for row, and a second
+    // publication replaces the first.
+    for _ in 0..2 {
+        let again = json_report(platscope(&["--json", "fleet", "--from", &url, "--publish"]));
+        assert_eq!(again, report, "publishing changes nothing of the answer");
+    }
+    let rows = |sql: &str| -> Vec<String> {
+        let out = pg.sql(sql).unwrap();
+        out.lines().map(str::trim).filter(|l| !l.is_empty()).map(String::from).collect()
+    };
+    let outliers = rows(
+        "SELECT host || '|' || figure || '|' || round(ratio::numeric, 6) FROM fleet_outliers \
+         ORDER BY host, figure",
+    );
+    let mut expected: Vec<String> =
+        report.outliers.iter().map(|o| format!("{}|{}|{:.6}", o.host, o.figure, o.ratio)).collect();
+    expected.sort();
+    assert!(!expected.is_empty(), "the steady slow host is an outlier");
+    assert_eq!(outliers, expected);
+    let changes =
+        rows("SELECT host || '|' || figure || '|' || at || '|' || config FROM fleet_changes");
+    assert_eq!(changes.len(), report.changes.len());
+    for c in &report.changes {
+        let line =
+            format!("{}|{}|{}|{}", c.host, c.figure, c.at, fleet::facts::describe(&c.config));
+        assert!(changes.contains(&line), "{line} not published: {changes:?}");
+    }
 
     // A larger fleet takes a few seconds to read: the server ends the connection while
     // `platscope fleet` reads, which answers on one line naming the store, exit 1.

@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use results::FleetStore;
 use serde_json::Value;
 use test_support::net::Veth;
 use test_support::serve::Serve;
@@ -396,6 +397,19 @@ fn every_history_panel_query_returns_rows_from_pushed_runs() {
         }
         ok("push", platscope(host, dir.path(), &["results", "push", "--to", &url, "--db", db]));
     }
+    // The fleet panels read what `platscope fleet --publish` found: a fleet of 40 hosts × 30
+    // days made from real reports (with one host steadily slow and shifts injected), read and
+    // published from the same store.
+    let real = fleet::synthetic::fixture_reports().expect("the fixture");
+    let (fleet_reports, _) =
+        fleet::synthetic::generate(&real, &fleet::synthetic::Plan::new(40, 30, 2, 1)).unwrap();
+    results::PgStore::connect(&url)
+        .and_then(|mut store| store.record_many_report_figures(&fleet_reports))
+        .expect("the fleet's reports");
+    ok(
+        "fleet --publish",
+        platscope("alpha", dir.path(), &["fleet", "--from", &url, "--hosts", "db-*", "--publish"]),
+    );
 
     let time_filter = |q: &str| {
         // $__timeFilter(EXPR) → EXPR BETWEEN (last day), as Grafana expands it with its range.

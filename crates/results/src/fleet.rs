@@ -195,6 +195,10 @@ pub trait FleetStore: ResultStore {
     /// `suite::figures::backfill` fills in).
     fn reports_without_figures(&self) -> Result<Vec<i64>, StoreError>;
 
+    /// Replaces the published findings with `findings`, in one transaction (the tables are
+    /// made on first use): what dashboards read of the latest analysis.
+    fn publish_findings(&mut self, findings: &Findings) -> Result<(), StoreError>;
+
     /// Every report `filter` keeps, in one vector: for tests and small stores.
     fn all_report_figures(&self, filter: &FleetFilter) -> Result<Vec<ReportFigures>, StoreError> {
         let mut out = Vec::new();
@@ -204,6 +208,51 @@ pub trait FleetStore: ResultStore {
         })?;
         Ok(out)
     }
+}
+
+/// The findings of one fleet analysis as dashboards read them (`platscope fleet --publish`):
+/// each publication replaces the one before, so the tables always hold the latest analysis.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Findings {
+    /// When the analysis ran (RFC 3339, UTC).
+    pub analysed_at: String,
+    /// The reports it read, in words (`every report`, `since 2026-01-01, hosts db-*`).
+    pub window: String,
+    pub outliers: Vec<PublishedOutlier>,
+    pub changes: Vec<PublishedChange>,
+}
+
+/// A host off its class on one figure, as published.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PublishedOutlier {
+    pub host: String,
+    pub class: String,
+    pub figure: String,
+    pub unit: String,
+    pub value: f64,
+    pub class_median: f64,
+    pub ratio: f64,
+    pub min_effect: f64,
+    /// `slower` or `faster`.
+    pub verdict: String,
+}
+
+/// A change point of one host's figure, as published.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PublishedChange {
+    pub host: String,
+    pub figure: String,
+    pub unit: String,
+    /// `recorded_at` of the first run after it.
+    pub at: String,
+    pub before: f64,
+    pub after: f64,
+    pub ratio: f64,
+    pub p_value: f64,
+    /// The facts that changed with it, in words (`Kernel 6.1.0-25 → 6.12.1`), empty if none.
+    pub config: String,
+    /// `slower` or `faster`.
+    pub verdict: String,
 }
 
 /// One figure row as the reader selects it: headline id, median, p25, p75, samples.

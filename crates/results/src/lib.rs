@@ -53,7 +53,10 @@ use serde_json::Value;
 pub use compare::{compare, Comparison, MetricDelta};
 pub use error::StoreError;
 pub use export::samples_csv;
-pub use fleet::{facts_digest, FleetFilter, FleetStore, HeadlineFigure, ReportFigures};
+pub use fleet::{
+    facts_digest, Findings, FleetFilter, FleetStore, HeadlineFigure, PublishedChange,
+    PublishedOutlier, ReportFigures,
+};
 pub use measure::{Metric, WorkerPlacement};
 pub use postgres::{PgStore, PushOutcome};
 pub use recorder::{RecordError, Recorder, RunContext, StoreOptions};

@@ -80,9 +80,11 @@ impl PgStore {
         crate::credentials::fill_pg_password(&mut config)
             .map_err(|e| StoreError::Remote { location: location.clone(), cause: e.to_string() })?;
         let mut client = config.connect(NoTls).map_err(|e| remote(&location, &e))?;
-        client
-            .batch_execute(&sql::create(sql::Dialect::Postgres))
-            .map_err(|e| remote(&location, &e))?;
+        // The published findings' tables too, so the dashboard's panels read empty, not
+        // missing, until `platscope fleet --publish` first runs.
+        let schema =
+            sql::create(sql::Dialect::Postgres) + &sql::create_findings(sql::Dialect::Postgres);
+        client.batch_execute(&schema).map_err(|e| remote(&location, &e))?;
         Ok(Self { client: RefCell::new(client), location })
     }
 
@@ -508,5 +510,48 @@ impl FleetStore for PgStore {
             .query(sql::REPORTS_WITHOUT_FIGURES, &[&fleet::REPORT_COMMAND])
             .map_err(|e| self.err(e))?;
         rows.iter().map(|r| column(&self.location, r, 0)).collect()
+    }
+
+    fn publish_findings(&mut self, findings: &fleet::Findings) -> Result<(), StoreError> {
+        let mut client = self.client.borrow_mut();
+        let err = |e| remote(&self.location, &e);
+        let mut tx = client.transaction().map_err(err)?;
+        // Two analyses published at once: one waits for the other, so neither's rows mix.
+        tx.batch_execute("LOCK TABLE fleet_outliers, fleet_changes IN EXCLUSIVE MODE")
+            .map_err(err)?;
+        tx.batch_execute(sql::CLEAR_FINDINGS).map_err(err)?;
+        let (at, window) = (&findings.analysed_at, &findings.window);
+        let insert = tx.prepare(sql::INSERT_OUTLIER).map_err(err)?;
+        for o in &findings.outliers {
+            tx.execute(
+                &insert,
+                &[
+                    at,
+                    window,
+                    &o.host,
+                    &o.class,
+                    &o.figure,
+                    &o.unit,
+                    &o.value,
+                    &o.class_median,
+                    &o.ratio,
+                    &o.min_effect,
+                    &o.verdict,
+                ],
+            )
+            .map_err(err)?;
+        }
+        let insert = tx.prepare(sql::INSERT_CHANGE).map_err(err)?;
+        for c in &findings.changes {
+            tx.execute(
+                &insert,
+                &[
+                    at, window, &c.host, &c.figure, &c.unit, &c.at, &c.before, &c.after, &c.ratio,
+                    &c.p_value, &c.config, &c.verdict,
+                ],
+            )
+            .map_err(err)?;
+        }
+        tx.commit().map_err(err)
     }
 }

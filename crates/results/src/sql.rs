@@ -135,6 +135,55 @@ pub fn create_fleet(dialect: Dialect) -> String {
     )
 }
 
+/// The tables `platscope fleet --publish` fills with its latest analysis (made when first
+/// published to, in either store; dashboards read them).
+pub fn create_findings(dialect: Dialect) -> String {
+    let real = match dialect {
+        Dialect::Postgres => "DOUBLE PRECISION",
+        Dialect::Sqlite => "REAL",
+    };
+    format!(
+        "CREATE TABLE IF NOT EXISTS fleet_outliers (
+             analysed_at  TEXT NOT NULL,
+             window_text  TEXT NOT NULL,
+             host         TEXT NOT NULL,
+             class        TEXT NOT NULL,
+             figure       TEXT NOT NULL,
+             unit         TEXT NOT NULL,
+             value        {real} NOT NULL,
+             class_median {real} NOT NULL,
+             ratio        {real} NOT NULL,
+             min_effect   {real} NOT NULL,
+             verdict      TEXT NOT NULL
+         );
+         CREATE TABLE IF NOT EXISTS fleet_changes (
+             analysed_at  TEXT NOT NULL,
+             window_text  TEXT NOT NULL,
+             host         TEXT NOT NULL,
+             figure       TEXT NOT NULL,
+             unit         TEXT NOT NULL,
+             at           TEXT NOT NULL,
+             before_value {real} NOT NULL,
+             after_value  {real} NOT NULL,
+             ratio        {real} NOT NULL,
+             p_value      {real} NOT NULL,
+             config       TEXT NOT NULL,
+             verdict      TEXT NOT NULL
+         );"
+    )
+}
+
+/// The previous publication goes as the new one comes.
+pub const CLEAR_FINDINGS: &str = "DELETE FROM fleet_outliers; DELETE FROM fleet_changes;";
+
+pub const INSERT_OUTLIER: &str = "INSERT INTO fleet_outliers (analysed_at, window_text, host, \
+     class, figure, unit, value, class_median, ratio, min_effect, verdict) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
+
+pub const INSERT_CHANGE: &str = "INSERT INTO fleet_changes (analysed_at, window_text, host, \
+     figure, unit, at, before_value, after_value, ratio, p_value, config, verdict) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";
+
 /// The schema a PostgreSQL database gets, all at once and idempotently. The SQLite file reaches
 /// the same tables by its migrations (`schema.rs`), which also keep files from older releases.
 pub fn create(dialect: Dialect) -> String {

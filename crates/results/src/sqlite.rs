@@ -531,6 +531,44 @@ impl FleetStore for SqliteStore {
             .at(&self.path);
         ids
     }
+
+    fn publish_findings(&mut self, findings: &fleet::Findings) -> Result<(), StoreError> {
+        let path = self.path.clone();
+        let tx = self.conn.transaction().at(&path)?;
+        tx.execute_batch(&sql::create_findings(sql::Dialect::Sqlite)).at(&path)?;
+        tx.execute_batch(sql::CLEAR_FINDINGS).at(&path)?;
+        let (at, window) = (&findings.analysed_at, &findings.window);
+        {
+            let mut insert = tx.prepare(sql::INSERT_OUTLIER).at(&path)?;
+            for o in &findings.outliers {
+                insert
+                    .execute(params![
+                        at,
+                        window,
+                        o.host,
+                        o.class,
+                        o.figure,
+                        o.unit,
+                        o.value,
+                        o.class_median,
+                        o.ratio,
+                        o.min_effect,
+                        o.verdict
+                    ])
+                    .at(&path)?;
+            }
+            let mut insert = tx.prepare(sql::INSERT_CHANGE).at(&path)?;
+            for c in &findings.changes {
+                insert
+                    .execute(params![
+                        at, window, c.host, c.figure, c.unit, c.at, c.before, c.after, c.ratio,
+                        c.p_value, c.config, c.verdict
+                    ])
+                    .at(&path)?;
+            }
+        }
+        tx.commit().at(&path)
+    }
 }
 
 /// Inserts one report's figures in `tx` unless its UUID is there; whether it was new.

@@ -228,3 +228,57 @@ fn a_schema_4_store_migrates_and_lists_its_reports_for_a_backfill() {
     assert_eq!(version, results::SCHEMA_VERSION);
     assert_eq!(results::SCHEMA_VERSION, 5);
 }
+
+#[test]
+fn published_findings_replace_the_previous_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("results.db");
+    let mut store = SqliteStore::open(&path).unwrap();
+    let outlier = |host: &str, ratio: f64| results::PublishedOutlier {
+        host: host.into(),
+        class: "Example CPU, 1 socket".into(),
+        figure: "Idle DRAM latency".into(),
+        unit: "ns".into(),
+        value: 100.0 * ratio,
+        class_median: 100.0,
+        ratio,
+        min_effect: 0.06,
+        verdict: "slower".into(),
+    };
+    let change = results::PublishedChange {
+        host: "db-1".into(),
+        figure: "Idle DRAM latency".into(),
+        unit: "ns".into(),
+        at: "2026-11-09T03:00:00.000Z".into(),
+        before: 100.0,
+        after: 125.0,
+        ratio: 1.25,
+        p_value: 0.001,
+        config: "Kernel 6.1 → 6.12".into(),
+        verdict: "slower".into(),
+    };
+    let first = results::Findings {
+        analysed_at: "2026-11-28T01:00:00Z".into(),
+        window: "every report".into(),
+        outliers: vec![outlier("db-1", 1.3), outlier("db-2", 1.2)],
+        changes: vec![change.clone()],
+    };
+    store.publish_findings(&first).unwrap();
+    assert_eq!((count(&path, "fleet_outliers"), count(&path, "fleet_changes")), (2, 1));
+    // The next analysis found one outlier and no change: that is all the tables hold.
+    let second = results::Findings {
+        analysed_at: "2026-11-29T01:00:00Z".into(),
+        outliers: vec![outlier("db-3", 0.7)],
+        changes: Vec::new(),
+        ..first
+    };
+    store.publish_findings(&second).unwrap();
+    assert_eq!((count(&path, "fleet_outliers"), count(&path, "fleet_changes")), (1, 0));
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let (host, at): (String, String) = conn
+        .query_row("SELECT host, analysed_at FROM fleet_outliers", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert_eq!((host.as_str(), at.as_str()), ("db-3", "2026-11-29T01:00:00Z"));
+}
