@@ -554,6 +554,9 @@ pub fn run_checked(
         agreed: false,
     };
     let mut size = bytes;
+    // The larger buffers run the ISA and walk the first size's trial picked: the check
+    // compares sizes, not methods, and skips a trial per size.
+    let picked = BandwidthOptions { isa: Some(kept.isa), walk: Some(kept.walk), ..opts.clone() };
     for _ in 0..SIZE_CHECK_GROWTH {
         if stop::requested() || kept.interrupted {
             break;
@@ -561,7 +564,7 @@ pub fn run_checked(
         size *= 2;
         let larger = match run(
             specs,
-            &BandwidthOptions { bytes_per_thread: size, ..opts.clone() },
+            &BandwidthOptions { bytes_per_thread: size, ..picked.clone() },
             topology,
         ) {
             Ok(r) => r,
@@ -578,7 +581,9 @@ pub fn run_checked(
             check.agreed = true;
             break;
         }
-        kept = larger;
+        // The trial that picked the method stays with the figure.
+        let trial = std::mem::take(&mut kept.isa_trial);
+        kept = BandwidthResult { isa_trial: trial, ..larger };
     }
     kept.size_check = Some(check.clone());
     Ok((kept, check))
