@@ -109,7 +109,7 @@ nothing injected; $series series per set of fleets. Otava $otava_version (PyPI) 
 platscope fleet as it runs (E-divisive over every split and end, permutation test at p ≤ 0.002,
 and a change's medians must differ by more than the class's noise). A shift counts as found
 when a change of its host and figure is within one day of it. $(nproc) CPUs, $(host_label),
-load average $load_before before and $load_after after (other jobs on the machine).
+load average $load_before before and $load_after after.
 
 | | platscope fleet | Apache Otava |
 |---|---|---|

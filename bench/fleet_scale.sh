@@ -82,7 +82,7 @@ section="<!-- fleet-scale:begin -->
 \`examples/synthetic_fleet --into\` from the four real quick reports of this VM
 (\`crates/fleet/tests/fixtures\`): $reports reports, $figures headline figures, $((bytes / 1048576)) MiB
 in the fleet tables (filled in $fill_s s), $shifts shifts injected. Release build, $(nproc) CPUs,
-$(host_label), load average $load_before before and $load_after after (other jobs on the machine).
+$(host_label), load average $load_before before and $load_after after.
 
 | \`platscope fleet …\` | wall clock | peak memory |
 |---|---|---|
