@@ -184,3 +184,19 @@ pub fn quick_report(sections: &str, out: &str, db: &str) -> String {
         .expect("a report run")
         .to_string()
 }
+
+/// Every `<section …>…</section>` of a report page, by section id, in page order: what tests
+/// compare byte for byte between a page drawn at run time and one drawn from the store.
+pub fn page_sections(page: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut rest = page;
+    while let Some(start) = rest.find("<section id=\"") {
+        let after = &rest[start..];
+        let Some(end) = after.find("</section>") else { break };
+        let html = &after[..end + "</section>".len()];
+        let id = html["<section id=\"".len()..].split('"').next().unwrap_or("").to_string();
+        out.push((id, html.to_string()));
+        rest = &after[end..];
+    }
+    out
+}

@@ -27,7 +27,7 @@ pub mod tree;
 
 pub use burner::{Burner, Spinner};
 pub use cli::{
-    bin, command, newest_run, platscope, platscope_with_stdin, quick_report, signal, stderr,
-    stdout, text, wait_within,
+    bin, command, newest_run, page_sections, platscope, platscope_with_stdin, quick_report, signal,
+    stderr, stdout, text, wait_within,
 };
 pub use tree::Tree;
