@@ -59,8 +59,9 @@ fn the_architecture_page_names_files_that_exist() {
     for name in ["suite::plan::plan", "suite::plan::section_steps", "suite::runner"] {
         assert!(page.contains(name), "docs/architecture.md no longer names {name}");
     }
-    let registry_test = read("crates/platscope/tests/registry.rs");
-    assert!(registry_test.contains("fn every_report_step_draws_the_same_sections_from_the_store"));
+    let compare_test = read("crates/platscope/tests/report_compare.rs");
+    assert!(compare_test.contains("fn report_steps_draw_their_sections_again("));
+    assert!(page.contains("report_steps_draw_their_sections_again"));
 }
 
 /// A numbered source document or a tracker number: names of documents only the team has. The
