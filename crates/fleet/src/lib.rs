@@ -19,16 +19,9 @@
 //! ```
 //! use fleet::analysis::{analyse, Options};
 //! use fleet::synthetic::{generate, Plan};
-//! # use results::fleet::{HeadlineFigure, ReportFigures};
-//! # let figure = |name: &str, unit: &str, median: f64| HeadlineFigure {
-//! #     area: "Memory".into(), name: name.into(), metric: name.into(), unit: unit.into(),
-//! #     median, p25: median, p75: median, samples: 5 };
-//! # let real: Vec<ReportFigures> = (0..3).map(|i| ReportFigures {
-//! #     figures: vec![figure("Idle DRAM latency", "ns", 100.0 + i as f64),
-//! #                   figure("Peak bandwidth", "GB/s", 20.0 - 0.2 * i as f64)],
-//! #     ..fleet::synthetic::report_record(&format!("r{i}"), "here",
-//! #         &format!("2026-01-0{}T00:00:00Z", i + 1), "0.1.0",
-//! #         [("Kernel".to_string(), "6.1".to_string())].into()) }).collect();
+//! # let real = fleet::synthetic::made_up_machine(
+//! #     &[("Idle DRAM latency", "ns", 100.0, 1.0), ("Peak bandwidth", "GB/s", 20.0, -0.2)],
+//! #     &[("Kernel", "6.1")]);
 //! // `real`: a few real reports of one host (their spread is its noise).
 //! let (reports, truth) = generate(&real, &Plan::new(12, 20, 2, 1)).unwrap();
 //! let analysis = analyse(&reports, &Options::default());

@@ -16,6 +16,8 @@ use std::fmt::Write as _;
 
 use chart::svg::{self, esc, exact, fmt3, px, Plot, ScaleKind, Tick};
 
+use report::html::card;
+
 use crate::analysis::{Analysis, Direction};
 use crate::facts::describe;
 
@@ -46,17 +48,6 @@ svg .class-median{stroke:#9aa3ad;stroke-width:1;stroke-dasharray:4 4}";
 
 /// Line colours for a timeline's figures (distinct in print and for common colour blindness).
 const COLOURS: [&str; LINES] = ["#2b6cb0", "#d97706", "#059669", "#9333ea", "#be123c", "#4b5563"];
-
-fn card(out: &mut String, label: &str, figure: &str, how: &str) {
-    let _ = write!(
-        out,
-        "<div class=\"card\"><div class=\"label\">{}</div><div class=\"figure\">{}</div>\
-         <div class=\"how\">{}</div></div>",
-        esc(label),
-        esc(figure),
-        esc(how)
-    );
-}
 
 /// An element id from a host name (letters, digits and `-` kept).
 fn anchor(prefix: &str, name: &str) -> String {

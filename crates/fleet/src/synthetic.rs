@@ -277,6 +277,32 @@ pub fn made_up_figure(name: &str, unit: &str, median: f64) -> HeadlineFigure {
     }
 }
 
+/// Three made-up reports of one machine, a day apart: each figure `(name, unit, first median,
+/// change from one report to the next)` as [`made_up_figure`] makes it, under `facts`. What
+/// tests and examples stand in for a machine's real reports with.
+pub fn made_up_machine(
+    figures: &[(&str, &str, f64, f64)],
+    facts: &[(&str, &str)],
+) -> Vec<ReportFigures> {
+    (0..3)
+        .map(|i| ReportFigures {
+            figures: figures
+                .iter()
+                .map(|&(name, unit, first, change)| {
+                    made_up_figure(name, unit, first + change * f64::from(i))
+                })
+                .collect(),
+            ..report_record(
+                &format!("r{i}"),
+                "here",
+                &format!("2026-01-0{}T00:00:00Z", i + 1),
+                "0.1.0",
+                facts.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            )
+        })
+        .collect()
+}
+
 /// A report record without figures (fields the fleet reader does not use at their defaults).
 pub fn report_record(
     uuid: &str,
@@ -521,27 +547,10 @@ mod tests {
     use super::*;
 
     fn real() -> Vec<ReportFigures> {
-        let figure = made_up_figure;
-        (0..3)
-            .map(|i| ReportFigures {
-                figures: vec![
-                    figure("DRAM", "ns", 100.0 + i as f64),
-                    figure("Copy", "GB/s", 10.0 - 0.1 * i as f64),
-                    figure("Flat", "ns", 5.0),
-                ],
-                ..report_record(
-                    &format!("real-{i}"),
-                    "here",
-                    &format!("2026-01-0{}T00:00:00Z", i + 1),
-                    "0.1.0",
-                    [
-                        ("Kernel".to_string(), "6.1".to_string()),
-                        ("Cores per socket".to_string(), "2".to_string()),
-                    ]
-                    .into(),
-                )
-            })
-            .collect()
+        made_up_machine(
+            &[("DRAM", "ns", 100.0, 1.0), ("Copy", "GB/s", 10.0, -0.1), ("Flat", "ns", 5.0, 0.0)],
+            &[("Kernel", "6.1"), ("Cores per socket", "2")],
+        )
     }
 
     #[test]

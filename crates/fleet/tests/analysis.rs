@@ -6,7 +6,8 @@
 use std::collections::BTreeMap;
 
 use fleet::analysis::{analyse, Direction, Options};
-use results::fleet::{HeadlineFigure, ReportFigures};
+use fleet::synthetic::made_up_figure;
+use results::fleet::ReportFigures;
 
 /// A normal draw (Box–Muller) from the workspace's generator.
 fn normal(rng: &mut measure::rng::SplitMix64) -> f64 {
@@ -30,19 +31,6 @@ fn facts(cpu: &str, kernel: &str) -> BTreeMap<String, String> {
     .collect()
 }
 
-fn figure(name: &str, unit: &str, median: f64) -> HeadlineFigure {
-    HeadlineFigure {
-        area: "Memory".into(),
-        name: name.into(),
-        metric: name.into(),
-        unit: unit.into(),
-        median,
-        p25: median,
-        p75: median,
-        samples: 9,
-    }
-}
-
 /// A report: `day` after 2026-02-01, two figures.
 fn report(
     host: &str,
@@ -53,8 +41,8 @@ fn report(
 ) -> ReportFigures {
     ReportFigures {
         figures: vec![
-            figure("Idle DRAM latency", "ns", dram),
-            figure("Peak bandwidth", "GB/s", bw),
+            made_up_figure("Idle DRAM latency", "ns", dram),
+            made_up_figure("Peak bandwidth", "GB/s", bw),
         ],
         ..fleet::synthetic::report_record(
             &format!("{host}-{day}"),

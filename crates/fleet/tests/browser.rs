@@ -9,35 +9,20 @@
 use std::path::Path;
 
 use fleet::analysis::{analyse, Options};
-use fleet::synthetic::{generate, made_up_figure, report_record, Plan};
+use fleet::synthetic::{generate, made_up_machine, Plan};
 use results::fleet::ReportFigures;
 use test_support::browser::open_page;
 
-/// Three made-up reports of one machine: two figures, a percent apart.
+/// Three made-up reports of one machine.
 fn machine() -> Vec<ReportFigures> {
-    let figure = made_up_figure;
-    (0..3)
-        .map(|i| ReportFigures {
-            figures: vec![
-                figure("Idle DRAM latency", "ns", 100.0 + i as f64),
-                figure("Peak bandwidth", "GB/s", 20.0 - 0.2 * i as f64),
-                figure("compress lz4", "MB/s", 800.0 + 8.0 * i as f64),
-            ],
-            ..report_record(
-                &format!("r{i}"),
-                "here",
-                &format!("2026-01-0{}T00:00:00Z", i + 1),
-                "0.1.0",
-                [
-                    ("CPU model".to_string(), "Xeon".to_string()),
-                    ("Kernel".to_string(), "6.1".to_string()),
-                    ("THP".to_string(), "madvise".to_string()),
-                    ("Microcode".to_string(), "0x1".to_string()),
-                ]
-                .into(),
-            )
-        })
-        .collect()
+    made_up_machine(
+        &[
+            ("Idle DRAM latency", "ns", 100.0, 1.0),
+            ("Peak bandwidth", "GB/s", 20.0, -0.2),
+            ("compress lz4", "MB/s", 800.0, 8.0),
+        ],
+        &[("CPU model", "Xeon"), ("Kernel", "6.1"), ("THP", "madvise"), ("Microcode", "0x1")],
+    )
 }
 
 #[test]

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use fleet::analysis::FleetReport;
-use fleet::synthetic::{generate, made_up_figure, report_record, Plan, Truth};
+use fleet::synthetic::{generate, made_up_machine, Plan, Truth};
 use results::fleet::ReportFigures;
 use results::{FleetStore, PgStore, SqliteStore};
 
@@ -28,26 +28,10 @@ fn refused(out: Output, code: i32, says: &str) {
 
 /// Three made-up reports of one machine (the generator takes its levels and noise from them).
 fn machine() -> Vec<ReportFigures> {
-    let figure = made_up_figure;
-    (0..3)
-        .map(|i| ReportFigures {
-            figures: vec![
-                figure("Idle DRAM latency", "ns", 100.0 + i as f64),
-                figure("Peak bandwidth", "GB/s", 20.0 - 0.2 * i as f64),
-            ],
-            ..report_record(
-                &format!("r{i}"),
-                "here",
-                &format!("2026-01-0{}T00:00:00Z", i + 1),
-                "0.1.0",
-                [
-                    ("CPU model".to_string(), "Xeon".to_string()),
-                    ("Kernel".to_string(), "6.1".to_string()),
-                ]
-                .into(),
-            )
-        })
-        .collect()
+    made_up_machine(
+        &[("Idle DRAM latency", "ns", 100.0, 1.0), ("Peak bandwidth", "GB/s", 20.0, -0.2)],
+        &[("CPU model", "Xeon"), ("Kernel", "6.1")],
+    )
 }
 
 fn write_reports(path: &Path, reports: &[ReportFigures]) {

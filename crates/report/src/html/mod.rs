@@ -33,6 +33,7 @@ mod notes;
 mod page;
 
 pub use notes::{Note, Section};
+pub use page::card;
 
 use chart::svg::esc;
 use chart::CSS;

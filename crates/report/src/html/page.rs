@@ -138,8 +138,9 @@ pub(super) fn header(d: &ReportData) -> String {
     out
 }
 
-/// One headline figure: what it is, the number, how it was obtained.
-fn card(out: &mut String, label: &str, figure: &str, how: &str) {
+/// One headline figure: what it is, the number, how it was obtained (the report's and the
+/// fleet page's cards).
+pub fn card(out: &mut String, label: &str, figure: &str, how: &str) {
     let _ = write!(
         out,
         "<div class=\"card\"><div class=\"label\">{}</div><div class=\"figure\">{}</div>\
