@@ -4,6 +4,7 @@
 //! registry. A step that cannot run here says why in one line, on the page and in the
 //! terminal, and the others still run.
 
+use chart::Area;
 use experiment::{Globals, Shown};
 use measure::progress::Steps;
 use measure::stop;
@@ -15,7 +16,7 @@ use report::html::{Note, ReportData, Section as PageSection};
 use results::Recorder;
 use topo::Topology;
 
-use crate::plan::{plan, Action, Mode, Section};
+use crate::plan::{plan, Action, Mode};
 use crate::runner::Run;
 use crate::SuiteError;
 
@@ -24,7 +25,7 @@ pub const REPORT_COMMAND: &str = results::fleet::REPORT_COMMAND;
 
 pub fn run(
     mode: Mode,
-    sections: &[Section],
+    sections: &[Area],
     topology: &Topology,
     rec: &mut Recorder,
     globals: &Globals,
@@ -35,7 +36,7 @@ pub fn run(
     let weights: Vec<(&str, f64)> = steps.iter().map(|s| (s.label, s.seconds)).collect();
     let progress = Steps::new(&weights);
     let mut data = ReportData::new(mode.name(), globals.version, topology.clone(), rec.database());
-    if sections.contains(&Section::Memory) {
+    if sections.contains(&Area::Memory) {
         // Measure the core clock first: it also wakes the core from any idle state before the
         // smallest (cache-resident) sizes, which would otherwise absorb the ramp-up.
         measure::core_clock::core_ghz();
@@ -74,7 +75,7 @@ pub fn run(
     }
     progress.finish();
     if let Some(why) = idle_disagreement(&outcomes) {
-        data.notes.push(Note::new(PageSection::LoadedLatency, why));
+        data.notes.push(Note::new(PageSection::of(membench::chart::LOADED_LATENCY), why));
     }
     if stop::requested() {
         data.notes.push(Note::new(

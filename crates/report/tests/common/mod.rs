@@ -422,7 +422,10 @@ pub fn sample() -> Sample {
                 ("SLB by placement".into(), 47),
             ],
             database: Some("/home/dba/.local/share/platscope/results.sqlite".into()),
-            notes: vec![report::html::Note::new(report::html::Section::LatencySize, NASTY_NOTE)],
+            notes: vec![report::html::Note::new(
+                report::html::Section::of(membench::chart::LATENCY_SIZE),
+                NASTY_NOTE,
+            )],
             parts: Vec::new(),
             skipped: Vec::new(),
             comparison: None,
