@@ -30,6 +30,7 @@ use results::fleet::{HeadlineFigure, ReportFigures};
 use serde::{Deserialize, Serialize};
 
 use crate::facts::FactChange;
+use crate::median;
 
 /// What to build.
 #[derive(Debug, Clone, PartialEq)]
@@ -210,11 +211,6 @@ fn normal(rng: &mut SplitMix64) -> f64 {
     (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * rng.unit()).cos()
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    measure::summary::quantile(&v, 0.5)
-}
-
 /// The figures every real report has with a usable value, with level and noise.
 fn sources(real: &[ReportFigures]) -> Vec<Source> {
     let first = &real[0];
@@ -234,15 +230,15 @@ fn sources(real: &[ReportFigures]) -> Vec<Source> {
         {
             continue;
         }
-        let level = median(values.iter().map(|f| f.median).collect());
+        let level = median(&mut values.iter().map(|f| f.median).collect::<Vec<f64>>());
         let deviations: Vec<f64> = values.iter().map(|f| (f.median / level).ln()).collect();
-        let spread = 1.4826 * median(deviations.iter().map(|d| d.abs()).collect());
+        let spread = 1.4826 * median(&mut deviations.iter().map(|d| d.abs()).collect::<Vec<f64>>());
         let half_iqr = median(
-            values
+            &mut values
                 .iter()
                 .filter(|f| f.p75 > 0.0 && f.median > 0.0 && f.p75.is_finite())
                 .map(|f| (f.p75 / f.median).ln().abs())
-                .collect(),
+                .collect::<Vec<f64>>(),
         );
         // A figure that never moved across the real reports still moves a little: the spread
         // inside one run (its samples' interquartile range as a standard deviation), at least
