@@ -28,6 +28,7 @@ use jiff::{civil, ToSpan};
 use measure::rng::SplitMix64;
 use results::fleet::{HeadlineFigure, ReportFigures};
 use serde::{Deserialize, Serialize};
+use topo::{FactValue, MemorySource, MemoryTotal};
 
 use crate::facts::FactChange;
 use crate::median;
@@ -354,11 +355,12 @@ fn class_facts(base: &BTreeMap<String, String>, class: usize) -> BTreeMap<String
     facts.insert("CPU model".into(), format!("{model} (synthetic class {class})"));
     let cores = facts.get("Cores per socket").and_then(|c| c.parse::<u64>().ok()).unwrap_or(1);
     facts.insert("Cores per socket".into(), (cores * scale).to_string());
-    let memory = facts
-        .get("Memory")
-        .and_then(|m| m.split_whitespace().next().and_then(|n| n.parse::<f64>().ok()))
-        .unwrap_or(16.0);
-    facts.insert("Memory".into(), format!("{:.1} GiB (MemTotal)", memory * scale as f64));
+    let memory = match facts.get("Memory").map(|m| FactValue::read(m)) {
+        Some(FactValue::Memory(m)) => m,
+        _ => MemoryTotal { bytes: 16 << 30, source: MemorySource::MemTotal },
+    };
+    let more = MemoryTotal { bytes: memory.bytes.saturating_mul(scale), ..memory };
+    facts.insert("Memory".into(), FactValue::Memory(more).to_string());
     facts
 }
 
