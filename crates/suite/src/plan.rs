@@ -549,6 +549,11 @@ mod tests {
             Action::Skip(why) => panic!("{}: skipped on a two-CPU machine: {why}", step.label),
         };
         let has = |flag: &str| argv.iter().any(|a| a == flag);
+        let several_kernels = argv
+            .iter()
+            .position(|a| a == "--kernel")
+            .and_then(|at| argv.get(at + 1))
+            .is_some_and(|k| k.contains(','));
         match path {
             p if p == latency::Latency::PATH && has("--matrix") => {
                 let matrix = membench::latency::LatencyMatrix {
@@ -586,7 +591,7 @@ mod tests {
                 BandwidthOutcome::Scale(BandwidthScale { scaling, peak: None, interrupted: false })
                     .parts(t)
             }
-            p if p == bandwidth::Bandwidth::PATH && has("--kernel") => {
+            p if p == bandwidth::Bandwidth::PATH && several_kernels => {
                 BandwidthOutcome::Kernels(Vec::new()).parts(t)
             }
             p if p == bandwidth::LoadedLatency::PATH => membench::loaded::LoadedCurve {
