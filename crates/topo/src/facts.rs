@@ -837,7 +837,8 @@ mod tests {
             FactValue::read(value(&machine, "BIOS")),
             FactValue::Unrecorded(Unrecorded::OlderVersion)
         );
-        let synthetic = Topology::from_synthetic("pack:1 [numa(memory=1GiB)] core:1 pu:1").unwrap();
+        let synthetic = Topology::from_synthetic("pack:1 [numa(memory=1GiB)] core:1 pu:1")
+            .expect("a synthetic topology");
         let kernel = FactValue::read(value(&machine_facts(&synthetic), "Kernel"));
         assert_eq!(kernel, FactValue::Unrecorded(Unrecorded::NotLive));
         assert!(!kernel.is_recorded());
