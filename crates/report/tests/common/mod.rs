@@ -421,6 +421,8 @@ pub fn sample() -> Sample {
                 ("SLB by workers".into(), 46),
                 ("SLB by placement".into(), 47),
             ],
+            rounds: Vec::new(),
+            clock_ghz: Vec::new(),
             database: Some("/home/dba/.local/share/platscope/results.sqlite".into()),
             notes: vec![report::html::Note::new(report::html::Section::LatencySize, NASTY_NOTE)],
             parts: Vec::new(),
