@@ -513,12 +513,12 @@ mod tests {
         };
         let text = comparison_text(&c);
         assert!(
-            text.contains("Core clock: this 2.7 GHz (2.69–2.7, 2 rounds), baseline 3.06 GHz."),
+            text.contains("Core clock: this 2.70 GHz (2.69–2.70, 2 rounds), baseline 3.06 GHz."),
             "{text}"
         );
         assert!(text.contains("same (core clock −12%"), "{text}");
         let html = comparison_html(&c);
         assert!(html.contains("3 rounds 1.29–1.31"), "{html}");
-        assert!(html.contains("could see ±20%"), "{html}");
+        assert!(html.contains("could see ±20.0%"), "{html}");
     }
 }
