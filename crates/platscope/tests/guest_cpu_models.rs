@@ -20,7 +20,8 @@ const MODELS: [&str; 5] =
 fn value_or_reason(value: &str) -> bool {
     let value = value.trim();
     let absent = ["not ", "none", "unknown"].iter().any(|p| value.starts_with(p));
-    !value.is_empty() && (!absent || value.contains(':') || value.contains('(') || value.contains(" by "))
+    !value.is_empty()
+        && (!absent || value.contains(':') || value.contains('(') || value.contains(" by "))
 }
 
 #[test]
