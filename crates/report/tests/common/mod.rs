@@ -56,6 +56,8 @@ pub fn on_node(node: u32, bytes: u64) -> Placement {
         per_node: vec![NodePages { node, pages: bytes / 4096 }],
         not_present: 0,
         thp_bytes: None,
+        thp_source: None,
+        thp_mode: None,
     }
 }
 fn cache(level: u8, kind: CacheKind, size_bytes: u64, cpus: Vec<u32>) -> Cache {
