@@ -18,7 +18,7 @@
 //! A class of fewer than [`MIN_HOSTS`] hosts has no median to stand against; a figure without
 //! a calibrated noise is not tested (both said in the summary's notes).
 
-use measure::verdict::mann_whitney_p;
+use measure::stats::mann_whitney_p;
 
 use crate::edivisive::Split;
 use crate::median;

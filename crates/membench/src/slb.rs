@@ -553,6 +553,8 @@ mod tests {
                 per_node: vec![],
                 not_present: 0,
                 thp_bytes: None,
+                thp_source: None,
+                thp_mode: None,
             },
         }
     }

@@ -148,6 +148,8 @@ mod tests {
                 per_node: vec![],
                 not_present: 0,
                 thp_bytes: None,
+                thp_source: None,
+                thp_mode: None,
             },
         };
         assert_eq!(r.time_cost_line(), "time cost 16.759935 secs.");

@@ -24,6 +24,9 @@ pub struct Run<'a> {
     pub cpus: usize,
     /// The steps probed for placement so far, with the parts each drew.
     pub probed: Vec<ProbedStep>,
+    /// The report's round (from 1): later rounds store their runs as the step's rounds and
+    /// draw nothing on the page.
+    pub round: u32,
 }
 
 impl Run<'_> {
@@ -38,6 +41,16 @@ impl Run<'_> {
         let mut ctx = Context::new(self.topology, self.globals, self.rec);
         let (outcome, id) = experiment.run(&mut ctx, argv)?;
         let placement = ctx.take_placement();
+        if self.round > 1 {
+            if let Some(id) = id {
+                self.data.rounds.push(report::html::RoundRun {
+                    label: label.to_string(),
+                    round: self.round,
+                    id,
+                });
+            }
+            return Ok(outcome);
+        }
         let mut parts = outcome.parts(self.topology);
         crate::placement::label_sections(&mut parts, placement.as_ref());
         let start = self.data.parts.len();

@@ -491,7 +491,9 @@ fn tlb_setting(tlb: &Tlb) -> String {
 
 fn tlbs(t: &Topology, out: &mut Vec<Fact>) {
     let Some(cpuid) = t.machine.cpuid.as_ref().filter(|c| !c.tlbs.is_empty()) else {
-        fact(out, "TLBs", no_cpuid(t, "CPUID describes no TLBs"));
+        let why = t.machine.cpuid.as_ref().and_then(|c| c.tlbs_absent.as_deref());
+        let why = why.map_or("CPUID describes no TLBs".to_string(), |w| format!("CPUID: {w}"));
+        fact(out, "TLBs", no_cpuid(t, &why));
         return;
     };
     for tlb in &cpuid.tlbs {

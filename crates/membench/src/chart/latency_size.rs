@@ -96,12 +96,13 @@ pub fn latency_size(
     let markers: Vec<String> =
         caches.iter().map(|(n, s, _)| format!("{n} {}", bytes_label(*s as f64))).collect();
     let mut caption = format!(
-        "Idle load-to-use latency: one thread on {} chases a random pointer chain through a buffer of each size ({} to {}, {} pages). \
+        "Idle load-to-use latency: one thread on {} chases a random pointer chain through a buffer of each size ({} to {}, {}). \
          Points: {} per size (first sample dropped as warm-up); whiskers span best to p99. ",
         esc(&cpu),
         esc(&bytes_label(first.bytes as f64)),
         esc(&bytes_label(last.bytes as f64)),
-        esc(&first.placement.page.to_string()),
+        esc(&place::pages_label_of(&points.iter().map(|p| p.placement.clone()).collect::<Vec<_>>())
+            .unwrap_or_else(|| format!("{} pages", first.placement.page))),
         samples_text("samples", points.iter().map(|p| &p.ns)),
     );
     if markers.is_empty() {

@@ -137,11 +137,13 @@ fn placement_text(p: &Placement) -> String {
     if p.not_present > 0 {
         nodes.push(format!("{} pages not resident", p.not_present));
     }
-    if nodes.is_empty() {
-        "no resident pages".to_string()
-    } else {
-        nodes.join(", ")
+    let mut text =
+        if nodes.is_empty() { "no resident pages".to_string() } else { nodes.join(", ") };
+    if p.page != place::PageSize::Base {
+        text.push_str(" in ");
+        text.push_str(&p.pages_label());
     }
+    text
 }
 
 fn noisy_text(noisy: usize, total: usize, what: &str) -> String {

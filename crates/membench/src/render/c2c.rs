@@ -317,6 +317,8 @@ mod tests {
                 per_node: vec![NodePages { node: 0, pages: ns.len() as u64 }],
                 not_present: 0,
                 thp_bytes: None,
+                thp_source: None,
+                thp_mode: None,
             },
             classes: fold_classes(&pairs),
             nodes: Vec::new(),

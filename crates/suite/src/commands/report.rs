@@ -103,6 +103,10 @@ impl Tool for Report {
                 args.sections.clone()
             };
             let mut data = characterise::run(mode, &sections, &topology, &mut rec, globals)?;
+            // Each headline's spread over the rounds, read back from the stored rounds.
+            if let Ok(db) = crate::commands::results::open_read_only(&globals.store) {
+                compare::show_round_spread(&mut data, &db, &globals.registry)?;
+            }
             if let Some(reference) = &baseline_ref {
                 // The steps are stored: compare through the store, as --from-db would.
                 let compared =
@@ -136,6 +140,7 @@ impl Tool for Report {
             let db = super::results::open_read_only(&globals.store)?;
             let mut data =
                 crate::from_db::rebuild(&db as &dyn ResultStore, &args.from_db, &globals.registry)?;
+            compare::show_round_spread(&mut data, &db, &globals.registry)?;
             if let Some(reference) = &baseline_ref {
                 let this = StoredReport::read(&db, args.from_db[0])?;
                 let (base, name, history) = compare::read_baseline(reference, &db, &this)?;
@@ -207,10 +212,7 @@ fn redactor(globals: &Globals) -> Result<Redactor, Classified> {
 impl StoredReport {
     /// This report's page with its steps as stored (the report run itself is not stored yet).
     pub fn from_steps(store: &dyn ResultStore, data: ReportData) -> Result<Self, Classified> {
-        let mut steps = Vec::new();
-        for (label, id) in &data.stored_runs {
-            steps.push((label.clone(), store.run(*id)?));
-        }
+        let (steps, rounds) = crate::compare::read_steps(store, &data)?;
         let run = results::StoredRun {
             id: 0,
             uuid: String::new(),
@@ -226,6 +228,6 @@ impl StoredReport {
             result: serde_json::Value::Null,
             interrupted: false,
         };
-        Ok(Self { run, data, steps })
+        Ok(Self { run, data, steps, rounds })
     }
 }
