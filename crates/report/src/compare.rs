@@ -334,7 +334,7 @@ fn method(c: &ReportComparison) -> String {
          that depends on where the CPUs sit, taken in different placements (a cache line's \
          round trip between the same CPUs {FAR_FACTOR}× or more apart), gets no verdict: \
          placement differs (docs/comparing.md).",
-        conf = format!("{:.0}", measure::verdict::CONFIDENCE * 100.0),
+        conf = (measure::verdict::CONFIDENCE * 100.0).round(),
         k = c
             .comparison
             .iter()

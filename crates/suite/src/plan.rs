@@ -30,7 +30,8 @@ impl Mode {
     }
 }
 
-/// How long and how large each memory and contention step is, by mode.
+/// How long and how large each memory and contention step is in one round of the report, by
+/// mode (every step runs once a round: [`Rounds::report_rounds`]).
 #[derive(Debug, Clone)]
 pub struct Budget {
     pub sweep_to: u64,
@@ -52,27 +53,27 @@ impl Budget {
         match mode {
             Mode::Full => Budget {
                 sweep_to: 1 << 30,
-                sweep: Duration::from_millis(300),
+                sweep: Duration::from_millis(150),
                 matrix_bytes: dram.max(1 << 30),
-                matrix: Duration::from_millis(500),
-                bandwidth: Duration::from_millis(2000),
+                matrix: Duration::from_millis(250),
+                bandwidth: Duration::from_millis(800),
                 loaded_delays: membench::loaded::DEFAULT_DELAYS.to_vec(),
-                loaded: Duration::from_millis(500),
+                loaded: Duration::from_millis(250),
                 slb_pages: 262_144,
-                slb_loops: 100,
-                c2c_pair: Duration::from_millis(500),
+                slb_loops: 50,
+                c2c_pair: Duration::from_millis(250),
             },
             Mode::Quick => Budget {
                 sweep_to: dram,
-                sweep: Duration::from_millis(100),
+                sweep: Duration::from_millis(60),
                 matrix_bytes: dram,
-                matrix: Duration::from_millis(150),
-                bandwidth: Duration::from_millis(500),
+                matrix: Duration::from_millis(100),
+                bandwidth: Duration::from_millis(300),
                 loaded_delays: vec![0, 200, 800, 3200, 12800, 51200],
-                loaded: Duration::from_millis(150),
+                loaded: Duration::from_millis(100),
                 slb_pages: 65_536,
-                slb_loops: 60,
-                c2c_pair: Duration::from_millis(150),
+                slb_loops: 40,
+                c2c_pair: Duration::from_millis(100),
             },
         }
     }
