@@ -363,6 +363,23 @@ pub struct Placement {
 }
 
 impl Placement {
+    /// `bytes` of base pages under the inherited policy, `per_node` as counted, every page
+    /// resident: what a run on a machine without THP or a policy records (and what tests and
+    /// made-up outcomes build).
+    pub fn base_pages(bytes: u64, per_node: Vec<NodePages>) -> Self {
+        Placement {
+            requested: MemPolicy::Inherit,
+            page: PageSize::Base,
+            bytes,
+            page_bytes: 4096,
+            per_node,
+            not_present: 0,
+            thp_bytes: None,
+            thp_source: None,
+            thp_mode: None,
+        }
+    }
+
     /// Pages counted, resident or not.
     pub fn total_pages(&self) -> u64 {
         self.per_node.iter().map(|n| n.pages).sum::<u64>() + self.not_present

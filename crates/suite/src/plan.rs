@@ -505,18 +505,7 @@ mod tests {
     fn drawn(step: &Step, t: &Topology) -> Vec<chart::Part> {
         use membench::experiments::bandwidth::{BandwidthOutcome, BandwidthScale};
         use membench::experiments::latency::{LatencyMatrixRun, LatencyOutcome, LatencySweep};
-        use place::{MemPolicy, PageSize, Placement};
-        let placement = || Placement {
-            requested: MemPolicy::Inherit,
-            page: PageSize::Base,
-            bytes: 0,
-            page_bytes: 4096,
-            per_node: Vec::new(),
-            not_present: 0,
-            thp_bytes: None,
-            thp_source: None,
-            thp_mode: None,
-        };
+        let placement = || place::Placement::base_pages(0, Vec::new());
         let empty_sweep = || loadgen::experiments::LoadOutcome::Sweep {
             steps: Vec::new(),
             stopped_between_steps: false,

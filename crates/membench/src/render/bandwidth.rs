@@ -349,17 +349,7 @@ mod tests {
 
     #[test]
     fn loaded_latency_says_what_its_delays_are_when_the_core_clock_is_unknown() {
-        let placement = Placement {
-            requested: place::MemPolicy::Inherit,
-            page: place::PageSize::Base,
-            bytes: 4096,
-            page_bytes: 4096,
-            per_node: Vec::new(),
-            not_present: 0,
-            thp_bytes: None,
-            thp_source: None,
-            thp_mode: None,
-        };
+        let placement = Placement::base_pages(4096, Vec::new());
         let mut c = LoadedCurve {
             mix: crate::loaded::LoadMix::Reads,
             kernel: Kernel::Read,

@@ -238,7 +238,7 @@ pub fn compare_header() -> String {
 mod tests {
     use super::*;
     use measure::summary::summarize;
-    use place::{MemPolicy, NodePages, PageSize};
+    use place::{NodePages, PageSize};
 
     fn point(cycles: Option<f64>) -> LatencyPoint {
         LatencyPoint {
@@ -246,17 +246,7 @@ mod tests {
             ns: summarize(&[1.0, 1.1, 1.2]).expect("samples"),
             cycles,
             cpu: Some(0),
-            placement: Placement {
-                requested: MemPolicy::Inherit,
-                page: PageSize::Base,
-                bytes: 32 << 10,
-                page_bytes: 4096,
-                per_node: vec![NodePages { node: 0, pages: 8 }],
-                not_present: 0,
-                thp_bytes: None,
-                thp_source: None,
-                thp_mode: None,
-            },
+            placement: Placement::base_pages(32 << 10, vec![NodePages { node: 0, pages: 8 }]),
             loads: 1000,
         }
     }
