@@ -1,7 +1,7 @@
 //! Live tests: real child processes under real allocators on this machine. They assert what
 //! cannot be noise — verification, address-space arithmetic, counts — never which allocator wins.
 
-#![allow(clippy::unwrap_used)] // tests may unwrap
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;

@@ -1,7 +1,8 @@
 //! Event-based CPU time against the tick (root): a thread that runs in bursts placed between
 //! ticks is nearly invisible to /proc/stat's tick-sampled accounting, while the sched_switch
 //! figure matches the thread's own CPU time. And an exiting process is caught with its time.
-#![allow(clippy::unwrap_used)] // tests may unwrap
+
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::time::Duration;
 

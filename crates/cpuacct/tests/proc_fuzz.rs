@@ -4,7 +4,6 @@
 //! overflow. pstime's `/proc/PID/stat` and `schedstat` have theirs in the pstime crate.
 //!
 //! Pure tier: [`fuzz::PURE`] cases per target; live tier (`--ignored`): [`fuzz::LIVE`].
-#![allow(clippy::unwrap_used)] // tests may unwrap
 
 use std::time::{Duration, Instant};
 

@@ -1,5 +1,4 @@
 //! The task iterator (root): every process is there, with the figures /proc has.
-#![allow(clippy::unwrap_used)] // tests may unwrap
 
 use cpuacct::tasks::TaskIter;
 

@@ -326,7 +326,6 @@ pub fn linger(conn: &mut dyn Conn) {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

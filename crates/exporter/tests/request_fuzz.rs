@@ -3,7 +3,8 @@
 //! arbitrary pieces) and the `--web-config` YAML.
 //!
 //! Pure tier: [`fuzz::PURE`] cases per target; live tier (`--ignored`): [`fuzz::LIVE`].
-#![allow(clippy::unwrap_used)] // tests may unwrap
+
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::io::{Read, Write};
 use std::path::Path;

@@ -4,7 +4,8 @@
 //!
 //! The generator is this test binary run again (the tracer never counts its own process):
 //! it waits on stdin until the programs are attached, does its I/O, and prints what it did.
-#![allow(clippy::unwrap_used)] // tests may unwrap
+
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::io::{Read, Write};
 use std::os::unix::fs::{FileExt, MetadataExt};

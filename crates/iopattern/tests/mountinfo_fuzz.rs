@@ -3,7 +3,8 @@
 //! that do not are skipped, never a panic.
 //!
 //! Pure tier: [`fuzz::PURE`] cases; live tier (`--ignored`): [`fuzz::LIVE`].
-#![allow(clippy::unwrap_used)] // tests may unwrap
+
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::path::Path;
 

@@ -717,7 +717,6 @@ fn tcp(addrs: &[SocketAddr], timeout: Option<Duration>) -> Result<Socket, String
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
     use std::alloc::{GlobalAlloc, Layout, System};

@@ -4,7 +4,8 @@
 //! around `:rand(…)` is kept exactly, whatever blanks its arguments hold.
 //!
 //! Pure tier: [`fuzz::PURE`] cases per target; live tier (`--ignored`): [`fuzz::LIVE`].
-#![allow(clippy::unwrap_used)] // tests may unwrap
+
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use loadgen::workload::{parse_sql_file, Dialect, Gen, Part};
 use loadgen::Error;

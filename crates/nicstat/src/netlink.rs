@@ -794,7 +794,6 @@ fn parse_link_mode(body: &[u8]) -> Option<(u32, Option<u32>, Duplex)> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

@@ -5,7 +5,7 @@
 //! deleted by a guard, also when a test fails. Without root (or without `ip`) each test prints
 //! why it skipped.
 
-#![allow(clippy::unwrap_used)] // tests may unwrap
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::io::{Read, Write};
 use std::net::{SocketAddrV4, TcpListener, TcpStream, UdpSocket};

@@ -2,7 +2,8 @@
 //! renamed interface under its new name at the next read. Runs in a network namespace of its
 //! own (one test thread unshares it; `ip` children inherit it), so the host's links are not
 //! touched.
-#![allow(clippy::unwrap_used)] // tests may unwrap
+
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use nicstat::ioctl::Socket;
 use nicstat::netdev::{parse_net_dev, NetDevCounters};

@@ -3,7 +3,6 @@
 //! never a panic; and rates between two damaged snapshots are finite, never an overflow.
 //!
 //! Pure tier: [`fuzz::PURE`] cases per target; live tier (`--ignored`): [`fuzz::LIVE`].
-#![allow(clippy::unwrap_used)] // tests may unwrap
 
 use nicstat::link::{parse_sysfs_duplex, parse_sysfs_flags, parse_sysfs_speed};
 use nicstat::netdev::parse_net_dev;

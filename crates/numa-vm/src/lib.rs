@@ -567,7 +567,6 @@ impl Drop for TempDir {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

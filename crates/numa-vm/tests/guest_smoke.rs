@@ -2,8 +2,6 @@
 //! itself: as root it installs what is missing; otherwise these tests fail saying what to run.
 //! They never skip.
 
-#![allow(clippy::unwrap_used)] // tests may unwrap
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 

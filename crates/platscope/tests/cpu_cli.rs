@@ -8,7 +8,7 @@
 //! The burning child is this test binary run again with `PLATSCOPE_TEST_BURN` set
 //! ([`burner_child`]); it measures its own CPU time, so nothing else needs installing.
 
-#![allow(clippy::unwrap_used)] // tests may unwrap
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;

@@ -4,8 +4,6 @@
 //! root). The package holds the binary this test suite was built with (no release build here;
 //! `scripts/deb.sh` alone builds and packages the release binary).
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic with a reason
-
 use std::process::{Command, Output};
 
 use test_support::{stderr, stdout};

@@ -2,7 +2,8 @@
 //! results store, a path with a Latin-1 byte, a closed stderr, `ulimit -v` and a cgroup memory
 //! limit, Ctrl-C and SIGTERM during set-up, SIGTERM to the SLB's worker processes, an
 //! interrupted scaling run, and a wrapped command's exit status.
-#![allow(clippy::unwrap_used)] // tests may unwrap
+
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;

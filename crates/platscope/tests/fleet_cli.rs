@@ -3,7 +3,8 @@
 //! this VM, read from a SQLite store (pure tier) and from a real PostgreSQL 15 (live tier),
 //! found as it was made; an empty store, a store of one host, a store of the previous release
 //! (backfilled on the first read) and a connection lost in the middle of the read.
-#![allow(clippy::unwrap_used)] // tests may unwrap
+
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

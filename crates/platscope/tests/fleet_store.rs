@@ -3,7 +3,7 @@
 //! included; a report run now stores the headline figures its page shows; `results push`
 //! carries them to a real PostgreSQL 15, computing them first for reports that lack them.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic with a reason
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

@@ -7,7 +7,7 @@
 //! macros with their plain equivalents (`$__rate_interval` a 20 s window over 1 s scrapes,
 //! `$__timeFilter(t)` the last day).
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic with a reason
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::collections::BTreeSet;
 use std::io::{Read, Seek, SeekFrom, Write};

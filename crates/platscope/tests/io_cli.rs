@@ -1,7 +1,8 @@
 //! `platscope io pattern` end to end (root): the DTrace random-vs-sequential I/O script's table
 //! and JSON for a workload on a fresh tmpfs, Ctrl-C keeping the interval so far, bad input, and
 //! no privileges.
-#![allow(clippy::unwrap_used)] // tests may unwrap
+
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};

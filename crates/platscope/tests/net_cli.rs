@@ -3,8 +3,6 @@
 //! root (a veth pair in network namespaces, seen through `ip netns exec`); it says so when it
 //! skips.
 
-#![allow(clippy::unwrap_used)] // tests may unwrap
-
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -5,7 +5,7 @@
 //! page, in the terminal, in the JSON, in the store, and in both comparisons. One test in its own
 //! binary, about 20 s in the debug build on the project VM (two contention-only quick reports).
 
-#![allow(clippy::unwrap_used)] // tests may unwrap
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::process::Output;
 

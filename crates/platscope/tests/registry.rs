@@ -6,7 +6,7 @@
 //! `{pg}` (the libpq conninfo of a throwaway PostgreSQL 15 the test starts and stops, with
 //! `load prepare`'s tables in it), `{pgpid}` (that server's postmaster PID).
 
-#![allow(clippy::unwrap_used)] // tests may unwrap
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

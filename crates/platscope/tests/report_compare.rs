@@ -11,7 +11,7 @@
 //! kinds earlier versions stored: the round trip needs a real report, and these take minutes.
 //! One test in its own binary: nothing else of the test suite runs beside these measurements.
 
-#![allow(clippy::unwrap_used)] // tests may unwrap
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::path::Path;
 

@@ -11,7 +11,7 @@
 //! load average 1 and 8 s at 10–11 (test build). One test in its own binary: nothing else of
 //! the test suite runs beside these measurements.
 
-#![allow(clippy::unwrap_used)] // tests may unwrap
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::time::Instant;
 

@@ -1,6 +1,5 @@
 //! `platscope results textfile`: a real run recorded, written as a textfile, checked by
 //! `promtool` and read by a real node_exporter.
-#![allow(clippy::unwrap_used)] // tests may unwrap
 
 use std::path::Path;
 use std::process::{Command, Stdio};

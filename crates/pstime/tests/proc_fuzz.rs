@@ -3,7 +3,6 @@
 //! and `/proc/PID/schedstat`. An error or a sane value, never a panic, never an overflow.
 //!
 //! Pure tier: [`fuzz::PURE`] cases per target; live tier (`--ignored`): [`fuzz::LIVE`].
-#![allow(clippy::unwrap_used)] // tests may unwrap
 
 use std::path::Path;
 

@@ -101,7 +101,6 @@ fn sdt_probe(desc: &[u8]) -> Option<(String, String)> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
     use test_support::fuzz::{self, proptest};

@@ -2,7 +2,8 @@
 //! run as root, as CI runs them as root). The counts must match what the drivers issued,
 //! exactly; pre-emption and involuntary switches are checked against CPU burners and
 //! /proc; the bad-input paths return their typed errors.
-#![allow(clippy::unwrap_used)] // tests may unwrap
+
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};

@@ -2,8 +2,6 @@
 //! throwaway cluster): the same round trip, order, filter and idempotence as the SQLite file,
 //! a read in batches larger than one, and a connection lost in the middle of a read.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic with a reason
-
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 

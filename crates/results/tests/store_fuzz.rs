@@ -7,7 +7,8 @@
 //!
 //! Pure tier: a few hundred cases per target (each writes a database); live tier (`--ignored`):
 //! 20 times more.
-#![allow(clippy::unwrap_used)] // tests may unwrap
+
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::path::{Path, PathBuf};
 

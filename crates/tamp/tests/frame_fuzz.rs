@@ -9,7 +9,8 @@
 //! `zstd_window_over_the_limit_is_refused`).
 //!
 //! Pure tier: [`fuzz::PURE`] cases per target; live tier (`--ignored`): [`fuzz::LIVE`].
-#![allow(clippy::unwrap_used)] // tests may unwrap
+
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::Cursor;

@@ -3,7 +3,6 @@
 //! and arbitrary text: an error or busy ≤ total, never a panic, never an overflow.
 //!
 //! Pure tier: [`fuzz::PURE`] cases; live tier (`--ignored`): [`fuzz::LIVE`].
-#![allow(clippy::unwrap_used)] // tests may unwrap
 
 use test_support::fuzz::{self, proptest};
 

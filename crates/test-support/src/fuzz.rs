@@ -195,7 +195,6 @@ pub fn text_or_mutated(seeds: Vec<String>, max: usize) -> impl Strategy<Value = 
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

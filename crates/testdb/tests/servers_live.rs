@@ -1,6 +1,5 @@
 //! Both servers start, answer SQL, and are gone (process and files) after drop. Root only:
 //! these fail, with the reason, when not run as root.
-#![allow(clippy::unwrap_used)] // tests may unwrap
 
 use testdb::{MariaDb, MariaDbOptions, PgOptions, Postgres};
 

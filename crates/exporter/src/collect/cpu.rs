@@ -181,7 +181,6 @@ pub fn switch_family(busy: &[CpuBusy]) -> Family {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
     use crate::Value;

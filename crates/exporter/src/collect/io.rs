@@ -211,7 +211,6 @@ fn size_buckets(slots: &[u64; SIZE_SLOTS]) -> Vec<(f64, u64)> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
     use crate::Value;

@@ -369,7 +369,6 @@ pub fn families(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
     use crate::{render, Format};

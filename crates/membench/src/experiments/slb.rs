@@ -819,7 +819,6 @@ impl Outcome for LocksOutcome {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
     use serde_json::json;
