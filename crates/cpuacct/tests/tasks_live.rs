@@ -1,9 +1,9 @@
 //! The task iterator (root): every process is there, with the figures /proc has.
 
 use cpuacct::tasks::TaskIter;
+use test_tier::live;
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn every_process_and_thread_is_listed_with_its_figures() {
     let iter = TaskIter::load().unwrap();
     let tasks = iter.read().unwrap();
@@ -24,8 +24,7 @@ fn every_process_and_thread_is_listed_with_its_figures() {
     assert!(tgids.len().abs_diff(processes) <= 5, "{} vs /proc {processes}", tgids.len());
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn process_sums_in_the_kernel_agree_with_the_thread_records() {
     use cpuacct::procsum::ProcessSums;
     use std::collections::HashMap;

@@ -11,6 +11,7 @@ use std::io::{Read, Write};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use test_tier::live;
 
 use iopattern::mounts::kernel_dev_of;
 use iopattern::pattern::{Counts, PAGE, RANDOM, READ, SEQUENTIAL, WRITE};
@@ -219,8 +220,7 @@ fn check_metadata(fs: &ScratchFs) {
     assert_eq!(c.meta[4], files, "other (fsync) {c:?}");
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn tmpfs_tally_matches_the_generator() {
     let fs = ScratchFs::tmpfs("tmpfs");
     check_sequential(&fs);
@@ -240,8 +240,7 @@ fn tmpfs_tally_matches_the_generator() {
 /// The per-file table with one slot: the first file read takes it, the other is kept in the
 /// hash; reads alternating between them are still sequential per file, and both files' own
 /// counts are right. (A file taken for the slot's would make every read random.) Takes ~1 s.
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn files_sharing_a_slot_count_alike() {
     let fs = ScratchFs::tmpfs("slots");
     let (a, b) = (fs.path("a.dat"), fs.path("b.dat"));
@@ -268,8 +267,7 @@ fn files_sharing_a_slot_count_alike() {
     ));
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn ext4_tally_matches_the_generator() {
     let fs = ScratchFs::ext4("ext4");
     check_sequential(&fs);

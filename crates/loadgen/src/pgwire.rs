@@ -722,6 +722,7 @@ mod tests {
     use std::alloc::{GlobalAlloc, Layout, System};
     use std::cell::Cell;
     use test_support::fuzz::{self, proptest};
+    use test_tier::live;
 
     use proptest::prelude::*;
 
@@ -1198,8 +1199,7 @@ mod tests {
         backend_streams(fuzz::PURE);
     }
 
-    #[test]
-    #[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+    #[live]
     fn backend_streams_live() {
         backend_streams(fuzz::LIVE);
     }

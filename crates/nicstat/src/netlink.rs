@@ -796,6 +796,7 @@ fn parse_link_mode(body: &[u8]) -> Option<(u32, Option<u32>, Duplex)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use test_tier::live;
 
     fn message(kind: u16, seq: u32, body: &[u8]) -> Vec<u8> {
         let len = NLMSG_HDR + body.len();
@@ -1014,8 +1015,7 @@ mod tests {
     /// a burst of new links overflows it (ENOBUFS). Every interface then counts as announced,
     /// and the names come from a dump, complete. Live: root, in a network namespace of this
     /// test's own thread (`ip` children inherit it).
-    #[test]
-    #[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+    #[live]
     fn an_overflowed_announcement_queue_marks_every_interface_and_relearns_the_names() {
         std::thread::spawn(|| {
             // SAFETY: unshare(2) of this thread's network namespace only.

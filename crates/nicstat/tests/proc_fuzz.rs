@@ -13,6 +13,7 @@ use nicstat::{
     SpeedSource,
 };
 use test_support::fuzz::{self, proptest};
+use test_tier::live;
 
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -147,8 +148,7 @@ fn mutated_net_dev_snapshots_give_rates_or_errors() {
     net_dev(fuzz::PURE);
 }
 
-#[test]
-#[ignore = "live tier: 50 000 mutated /proc/net/dev pairs"]
+#[live("50 000 mutated /proc/net/dev pairs")]
 fn mutated_net_dev_snapshots_give_rates_or_errors_long() {
     net_dev(fuzz::LIVE);
 }
@@ -158,8 +158,7 @@ fn mutated_snmp_and_netstat_snapshots_give_rates_or_errors() {
     snmp(fuzz::PURE);
 }
 
-#[test]
-#[ignore = "live tier: 50 000 mutated /proc/net/snmp pairs"]
+#[live("50 000 mutated /proc/net/snmp pairs")]
 fn mutated_snmp_and_netstat_snapshots_give_rates_or_errors_long() {
     snmp(fuzz::LIVE);
 }
@@ -169,8 +168,7 @@ fn mutated_softnet_stat_snapshots_give_finite_rates_or_errors() {
     softnet(fuzz::PURE);
 }
 
-#[test]
-#[ignore = "live tier: 50 000 mutated softnet_stat pairs"]
+#[live("50 000 mutated softnet_stat pairs")]
 fn mutated_softnet_stat_snapshots_give_finite_rates_or_errors_long() {
     softnet(fuzz::LIVE);
 }
@@ -180,8 +178,7 @@ fn uptime_and_sysfs_link_files_give_sane_values_or_none() {
     small_files(fuzz::PURE);
 }
 
-#[test]
-#[ignore = "live tier: 50 000 uptime and sysfs link files"]
+#[live("50 000 uptime and sysfs link files")]
 fn uptime_and_sysfs_link_files_give_sane_values_or_none_long() {
     small_files(fuzz::LIVE);
 }

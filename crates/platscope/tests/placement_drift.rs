@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::process::Output;
+use test_tier::live;
 
 use test_support::{command, text};
 
@@ -42,8 +43,7 @@ fn newest(db: &str, command: &str) -> String {
     found.unwrap_or_else(|| panic!("no {command} run in {db}")).to_string()
 }
 
-#[test]
-#[ignore = "live: forced placement drift through c2c probes and two contention reports (~20 s)"]
+#[live("forced placement drift through c2c probes and two contention reports (~20 s)")]
 fn forced_drift_is_shown_stored_and_refused_in_comparisons() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("results.db");

@@ -10,6 +10,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use test_tier::live;
 
 use platscope::registry::REGISTRY;
 use test_support::page_sections;
@@ -78,8 +79,7 @@ fn newest_run_id(db: &Path) -> i64 {
     runs[0]["id"].as_i64().unwrap()
 }
 
-#[test]
-#[ignore = "live: runs every experiment of the registry (root for the BPF ones)"]
+#[live("runs every experiment of the registry (root for the BPF ones)")]
 fn every_experiment_draws_the_same_sections_from_the_store() {
     let mut provided = Provided { dir: tempfile::tempdir().unwrap(), pg: None };
     let db = provided.dir.path().join("results.db");

@@ -17,6 +17,7 @@ use std::io::Cursor;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
+use test_tier::live;
 
 use tamp::codec::{Lz4, Zstd};
 use tamp::{compress_reader, decompress, DecompressOptions, Output, TampError};
@@ -254,8 +255,7 @@ fn arbitrary_and_mutated_frames_are_an_answer_within_the_format_bounds() {
     frames(fuzz::PURE);
 }
 
-#[test]
-#[ignore = "live tier: 25 000 arbitrary and mutated frames (about a minute)"]
+#[live("25 000 arbitrary and mutated frames (about a minute)")]
 fn arbitrary_and_mutated_frames_are_an_answer_within_the_format_bounds_long() {
     frames(fuzz::LIVE / 2);
 }
@@ -265,8 +265,7 @@ fn arbitrary_bytes_round_trip() {
     round_trip(fuzz::PURE / 4);
 }
 
-#[test]
-#[ignore = "live tier: 10 000 round trips"]
+#[live("10 000 round trips")]
 fn arbitrary_bytes_round_trip_long() {
     round_trip(fuzz::LIVE / 5);
 }

@@ -543,6 +543,7 @@ fn families(
 mod tests {
     use super::*;
     use crate::Value;
+    use test_tier::live;
 
     fn reading(pid: u32, comm: &str, user: u64, system: u64) -> ProcessReading {
         ProcessReading {
@@ -706,8 +707,7 @@ mod tests {
             .is_some_and(|n| n >= 1.0));
     }
 
-    #[test]
-    #[ignore = "live tier: loads cpuacct's BPF task iterator (root); scripts/test.sh runs it"]
+    #[live("loads cpuacct's BPF task iterator (root)")]
     fn the_task_iterator_sees_this_process() {
         let options = CollectorOptions {
             groups: vec![ProcessGroup::parse("me=regex:^exporter").unwrap()],
