@@ -15,6 +15,13 @@
 //! what the kernel announces: link changes on rtnetlink (a renegotiated speed comes with a
 //! carrier change) and ethtool's `monitor` group (a speed or duplex set with ethtool), both
 //! collected by [`LinkStats::take_announced`].
+//!
+//! Written here, not taken from crates: rust-netlink's netlink-packet-route (0.34) parses the
+//! rtnetlink half (`RTM_NEWSTATS` with `IFLA_STATS_LINK_64`, `RTM_NEWLINK`) and netlink-sys
+//! opens a blocking socket, but ethtool's family comes as a crate (ethtool 0.3) only behind an
+//! async handle (tokio or async-std, through netlink-proto), and the collector reads inside a
+//! blocking scrape. This file takes only the messages and attributes it reads, with the
+//! kernel's numbers from libc where libc has them, and its parsers are tested on hand-built messages.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
