@@ -5,9 +5,10 @@
 //! page, in the terminal, in the JSON, in the store, and in both comparisons. One test in its own
 //! binary, about 20 s in the debug build on the project VM (two contention-only quick reports).
 
-#![allow(clippy::unwrap_used)] // tests may unwrap
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::process::Output;
+use test_tier::live;
 
 use test_support::{command, text};
 
@@ -42,8 +43,7 @@ fn newest(db: &str, command: &str) -> String {
     found.unwrap_or_else(|| panic!("no {command} run in {db}")).to_string()
 }
 
-#[test]
-#[ignore = "live: forced placement drift through c2c probes and two contention reports (~20 s)"]
+#[live("forced placement drift through c2c probes and two contention reports (~20 s)")]
 fn forced_drift_is_shown_stored_and_refused_in_comparisons() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("results.db");
