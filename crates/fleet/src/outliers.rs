@@ -41,11 +41,11 @@ use measure::stats::mann_whitney_p;
 use measure::verdict::{assess, Level, RunNoise};
 
 use crate::edivisive::Split;
+use crate::median;
 use crate::noise::NoiseTable;
+pub use crate::noise::LATEST_RUNS;
 use crate::series::Fleet;
 
-/// How many of a host's latest runs its value is the median of.
-pub const LATEST_RUNS: usize = 5;
 /// The fewest hosts of a class with a value for the figure.
 pub const MIN_HOSTS: usize = 3;
 /// The modified z-score beyond which a value is off its class (Iglewicz and Hoaglin's 3.5).
@@ -78,11 +78,6 @@ pub struct Untested {
     pub small_classes: Vec<(usize, usize)>,
     /// (class, figure) pairs without calibrated noise.
     pub uncalibrated: Vec<(usize, usize)>,
-}
-
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    measure::summary::quantile(values, 0.5)
 }
 
 /// Where each series' recent runs start: at most [`LATEST_RUNS`] from its end, none before

@@ -325,7 +325,7 @@ fn method(c: &ReportComparison) -> String {
     format!(
         "Verdicts: each figure's replicates are its rounds, taken through the whole run (each \
          the step done again from a fresh start), never the samples inside one run alone. The \
-         ratio is that of the rounds' geometric means, with a {conf:.0}% Welch t-interval on the \
+         ratio is that of the rounds' geometric means, with a {conf}% Welch t-interval on the \
          log scale that adds each side's run-to-run noise — {noise}. A figure is faster or \
          slower only when its p-value, adjusted across the page's {k} tested figures by \
          Holm's method, is below {alpha}: a quiet pair of reports shows nothing, at most a \
@@ -334,7 +334,7 @@ fn method(c: &ReportComparison) -> String {
          that depends on where the CPUs sit, taken in different placements (a cache line's \
          round trip between the same CPUs {FAR_FACTOR}× or more apart), gets no verdict: \
          placement differs (docs/comparing.md).",
-        conf = measure::verdict::CONFIDENCE * 100.0,
+        conf = (measure::verdict::CONFIDENCE * 100.0).round(),
         k = c
             .comparison
             .iter()

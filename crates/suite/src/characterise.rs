@@ -4,6 +4,7 @@
 //! registry. A step that cannot run here says why in one line, on the page and in the
 //! terminal, and the others still run.
 
+use chart::Area;
 use experiment::{Globals, Shown};
 use measure::progress::Steps;
 use measure::stop;
@@ -15,7 +16,7 @@ use report::html::{Note, ReportData, Section as PageSection};
 use results::Recorder;
 use topo::Topology;
 
-use crate::plan::{plan, Action, Mode, Rounds, Section, Step};
+use crate::plan::{plan, Action, Mode, Rounds, Step};
 use crate::runner::Run;
 use crate::SuiteError;
 
@@ -24,7 +25,7 @@ pub const REPORT_COMMAND: &str = results::fleet::REPORT_COMMAND;
 
 pub fn run(
     mode: Mode,
-    sections: &[Section],
+    sections: &[Area],
     topology: &Topology,
     rec: &mut Recorder,
     globals: &Globals,
@@ -55,7 +56,7 @@ pub fn run(
         schedule.iter().zip(&labels).map(|((_, s), label)| (label.as_str(), s.seconds)).collect();
     let progress = Steps::new(&weights);
     let mut data = ReportData::new(mode.name(), globals.version, topology.clone(), rec.database());
-    if sections.contains(&Section::Memory) {
+    if sections.contains(&Area::Memory) {
         // Measure the core clock first: it also wakes the core from any idle state before the
         // smallest (cache-resident) sizes, which would otherwise absorb the ramp-up.
         measure::core_clock::core_ghz();
@@ -105,7 +106,7 @@ pub fn run(
     }
     progress.finish();
     if let Some(why) = idle_disagreement(&outcomes) {
-        data.notes.push(Note::new(PageSection::LoadedLatency, why));
+        data.notes.push(Note::new(PageSection::of(membench::chart::LOADED_LATENCY), why));
     }
     if stop::requested() {
         data.notes.push(Note::new(

@@ -73,9 +73,11 @@ impl Run<'_> {
     /// A step that did not run (or only in part): one line on the page and in the terminal.
     pub fn skipped(&mut self, step: &Step, why: impl std::fmt::Display) {
         let mut section = skipped_section(step, why);
-        measure::say!("platscope: {} section not measured: {}", step.section.name(), section.why);
-        // Two steps may draw the same place (the database's two): each keeps its own id.
-        if self.data.skipped.iter().any(|s| s.id == section.id) {
+        measure::say!("platscope: {} section not measured: {}", step.area.name(), section.why);
+        // A step may be skipped after drawing its first section, or two steps in one place
+        // (the database's two): each keeps its own id.
+        let taken = |id: &str| self.data.parts.iter().any(|p| p.id == id);
+        if taken(&section.id) || self.data.skipped.iter().any(|s| s.id == section.id) {
             section.id = format!("{}-skipped-{}", section.id, self.data.skipped.len());
         }
         self.data.skipped.push(section);
@@ -223,11 +225,10 @@ impl Run<'_> {
 /// A step that could not run: one line on the page (in the place of the section it draws)
 /// and in the terminal.
 pub(crate) fn skipped_section(step: &Step, why: impl std::fmt::Display) -> SkippedSection {
-    let (area, id, title) = step.draws;
     SkippedSection {
-        area,
-        id: id.to_string(),
-        title: title.to_string(),
+        area: step.draws.area,
+        id: step.draws.id.to_string(),
+        title: step.draws.title.to_string(),
         why: format!("{}: {why}", step.label),
     }
 }

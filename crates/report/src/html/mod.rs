@@ -33,7 +33,6 @@ mod notes;
 mod page;
 
 pub use notes::{Note, Section};
-pub use page::card;
 
 use chart::svg::esc;
 use chart::CSS;

@@ -15,7 +15,8 @@ use topo::Topology;
 
 use crate::characterise::{self, REPORT_COMMAND};
 use crate::compare::{self, BaselineRef, StoredReport};
-use crate::plan::{Mode, Section};
+use crate::plan::Mode;
+use chart::Area;
 
 /// Characterise this machine: topology, latency by size and node, bandwidth, loaded latency,
 /// SLB scaling and placement; writes report.html and records every run.
@@ -40,10 +41,16 @@ pub struct ReportArgs {
     /// (untested when too few samples to test).
     #[arg(long, value_name = "REF")]
     pub baseline: Option<String>,
-    /// The sections to run, comma-separated (default: all): memory, contention, cpu,
-    /// compression, allocators, database, network. The machine facts are always shown.
-    #[arg(long, value_name = "LIST", value_delimiter = ',', conflicts_with = "from_db")]
-    pub sections: Vec<Section>,
+    /// The sections to run, comma-separated (default: all). The machine facts are always
+    /// shown.
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        value_parser = crate::plan::sections_parser(),
+        conflicts_with = "from_db"
+    )]
+    pub sections: Vec<Area>,
     /// Replace host names, IP and MAC addresses and serial numbers with stable pseudonyms on the
     /// page, in JSON and in the summary (the key stays beside the local results database).
     #[arg(long)]
@@ -91,7 +98,7 @@ impl Tool for Report {
             let mut rec = globals.recorder(&topology)?;
             let mode = if args.full { Mode::Full } else { Mode::Quick };
             let sections = if args.sections.is_empty() {
-                Section::ALL.to_vec()
+                Area::sections().collect()
             } else {
                 args.sections.clone()
             };
