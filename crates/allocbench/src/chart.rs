@@ -203,11 +203,16 @@ pub fn parts(b: &BakeOff) -> Vec<Part> {
             relative.headlines.push(Headline {
                 name: format!("{} vs {base}", g.allocator),
                 value: format!("{}×", fmt3(rel)),
-                detail: format!(
-                    "{most} thread(s), {} round(s), {}",
-                    g.throughput.samples.len(),
-                    verdict_words(&g.verdict)
-                ),
+                detail: match g.grounds() {
+                    grounds if grounds.is_empty() => format!(
+                        "{most} thread(s), {} round(s), {}",
+                        g.throughput.samples.len(),
+                        verdict_words(&g.verdict)
+                    ),
+                    grounds => {
+                        format!("{most} thread(s), {}: {grounds}", verdict_words(&g.verdict))
+                    }
+                },
                 metric: Some(format!(
                     "alloc_relative_throughput{{allocator={},threads={most}}}",
                     g.allocator
@@ -263,9 +268,9 @@ fn verdict_words(v: &Verdict) -> &'static str {
     match v {
         Verdict::Baseline => "the baseline",
         Verdict::NoSignificantDifference => "no significant difference",
-        Verdict::Faster => "faster in every round",
-        Verdict::Slower => "slower in every round",
-        Verdict::NotJudged => "not ranked (too few rounds)",
+        Verdict::Faster => "faster",
+        Verdict::Slower => "slower",
+        Verdict::NotJudged => "not ranked",
     }
 }
 

@@ -126,6 +126,11 @@ impl Level {
             Level::Runs => "runs",
         }
     }
+
+    /// One replicate's name ("round").
+    pub fn singular(self) -> &'static str {
+        self.plural().trim_end_matches('s')
+    }
 }
 
 /// The run-to-run noise a comparison adds below the run level: the standard deviation of one
@@ -176,17 +181,23 @@ impl RunNoise {
     }
 }
 
-/// A verdict with what it rests on.
+/// A verdict with what it rests on. JSON has no NaN: a figure that was not a number (the
+/// interval of an untested figure) is written `null` and reads back as NaN.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Judgement {
     /// This side's geometric mean over the baseline's (the replicates' ratio).
+    #[serde(deserialize_with = "crate::nan::f64_or_null")]
     pub ratio: f64,
     /// The ratio's interval ([`CONFIDENCE`]).
+    #[serde(deserialize_with = "crate::nan::f64_or_null")]
     pub ratio_low: f64,
+    #[serde(deserialize_with = "crate::nan::f64_or_null")]
     pub ratio_high: f64,
     /// Two-sided p-value of this figure alone (1 when it could not be tested).
+    #[serde(deserialize_with = "crate::nan::f64_or_null")]
     pub p_value: f64,
     /// The p-value adjusted across the family (Holm); what the verdict is decided on.
+    #[serde(deserialize_with = "crate::nan::f64_or_null")]
     pub adjusted_p: f64,
     pub verdict: Verdict,
     /// How many replicates each side had, and at which level.
@@ -195,15 +206,17 @@ pub struct Judgement {
     pub level: Level,
     /// The run-to-run noise added to each side (0 at the run level) and how many earlier runs
     /// measured it (0: assumed).
+    #[serde(deserialize_with = "crate::nan::f64_or_null")]
     pub run_noise: f64,
     pub run_noise_runs: usize,
     /// The smallest relative change that would have been called at this spread and family
     /// size (0.12: a ratio beyond 1.12 or below 1/1.12).
+    #[serde(deserialize_with = "crate::nan::f64_or_null")]
     pub detectable: f64,
     /// Standard error of the log ratio and its degrees of freedom (for the family).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::nan::f64_or_null")]
     pub log_se: f64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::nan::f64_or_null")]
     pub df: f64,
 }
 
@@ -213,7 +226,8 @@ impl Judgement {
     pub fn rests_on(&self) -> String {
         let (a, b) = (self.this_replicates, self.baseline_replicates);
         let counts = if a == b {
-            format!("{a} {} each", self.level.plural())
+            let name = if a == 1 { self.level.singular() } else { self.level.plural() };
+            format!("{a} {name} each")
         } else {
             format!("{a} vs {b} {}", self.level.plural())
         };
@@ -532,6 +546,7 @@ mod tests {
         );
         assert!((j.ratio - 0.5).abs() < 1e-12);
         assert_eq!(j.verdict.words(1, 1), "untested (1 vs 1 samples)");
+        assert_eq!(j.rests_on(), "1 round each; run-to-run noise 10% assumed");
         // Nothing to compare: ratio not a number.
         let j = judge(&[], &[1.0, 2.0], Level::Runs, true, RunNoise::none());
         assert_eq!(j.verdict, Verdict::Untested);
@@ -550,6 +565,19 @@ mod tests {
             serde_json::to_value(Verdict::PlacementDiffers).ok(),
             Some(serde_json::json!("placement-differs"))
         );
+    }
+
+    /// A judgement stored with a result (an allocator bake-off's) reads back, NaN and all.
+    #[test]
+    fn an_untested_judgement_reads_back_from_json() {
+        let j = judge(&[50.0], &[100.0, 101.0], Level::Runs, true, RunNoise::none());
+        let text = serde_json::to_string(&j).unwrap_or_default();
+        assert!(text.contains("\"ratio_low\":null"), "{text}");
+        let back: Judgement = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+        assert_eq!(back.verdict, Verdict::Untested);
+        assert!(back.ratio_low.is_nan() && back.detectable.is_nan());
+        assert_eq!(back.ratio, j.ratio);
+        assert_eq!(back.rests_on(), "1 vs 2 runs");
     }
 
     #[test]
