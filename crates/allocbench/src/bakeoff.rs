@@ -526,7 +526,11 @@ mod tests {
             // One family of two (one and two threads): Holm doubles the smaller p-value.
             assert!(j.adjusted_p > j.p_value, "{j:?}");
             assert_eq!(t.rests_on, "5 runs each");
-            assert!(t.grounds() == "1.11× (95% interval 1.05–1.17), 5 runs each", "{}", t.grounds());
+            assert!(
+                t.grounds() == "1.11× (95% interval 1.05–1.17), 5 runs each",
+                "{}",
+                t.grounds()
+            );
         }
         assert!(g.iter().any(|g| g.verdict == Verdict::Baseline && g.judgement.is_none()));
         // The same throughput as glibc's, shuffled: the interval holds 1.
