@@ -27,7 +27,7 @@ fn json(out: &Output) -> serde_json::Value {
 
 /// Every run in `db`, (id, command), oldest first.
 fn runs(db: &str) -> Vec<(i64, String)> {
-    let list = json(&run(&["results", "list", "--db", db, "--json"], "none"));
+    let list = json(&run(&["results", "list", "--limit", "1000", "--db", db, "--json"], "none"));
     let mut out: Vec<(i64, String)> = list
         .as_array()
         .unwrap()

@@ -92,7 +92,7 @@ fn quick_report_writes_html_records_runs_and_results_reads_them() {
     );
 
     // Every step was stored; list, show, compare and export read them back.
-    let list = platscope(&["results", "list", "--db", &db, "--json"]);
+    let list = platscope(&["results", "list", "--limit", "1000", "--db", &db, "--json"]);
     assert!(list.status.success(), "{}", text(&list.stderr));
     let runs: serde_json::Value = serde_json::from_slice(&list.stdout).expect("json");
     let ids: Vec<i64> =
@@ -279,7 +279,9 @@ fn bad_out_db_and_ids_are_clear_errors_that_touch_nothing() {
 
     // A baseline that cannot be read is known before the report measures anything: no page,
     // no run stored.
-    let runs = |db: &str| text(&platscope(&["results", "list", "--db", db, "--json"]).stdout);
+    let runs = |db: &str| {
+        text(&platscope(&["results", "list", "--limit", "1000", "--db", db, "--json"]).stdout)
+    };
     let stored = runs(&db);
     let out_dir = dir.path("pages");
     let missing = dir.path("missing.db");
@@ -316,7 +318,7 @@ fn timer_and_pagecache_runs_are_stored_too() {
     std::fs::write(&file, vec![7u8; 1 << 20]).expect("write");
     assert!(platscope(&["timer", "--batches", "10", "--db", &db]).status.success());
     assert!(platscope(&["pagecache", &file, "--read-from", "0", "--db", &db]).status.success());
-    let list = platscope(&["results", "list", "--db", &db, "--json"]);
+    let list = platscope(&["results", "list", "--limit", "1000", "--db", &db, "--json"]);
     let runs: serde_json::Value = serde_json::from_slice(&list.stdout).expect("json");
     let commands: Vec<&str> =
         runs.as_array().expect("runs").iter().filter_map(|r| r["command"].as_str()).collect();

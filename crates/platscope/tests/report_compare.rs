@@ -187,7 +187,7 @@ fn report_steps_draw_their_sections_again(db: &Path, out: &Path, work: &Path) {
     let drawn = page_sections(&page);
 
     let list = std::process::Command::new(test_support::bin())
-        .args(["results", "list", "--json", "--db"])
+        .args(["results", "list", "--limit", "1000", "--json", "--db"])
         .arg(db)
         .output()
         .unwrap();
