@@ -486,8 +486,7 @@ fn backend_streams_pure() {
     backend_streams(fuzz::PURE);
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[test_tier::live]
 fn backend_streams_live() {
     backend_streams(fuzz::LIVE);
 }
