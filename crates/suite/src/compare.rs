@@ -111,23 +111,32 @@ impl Figure {
     /// Whether `other` measures the same quantity: the same metric in the same unit, whatever
     /// labels each run's own choices gave it.
     fn same_quantity(&self, other: &Figure) -> bool {
-        self.metric.name == other.metric.name && self.metric.unit == other.metric.unit
+        same_quantity(&self.metric, &other.metric)
     }
 
     /// Whether `other`'s labels are this figure's but for the ones a run picks for itself
     /// ([`METHOD_LABELS`]): a host's reports that differ only there are its noise; another
     /// size is another figure.
     fn same_apart_from_method(&self, other: &Figure) -> bool {
-        let kept = |f: &Figure| -> Vec<(String, String)> {
-            f.metric
-                .labels
-                .iter()
-                .filter(|(name, _)| !METHOD_LABELS.contains(&name.as_str()))
-                .map(|(name, value)| (name.clone(), value.clone()))
-                .collect()
-        };
-        kept(self) == kept(other)
+        same_apart_from_method(&self.metric, &other.metric)
     }
+}
+
+/// Whether two metrics measure the same quantity: the same name in the same unit.
+fn same_quantity(a: &StoredMetric, b: &StoredMetric) -> bool {
+    a.name == b.name && a.unit == b.unit
+}
+
+/// Whether two metrics' labels are the same but for [`METHOD_LABELS`].
+fn same_apart_from_method(a: &StoredMetric, b: &StoredMetric) -> bool {
+    let kept = |m: &StoredMetric| -> Vec<(String, String)> {
+        m.labels
+            .iter()
+            .filter(|(name, _)| !METHOD_LABELS.contains(&name.as_str()))
+            .map(|(name, value)| (name.clone(), value.clone()))
+            .collect()
+    };
+    kept(a) == kept(b)
 }
 
 /// The labels a report picks per run by measuring (the faster ISA and walk of a bandwidth
@@ -171,18 +180,7 @@ fn drawn<'r>(
 fn matching<'a>(run: &'a StoredRun, metric: &StoredMetric) -> Option<&'a StoredMetric> {
     let key = metric.key();
     run.metrics.iter().find(|m| m.key() == key).or_else(|| {
-        let probe = |m: &StoredMetric| Figure {
-            name: String::new(),
-            metric: m.clone(),
-            placement: None,
-            values: Vec::new(),
-            level: Level::Samples,
-        };
-        let wanted = probe(metric);
-        run.metrics.iter().find(|m| {
-            let f = probe(m);
-            f.same_quantity(&wanted) && f.same_apart_from_method(&wanted)
-        })
+        run.metrics.iter().find(|m| same_quantity(m, metric) && same_apart_from_method(m, metric))
     })
 }
 
@@ -403,7 +401,11 @@ pub fn compare(
     let (this_clocks, their_clocks) = (&this.data.clock_ghz, &baseline.data.clock_ghz);
     let (this_ghz, their_ghz) = (median_clock(this_clocks), median_clock(their_clocks));
     // Each figure's judgement in ns (or its unit) and, when clock-bound, in cycles.
-    let mut rows: Vec<(FigureComparison, Judgement, Option<Judgement>, bool)> = Vec::new();
+    // Each row: the figure, its judgement, and when clock-bound its judgement in cycles with
+    // both sides' median in cycles.
+    #[allow(clippy::type_complexity)]
+    let mut rows: Vec<(FigureComparison, Judgement, Option<(Judgement, f64, f64)>, bool)> =
+        Vec::new();
     for mine in figures(this, registry) {
         // The same figure by name and quantity; its labels may differ where the report picks
         // its method per run (the faster ISA, the delay that gave the most load): compared all
@@ -419,7 +421,9 @@ pub fn compare(
         let level = if mine.level == base.level { mine.level } else { Level::Samples };
         let judged = assess(&mine.replicates(), &base.replicates(), level, run_noise);
         let cycles = match (mine.in_cycles(this_clocks), base.in_cycles(their_clocks)) {
-            (Some(a), Some(b)) => Some(assess(&a, &b, Level::Rounds, run_noise)),
+            (Some(a), Some(b)) => {
+                Some((assess(&a, &b, Level::Rounds, run_noise), median(&a), median(&b)))
+            }
             _ => None,
         };
         let row = FigureComparison {
@@ -457,7 +461,7 @@ pub fn compare(
         for (_, judged, cycles, lower) in rows.iter_mut() {
             let lower = *lower;
             family.push((judged, lower));
-            if let Some(c) = cycles.as_mut() {
+            if let Some((c, _, _)) = cycles.as_mut() {
                 family.push((c, lower));
             }
         }
@@ -469,24 +473,22 @@ pub fn compare(
         row.adjusted_p = judged.adjusted_p;
         row.detectable = judged.detectable;
         row.rests_on = judged.rests_on();
-        if let (Some(c), Some(a), Some(b)) = (cycles, this_ghz, their_ghz) {
-            let kind = if row.unit.starts_with("ns") { ClockBound::Time } else { ClockBound::Rate };
-            let to_cycles = |v: f64, ghz: f64| match kind {
-                ClockBound::Time => v * ghz,
-                ClockBound::Rate => v / ghz,
-            };
+        if let (Some((c, this_cycles, their_cycles)), Some(a), Some(b)) =
+            (cycles, this_ghz, their_ghz)
+        {
             row.clock_note = clock_note(row.verdict, c.verdict, a, b, same_host);
             if row.clock_note.is_some() && same_host {
                 // One host: the clock's change is the host's, not the figure's.
                 row.verdict = c.verdict;
             }
             row.cycles = Some(CyclesComparison {
-                unit: match kind {
-                    ClockBound::Time => "cycles".into(),
-                    ClockBound::Rate => format!("{} per GHz", row.unit),
+                unit: if row.unit.starts_with("ns") {
+                    "cycles".into()
+                } else {
+                    format!("{} per GHz", row.unit)
                 },
-                this: to_cycles(row.this, a),
-                baseline: to_cycles(row.baseline, b),
+                this: this_cycles,
+                baseline: their_cycles,
                 ratio: c.ratio,
                 ratio_low: c.ratio_low,
                 ratio_high: c.ratio_high,
