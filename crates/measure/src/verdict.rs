@@ -13,7 +13,7 @@
 //!    describe that run, not the machine, so they are never the evidence on their own.
 //! 2. **Run-to-run noise.** Below the run level, the replicates miss the noise between runs
 //!    (a VM's host turbo, another tenant, the physical pages a boot gave). Its size comes from
-//!    earlier runs of the same host when there are some ([`RunNoise::from_runs`], Kalibera and
+//!    other runs of the same host when there are some ([`RunNoise::from_runs`], Kalibera and
 //!    Jones's estimate: the variance of run means less the within-run share), otherwise it is
 //!    assumed ([`RunNoise::assumed`]) and the verdict says so. Each side adds it once to the
 //!    variance of the log ratio.
@@ -50,14 +50,14 @@ pub const ALPHA: f64 = 0.05;
 /// Coverage of each figure's interval of the ratio (not adjusted for the family).
 pub const CONFIDENCE: f64 = 0.95;
 
-/// The run-to-run noise assumed when a host has too few earlier runs to measure its own: the
+/// The run-to-run noise assumed when a host has too few other runs to measure its own: the
 /// standard deviation, on the log scale, of one run's figure. From five quiet memory reports of
 /// a 2-vCPU AMD EPYC KVM guest (docs/comparing.md): the widest ratio between two of five runs
 /// was 1.10–1.35 for latency and bandwidth figures, a range of about 2.3 standard deviations
 /// for five draws, so 4–13%; 10% keeps two quiet runs of such a VM from being called different.
 pub const ASSUMED_RUN_NOISE: f64 = 0.10;
 
-/// The fewest earlier runs from which a host's own run-to-run noise is estimated.
+/// The fewest other runs from which a host's own run-to-run noise is estimated.
 pub const MIN_HISTORY_RUNS: usize = 3;
 
 /// The answer for one figure.
@@ -134,7 +134,7 @@ impl Level {
 }
 
 /// The run-to-run noise a comparison adds below the run level: the standard deviation of one
-/// run's figure on the log scale, and how many earlier runs measured it (0: assumed).
+/// run's figure on the log scale, and how many other runs measured it (0: assumed).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct RunNoise {
     pub sigma: f64,
@@ -152,7 +152,7 @@ impl RunNoise {
         Self { sigma, runs: 0 }
     }
 
-    /// Estimated from earlier runs of one host, each given as its replicates (rounds): the
+    /// Estimated from other runs of one host, each given as its replicates (rounds): the
     /// variance of the runs' log means less the share the rounds' own variance explains
     /// (Kalibera and Jones, "Rigorous benchmarking in reasonable time", 2013), never below
     /// zero. `None` with fewer than [`MIN_HISTORY_RUNS`] runs.
@@ -204,7 +204,7 @@ pub struct Judgement {
     pub this_replicates: usize,
     pub baseline_replicates: usize,
     pub level: Level,
-    /// The run-to-run noise added to each side (0 at the run level) and how many earlier runs
+    /// The run-to-run noise added to each side (0 at the run level) and how many other runs
     /// measured it (0: assumed).
     #[serde(deserialize_with = "crate::nan::f64_or_null")]
     pub run_noise: f64,
@@ -222,7 +222,7 @@ pub struct Judgement {
 
 impl Judgement {
     /// What the verdict rests on, in a few words: "3 rounds each; run-to-run noise 10%
-    /// assumed", "5 vs 4 runs", "40 samples each; run-to-run noise 7% from 4 earlier runs".
+    /// assumed", "5 vs 4 runs", "40 samples each; run-to-run noise 7% from 4 other runs".
     pub fn rests_on(&self) -> String {
         let (a, b) = (self.this_replicates, self.baseline_replicates);
         let counts = if a == b {
@@ -239,7 +239,7 @@ impl Judgement {
             format!("{counts}; run-to-run noise {pct:.0}% assumed")
         } else {
             format!(
-                "{counts}; run-to-run noise {pct:.0}% from {} earlier runs",
+                "{counts}; run-to-run noise {pct:.0}% from {} other runs",
                 self.run_noise_runs
             )
         }
@@ -597,6 +597,6 @@ mod tests {
         assert_eq!(RunNoise::from_runs(&same).map(|n| n.sigma), Some(0.0));
         // A judgement on measured noise says so.
         let j = judge(&[1.0, 1.01], &[1.0, 0.99], Level::Rounds, true, noise);
-        assert!(j.rests_on().ends_with("from 5 earlier runs"), "{}", j.rests_on());
+        assert!(j.rests_on().ends_with("from 5 other runs"), "{}", j.rests_on());
     }
 }

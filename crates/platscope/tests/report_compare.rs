@@ -5,7 +5,7 @@
 //! both core clocks. Which verdict the spinner earns on two-thread bandwidth is a timing (one
 //! thread saturates memory on some VMs), so it is printed, not asserted; `report_rounds.rs`
 //! asserts a spinner's effect on CPU-bound figures. The run-to-run noise measured on a host's
-//! earlier reports is tested on quick CPU and compression reports (seconds each, where memory
+//! other reports is tested on quick CPU and compression reports (seconds each, where memory
 //! reports take minutes): the logic is the same for every section. The quiet report (memory and contention) is also the
 //! one the report's steps are read back from, each under its experiment's kind and under the
 //! kinds earlier versions stored: the round trip needs a real report, and these take minutes.
@@ -142,26 +142,29 @@ fn a_report_with_a_spinner_on_cpu_1_is_compared_figure_by_figure() {
         let at = ids.iter().position(|i| i == id).expect("own");
         assert_eq!(ids.get(at + 1), Some(&format!("{id}-baseline")), "{id}'s twin: {ids:?}");
     }
-    // A host's own noise: three earlier reports of the host are the history a comparison of a
+    // A host's own noise: three reports of the host are the history a comparison of a
     // fourth with itself measures the run-to-run noise on.
     let cheap = |name: &str| quick_report("cpu,compression", &path(name), &path("calibration.db"));
-    let (first, _second, _third, fourth) = (cheap("c1"), cheap("c2"), cheap("c3"), cheap("c4"));
     let calibration_db = path("calibration.db");
+    let (_first, _second, third) = (cheap("c1"), cheap("c2"), cheap("c3"));
+    // The store as it stood with three reports: the third's history is the other two.
+    std::fs::copy(&calibration_db, path("three.db")).expect("a copy of the store");
+    let fourth = cheap("c4");
     let figures = compare(&calibration_db, &fourth, &fourth, &path("self"));
     assert!(figures.iter().all(|f| f["verdict"] == "same" && f["ratio"] == 1.0), "{figures:?}");
     assert!(figures.len() >= 2, "the CPU and compression figures: {figures:?}");
     let measured: Vec<&serde_json::Value> = figures
         .iter()
-        .filter(|f| f["rests_on"].as_str().is_some_and(|r| r.ends_with("from 3 earlier runs")))
+        .filter(|f| f["rests_on"].as_str().is_some_and(|r| r.ends_with("from 3 other runs")))
         .collect();
-    // A figure whose earlier runs sat in another placement than the newest is not measured on.
+    // A figure whose other runs sat in another placement than the newest is not measured on.
     assert!(!measured.is_empty(), "no figure's noise measured on the host's history: {figures:?}");
     for f in &measured {
         assert_eq!(f["run_noise_runs"].as_u64(), Some(3), "{f}");
         assert!(f["run_noise"].as_f64().is_some_and(|n| n >= 0.0), "{f}");
     }
-    // With two earlier reports only, assumed.
-    let early = compare(&calibration_db, &first, &first, &path("early"));
+    // With two other reports only, assumed.
+    let early = compare(&path("three.db"), &third, &third, &path("early"));
     let name = figures[0]["figure"].as_str().unwrap();
     assert!(figure(&early, name)["rests_on"].as_str().unwrap().ends_with("assumed"), "{early:?}");
 }

@@ -41,7 +41,7 @@ pub struct FigureComparison {
     pub this_values: Vec<f64>,
     #[serde(default)]
     pub baseline_values: Vec<f64>,
-    /// The run-to-run noise added to each side below the run level, and how many earlier runs
+    /// The run-to-run noise added to each side below the run level, and how many other runs
     /// measured it (0: assumed).
     #[serde(default)]
     pub run_noise: f64,
@@ -166,7 +166,7 @@ pub struct ReportComparison {
     /// this machine's section of the same id ([`crate::html::baseline_sections`]).
     #[serde(default)]
     pub baseline_sections: Vec<(String, String)>,
-    /// How many earlier reports of the two hosts measured the run-to-run noise (0: assumed,
+    /// How many other reports of the two hosts measured the run-to-run noise (0: assumed,
     /// [`measure::verdict::ASSUMED_RUN_NOISE`] or a figure's own).
     #[serde(default)]
     pub calibrated_from: usize,
@@ -320,7 +320,7 @@ fn method(c: &ReportComparison) -> String {
             measure::verdict::ASSUMED_RUN_NOISE * 100.0
         )
     } else {
-        format!("measured on {} earlier reports of the same host", c.calibrated_from)
+        format!("measured on {} other reports of the same host", c.calibrated_from)
     };
     format!(
         "Verdicts: each figure's replicates are its rounds, taken through the whole run (each \

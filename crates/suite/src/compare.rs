@@ -11,14 +11,14 @@
 //! the same id.
 //!
 //! The run-to-run noise below the rounds is measured when the stores hold at least
-//! [`measure::verdict::MIN_HISTORY_RUNS`] earlier reports of a host, and assumed otherwise
+//! [`measure::verdict::MIN_HISTORY_RUNS`] other reports of a host, and assumed otherwise
 //! ([`assumed_noise`]); every figure of the page is judged in one family (Holm). Figures bound
 //! by the core clock are judged in cycles too ([`clock_bound`]), so a change of the host's
 //! clock is named as such (docs/comparing.md).
 //!
 //! A figure that depends on where the CPUs sit, taken in different placements by the two
 //! reports (their steps' probes disagree: [`measure::placement::differs`]), gets no verdict:
-//! `placement differs`, with how the probes differ. Nor does such a pair of earlier reports
+//! `placement differs`, with how the probes differ. Nor does such a pair of other reports
 //! count as noise.
 
 use std::collections::HashMap;
@@ -315,11 +315,11 @@ pub fn assumed_noise(metric: &str) -> f64 {
     }
 }
 
-/// Run-to-run noise of each figure on each host, measured on earlier reports of that host
+/// Run-to-run noise of each figure on each host, measured on other reports of that host
 /// ([`RunNoise::from_runs`]), with how many reports it rests on.
 #[derive(Debug, Default)]
 struct Noise {
-    /// (host, figure) → the noise measured on that host's earlier reports.
+    /// (host, figure) → the noise measured on that host's other reports.
     measured: HashMap<(String, String), RunNoise>,
     reports: usize,
 }
@@ -385,7 +385,7 @@ impl Noise {
 }
 
 /// Compares `this` report with `baseline`, headline figure by headline figure, each on its
-/// rounds with the run-to-run noise measured on `history` (earlier reports of either host, the
+/// rounds with the run-to-run noise measured on `history` (the other reports of either host, the
 /// two compared left out) or assumed, all figures one family; and puts the baseline's
 /// sections beside this machine's.
 pub fn compare(
@@ -644,11 +644,11 @@ fn newest_report(store: &dyn ResultStore, host: Option<&str>) -> Result<Option<i
     Ok(store.list(usize::MAX)?.into_iter().find(|r| r.command == command).map(|r| r.id))
 }
 
-/// How many earlier reports of each host a comparison calibrates its noise on.
+/// How many other reports of each host a comparison calibrates its noise on.
 const HISTORY_PER_HOST: usize = 8;
 
 /// Reads the baseline `reference` names; `local` is this run's store (for a bare run id). With
-/// it comes the history its minimum effects are calibrated on: earlier reports of this host and
+/// it comes the history its minimum effects are calibrated on: other reports of this host and
 /// of the baseline's, in `local` and in the baseline's own store, `this` and the baseline left
 /// out.
 pub fn read_baseline(
