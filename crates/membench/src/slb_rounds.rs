@@ -51,8 +51,8 @@ pub struct StepVerdict {
 }
 
 impl StepVerdict {
-    /// "2.31× (95% interval 2.10–2.55), slower; 3 rounds each", or "2.31×, untested (1 round
-    /// each)" with too few rounds.
+    /// "2.31× (95% interval 2.10–2.55), slower; 3 rounds each, adjusted p < 0.001", or
+    /// "2.31×, untested (1 round each)" with too few rounds.
     pub fn words(&self) -> String {
         let j = &self.judgement;
         let ratio = if j.ratio.is_finite() { format!("{:.2}×", j.ratio) } else { "–".into() };
@@ -60,12 +60,13 @@ impl StepVerdict {
             return format!("{ratio}, untested ({})", self.rests_on);
         }
         format!(
-            "{ratio} ({:.0}% interval {:.2}–{:.2}), {}; {}",
+            "{ratio} ({:.0}% interval {:.2}–{:.2}), {}; {}, {}",
             CONFIDENCE * 100.0,
             j.ratio_low,
             j.ratio_high,
             j.verdict.name(),
-            self.rests_on
+            self.rests_on,
+            j.adjusted_p_words()
         )
     }
 
@@ -205,7 +206,8 @@ mod tests {
         assert!(j.ratio_low < 1.0 && j.ratio_high > 1.0, "{j:?}");
         assert_eq!(judged[1].judgement.verdict, Verdict::Slower, "{:?}", judged[1]);
         assert!(judged[1].judgement.adjusted_p >= judged[1].judgement.p_value);
-        assert!(judged[1].words().ends_with("), slower; 3 rounds each"), "{}", judged[1].words());
+        let words = judged[1].words();
+        assert!(words.contains("), slower; 3 rounds each, adjusted p 0.0"), "{words}");
         let one = judge_steps(&[("1".into(), vec![10.0]), ("2".into(), vec![20.0])]);
         assert!(!one[0].tested());
         assert_eq!(one[0].words(), "2.00×, untested (1 round each)");

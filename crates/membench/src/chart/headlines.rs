@@ -391,16 +391,18 @@ pub fn slb_scaling(runs: &[SlbResult], verdicts: &[StepVerdict]) -> (Vec<Headlin
     (headlines, compared)
 }
 
-/// "95% interval 2.10–2.55, slower; 3 rounds each": a verdict on rounds in a headline's words.
+/// "95% interval 2.10–2.55, slower; 3 rounds each, adjusted p < 0.001": a verdict on rounds in
+/// a headline's words.
 fn interval_words(v: &StepVerdict) -> String {
     let j = &v.judgement;
     format!(
-        "{:.0}% interval {}–{}, {}; {}",
+        "{:.0}% interval {}–{}, {}; {}, {}",
         measure::verdict::CONFIDENCE * 100.0,
         fmt3(j.ratio_low),
         fmt3(j.ratio_high),
         j.verdict.name(),
-        v.rests_on
+        v.rests_on,
+        j.adjusted_p_words()
     )
 }
 

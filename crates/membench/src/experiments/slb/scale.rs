@@ -304,9 +304,14 @@ mod tests {
         assert_eq!(typical.iter().map(|r| r.summary().median_ns).collect::<Vec<_>>(), [10.0, 20.5]);
         let text = o.text();
         assert!(text.contains("round 2 of 3\n"), "{text}");
-        assert!(text.contains("each against 1 worker on its rounds (a round's value: its median worker"), "{text}");
+        assert!(
+            text.contains(
+                "each against 1 worker on its rounds (a round's value: its median worker"
+            ),
+            "{text}"
+        );
         assert!(text.contains("  2 workers: 2.0"), "{text}");
-        assert!(text.contains("), slower; 3 rounds each\n"), "{text}");
+        assert!(text.contains("), slower; 3 rounds each, adjusted p "), "{text}");
         // One metric a worker and count, its samples from every round.
         let metrics = o.to_metrics();
         assert_eq!(metrics.len(), 3);
