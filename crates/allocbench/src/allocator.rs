@@ -302,7 +302,6 @@ pub fn parse_custom(text: &str) -> Result<(String, PathBuf), Error> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

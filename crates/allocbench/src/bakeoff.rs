@@ -468,7 +468,6 @@ impl ToMetrics for BakeOff {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
     use crate::allocator::parse_glibc;

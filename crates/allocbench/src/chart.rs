@@ -276,7 +276,6 @@ fn verdict_words(v: &Verdict) -> &'static str {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use crate::allocator::{parse_glibc, Allocator};
     use crate::bakeoff::summarize_runs;

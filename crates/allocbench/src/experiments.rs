@@ -277,7 +277,6 @@ impl Tool for AllocWorker {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
     use crate::allocator::{parse_glibc, Allocator};

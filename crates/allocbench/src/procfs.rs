@@ -309,7 +309,6 @@ pub fn verify_symbols(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

@@ -181,7 +181,6 @@ pub fn render(b: &BakeOff) -> String {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

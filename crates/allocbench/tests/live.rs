@@ -1,10 +1,11 @@
 //! Live tests: real child processes under real allocators on this machine. They assert what
 //! cannot be noise — verification, address-space arithmetic, counts — never which allocator wins.
 
-#![allow(clippy::unwrap_used)] // tests may unwrap
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
+use test_tier::live;
 
 use allocbench::allocator::{ldconfig_cache, parse_glibc, resolve, Allocator, Kind, KNOWN};
 use allocbench::bakeoff::{self, Plan, Workload};
@@ -12,9 +13,6 @@ use allocbench::run::{
     run_builtin, run_command, CommandSpec, Outcome, RunRecord, Subject, Throughput, WorkerCommand,
 };
 use allocbench::workload::BuiltinParams;
-
-const LIVE: &str =
-    "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it";
 
 fn worker() -> WorkerCommand {
     WorkerCommand { program: PathBuf::from(env!("CARGO_BIN_EXE_allocbench-worker")), args: vec![] }
@@ -36,10 +34,8 @@ fn run_once(a: &Allocator, p: &BuiltinParams) -> Outcome {
     run_builtin(&worker(), p, &Subject::new(a, &cache), 0, &AtomicBool::new(false)).unwrap()
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn every_installed_preload_is_seen_in_the_maps_of_the_measured_process() {
-    let _ = LIVE;
     let cache = ldconfig_cache();
     let names: Vec<String> = KNOWN.iter().map(|k| k.name.to_string()).collect();
     let r = resolve(&names, &[], &cache).unwrap();
@@ -57,8 +53,7 @@ fn every_installed_preload_is_seen_in_the_maps_of_the_measured_process() {
     }
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn a_library_that_cannot_be_preloaded_is_refused() {
     // An existing file that is not a shared library: ld.so prints "cannot be preloaded ...
     // ignored" and the program runs under glibc — exactly what the check must catch.
@@ -83,8 +78,7 @@ fn a_library_that_cannot_be_preloaded_is_refused() {
 
 /// A real library that is mapped but is not an allocator (libz, libm) is refused before measuring,
 /// naming where malloc resolved (glibc's libc); a real allocator still counts.
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn a_mapped_library_that_is_not_an_allocator_is_refused_naming_where_malloc_went() {
     let cache = ldconfig_cache();
     let find = |name: &str| {
@@ -119,8 +113,7 @@ fn a_mapped_library_that_is_not_an_allocator_is_refused_naming_where_malloc_went
 /// Command workloads: a library the command maps but that does not serve malloc is refused before
 /// the command runs, by the probe worker started under it; a real allocator and glibc go on to be
 /// measured.
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn a_command_under_a_library_that_is_not_an_allocator_is_refused_by_the_probe() {
     let cache = ldconfig_cache();
     let libz = cache.iter().find(|e| e.name == "libz.so.1").expect("libz in the linker cache");
@@ -162,8 +155,7 @@ fn a_command_under_a_library_that_is_not_an_allocator_is_refused_by_the_probe() 
 
 const ARENA: f64 = 64.0 * 1024.0 * 1024.0;
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn glibc_grows_one_64_mib_arena_per_thread_and_stays_flat_with_arena_max_1() {
     let glibc = Allocator::glibc();
     let one = parse_glibc("glibc:arena_max=1").unwrap().unwrap();
@@ -180,8 +172,7 @@ fn glibc_grows_one_64_mib_arena_per_thread_and_stays_flat_with_arena_max_1() {
     assert!((rec.accessible_growth() as f64) < 4.0 * ARENA / 2.0, "{rec:?}");
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn cpu_per_op_is_the_cpu_delta_over_the_count_in_real_runs() {
     let rec = measured(run_once(&Allocator::glibc(), &small(2)));
     assert!(rec.cpu.process_s > 0.0);
@@ -192,8 +183,7 @@ fn cpu_per_op_is_the_cpu_delta_over_the_count_in_real_runs() {
     assert!(rec.memory.pss_bytes.is_some() && rec.minor_faults > 0);
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn a_failing_command_or_one_without_the_metric_is_a_clear_error() {
     let cache = ldconfig_cache();
     let glibc = Subject::new(&Allocator::glibc(), &cache);
@@ -227,8 +217,7 @@ fn a_failing_command_or_one_without_the_metric_is_a_clear_error() {
     assert!(e.is_usage(), "{e}");
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn a_bakeoff_interleaves_and_summarizes() {
     let cache = ldconfig_cache();
     let r = resolve(&["glibc".into(), "jemalloc".into()], &[], &cache).unwrap();

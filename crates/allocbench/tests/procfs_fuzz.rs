@@ -4,9 +4,9 @@
 //! sane value, never a panic, never an overflow.
 //!
 //! Pure tier: [`fuzz::PURE`] cases per target; live tier (`--ignored`): [`fuzz::LIVE`].
-#![allow(clippy::unwrap_used)] // tests may unwrap
 
 use std::path::Path;
+use test_tier::live;
 
 use allocbench::procfs::{parse_maps, parse_memory, AddressSpace};
 use test_support::fuzz::{self, proptest};
@@ -57,8 +57,7 @@ fn mutated_maps_parse_to_a_consistent_address_space_or_error() {
     maps(fuzz::PURE);
 }
 
-#[test]
-#[ignore = "live tier: 50 000 mutated /proc/PID/maps files"]
+#[live("50 000 mutated /proc/PID/maps files")]
 fn mutated_maps_parse_to_a_consistent_address_space_or_error_long() {
     maps(fuzz::LIVE);
 }
@@ -68,8 +67,7 @@ fn mutated_status_and_smaps_rollup_give_whole_kib_or_none() {
     memory(fuzz::PURE);
 }
 
-#[test]
-#[ignore = "live tier: 50 000 mutated status and smaps_rollup pairs"]
+#[live("50 000 mutated status and smaps_rollup pairs")]
 fn mutated_status_and_smaps_rollup_give_whole_kib_or_none_long() {
     memory(fuzz::LIVE);
 }

@@ -28,7 +28,6 @@ pub fn arch_include(target_arch: &str) -> Result<(PathBuf, &'static str), String
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

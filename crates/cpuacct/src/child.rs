@@ -107,7 +107,6 @@ fn children_cpu() -> (f64, f64) {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

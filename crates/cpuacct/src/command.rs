@@ -24,7 +24,7 @@ use crate::cputime::{CpuEvents, Wanted};
 use crate::cpuutil::render::{self as util_render, command_line, notes as util_notes};
 use crate::cpuutil::render::{render_report, CommandRun, Sink};
 use crate::cpuutil::{self, EventReading};
-use crate::tasks::TaskIter;
+use pstime::tasks::TaskIter;
 
 /// pstime: exact CPU time per process over INTERVAL seconds, %USR and %SYS (the exact time
 /// split by tick samples) as percentages of all CPUs, four significant digits; every
@@ -374,7 +374,6 @@ pub fn emit_util(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

@@ -2,8 +2,8 @@
 //! `serve`'s process collector reads at each scrape. The BPF program walks the process list, and
 //! the threads of each process that has more than one, with the kernel's open-coded task iterators (Linux 6.7+) and writes
 //! one record per process into an array mapped into this process, so a scrape of 10,000
-//! processes costs one system call and no per-thread records (the [`crate::tasks`] iterator
-//! writes one per thread through a file and looks each task up by PID).
+//! processes costs one system call and no per-thread records (`pstime::tasks`, the iterator
+//! `cpu pstime` uses, writes one per thread through a file and looks each task up by PID).
 
 use std::mem::MaybeUninit;
 

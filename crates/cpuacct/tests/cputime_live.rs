@@ -1,9 +1,11 @@
 //! Event-based CPU time against the tick (root): a thread that runs in bursts placed between
 //! ticks is nearly invisible to /proc/stat's tick-sampled accounting, while the sched_switch
 //! figure matches the thread's own CPU time. And an exiting process is caught with its time.
-#![allow(clippy::unwrap_used)] // tests may unwrap
+
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::time::Duration;
+use test_tier::live;
 
 use cpuacct::cputime::{CpuEvents, Wanted};
 
@@ -76,8 +78,7 @@ fn dodge_ticks(total: Duration) {
     }
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn bursts_between_ticks_hide_from_the_tick_but_not_from_sched_switch() {
     let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     if std::thread::available_parallelism().unwrap().get() <= CPU {
@@ -136,8 +137,7 @@ fn bursts_on_cpu(events: &CpuEvents<'_>) -> (u64, u64) {
     (own, event)
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn an_exiting_process_is_caught_with_its_cpu_time() {
     let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let wanted = Wanted { busy: false, exits: true };

@@ -6,7 +6,7 @@
 //! The expected figures are read from each fixture here, independently of the parser: mpstat's
 //! own `all` line, each CPU's `%idle`.
 
-#![allow(clippy::unwrap_used)] // tests may unwrap
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use measure::Usage;
 use std::collections::BTreeSet;

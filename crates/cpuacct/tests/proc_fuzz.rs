@@ -4,9 +4,9 @@
 //! overflow. pstime's `/proc/PID/stat` and `schedstat` have theirs in the pstime crate.
 //!
 //! Pure tier: [`fuzz::PURE`] cases per target; live tier (`--ignored`): [`fuzz::LIVE`].
-#![allow(clippy::unwrap_used)] // tests may unwrap
 
 use std::time::{Duration, Instant};
+use test_tier::live;
 
 use cpuacct::cpuutil::{self, replay::NodeCpus, Snapshot};
 use measure::cpustat::parse_proc_stat;
@@ -89,8 +89,7 @@ fn mutated_proc_stat_pairs_give_utilization_within_0_to_100_or_errors() {
     proc_stat(fuzz::PURE);
 }
 
-#[test]
-#[ignore = "live tier: 50 000 mutated /proc/stat pairs"]
+#[live("50 000 mutated /proc/stat pairs")]
 fn mutated_proc_stat_pairs_give_utilization_within_0_to_100_or_errors_long() {
     proc_stat(fuzz::LIVE);
 }
@@ -100,8 +99,7 @@ fn arbitrary_node_cpus_parse_or_error() {
     node_cpus(fuzz::PURE);
 }
 
-#[test]
-#[ignore = "live tier: 50 000 --node-cpus values"]
+#[live("50 000 --node-cpus values")]
 fn arbitrary_node_cpus_parse_or_error_long() {
     node_cpus(fuzz::LIVE);
 }

@@ -267,7 +267,6 @@ fn add_path(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
     use measure::{Metric, ToMetrics};

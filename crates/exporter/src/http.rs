@@ -1,6 +1,14 @@
 //! The HTTP/1.1 request head of `platscope serve`, read from untrusted clients: pure parsing
 //! (tested without sockets) and the bounded reader that feeds it.
 //!
+//! Written here (with [`crate::server`]), not taken from a crate: hyper 1 bounds a head
+//! (`max_buf_size`, `header_read_timeout`) but is async only, so `serve` would run a tokio
+//! runtime (here tokio is only inside the PostgreSQL client) and add hyper-util, http and
+//! http-body to answer one `GET` per connection; tiny_http 0.12 (blocking) reads the request
+//! line and each header line with no length bound and sets no read deadline, and its TLS
+//! (rustls 0.20) takes no client certificates, which `--web-config`'s `client_auth_type` asks
+//! for.
+//!
 //! Bounds, all enforced before a byte is buffered past them:
 //!
 //! - the request line and headers together fit in [`MAX_HEAD`] bytes, or the answer is `431`;
@@ -326,7 +334,6 @@ pub fn linger(conn: &mut dyn Conn) {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

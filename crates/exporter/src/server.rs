@@ -505,7 +505,6 @@ const INDEX: &str = "<!DOCTYPE html>\n<html><head><title>platscope</title></head
 <h1>platscope</h1>\n<p><a href=\"/metrics\">/metrics</a></p>\n</body></html>\n";
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
     use crate::collect::CollectError;

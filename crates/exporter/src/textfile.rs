@@ -64,7 +64,6 @@ impl measure::Usage for TextfileError {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
     use crate::{Kind, Unit};

@@ -466,7 +466,6 @@ fn relay(mut tcp: TcpStream, config: Arc<ServerConfig>, socket: &Path) -> std::i
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

@@ -3,11 +3,13 @@
 //! arbitrary pieces) and the `--web-config` YAML.
 //!
 //! Pure tier: [`fuzz::PURE`] cases per target; live tier (`--ignored`): [`fuzz::LIVE`].
-#![allow(clippy::unwrap_used)] // tests may unwrap
+
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::io::{Read, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
+use test_tier::live;
 
 use exporter::http::{
     head_end, parse_head, read_request, Conn, Head, ReadError, Status, MAX_BODY, MAX_HEAD,
@@ -221,8 +223,7 @@ fn arbitrary_and_mutated_requests_in_any_pieces_are_answered_within_bounds() {
     requests(fuzz::PURE);
 }
 
-#[test]
-#[ignore = "live tier: 50 000 arbitrary and mutated requests"]
+#[live("50 000 arbitrary and mutated requests")]
 fn arbitrary_and_mutated_requests_in_any_pieces_are_answered_within_bounds_long() {
     requests(fuzz::LIVE);
 }
@@ -232,8 +233,7 @@ fn heads_over_the_limit_are_431_after_reading_only_the_bound() {
     long_heads(fuzz::PURE / 4);
 }
 
-#[test]
-#[ignore = "live tier: 10 000 long heads"]
+#[live("10 000 long heads")]
 fn heads_over_the_limit_are_431_after_reading_only_the_bound_long() {
     long_heads(fuzz::LIVE / 5);
 }
@@ -243,8 +243,7 @@ fn a_valid_request_split_anywhere_reads_as_whole() {
     splits(fuzz::PURE);
 }
 
-#[test]
-#[ignore = "live tier: 50 000 split requests"]
+#[live("50 000 split requests")]
 fn a_valid_request_split_anywhere_reads_as_whole_long() {
     splits(fuzz::LIVE);
 }
@@ -254,8 +253,7 @@ fn arbitrary_and_mutated_web_configs_are_ok_or_one_line_errors() {
     web_configs(fuzz::PURE);
 }
 
-#[test]
-#[ignore = "live tier: 50 000 web configs"]
+#[live("50 000 web configs")]
 fn arbitrary_and_mutated_web_configs_are_ok_or_one_line_errors_long() {
     web_configs(fuzz::LIVE);
 }

@@ -4,6 +4,12 @@
 //! the runs before and after is largest, the split is kept when a permutation test says so,
 //! and each side is searched again, until no split is significant.
 //!
+//! Written here, not taken from a crate: the one Rust port, `edivisive` 0.1.0 (a single release,
+//! 2021), shuffles with an unseeded `rand::thread_rng` (the same history could give other
+//! change points on the next run), splits anywhere (no minimum segment), returns indices
+//! without p-values, always runs all its permutations, and holds the whole n×n distance matrix;
+//! it brings ndarray 0.14, itertools 0.10 and rand 0.8. The originals are Python.
+//!
 //! For a window of the series split into X (the first m values) and Y (the other k):
 //!
 //! ```text

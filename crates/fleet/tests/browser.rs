@@ -7,6 +7,7 @@
 //! screenshot in `target/tmp/report-browser/`.
 
 use std::path::Path;
+use test_tier::browser;
 
 use fleet::analysis::{analyse, Options};
 use fleet::synthetic::{generate, made_up_machine, Plan};
@@ -25,8 +26,7 @@ fn machine() -> Vec<ReportFigures> {
     )
 }
 
-#[test]
-#[ignore = "browser tier: headless Chromium; scripts/test.sh runs it"]
+#[browser]
 fn fleet_page_in_headless_chromium_marks_what_was_injected() {
     let (reports, truth) = generate(&machine(), &Plan::new(24, 30, 2, 3)).expect("fleet");
     let analysis = analyse(&reports, &Options::default());

@@ -296,7 +296,6 @@ fn alive_by_stat(text: &[u8]) -> bool {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
     use crate::mounts::{kernel_dev, parse_mountinfo};

@@ -311,7 +311,6 @@ pub fn render_files(files: &[FileInterval], seconds: f64) -> String {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

@@ -212,7 +212,6 @@ pub fn table() -> impl Iterator<Item = &'static SysOp> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

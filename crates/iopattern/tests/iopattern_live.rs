@@ -4,12 +4,14 @@
 //!
 //! The generator is this test binary run again (the tracer never counts its own process):
 //! it waits on stdin until the programs are attached, does its I/O, and prints what it did.
-#![allow(clippy::unwrap_used)] // tests may unwrap
+
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::io::{Read, Write};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use test_tier::live;
 
 use iopattern::mounts::kernel_dev_of;
 use iopattern::pattern::{Counts, PAGE, RANDOM, READ, SEQUENTIAL, WRITE};
@@ -218,8 +220,7 @@ fn check_metadata(fs: &ScratchFs) {
     assert_eq!(c.meta[4], files, "other (fsync) {c:?}");
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn tmpfs_tally_matches_the_generator() {
     let fs = ScratchFs::tmpfs("tmpfs");
     check_sequential(&fs);
@@ -239,8 +240,7 @@ fn tmpfs_tally_matches_the_generator() {
 /// The per-file table with one slot: the first file read takes it, the other is kept in the
 /// hash; reads alternating between them are still sequential per file, and both files' own
 /// counts are right. (A file taken for the slot's would make every read random.) Takes ~1 s.
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn files_sharing_a_slot_count_alike() {
     let fs = ScratchFs::tmpfs("slots");
     let (a, b) = (fs.path("a.dat"), fs.path("b.dat"));
@@ -267,8 +267,7 @@ fn files_sharing_a_slot_count_alike() {
     ));
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn ext4_tally_matches_the_generator() {
     let fs = ScratchFs::ext4("ext4");
     check_sequential(&fs);

@@ -3,9 +3,11 @@
 //! that do not are skipped, never a panic.
 //!
 //! Pure tier: [`fuzz::PURE`] cases; live tier (`--ignored`): [`fuzz::LIVE`].
-#![allow(clippy::unwrap_used)] // tests may unwrap
+
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::path::Path;
+use test_tier::live;
 
 use iopattern::mounts::{parse_mountinfo, MountTable};
 use test_support::fuzz::{self, proptest};
@@ -37,8 +39,7 @@ fn arbitrary_and_mutated_mountinfo_gives_a_table_or_skips_lines() {
     mountinfo(fuzz::PURE);
 }
 
-#[test]
-#[ignore = "live tier: 50 000 mutated mountinfo files"]
+#[live("50 000 mutated mountinfo files")]
 fn arbitrary_and_mutated_mountinfo_gives_a_table_or_skips_lines_long() {
     mountinfo(fuzz::LIVE);
 }

@@ -483,7 +483,6 @@ impl Tool for Prepare {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
     use crate::chart::tests::step;

@@ -105,7 +105,6 @@ pub fn ms(ns: u64) -> String {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

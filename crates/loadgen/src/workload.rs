@@ -397,7 +397,6 @@ fn parse_rand_args(args: &str) -> Option<(i64, i64)> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

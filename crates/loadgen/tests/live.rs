@@ -2,6 +2,7 @@
 
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
+use test_tier::live;
 
 use loadgen::conn::DbError;
 use loadgen::workload::Value;
@@ -49,8 +50,7 @@ fn plan(rate: f64, secs: f64) -> Plan {
     Plan { rate, duration: Some(Duration::from_secs_f64(secs)), ..Plan::default() }
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn postgres_200_per_second_for_5_s_holds_the_schedule_and_costs_agree_with_proc() {
     let pg = Postgres::start(&PgOptions::default()).expect("PostgreSQL starts");
     let target = pg_target(&pg);
@@ -86,8 +86,7 @@ fn postgres_200_per_second_for_5_s_holds_the_schedule_and_costs_agree_with_proc(
     );
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn a_stalled_server_shows_in_p99_and_late_counts_where_service_time_hides_it() {
     let pg = Postgres::start(&PgOptions::default()).expect("PostgreSQL starts");
     let target = pg_target(&pg);
@@ -135,8 +134,7 @@ fn a_stalled_server_shows_in_p99_and_late_counts_where_service_time_hides_it() {
     assert!(r.latency.max_ns >= 280_000_000, "{:?}", r.latency);
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn prepared_and_simple_work_on_both_servers() {
     let pg = Postgres::start(&PgOptions::default()).expect("PostgreSQL starts");
     let maria = MariaDb::start(&MariaDbOptions::default()).expect("MariaDB starts");
@@ -240,8 +238,7 @@ fn assert_rode_through(
     println!("{what}:\n{text}");
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn postgres_restarted_mid_run_is_ridden_through_immediate_and_fast() {
     for (signal, shutdown) in [(libc::SIGQUIT, "immediate"), (libc::SIGINT, "fast")] {
         let mut pg = Postgres::start(&PgOptions::default()).expect("PostgreSQL starts");
@@ -257,8 +254,7 @@ fn postgres_restarted_mid_run_is_ridden_through_immediate_and_fast() {
     }
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn mariadb_restarted_mid_run_is_ridden_through() {
     let mut maria = MariaDb::start(&MariaDbOptions::default()).expect("MariaDB starts");
     let target = maria_target(&maria);
@@ -271,8 +267,7 @@ fn mariadb_restarted_mid_run_is_ridden_through() {
     assert_rode_through("MariaDB, clean shutdown", &r, &lines, 700);
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn on_disconnect_stop_ends_the_run_at_the_first_lost_connection() {
     let mut pg = Postgres::start(&PgOptions::default()).expect("PostgreSQL starts");
     let target = pg_target(&pg);
@@ -290,8 +285,7 @@ fn on_disconnect_stop_ends_the_run_at_the_first_lost_connection() {
 /// A role per password method (scram-sha-256, md5, cleartext `password`) over TCP: the right
 /// password connects, a wrong one is the server's refusal without the password in it, none is
 /// one line naming where a password comes from.
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn postgres_password_roles_scram_md5_and_cleartext() {
     let pg = Postgres::start(&PgOptions::default()).expect("PostgreSQL starts");
     pg.sql(
@@ -342,8 +336,7 @@ fn postgres_password_roles_scram_md5_and_cleartext() {
 
 /// Statements that fail now and then (division by zero, a value out of a parameter's range):
 /// counted by SQLSTATE, the connection goes on, no outage.
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn postgres_statement_errors_mid_run_leave_the_connection_usable() {
     let pg = Postgres::start(&PgOptions::default()).expect("PostgreSQL starts");
     let target = pg_target(&pg);
@@ -396,8 +389,7 @@ fn postgres_statement_errors_mid_run_leave_the_connection_usable() {
 
 /// The server process under a statement is terminated (SQLSTATE 57P01) or killed (end of
 /// stream): the statement fails as Gone at once, and so does the next.
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn postgres_backend_killed_mid_statement_is_gone() {
     let pg = Postgres::start(&PgOptions::default()).expect("PostgreSQL starts");
     let target = pg_target(&pg);

@@ -4,12 +4,14 @@
 //! around `:rand(…)` is kept exactly, whatever blanks its arguments hold.
 //!
 //! Pure tier: [`fuzz::PURE`] cases per target; live tier (`--ignored`): [`fuzz::LIVE`].
-#![allow(clippy::unwrap_used)] // tests may unwrap
+
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use loadgen::workload::{parse_sql_file, Dialect, Gen, Part};
 use loadgen::Error;
 use measure::rng::SplitMix64;
 use test_support::fuzz::{self, proptest};
+use test_tier::live;
 
 use proptest::prelude::*;
 
@@ -114,8 +116,7 @@ fn arbitrary_and_mutated_sql_files_are_a_template_or_a_one_line_error() {
     files(fuzz::PURE);
 }
 
-#[test]
-#[ignore = "live tier: 50 000 arbitrary and mutated SQL files"]
+#[live("50 000 arbitrary and mutated SQL files")]
 fn arbitrary_and_mutated_sql_files_are_a_template_or_a_one_line_error_long() {
     files(fuzz::LIVE);
 }
@@ -125,8 +126,7 @@ fn text_around_rand_is_kept_whatever_blanks_its_arguments_hold() {
     rand_text(fuzz::PURE);
 }
 
-#[test]
-#[ignore = "live tier: 50 000 generated SQL files"]
+#[live("50 000 generated SQL files")]
 fn text_around_rand_is_kept_whatever_blanks_its_arguments_hold_long() {
     rand_text(fuzz::LIVE);
 }

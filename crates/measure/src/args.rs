@@ -64,7 +64,6 @@ pub fn parse_pid(text: &str) -> Result<u32, UsageError> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

@@ -79,7 +79,6 @@ impl std::str::FromStr for ServerKind {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

@@ -147,7 +147,6 @@ impl<'de> Deserialize<'de> for Log2Hist {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

@@ -21,7 +21,6 @@ pub fn f64_or_null<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     #[derive(Debug, serde::Serialize, serde::Deserialize)]
     struct Figure {

@@ -177,7 +177,6 @@ pub fn parse_stat(text: &[u8]) -> Result<TaskStat<'_>, ParseError> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

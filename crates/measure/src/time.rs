@@ -157,7 +157,6 @@ pub fn utc_rfc3339(secs: u64) -> String {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

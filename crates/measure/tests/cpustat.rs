@@ -1,7 +1,5 @@
 //! `/proc/stat`'s parser over a file the kernel printed (tests/fixtures/README.md).
 
-#![allow(clippy::unwrap_used)] // tests may unwrap
-
 use measure::cpustat::parse_proc_stat;
 
 /// Also read by cpuacct's utilization tests and the `/proc/stat` fuzz tests of cpuacct and tamp.

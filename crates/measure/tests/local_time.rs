@@ -3,8 +3,6 @@
 //! and the DTrace date of `io pattern`'s and `db querystat`'s headers. Its own test binary,
 //! because it sets `TZ`.
 
-#![allow(clippy::unwrap_used)] // tests may unwrap
-
 use measure::time::{dtrace_date, Stamp};
 
 const MONTHS: [&str; 12] =

@@ -3,7 +3,7 @@
 //! removing the registered System V semaphore set. Each case runs in a child process (this test
 //! binary again, with `STOP_TEST_CASE` set), since the flag and the handlers are per process.
 
-#![allow(clippy::unwrap_used)] // tests may unwrap
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Output};

@@ -131,7 +131,6 @@ fn line_in_slot(slot: u32, layout: &ChaseLayout) -> usize {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

@@ -415,6 +415,7 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use test_tier::live;
 
     #[test]
     fn fairness_of_even_and_starved_counts() {
@@ -483,8 +484,7 @@ mod tests {
         }
     }
 
-    #[test]
-    #[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+    #[live]
     fn live_locks_make_shared_counters_exact() {
         let t = Topology::detect().expect("topology");
         let cpus = place::PlacementRequest { cpus: None, policy: MemPolicy::Inherit }

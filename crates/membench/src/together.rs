@@ -69,7 +69,6 @@ impl<S: Sync, Ready, Done: Send> Crew<'_, S, Ready, Done> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

@@ -2,6 +2,7 @@
 //! orderings and physical bounds: these machines are shared and noisy.
 
 use std::time::Duration;
+use test_tier::live;
 
 use membench::latency::{measure_on, prefetch_check, LatencyOptions};
 use membench::slb::{run, SlbPlan, SlbWorkerSpec};
@@ -16,8 +17,7 @@ fn topology() -> Topology {
     Topology::detect().expect("topology")
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn latency_rises_from_l1_to_l2_to_dram() {
     let _serial = serial();
     let t = topology();
@@ -44,8 +44,7 @@ fn latency_rises_from_l1_to_l2_to_dram() {
     assert!(dram.placement.not_present == 0);
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn random_chase_is_not_prefetched() {
     let _serial = serial();
     let t = topology();
@@ -61,8 +60,7 @@ fn random_chase_is_not_prefetched() {
     );
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn slb_workers_run_and_report_verified_memory() {
     let _serial = serial();
     let t = topology();
@@ -93,8 +91,7 @@ fn slb_workers_run_and_report_verified_memory() {
     assert!(s.min_ns <= s.median_ns && s.median_ns <= s.max_ns);
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn slb_refuses_more_than_memory_before_allocating() {
     let _serial = serial();
     let t = topology();

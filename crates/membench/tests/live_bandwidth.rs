@@ -2,6 +2,7 @@
 //! says (no timing thresholds beyond physical bounds).
 
 use std::time::Duration;
+use test_tier::live;
 
 use membench::bandwidth::{run, trial_candidates, trial_winner, BandwidthOptions, ThreadSpec};
 use membench::kernels::bandwidth::{Isa, Kernel, Walk, KERNELS};
@@ -18,8 +19,7 @@ fn topology() -> Topology {
     Topology::detect().expect("topology")
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn every_kernel_isa_and_walk_gives_a_sane_figure_with_verified_memory() {
     let _serial = serial();
     let t = topology();
@@ -57,8 +57,7 @@ fn every_kernel_isa_and_walk_gives_a_sane_figure_with_verified_memory() {
     }
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn with_neither_isa_nor_walk_asked_every_thread_runs_the_trial_winner() {
     let _serial = serial();
     let t = topology();
@@ -96,8 +95,7 @@ fn with_neither_isa_nor_walk_asked_every_thread_runs_the_trial_winner() {
     }
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn loaded_latency_rises_with_load() {
     let _serial = serial();
     let t = topology();
@@ -131,8 +129,7 @@ fn loaded_latency_rises_with_load() {
     assert_eq!(curve.delay_caveat.is_none(), measure::core_clock::core_ghz().is_some());
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn a_buffer_sized_from_the_cache_is_checked_at_twice_its_size() {
     use membench::bandwidth::{
         default_bytes_per_thread, run_checked, SIZE_CHECK_GROWTH, SIZE_CHECK_TOLERANCE,

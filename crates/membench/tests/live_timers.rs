@@ -2,9 +2,9 @@
 //! thresholds (these machines are shared and noisy).
 
 use membench::timers::{measure_all, CallPath, Clock, TimerKind, TimerOptions};
+use test_tier::live;
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn every_timer_measured_and_monotonic_beats_the_raw_syscall() {
     let r = measure_all(&TimerOptions::default());
     for t in &r.timers {

@@ -233,7 +233,6 @@ pub fn run(args: &NetStatArgs, format: Format, version: &str) -> Result<(), Clas
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

@@ -292,7 +292,6 @@ pub fn parse_speed_overrides(text: &str) -> Result<Vec<SpeedOverride>, UsageErro
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

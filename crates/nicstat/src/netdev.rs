@@ -142,7 +142,6 @@ pub fn parse_net_dev(text: &str) -> Result<Vec<NetDevCounters>, ParseError> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

@@ -15,6 +15,13 @@
 //! what the kernel announces: link changes on rtnetlink (a renegotiated speed comes with a
 //! carrier change) and ethtool's `monitor` group (a speed or duplex set with ethtool), both
 //! collected by [`LinkStats::take_announced`].
+//!
+//! Written here, not taken from crates: rust-netlink's netlink-packet-route (0.34) parses the
+//! rtnetlink half (`RTM_NEWSTATS` with `IFLA_STATS_LINK_64`, `RTM_NEWLINK`) and netlink-sys
+//! opens a blocking socket, but ethtool's family comes as a crate (ethtool 0.3) only behind an
+//! async handle (tokio or async-std, through netlink-proto), and the collector reads inside a
+//! blocking scrape. This file takes only the messages and attributes it reads, with the
+//! kernel's numbers from libc where libc has them, and its parsers are tested on hand-built messages.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -794,9 +801,9 @@ fn parse_link_mode(body: &[u8]) -> Option<(u32, Option<u32>, Duplex)> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
+    use test_tier::live;
 
     fn message(kind: u16, seq: u32, body: &[u8]) -> Vec<u8> {
         let len = NLMSG_HDR + body.len();
@@ -1015,8 +1022,7 @@ mod tests {
     /// a burst of new links overflows it (ENOBUFS). Every interface then counts as announced,
     /// and the names come from a dump, complete. Live: root, in a network namespace of this
     /// test's own thread (`ip` children inherit it).
-    #[test]
-    #[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+    #[live]
     fn an_overflowed_announcement_queue_marks_every_interface_and_relearns_the_names() {
         std::thread::spawn(|| {
             // SAFETY: unshare(2) of this thread's network namespace only.

@@ -430,7 +430,6 @@ pub fn render_list(links: &[LinkFacts], verbose: bool) -> String {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

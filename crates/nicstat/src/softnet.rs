@@ -74,7 +74,6 @@ pub fn parse_softnet_stat(text: &str) -> Result<Vec<SoftnetCpu>, ParseError> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

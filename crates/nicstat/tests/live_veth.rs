@@ -5,7 +5,7 @@
 //! deleted by a guard, also when a test fails. Without root (or without `ip`) each test prints
 //! why it skipped.
 
-#![allow(clippy::unwrap_used)] // tests may unwrap
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::io::{Read, Write};
 use std::net::{SocketAddrV4, TcpListener, TcpStream, UdpSocket};
@@ -14,6 +14,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use test_tier::live;
 
 use measure::time::Stamp;
 use measure::FsRoot;
@@ -260,8 +261,7 @@ fn receive_udp(lab: &Lab, port: u16) -> (std::thread::JoinHandle<u64>, mpsc::Rec
     (handle, bound_rx)
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn udp_packets_and_kilobytes_match_as_root() {
     let Some(lab) = Lab::new("udp_packets_and_kilobytes_match_as_root") else { return };
     let (recv, bound) = receive_udp(&lab, 9100);
@@ -322,8 +322,7 @@ fn udp_packets_and_kilobytes_match_as_root() {
     assert!(!tx.counters_restarted && !rx.counters_restarted);
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn speed_override_gives_the_arithmetic_utilization_as_root() {
     let Some(lab) = Lab::new("speed_override_gives_the_arithmetic_utilization_as_root") else {
         return;
@@ -365,8 +364,7 @@ fn speed_override_gives_the_arithmetic_utilization_as_root() {
     within("%Util --wire arithmetic", again.unwrap(), wire, 0.01);
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn tcp_bytes_and_segments_appear_with_t_as_root() {
     let Some(lab) = Lab::new("tcp_bytes_and_segments_appear_with_t_as_root") else { return };
     const BYTES: usize = 8 << 20;
@@ -429,8 +427,7 @@ fn tcp_bytes_and_segments_appear_with_t_as_root() {
     }
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn tcp_retransmits_appear_with_t_as_root() {
     let Some(lab) = Lab::new("tcp_retransmits_appear_with_t_as_root") else { return };
     let (b, addr) = (lab.b.clone(), lab.addr(2));
@@ -498,8 +495,7 @@ fn tcp_retransmits_appear_with_t_as_root() {
     assert!(retx > 0.0, "{line}");
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn list_shows_the_veth_pair_as_root() {
     let Some(lab) = Lab::new("list_shows_the_veth_pair_as_root") else { return };
     let mut lines = Vec::new();

@@ -2,13 +2,15 @@
 //! renamed interface under its new name at the next read. Runs in a network namespace of its
 //! own (one test thread unshares it; `ip` children inherit it), so the host's links are not
 //! touched.
-#![allow(clippy::unwrap_used)] // tests may unwrap
+
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use nicstat::ioctl::Socket;
 use nicstat::netdev::{parse_net_dev, NetDevCounters};
 use nicstat::netlink::LinkStats;
 use nicstat::Duplex;
 use test_support::net::ip;
+use test_tier::live;
 
 fn proc_net_dev() -> Vec<NetDevCounters> {
     // /proc/thread-self/net: this thread's namespace (/proc/self follows the main thread).
@@ -37,8 +39,7 @@ fn counters(c: &NetDevCounters) -> [u64; 16] {
     ]
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn netlink_counters_match_proc_net_dev_and_follow_renames() {
     std::thread::spawn(|| {
         // SAFETY: unshare(2) of this thread's network namespace only.
@@ -92,8 +93,7 @@ fn netlink_counters_match_proc_net_dev_and_follow_renames() {
 /// The one ethtool dump gives each interface the speed and duplex the per-interface ethtool
 /// ioctl gives (what `read_link_facts` falls back to without sysfs), none for an interface that
 /// is down, and leaves out one without link settings (loopback).
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn link_modes_match_the_ethtool_ioctl() {
     std::thread::spawn(|| {
         // SAFETY: unshare(2) of this thread's network namespace only.
@@ -143,8 +143,7 @@ fn link_modes_match_the_ethtool_ioctl() {
 /// What the kernel announces names the interfaces whose facts may have changed: a speed set
 /// with ethtool (its netlink monitor group) and a link brought down (rtnetlink); the one-request
 /// read then has the new speed, as the ioctl does.
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn announced_changes_name_their_interfaces_and_are_read_one_by_one() {
     use nicstat::netlink::Announced;
     use test_support::net::set_link_speed;

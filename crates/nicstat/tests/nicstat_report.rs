@@ -1,8 +1,6 @@
 //! nicstat's arithmetic and layouts over hand-built counters, and the monitor over a fixture
 //! tree (wrap, reset, removal and re-creation of an interface between samples).
 
-#![allow(clippy::unwrap_used)] // tests may unwrap
-
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::time::Instant;

@@ -1,7 +1,7 @@
 //! The parsers over captured and hand-made kernel files (tests/fixtures/README.md says which is
 //! which). Test names carry the fixture's source.
 
-#![allow(clippy::unwrap_used)] // tests may unwrap
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use nicstat::netdev::parse_net_dev;
 use nicstat::snmp::{ProtoTable, TcpCounters, UdpCounters};

@@ -3,7 +3,6 @@
 //! never a panic; and rates between two damaged snapshots are finite, never an overflow.
 //!
 //! Pure tier: [`fuzz::PURE`] cases per target; live tier (`--ignored`): [`fuzz::LIVE`].
-#![allow(clippy::unwrap_used)] // tests may unwrap
 
 use nicstat::link::{parse_sysfs_duplex, parse_sysfs_flags, parse_sysfs_speed};
 use nicstat::netdev::parse_net_dev;
@@ -14,6 +13,7 @@ use nicstat::{
     SpeedSource,
 };
 use test_support::fuzz::{self, proptest};
+use test_tier::live;
 
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -148,8 +148,7 @@ fn mutated_net_dev_snapshots_give_rates_or_errors() {
     net_dev(fuzz::PURE);
 }
 
-#[test]
-#[ignore = "live tier: 50 000 mutated /proc/net/dev pairs"]
+#[live("50 000 mutated /proc/net/dev pairs")]
 fn mutated_net_dev_snapshots_give_rates_or_errors_long() {
     net_dev(fuzz::LIVE);
 }
@@ -159,8 +158,7 @@ fn mutated_snmp_and_netstat_snapshots_give_rates_or_errors() {
     snmp(fuzz::PURE);
 }
 
-#[test]
-#[ignore = "live tier: 50 000 mutated /proc/net/snmp pairs"]
+#[live("50 000 mutated /proc/net/snmp pairs")]
 fn mutated_snmp_and_netstat_snapshots_give_rates_or_errors_long() {
     snmp(fuzz::LIVE);
 }
@@ -170,8 +168,7 @@ fn mutated_softnet_stat_snapshots_give_finite_rates_or_errors() {
     softnet(fuzz::PURE);
 }
 
-#[test]
-#[ignore = "live tier: 50 000 mutated softnet_stat pairs"]
+#[live("50 000 mutated softnet_stat pairs")]
 fn mutated_softnet_stat_snapshots_give_finite_rates_or_errors_long() {
     softnet(fuzz::LIVE);
 }
@@ -181,8 +178,7 @@ fn uptime_and_sysfs_link_files_give_sane_values_or_none() {
     small_files(fuzz::PURE);
 }
 
-#[test]
-#[ignore = "live tier: 50 000 uptime and sysfs link files"]
+#[live("50 000 uptime and sysfs link files")]
 fn uptime_and_sysfs_link_files_give_sane_values_or_none_long() {
     small_files(fuzz::LIVE);
 }

@@ -260,7 +260,6 @@ pub(crate) fn init_script(markers: &Markers, commands: usize) -> String {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

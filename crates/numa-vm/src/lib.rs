@@ -579,7 +579,6 @@ impl Drop for TempDir {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -164,7 +164,6 @@ pub(crate) fn decode_base64(text: &str) -> Result<Vec<u8>, String> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

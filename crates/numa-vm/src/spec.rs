@@ -293,7 +293,6 @@ pub(crate) fn qemu_args(spec: &GuestSpec, files: &QemuFiles<'_>) -> Vec<String> 
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

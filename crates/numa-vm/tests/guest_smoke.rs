@@ -2,10 +2,9 @@
 //! itself: as root it installs what is missing; otherwise these tests fail saying what to run.
 //! They never skip.
 
-#![allow(clippy::unwrap_used)] // tests may unwrap
-
 use std::path::Path;
 use std::time::{Duration, Instant};
+use test_tier::guest;
 
 use numa_vm::{run_in_guest, GuestError, GuestRun, GuestSpec};
 
@@ -128,8 +127,7 @@ fn check_exit_3(run: &GuestRun) {
     );
 }
 
-#[test]
-#[ignore = "guest tier: boots a multi-node QEMU guest; scripts/test.sh runs it"]
+#[guest]
 fn two_nodes_dynamic_binary() {
     // getconf (libc-bin, Essential) is dynamically linked: this exercises the ldd copy.
     let spec = GuestSpec::two_nodes();
@@ -140,8 +138,7 @@ fn two_nodes_dynamic_binary() {
     check_exit_3(&run);
 }
 
-#[test]
-#[ignore = "guest tier: boots a multi-node QEMU guest; scripts/test.sh runs it"]
+#[guest]
 fn four_nodes_with_memory_only_node() {
     let spec = GuestSpec::four_nodes_with_memory_only();
     let extra = [
@@ -159,8 +156,7 @@ fn four_nodes_with_memory_only_node() {
     check_exit_3(&run);
 }
 
-#[test]
-#[ignore = "guest tier: boots a multi-node QEMU guest; scripts/test.sh runs it"]
+#[guest]
 fn hung_guest_is_killed_at_timeout_with_console_tail() {
     let spec = GuestSpec::two_nodes().with_timeout(Duration::from_secs(2));
     let t = Instant::now();
@@ -174,8 +170,7 @@ fn hung_guest_is_killed_at_timeout_with_console_tail() {
     assert!(err.to_string().contains(tail));
 }
 
-#[test]
-#[ignore = "guest tier: boots a multi-node QEMU guest; scripts/test.sh runs it"]
+#[guest]
 fn guest_that_stops_early_reports_console() {
     let spec = GuestSpec::new(&[(1, 256)], vec![]);
     let err = run_in_guest(

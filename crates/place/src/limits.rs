@@ -194,7 +194,6 @@ pub fn stat_value(stat: &str, key: &str) -> Option<u64> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -2,6 +2,7 @@
 //! (Multi-node placement is checked in the QEMU guest suite, crates/numa-vm.)
 
 use place::{pin, thread_policy, Arena, ArenaSpec, HugeSource, MemPolicy, PageSize, PlaceError};
+use test_tier::live;
 use topo::Topology;
 
 const MIB: u64 = 1 << 20;
@@ -14,8 +15,7 @@ fn arena(bytes: u64, policy: MemPolicy, page: PageSize) -> Result<Arena, PlaceEr
     Arena::new(ArenaSpec { bytes, policy, page }, &topology())
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn bound_arena_is_on_its_node() {
     let t = topology();
     let node = t.nodes_with_memory()[0];
@@ -27,8 +27,7 @@ fn bound_arena_is_on_its_node() {
     assert!(p.all_on(&[node]));
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn base_pages_get_no_thp() {
     let a = arena(16 * MIB, MemPolicy::Local, PageSize::Base).expect("arena");
     assert_eq!(a.len() as u64, 16 * MIB);
@@ -38,8 +37,7 @@ fn base_pages_get_no_thp() {
     assert_eq!(huge, 0, "MADV_NOHUGEPAGE must keep THP out");
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn thp_arena_is_aligned_and_huge_backed() {
     let t = topology();
     let thp = t.environment.as_ref().and_then(|e| e.thp_enabled.clone());
@@ -58,8 +56,7 @@ fn thp_arena_is_aligned_and_huge_backed() {
 
 /// Sets nothing system-wide: whatever THP mode this machine has, a THP arena must say of its
 /// pages what `/proc/self/smaps` reports for its range.
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn thp_arena_says_the_huge_share_smaps_reports() {
     let a = arena(64 * MIB, MemPolicy::Inherit, PageSize::Thp).expect("arena");
     let (start, len) = (a.as_ptr() as u64, a.len() as u64);
@@ -97,8 +94,7 @@ fn thp_arena_says_the_huge_share_smaps_reports() {
     }
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn interleave_and_preferred_over_all_nodes_place_everything() {
     let nodes = topology().nodes_with_memory();
     let a = arena(8 * MIB, MemPolicy::Interleave(nodes.clone()), PageSize::Base).expect("arena");
@@ -113,8 +109,7 @@ fn interleave_and_preferred_over_all_nodes_place_everything() {
     assert!(b.placement().expect("placement").all_on(&[nodes[0]]));
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn worker_thread_first_touches_its_own_arena() {
     let t = topology();
     let cpu = *t.online_cpu_ids().last().expect("a CPU");
@@ -131,8 +126,7 @@ fn worker_thread_first_touches_its_own_arena() {
     assert!(placement.all_on(&[node]), "{placement:?}");
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn more_than_the_machine_has_is_refused_before_allocating() {
     let t = topology();
     let total: u64 = t.nodes.iter().map(|n| n.total_bytes).sum();
@@ -151,8 +145,7 @@ fn more_than_the_machine_has_is_refused_before_allocating() {
     assert!(err.to_string().contains("use a smaller size"));
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn empty_1g_pool_names_the_sysctl() {
     let pool = topology().environment.expect("live").hugepages;
     let free_1g = pool.iter().find(|p| p.page_bytes == 1 << 30).map_or(0, |p| p.free);
@@ -169,8 +162,7 @@ fn empty_1g_pool_names_the_sysctl() {
 }
 
 /// Reserves 2 MiB pages (needs root), checks an arena uses them, and puts the pool back.
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn hugetlb_2m_arena_as_root() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
@@ -189,8 +181,7 @@ fn hugetlb_2m_arena_as_root() {
     assert_eq!(p.not_present, 0);
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn thread_policy_reads_back_what_was_set() {
     let nodes = topology().nodes_with_memory();
     let seen = std::thread::spawn(move || {

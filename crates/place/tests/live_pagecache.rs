@@ -4,6 +4,7 @@
 
 use std::io::Write;
 use std::path::PathBuf;
+use test_tier::live;
 
 use place::pagecache::{Backing, CacheFile, PageCacheError};
 use place::MemPolicy;
@@ -34,8 +35,7 @@ impl Drop for Scratch {
     }
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn written_file_is_cached_then_evicted_then_loaded() {
     let s = Scratch::new("cycle", 16 * MIB + 123);
     let f = CacheFile::open(&s.0).expect("open");
@@ -66,8 +66,7 @@ fn written_file_is_cached_then_evicted_then_loaded() {
     assert!(read.gbps > 0.05 && read.gbps < 500.0, "{read:?}");
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn empty_file_has_no_pages() {
     let s = Scratch::new("empty", 0);
     let f = CacheFile::open(&s.0).expect("open");
@@ -78,8 +77,7 @@ fn empty_file_has_no_pages() {
     assert_eq!(f.evict().expect("evict").dropped(), 0);
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn special_files_are_refused_before_opening() {
     let missing = CacheFile::open("/nonexistent/platscope".as_ref()).expect_err("missing");
     assert!(matches!(missing, PageCacheError::NotFound(_)), "{missing}");

@@ -5,6 +5,7 @@
 use std::process::Output;
 use std::time::{Duration, Instant};
 use test_support::{platscope, text};
+use test_tier::live;
 
 fn ok(out: &Output) -> String {
     assert!(out.status.success(), "{}\n{}", text(&out.stdout), text(&out.stderr));
@@ -29,8 +30,7 @@ fn usage_errors_are_one_line_and_exit_2() {
     fails(&platscope(&["alloc", "--cross-thread", "1.5"]), 2, "--cross-thread");
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn builtin_runs_are_verified_stored_and_drawn() {
     let dir = tempfile::tempdir().expect("temp dir");
     let db = dir.path().join("results.db").display().to_string();
@@ -73,8 +73,7 @@ fn builtin_runs_are_verified_stored_and_drawn() {
     assert!(shown.contains("alloc_throughput{allocator=jemalloc,threads=2}"), "{shown}");
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn a_command_is_measured_and_its_failures_are_clear() {
     let out = ok(&platscope(&[
         "--no-store",
@@ -105,8 +104,7 @@ fn a_command_is_measured_and_its_failures_are_clear() {
     );
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn a_database_server_under_two_allocators_end_to_end_in_two_minutes() {
     let start = Instant::now();
     let json = ok(&platscope(&[
@@ -140,8 +138,7 @@ fn a_database_server_under_two_allocators_end_to_end_in_two_minutes() {
 /// measuring in the built-in workload, a command and a `--server` run, naming where malloc
 /// resolved; glibc beside it is measured and printed, `x` never is, and the run exits 1 (what
 /// was asked was not all done).
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn a_library_that_is_not_an_allocator_is_refused_everywhere() {
     let libz = system_library("libz.so.1");
     let x = format!("x={libz}");
@@ -181,8 +178,7 @@ fn system_library(name: &str) -> String {
 /// the other allocator is measured, stored and printed, and the run exits 1: a candidate that
 /// was named and could not be measured is a failure of what was asked, as `cp a b dir/` fails
 /// when one of its files cannot be copied.
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn a_refused_candidate_fails_the_run_after_the_others_are_measured_and_stored() {
     let dir = tempfile::tempdir().expect("temp dir");
     let text_file = dir.path().join("notes.txt");

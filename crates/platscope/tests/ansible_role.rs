@@ -7,10 +7,11 @@
 //! (one small latency run and `topo`, not a whole report, to keep CI short) and `broken` a
 //! command line platscope refuses.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic with a reason
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use test_tier::live;
 
 use serde_json::{json, Value};
 use testdb::{PgOptions, Postgres};
@@ -153,8 +154,7 @@ fn local_runs(db: &Path) -> u64 {
     list.as_array().expect("a list").len() as u64
 }
 
-#[test]
-#[ignore = "live tier: installs the .deb on this machine (root, purged after), PostgreSQL 15, ansible-core from scripts/setup.sh; scripts/test.sh runs it"]
+#[live("installs the .deb on this machine (root, purged after), PostgreSQL 15, ansible-core from scripts/setup.sh")]
 fn the_role_runs_twice_idempotently_and_a_failing_host_does_not_stop_the_others() {
     // SAFETY: geteuid has no preconditions.
     assert_eq!(unsafe { libc::geteuid() }, 0, "installs a package: run the live tier as root");

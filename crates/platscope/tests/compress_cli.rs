@@ -4,14 +4,14 @@
 use std::path::Path;
 use std::process::{Command, Output};
 use test_support::{platscope, platscope_with_stdin, text};
+use test_tier::live;
 
 fn ok(out: &Output) -> String {
     assert!(out.status.success(), "{}\n{}", text(&out.stdout), text(&out.stderr));
     text(&out.stdout)
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn compress_round_trips_through_stock_tools_and_is_stored() {
     let dir = tempfile::tempdir().expect("temp dir");
     let at = |name: &str| dir.path().join(name).display().to_string();
@@ -65,8 +65,7 @@ fn compress_round_trips_through_stock_tools_and_is_stored() {
     );
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn cpu_scale_reports_each_step_with_busy_cpus() {
     let out = ok(&platscope(&[
         "--no-store",

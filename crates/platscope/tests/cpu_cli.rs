@@ -8,18 +8,18 @@
 //! The burning child is this test binary run again with `PLATSCOPE_TEST_BURN` set
 //! ([`burner_child`]); it measures its own CPU time, so nothing else needs installing.
 
-#![allow(clippy::unwrap_used)] // tests may unwrap
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 use test_support::{platscope, platscope_with_stdin, text, Burner};
+use test_tier::live;
 
 const BIN: &str = env!("CARGO_BIN_EXE_platscope");
 const BURN_NS: u64 = 500_000_000;
 
 /// Not a test on its own: the burner the other tests start ([`test_support::burner::child`]).
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn burner_child() {
     test_support::burner::child();
 }
@@ -29,8 +29,7 @@ fn json(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)))
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn pstime_reports_a_half_second_burn_within_2_percent() {
     let mut burner = Burner::start(BURN_NS);
     let pid = burner.pid().to_string();
@@ -62,8 +61,7 @@ fn pstime_reports_a_half_second_burn_within_2_percent() {
     assert_eq!(report["exits_traced"], true, "as root, exits are traced with BPF");
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn pstime_prints_the_original_layout_under_its_own_name() {
     // Some CPU first, so ticks have fallen on this process and its user/system split is
     // known (with none, pstime prints "-": it cannot split what no tick sampled).
@@ -113,8 +111,7 @@ fn platscope_unprivileged(args: &[&str]) -> Output {
         .unwrap()
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn without_bpf_privileges_pstime_and_util_say_so_and_go_on() {
     let out = platscope_unprivileged(&["cpu", "pstime", "0.2", "1"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -131,8 +128,7 @@ fn without_bpf_privileges_pstime_and_util_say_so_and_go_on() {
     assert!(stdout.contains(" all ") && !stdout.contains("%busy-ev"), "{stdout}");
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn pstime_with_exact_columns_threads_and_every_process() {
     let me = std::process::id().to_string();
     let out = platscope(&["cpu", "pstime", "0.2", "--threads", &me]);
@@ -150,8 +146,7 @@ fn pstime_with_exact_columns_threads_and_every_process() {
     assert_eq!(report["source"], "process_clock");
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn pstime_a_pid_that_exits_mid_interval_is_not_an_error() {
     let mut sleeper = Command::new("sleep").arg("0.2").spawn().unwrap();
     let pid = sleeper.id().to_string();
@@ -166,8 +161,7 @@ fn pstime_a_pid_that_exits_mid_interval_is_not_an_error() {
     assert!(row.is_some_and(|r| r.contains("sleep <exited>")), "{stdout}");
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn bad_input_is_one_line_and_exit_2() {
     // A thread of this process (not the main one) is not a process.
     let tid = std::fs::read_dir("/proc/self/task")
@@ -230,8 +224,7 @@ fn cpu_count() -> usize {
         .count()
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn util_since_boot_and_per_interval() {
     let out = platscope(&["cpu", "util"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -254,8 +247,7 @@ fn util_since_boot_and_per_interval() {
     assert_eq!(stdout.lines().next().unwrap().as_bytes()[8], b'.', "{stdout}");
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn util_over_a_commands_lifetime() {
     let out = platscope(&["cpu", "util", "--", "sleep", "0.2"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -275,8 +267,7 @@ fn util_over_a_commands_lifetime() {
     assert!(v["report"]["elapsed_s"].as_f64().unwrap() > 0.0);
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn util_busy_only_hides_idle_cpus() {
     let out = platscope(&["--json", "cpu", "util", "--busy-only", "0.2", "1"]);
     let v = json(&out);
@@ -296,8 +287,7 @@ fn util_busy_only_hides_idle_cpus() {
     assert!(v["hidden_idle"].as_array().unwrap().is_empty());
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn util_event_shows_switch_measured_busy_time_next_to_the_tick() {
     let out = platscope(&["cpu", "util", "--event", "0.2", "2"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -316,8 +306,7 @@ fn util_event_shows_switch_measured_busy_time_next_to_the_tick() {
     assert_eq!(stderr.matches("%busy-ev").count(), 1, "{stderr}");
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn pstime_counts_a_process_that_starts_and_exits_inside_the_interval() {
     let pstime = Command::new(BIN)
         .args(["--json", "cpu", "pstime", "1.5"])

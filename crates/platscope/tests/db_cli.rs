@@ -4,6 +4,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use test_tier::live;
 
 use test_support::text;
 use testdb::{PgOptions, Postgres};
@@ -51,8 +52,7 @@ fn rest(lines: &mpsc::Receiver<String>) -> String {
     lines.iter().map(|line| line + "\n").collect()
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn querystat_counts_the_statements_a_client_sends_and_is_stored() {
     let (pg, _dir, db) = server_and_store();
     let pid = pg.pid().to_string();
@@ -116,8 +116,7 @@ fn slow_query_run(pg: &Postgres, db: &str, extra: &[&str]) -> (String, String) {
     (text(&out.stdout), text(&show.stdout))
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn slow_query_text_is_printed_whole_and_stored_without_its_literals() {
     let (pg, _dir, db) = server_and_store();
 
@@ -131,8 +130,7 @@ fn slow_query_text_is_printed_whole_and_stored_without_its_literals() {
     assert!(stored.contains("SELECT pg_sleep(0.1), 'SECRET-customer-42'"), "{stored}");
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn a_server_that_exits_under_querystat_ends_it_with_exit_1_and_keeps_what_was_traced() {
     let (pg, _dir, db) = server_and_store();
     let pid = pg.pid().to_string();

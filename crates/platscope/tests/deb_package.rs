@@ -4,9 +4,8 @@
 //! root). The package holds the binary this test suite was built with (no release build here;
 //! `scripts/deb.sh` alone builds and packages the release binary).
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic with a reason
-
 use std::process::{Command, Output};
+use test_tier::live;
 
 use test_support::{stderr, stdout};
 
@@ -26,8 +25,7 @@ fn run(cmd: &mut Command) -> Output {
     out
 }
 
-#[test]
-#[ignore = "live tier: cargo-deb (scripts/setup.sh --deps) and dpkg -i into a scratch root (root); scripts/test.sh runs it"]
+#[live("cargo-deb (scripts/setup.sh --deps) and dpkg -i into a scratch root (root)")]
 fn the_deb_installs_and_its_binary_man_pages_completions_and_links_work() {
     // SAFETY: geteuid has no preconditions.
     assert_eq!(unsafe { libc::geteuid() }, 0, "dpkg -i needs root; run the live tier as root");

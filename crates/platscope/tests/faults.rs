@@ -2,7 +2,8 @@
 //! results store, a path with a Latin-1 byte, a closed stderr, `ulimit -v` and a cgroup memory
 //! limit, Ctrl-C and SIGTERM during set-up, SIGTERM to the SLB's worker processes, an
 //! interrupted scaling run, and a wrapped command's exit status.
-#![allow(clippy::unwrap_used)] // tests may unwrap
+
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -10,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 use test_support::{signal, stderr, stdout, wait_within};
+use test_tier::live;
 
 const BIN: &str = env!("CARGO_BIN_EXE_platscope");
 
@@ -181,8 +183,7 @@ impl Drop for MemCgroup {
     }
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn a_cgroup_memory_limit_is_refused_up_front_naming_it() {
     let Some(cg) = MemCgroup::new(256 << 20) else { return };
     let procs = cg.dir.join("cgroup.procs");
@@ -241,23 +242,20 @@ fn stopped_during_setup(sig: libc::c_int, after: Duration, says: &str) {
     assert!(err.contains("before anything was measured"), "{err}");
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn ctrl_c_during_set_up_is_honoured_at_once() {
     stopped_during_setup(libc::SIGINT, Duration::from_millis(300), "stopped by Ctrl-C");
     stopped_during_setup(libc::SIGINT, Duration::from_millis(2500), "stopped by Ctrl-C");
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn sigterm_during_set_up_is_honoured_at_once() {
     stopped_during_setup(libc::SIGTERM, Duration::from_millis(300), "stopped by SIGTERM");
 }
 
 // ---- interrupted output draws no conclusion -------------------------------------------------
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn an_interrupted_bandwidth_scaling_draws_no_conclusion() {
     let child = test_support::command()
         .args(["mem", "bandwidth", "--scale", "--duration-ms", "3000", "--size", "16MiB"])
@@ -318,8 +316,7 @@ fn slb_processes_then(signals: &[libc::c_int]) -> (Output, Vec<String>) {
     (out, left)
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn sigterm_to_slb_processes_keeps_results_and_removes_the_semaphore() {
     let (out, left) = slb_processes_then(&[libc::SIGTERM]);
     println!("{}{}", stdout(&out), stderr(&out));
@@ -328,8 +325,7 @@ fn sigterm_to_slb_processes_keeps_results_and_removes_the_semaphore() {
     assert!(stdout(&out).contains("INTERRUPTED"), "{}", stdout(&out));
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn a_second_sigterm_kills_but_still_removes_the_semaphore() {
     let (out, left) = slb_processes_then(&[libc::SIGTERM, libc::SIGTERM]);
     assert!(left.is_empty(), "semaphore set(s) left behind: {left:?}");
@@ -372,8 +368,7 @@ impl Drop for Tmpfs {
     }
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn a_full_disk_keeps_the_measurement_and_says_where() {
     let disk = Tmpfs::new("512k");
     let cwd = scratch("unsaved");
@@ -447,8 +442,7 @@ fn cpu_util_passes_the_commands_exit_status_on() {
     assert_eq!(status("kill -TERM $$"), Some(128 + libc::SIGTERM));
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn sigterm_to_cpu_util_ends_the_command_too() {
     let child = test_support::command()
         .args(["cpu", "util", "--", "sleep", "30"])
@@ -467,8 +461,7 @@ fn sigterm_to_cpu_util_ends_the_command_too() {
 
 // ---- a store another user recorded, read-only to us -----------------------------------------
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn a_0444_store_recorded_by_root_is_read_by_another_user() {
     use std::os::unix::fs::PermissionsExt;
     let dir = scratch("readonly");
@@ -514,8 +507,7 @@ impl Drop for Netns {
     }
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn nicstat_says_when_its_interface_disappears() {
     let ns = Netns(format!("psfaults{}", std::process::id()));
     let ip = |args: &[&str]| {
@@ -545,8 +537,7 @@ fn nicstat_says_when_its_interface_disappears() {
     );
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn io_pattern_ends_with_a_note_when_its_process_exits() {
     let mut sleeper = Command::new("sleep").arg("1").spawn().unwrap();
     let pid = sleeper.id().to_string();
@@ -617,8 +608,7 @@ fn stored_although_printing_failed(tag: &str, args: &[&str], command: &str) {
     assert!(!err.contains("panicked"), "{err}");
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn a_full_stdout_still_stores_the_run_and_says_so() {
     let latency = ["mem", "latency", "--size", "64KiB", "--duration-ms", "50"];
     stored_although_printing_failed("full-text", &latency, "mem latency");
@@ -629,8 +619,7 @@ fn a_full_stdout_still_stores_the_run_and_says_so() {
     stored_although_printing_failed("full-csv", &csv, "net links");
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn a_full_stdout_still_stores_a_compress_run() {
     let dir = scratch("full-compress");
     let corpus = dir.path().join("corpus");
@@ -645,8 +634,7 @@ fn a_full_stdout_still_stores_a_compress_run() {
     stored_although_printing_failed("full-compress-run", &args, "compress");
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn a_full_stdout_after_a_report_names_the_stored_report() {
     let dir = scratch("full-report");
     let db = dir.path().join("results.db");

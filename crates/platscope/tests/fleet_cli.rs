@@ -3,10 +3,12 @@
 //! this VM, read from a SQLite store (pure tier) and from a real PostgreSQL 15 (live tier),
 //! found as it was made; an empty store, a store of one host, a store of the previous release
 //! (backfilled on the first read) and a connection lost in the middle of the read.
-#![allow(clippy::unwrap_used)] // tests may unwrap
+
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
+use test_tier::live;
 
 use fleet::analysis::FleetReport;
 use fleet::synthetic::{generate, made_up_machine, Plan, Truth};
@@ -230,8 +232,7 @@ fn pg_url(pg: &testdb::Postgres) -> String {
     format!("postgresql://platscope@127.0.0.1:{}/postgres", pg.port())
 }
 
-#[test]
-#[ignore = "live tier: starts PostgreSQL 15 (root), about 8 s; scripts/test.sh runs it"]
+#[live("starts PostgreSQL 15 (root), about 8 s")]
 fn a_fleet_in_postgresql_is_found_as_it_was_made_and_a_lost_connection_is_one_line() {
     let pg = testdb::Postgres::start(&testdb::PgOptions::default()).expect("PostgreSQL starts");
     let url = pg_url(&pg);

@@ -3,10 +3,11 @@
 //! included; a report run now stores the headline figures its page shows; `results push`
 //! carries them to a real PostgreSQL 15, computing them first for reports that lack them.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic with a reason
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
+use test_tier::live;
 
 use platscope::registry::REGISTRY;
 use results::{FleetFilter, FleetStore, ReportFigures, ResultStore, SqliteStore};
@@ -168,8 +169,7 @@ fn quick_report(host: &str, dir: &Path, db: &Path) -> String {
     ok("report", test_support::cli::as_host(host, dir, &args))
 }
 
-#[test]
-#[ignore = "live tier: a quick report of the compression and CPU sections (about 9 s on the project VM); scripts/test.sh runs it"]
+#[live("a quick report of the compression and CPU sections (about 9 s on the project VM)")]
 fn a_report_stores_the_headline_figures_its_page_shows() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("results.db");
@@ -206,8 +206,7 @@ fn count(pg: &Postgres, sql: &str) -> usize {
     pg.sql(sql).expect("psql").trim().parse().expect("a count")
 }
 
-#[test]
-#[ignore = "live tier: PostgreSQL 15 (root) and two quick reports (about 15 s on the project VM); scripts/test.sh runs it"]
+#[live("PostgreSQL 15 (root) and two quick reports (about 15 s on the project VM)")]
 fn push_carries_the_figures_and_computes_those_of_older_reports_first() {
     let pg = Postgres::start(&PgOptions::default()).expect("PostgreSQL starts");
     let url = format!("postgresql://platscope@127.0.0.1:{}/postgres", pg.port());

@@ -7,7 +7,7 @@
 //! macros with their plain equivalents (`$__rate_interval` a 20 s window over 1 s scrapes,
 //! `$__timeFilter(t)` the last day).
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic with a reason
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::collections::BTreeSet;
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -17,6 +17,7 @@ use std::process::{Command, Output};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use test_tier::live;
 
 use results::FleetStore;
 use serde_json::Value;
@@ -278,8 +279,7 @@ fn label_values(prom: &Prometheus, query: &str) -> Result<usize, String> {
     Ok(series.iter().filter(|s| s["metric"][label.trim()].is_string()).count())
 }
 
-#[test]
-#[ignore = "live tier: root (BPF collectors, veth), the real Prometheus 2.42 scraping platscope serve; scripts/test.sh runs it"]
+#[live("root (BPF collectors, veth), the real Prometheus 2.42 scraping platscope serve")]
 fn every_live_panel_query_returns_data_from_prometheus_scraping_serve() {
     need_root("every_live_panel_query_returns_data_from_prometheus_scraping_serve");
     let live = dashboard("platscope-live.json");
@@ -367,8 +367,7 @@ fn ok(what: &str, out: Output) {
     );
 }
 
-#[test]
-#[ignore = "live tier: PostgreSQL 15 (root) holding runs pushed with results push; scripts/test.sh runs it"]
+#[live("PostgreSQL 15 (root) holding runs pushed with results push")]
 fn every_history_panel_query_returns_rows_from_pushed_runs() {
     let history = dashboard("platscope-history.json");
     let pg = Postgres::start(&PgOptions::default()).expect("PostgreSQL starts");

@@ -4,6 +4,7 @@
 //! checked.
 
 use std::time::Duration;
+use test_tier::guest;
 
 mod common;
 
@@ -22,8 +23,7 @@ fn per_node(placement: &Value) -> Vec<(u64, u64)> {
         .collect()
 }
 
-#[test]
-#[ignore = "guest tier: boots a multi-node QEMU guest; scripts/test.sh runs it"]
+#[guest]
 fn shared_region_and_c2c_line_are_placed_on_the_requested_node() {
     let spec = GuestSpec::new(&[(1, 512), (1, 512)], vec![vec![10, 20], vec![20, 10]])
         .with_kernel_arg("numa_balancing=disable")

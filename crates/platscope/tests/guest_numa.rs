@@ -4,6 +4,7 @@
 //! that is not applied shows up as pages on the wrong node.
 
 use std::time::Duration;
+use test_tier::guest;
 
 mod common;
 
@@ -60,8 +61,7 @@ fn check_topology(topo: &Value, spec: &GuestSpec) {
     assert_eq!(matrix, want, "SLIT distances");
 }
 
-#[test]
-#[ignore = "guest tier: boots a multi-node QEMU guest; scripts/test.sh runs it"]
+#[guest]
 fn two_node_guest_placement() {
     let spec = GuestSpec::new(&[(1, 2048), (1, 512)], vec![vec![10, 20], vec![20, 10]])
         .with_kernel_arg("numa_balancing=disable")
@@ -121,8 +121,7 @@ fn two_node_guest_placement() {
     );
 }
 
-#[test]
-#[ignore = "guest tier: boots a multi-node QEMU guest; scripts/test.sh runs it"]
+#[guest]
 fn four_node_guest_with_memory_only_node() {
     let distances = vec![
         vec![10, 16, 22, 30],

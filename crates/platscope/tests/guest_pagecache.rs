@@ -18,6 +18,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
+use test_tier::guest;
 
 mod common;
 
@@ -96,8 +97,7 @@ fn assert_even(what: &str, resident: u64, nodes: &[(u64, u64)]) {
 
 const FILE_PAGES: u64 = 64 << 8; // 64 MiB in 4 KiB pages
 
-#[test]
-#[ignore = "guest tier: boots a multi-node QEMU guest; scripts/test.sh runs it"]
+#[guest]
 fn page_cache_placement_on_two_nodes() {
     let mut extra = modules();
     extra.push(PathBuf::from("/usr/bin/numactl"));

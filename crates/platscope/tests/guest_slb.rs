@@ -6,6 +6,7 @@
 
 use std::path::Path;
 use std::time::Duration;
+use test_tier::guest;
 
 mod common;
 
@@ -62,8 +63,7 @@ fn memhammer_line_ops(line: &str) -> u64 {
     ops
 }
 
-#[test]
-#[ignore = "guest tier: boots a multi-node QEMU guest; scripts/test.sh runs it"]
+#[guest]
 fn membind_example_4_in_a_four_node_guest() {
     let distances = vec![
         vec![10, 16, 16, 22],
@@ -103,8 +103,7 @@ fn membind_example_4_in_a_four_node_guest() {
     assert_eq!(per_node(&place["placement"]), vec![(2, 1024)], "inherited --membind 2");
 }
 
-#[test]
-#[ignore = "guest tier: boots a multi-node QEMU guest; scripts/test.sh runs it"]
+#[guest]
 fn mem_slb_verifies_memory_on_the_bound_node() {
     let spec = GuestSpec::new(&[(1, 512), (1, 512)], vec![vec![10, 20], vec![20, 10]])
         .with_kernel_arg("numa_balancing=disable")

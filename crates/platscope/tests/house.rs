@@ -3,7 +3,7 @@
 //! documents a reader does not have (the team's numbered source documents, its tracker's
 //! numbers).
 
-#![allow(clippy::unwrap_used)] // tests may unwrap
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::path::{Path, PathBuf};
 

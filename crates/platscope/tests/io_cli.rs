@@ -1,11 +1,13 @@
 //! `platscope io pattern` end to end (root): the DTrace random-vs-sequential I/O script's table
 //! and JSON for a workload on a fresh tmpfs, Ctrl-C keeping the interval so far, bad input, and
 //! no privileges.
-#![allow(clippy::unwrap_used)] // tests may unwrap
+
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
+use test_tier::live;
 
 use serde_json::Value;
 use test_support::{platscope, stderr};
@@ -62,8 +64,7 @@ fn start_tracing(args: &[&str]) -> (Child, std::thread::JoinHandle<String>) {
     panic!("platscope never started tracing ({status:?}): {seen}");
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn json_interval_counts_a_workload_on_the_chosen_filesystem() {
     let fs = Tmpfs::new("json");
     let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -103,8 +104,7 @@ fn json_interval_counts_a_workload_on_the_chosen_filesystem() {
     assert_eq!(files[0]["bytes"][0][1], 16 * 65536);
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn text_has_the_dtrace_header_and_ctrl_c_prints_the_interval_so_far() {
     let fs = Tmpfs::new("text");
     let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -141,8 +141,7 @@ fn text_has_the_dtrace_header_and_ctrl_c_prints_the_interval_so_far() {
     assert!(!listed.contains("iop_sys_enter"), "left attached:\n{listed}");
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn bad_input_is_one_line_and_exit_2() {
     for args in [
         &["io", "pattern", "0"][..],
@@ -166,8 +165,7 @@ fn bad_input_is_one_line_and_exit_2() {
     }
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn without_privileges_it_says_what_is_missing() {
     let out = Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN, "io", "pattern", "1", "1"])
@@ -186,8 +184,7 @@ fn cgroup2_root() -> String {
     line.split(' ').nth(4).unwrap().to_string()
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn cgroup_filter_counts_only_tasks_inside_it() {
     let fs = Tmpfs::new("cgroup");
     let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);

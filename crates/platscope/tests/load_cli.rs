@@ -3,6 +3,7 @@
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
+use test_tier::live;
 
 use test_support::{newest_run, platscope, text};
 use testdb::{PgOptions, Postgres};
@@ -64,8 +65,7 @@ fn an_unreachable_socket_is_one_line_and_exit_1() {
     }
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn prepare_sweep_and_a_server_killed_mid_run() {
     let mut pg = Postgres::start(&PgOptions::default()).expect("PostgreSQL starts");
     let dir = tempfile::tempdir().expect("temp dir");

@@ -1,9 +1,9 @@
 //! `platscope mem …` as users run it: output shapes, and bad input answered in one line.
 
 use test_support::{platscope, text};
+use test_tier::live;
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn slb_prints_memhammer_lines_and_a_verified_summary() {
     let out = platscope(&["mem", "slb", "--pages", "1024", "--loops", "20", "--workers", "2"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -28,8 +28,7 @@ fn slb_prints_memhammer_lines_and_a_verified_summary() {
     assert!(stdout.contains("verified"), "{stdout}");
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn latency_json_has_distribution_and_placement() {
     // Beyond this machine's caches (the prefetch check needs twice the last-level cache): 4×
     // it, at least 128 MiB (a KVM guest here reports a 480 MiB L3).
@@ -57,8 +56,7 @@ fn last_level_cache() -> u64 {
     topo::Topology::detect().expect("topology").last_level_cache_bytes()
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn latency_sweep_marks_cache_levels() {
     // To a power of two at least twice the last-level cache (64 MiB on most machines).
     let to = (2 * last_level_cache()).next_power_of_two().max(64 << 20);
@@ -87,8 +85,7 @@ fn latency_sweep_marks_cache_levels() {
     );
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn bad_mem_input_gets_one_line_and_exit_2() {
     let cases: &[(&[&str], &str)] = &[
         (&["mem", "slb", "--pages", "0", "--loops", "1"], "at least 1"),
@@ -162,8 +159,7 @@ fn c2c_and_shared_slb_refuse_bad_input_in_one_line() {
     }
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn c2c_and_shared_slb_print_their_tables() {
     let out = platscope(&["--no-store", "mem", "c2c", "--duration-ms", "50"]);
     assert!(out.status.success(), "{}", text(&out.stderr));

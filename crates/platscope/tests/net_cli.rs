@@ -3,19 +3,17 @@
 //! root (a veth pair in network namespaces, seen through `ip netns exec`); it says so when it
 //! skips.
 
-#![allow(clippy::unwrap_used)] // tests may unwrap
-
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use test_support::{platscope, text};
+use test_tier::live;
 
 const BIN: &str = env!("CARGO_BIN_EXE_platscope");
 const HEADER: &str =
     "    Time      Int   rKB/s   wKB/s   rPk/s   wPk/s    rAvs    wAvs %Util    Sat";
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn net_stat_prints_nicstat_layout_since_boot() {
     let out = platscope(&["net", "stat", "-i", "lo"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -28,8 +26,7 @@ fn net_stat_prints_nicstat_layout_since_boot() {
     assert_eq!((fields[1], fields[8]), ("lo", "-"), "{stdout}");
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn bad_input_is_one_line_and_exit_2() {
     for args in [
         &["net", "stat", "-i", "nosuchif0"][..],
@@ -55,8 +52,7 @@ fn bad_input_is_one_line_and_exit_2() {
     assert!(text(&out.stderr).contains("unknown interface 'nosuchif0'"));
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn subsecond_interval_and_count() {
     let start = Instant::now();
     let out = platscope(&["net", "stat", "-i", "lo", "0.1", "4"]);
@@ -69,8 +65,7 @@ fn subsecond_interval_and_count() {
     assert!(start.elapsed() < Duration::from_secs(5));
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn json_is_one_object_per_sample() {
     let out = platscope(&["--json", "net", "stat", "-i", "lo", "-t", "-x", "0.1", "2"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -84,8 +79,7 @@ fn json_is_one_object_per_sample() {
     assert!(second["tcp"]["retrans_pct"].is_number());
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn nicstat_name_takes_the_same_flags() {
     let dir = std::env::temp_dir().join(format!("platscope-nicstat-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -106,8 +100,7 @@ fn nicstat_name_takes_the_same_flags() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn ctrl_c_keeps_the_lines_printed() {
     let mut child = Command::new(BIN)
         .args(["net", "stat", "-i", "lo", "0.1"])
@@ -125,8 +118,7 @@ fn ctrl_c_keeps_the_lines_printed() {
     assert!(stdout.lines().filter(|l| l.contains(" lo ")).count() >= 2, "{stdout}");
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn a_closed_pipe_ends_the_run() {
     let mut child = Command::new(BIN)
         .args(["net", "stat", "-i", "lo", "0.05"])
@@ -149,8 +141,7 @@ fn a_closed_pipe_ends_the_run() {
     }
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn list_in_a_namespace_reads_its_sysfs_as_root() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {

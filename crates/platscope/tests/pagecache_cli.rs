@@ -6,6 +6,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::Output;
+use test_tier::live;
 
 use serde_json::Value;
 use test_support::{platscope, text};
@@ -45,8 +46,7 @@ fn residency(v: &Value) -> &Value {
     &v[0]["result"]["residency"]
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn written_file_is_cached_on_node_0_and_evict_drops_it() {
     let f = Scratch::new("cycle", 32);
     let out = platscope(&["pagecache", f.arg()]);
@@ -81,8 +81,7 @@ fn written_file_is_cached_on_node_0_and_evict_drops_it() {
     assert_eq!(residency(&v)["nodes"][0]["node"], 0);
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn read_from_node_0_is_sane() {
     let f = Scratch::new("read", 64);
     let out = platscope(&["pagecache", "--load", "--read-from", "0", f.arg()]);
@@ -102,8 +101,7 @@ fn read_from_node_0_is_sane() {
     assert!((0.2..200.0).contains(&gbps), "{gbps} GB/s");
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn bad_files_give_one_line_each_and_the_good_one_is_still_done() {
     let good = Scratch::new("good", 1);
     let dir = env!("CARGO_TARGET_TMPDIR");
@@ -143,8 +141,7 @@ fn bad_files_give_one_line_each_and_the_good_one_is_still_done() {
     assert_eq!(v[1]["ok"], true);
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn empty_file_reports_zero_pages() {
     let f = Scratch::new("empty", 0);
     let out = platscope(&["pagecache", f.arg()]);
@@ -155,8 +152,7 @@ fn empty_file_reports_zero_pages() {
     assert!(text(&out.stderr).contains("the file is empty"), "{}", text(&out.stderr));
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn nonexistent_node_is_a_usage_error_before_any_file() {
     let f = Scratch::new("node", 1);
     for args in [
@@ -178,8 +174,7 @@ fn nonexistent_node_is_a_usage_error_before_any_file() {
     assert_eq!(out.status.code(), Some(2), "a file is required");
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn timer_figures_are_positive_and_the_vdso_beats_the_syscall() {
     let out = platscope(&["timer", "--batches", "50"]);
     let stdout = text(&out.stdout);

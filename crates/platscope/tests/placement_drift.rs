@@ -5,9 +5,10 @@
 //! page, in the terminal, in the JSON, in the store, and in both comparisons. One test in its own
 //! binary, about 20 s in the debug build on the project VM (two contention-only quick reports).
 
-#![allow(clippy::unwrap_used)] // tests may unwrap
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::process::Output;
+use test_tier::live;
 
 use test_support::{command, text};
 
@@ -42,8 +43,7 @@ fn newest(db: &str, command: &str) -> String {
     found.unwrap_or_else(|| panic!("no {command} run in {db}")).to_string()
 }
 
-#[test]
-#[ignore = "live: forced placement drift through c2c probes and two contention reports (~20 s)"]
+#[live("forced placement drift through c2c probes and two contention reports (~20 s)")]
 fn forced_drift_is_shown_stored_and_refused_in_comparisons() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("results.db");
@@ -62,6 +62,19 @@ fn forced_drift_is_shown_stored_and_refused_in_comparisons() {
     let placement = &stored["parameters"]["placement"];
     let ns = |when: &str| placement[when]["pairs"][0]["round_trip_ns"].as_f64().unwrap();
     assert!(ns("after") >= 2.0 * ns("before"), "{placement}");
+    // The rest needs a "near" regime, which the forced probes cannot make: only the machine's
+    // own placement can. Where the two vCPUs already sit apart (an AMD EPYC guest whose vCPUs
+    // are on different core complexes hands a line over in ~450 ns, beyond the shared-cache
+    // ceiling), every probe is far and the report cannot change placement between steps.
+    if ns("before") > measure::placement::SHARED_CACHE_CEILING_NS {
+        println!(
+            "not tested here: CPUs 0↔1 hand a cache line over in {:.0} ns, beyond the {} ns a \
+             shared cache costs, so no step of a report can be near",
+            ns("before"),
+            measure::placement::SHARED_CACHE_CEILING_NS
+        );
+        return;
+    }
 
     // A report whose placement changes between its steps: core to core near (its two probes are
     // the first two), lock contention far.

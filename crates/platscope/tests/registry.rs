@@ -6,10 +6,11 @@
 //! `{pg}` (the libpq conninfo of a throwaway PostgreSQL 15 the test starts and stops, with
 //! `load prepare`'s tables in it), `{pgpid}` (that server's postmaster PID).
 
-#![allow(clippy::unwrap_used)] // tests may unwrap
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use test_tier::live;
 
 use platscope::registry::REGISTRY;
 use test_support::page_sections;
@@ -78,8 +79,7 @@ fn newest_run_id(db: &Path) -> i64 {
     runs[0]["id"].as_i64().unwrap()
 }
 
-#[test]
-#[ignore = "live: runs every experiment of the registry (root for the BPF ones)"]
+#[live("runs every experiment of the registry (root for the BPF ones)")]
 fn every_experiment_draws_the_same_sections_from_the_store() {
     let mut provided = Provided { dir: tempfile::tempdir().unwrap(), pg: None };
     let db = provided.dir.path().join("results.db");

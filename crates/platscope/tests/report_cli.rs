@@ -2,6 +2,7 @@
 
 use std::path::Path;
 use test_support::{platscope, text};
+use test_tier::live;
 
 /// A fresh directory (`tempfile`), removed when dropped; `path` names a file in it as an argument.
 struct TempDir(tempfile::TempDir);
@@ -16,8 +17,7 @@ impl TempDir {
     }
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn quick_report_writes_html_records_runs_and_results_reads_them() {
     let dir = TempDir::new("report");
     let (out, db) = (dir.path("out"), dir.path("results.db"));
@@ -198,8 +198,7 @@ fn quick_report_writes_html_records_runs_and_results_reads_them() {
     assert_eq!(not_reportable.status.code(), Some(2), "{}", text(&not_reportable.stderr));
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn bad_out_db_and_ids_are_clear_errors_that_touch_nothing() {
     let dir = TempDir::new("report-bad");
     let foreign = dir.path("foreign.db");
@@ -309,8 +308,7 @@ fn bad_out_db_and_ids_are_clear_errors_that_touch_nothing() {
     }
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn timer_and_pagecache_runs_are_stored_too() {
     let dir = TempDir::new("store-more");
     let db = dir.path("r.db");

@@ -11,9 +11,10 @@
 //! kinds earlier versions stored: the round trip needs a real report, and these take minutes.
 //! One test in its own binary: nothing else of the test suite runs beside these measurements.
 
-#![allow(clippy::unwrap_used)] // tests may unwrap
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::path::Path;
+use test_tier::live;
 
 use platscope::registry::REGISTRY;
 use test_support::{page_sections, platscope, quick_report, text, Spinner};
@@ -58,8 +59,7 @@ fn figure<'a>(figures: &'a [serde_json::Value], name: &str) -> &'a serde_json::V
         .unwrap_or_else(|| panic!("no figure {name:?}: {figures:?}"))
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn a_report_with_a_spinner_on_cpu_1_is_compared_figure_by_figure() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = |name: &str| dir.path().join(name).display().to_string();

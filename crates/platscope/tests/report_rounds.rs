@@ -13,9 +13,10 @@
 //! load average 1 and 8 s at 10–11 (test build). One test in its own binary: nothing else of
 //! the test suite runs beside these measurements.
 
-#![allow(clippy::unwrap_used)] // tests may unwrap
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::time::Instant;
+use test_tier::live;
 
 use test_support::{platscope, quick_report, text, Spinner};
 
@@ -69,8 +70,7 @@ fn compare(db: &str, burned: &str, quiet: &str, out: &str) -> Vec<serde_json::Va
 /// How many quiet-then-spinner pairs may be taken before the test gives up.
 const ATTEMPTS: usize = 3;
 
-#[test]
-#[ignore = "live tier: pairs of quick reports of the CPU and compression sections, 3–25 s"]
+#[live("pairs of quick reports of the CPU and compression sections, 3–25 s")]
 fn a_spinner_on_cpu_1_makes_compression_slower_and_the_comparison_says_so() {
     let started = Instant::now();
     let dir = tempfile::tempdir().expect("temp dir");

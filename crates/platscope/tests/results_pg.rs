@@ -4,6 +4,7 @@
 
 use std::path::Path;
 use std::process::Output;
+use test_tier::live;
 
 use testdb::{PgOptions, Postgres};
 
@@ -35,8 +36,7 @@ fn count(pg: &Postgres, sql: &str) -> usize {
     pg.sql(sql).expect("psql").trim().parse().expect("a count")
 }
 
-#[test]
-#[ignore = "live tier: starts PostgreSQL 15 (root); scripts/test.sh runs it"]
+#[live("starts PostgreSQL 15 (root)")]
 fn push_twice_holds_each_run_once_and_compares_across_hosts() {
     let pg = Postgres::start(&PgOptions::default()).expect("PostgreSQL starts");
     // testdb's superuser, trust authentication on loopback.
@@ -103,8 +103,7 @@ fn push_twice_holds_each_run_once_and_compares_across_hosts() {
     assert!(local.contains("mem latency"), "kept locally: {local}");
 }
 
-#[test]
-#[ignore = "live tier: runs platscope against a closed port; scripts/test.sh runs it"]
+#[live("runs platscope against a closed port")]
 fn an_unreachable_server_is_a_clear_error_and_the_local_store_is_intact() {
     let dir = tempfile::tempdir().expect("tmp");
     let db = dir.path().join("a.db");

@@ -1,9 +1,9 @@
 //! `platscope results textfile`: a real run recorded, written as a textfile, checked by
 //! `promtool` and read by a real node_exporter.
-#![allow(clippy::unwrap_used)] // tests may unwrap
 
 use std::path::Path;
 use std::process::{Command, Stdio};
+use test_tier::live;
 
 use testdb::{NodeExporter, NodeExporterOptions};
 
@@ -37,8 +37,7 @@ fn missing_store_or_dir_is_one_line_and_exit_1() {
     assert!(!tmp.path().join("platscope.prom").exists());
 }
 
-#[test]
-#[ignore = "live tier: runs a benchmark, promtool and Debian's prometheus-node-exporter; scripts/test.sh runs it"]
+#[live("runs a benchmark, promtool and Debian's prometheus-node-exporter")]
 fn node_exporter_reads_the_textfile() {
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("results.db");

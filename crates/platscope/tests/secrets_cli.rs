@@ -3,6 +3,7 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
+use test_tier::live;
 
 use test_support::{command, platscope, text};
 use testdb::{PgOptions, Postgres};
@@ -83,8 +84,7 @@ fn a_stored_runs_argv_has_no_password() {
 
 /// `load --url` with a password, against a real PostgreSQL (trust authentication ignores the
 /// password, so the run goes through): no byte of it reaches the store.
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn load_with_a_password_stores_none_of_it() {
     let pg = Postgres::start(&PgOptions::default()).expect("PostgreSQL starts");
     let dir = tempfile::tempdir().expect("temp dir");
@@ -147,8 +147,7 @@ fn load_with(home: &Path, target: &[&str], env: &[(&str, &str)]) -> std::process
 /// A PostgreSQL role that needs a password (scram over TCP): without one the run is refused;
 /// `PGPASSWORD`, or a 0600 password file (`PGPASSFILE`, `~/.pgpass`) gives it; a password file
 /// others can read is named with the fix; MariaDB takes `MYSQL_PWD` and `~/.my.cnf`.
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn passwords_come_from_the_environment_and_password_files() {
     let pg = Postgres::start(&PgOptions::default()).expect("PostgreSQL starts");
     pg.sql("CREATE ROLE app LOGIN PASSWORD 'EnvPw7x'; CREATE TABLE sbtest1 (id int primary key, k int, c text, pad text); GRANT SELECT ON sbtest1 TO app; INSERT INTO sbtest1 SELECT g, g, 'c', 'p' FROM generate_series(1, 100) g")

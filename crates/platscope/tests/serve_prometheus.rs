@@ -8,6 +8,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use test_tier::live;
 
 use serde_json::Value;
 use test_support::net::{ip, Veth};
@@ -109,8 +110,7 @@ const DATAGRAMS: u64 = 1000;
 /// headers; veth counts frames without preamble or FCS.
 const HEADERS: u64 = 8 + 20 + 14;
 
-#[test]
-#[ignore = "live tier: root (veth pair in a network namespace) and the real Prometheus 2.42; scripts/test.sh runs it"]
+#[live("root (veth pair in a network namespace) and the real Prometheus 2.42")]
 fn prometheus_scrapes_serve_and_rate_matches_the_bytes_sent() {
     need_root("prometheus_scrapes_serve_and_rate_matches_the_bytes_sent");
     need_tool("prometheus", "prometheus");
@@ -258,8 +258,7 @@ fn prometheus_scrapes_serve_and_rate_matches_the_bytes_sent() {
     assert!(status.success(), "serve exited {status:?} on SIGTERM");
 }
 
-#[test]
-#[ignore = "live tier: the real Prometheus 2.42, stopped and started again mid-run; scripts/test.sh runs it"]
+#[live("the real Prometheus 2.42, stopped and started again mid-run")]
 fn a_prometheus_restart_keeps_what_it_scraped_and_scraping_resumes() {
     let serve = Serve::start(&["--collect", "nic"]);
     let config = format!(
@@ -295,8 +294,7 @@ fn a_prometheus_restart_keeps_what_it_scraped_and_scraping_resumes() {
     assert_eq!(resets, Some(0.0), "counters never went backwards across the restart");
 }
 
-#[test]
-#[ignore = "live tier: needs promtool (Debian prometheus); scripts/test.sh runs it"]
+#[live("needs promtool (Debian prometheus)")]
 fn promtool_accepts_the_text_004_rendering_of_a_real_scrape() {
     need_tool("promtool", "prometheus");
     let mut serve = Serve::start(&[]);
@@ -343,8 +341,7 @@ fn rss_kib(pid: u32) -> u64 {
     proc_status_field(pid, "VmRSS:")
 }
 
-#[test]
-#[ignore = "live tier: 1,000 scrapes from 50 threads load the machine; scripts/test.sh runs it"]
+#[live("1,000 scrapes from 50 threads load the machine")]
 fn a_thousand_concurrent_scrapes_all_answered_in_bounded_memory() {
     let mut serve = Serve::start(&[]);
     let addr = serve.addr;
@@ -459,8 +456,7 @@ fn curl(dir: &Path, url: &str, extra: &[&str]) -> Result<u16, i32> {
     }
 }
 
-#[test]
-#[ignore = "live tier: the real Prometheus 2.42 over TLS with basic auth, openssl and curl; scripts/test.sh runs it"]
+#[live("the real Prometheus 2.42 over TLS with basic auth, openssl and curl")]
 fn prometheus_scrapes_over_tls_with_basic_auth_and_strangers_get_nothing() {
     need_tool("prometheus", "prometheus");
     need_tool("openssl", "openssl");
@@ -555,8 +551,7 @@ fn run_ok(program: &str, args: &[&str]) -> String {
     text
 }
 
-#[test]
-#[ignore = "live tier: needs promtool and systemd-analyze; scripts/test.sh runs it"]
+#[live("needs promtool and systemd-analyze")]
 fn deploy_files_pass_promtool_and_systemd_analyze() {
     need_tool("promtool", "prometheus");
     need_tool("systemd-analyze", "systemd");
@@ -651,8 +646,7 @@ fn scrape_within(addr: SocketAddr, limit: Duration) -> Option<u16> {
     rx.recv_timeout(limit).ok()
 }
 
-#[test]
-#[ignore = "live tier: real TCP clients against a real serve on loopback; scripts/test.sh runs it"]
+#[live("real TCP clients against a real serve on loopback")]
 fn a_two_megabyte_header_gets_431_and_no_memory() {
     let mut serve = Serve::start(&[]);
     assert_eq!(scrape_within(serve.addr, Duration::from_secs(30)), Some(200));
@@ -682,8 +676,7 @@ fn a_two_megabyte_header_gets_431_and_no_memory() {
     assert!(serve.stop().success());
 }
 
-#[test]
-#[ignore = "live tier: real TCP clients against a real serve on loopback; scripts/test.sh runs it"]
+#[live("real TCP clients against a real serve on loopback")]
 fn idle_connections_over_the_cap_do_not_lock_scrapes_out() {
     let mut serve = Serve::start(&["--max-connections", "8"]);
     let started = Instant::now();
@@ -714,8 +707,7 @@ fn idle_connections_over_the_cap_do_not_lock_scrapes_out() {
     assert!(said.iter().all(|l| !l.contains('\n')), "{said:?}");
 }
 
-#[test]
-#[ignore = "live tier: real TCP clients against a real serve on loopback; scripts/test.sh runs it"]
+#[live("real TCP clients against a real serve on loopback")]
 fn silent_and_trickling_clients_are_dropped_after_the_head_deadline() {
     // serve gives a client 5 s for its whole request; 3× that is the bound here.
     let bound = Duration::from_secs(15);
@@ -775,8 +767,7 @@ fn raw_status(addr: SocketAddr, request: &[u8]) -> u16 {
     answer.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0)
 }
 
-#[test]
-#[ignore = "live tier: real TCP clients against a real serve on loopback; scripts/test.sh runs it"]
+#[live("real TCP clients against a real serve on loopback")]
 fn request_bodies_are_bounded() {
     let mut serve = Serve::start(&[]);
     let small = b"GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n0123456789";

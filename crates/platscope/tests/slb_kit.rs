@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
+use test_tier::live;
 
 use membench::kit::SlbSemaphore;
 use test_support::{platscope, text};
@@ -182,8 +183,7 @@ fn check_cpu_bind_stderr(out: &Output, script: &str) {
     }
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn example1_prints_three_memhammer_lines() {
     let kit = Kit::new();
     let script = EXAMPLE1.replace(ORIGINAL_SIZES, TEST_SIZES);
@@ -193,8 +193,7 @@ fn example1_prints_three_memhammer_lines() {
     check_cpu_bind_stderr(&out, &script);
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn example2_prints_two_memhammer_lines() {
     let kit = Kit::new();
     let script = EXAMPLE2.replace(ORIGINAL_SIZES, TEST_SIZES);
@@ -206,8 +205,7 @@ fn example2_prints_two_memhammer_lines() {
 
 /// The article's examples with their CPU numbers mapped onto this machine's, so every cpu_bind
 /// succeeds: 7 → the last online CPU, 6 and 5 → the first.
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn examples_on_this_machines_cpus_run_cleanly() {
     let cpus = online_cpus();
     let (first, last) = (cpus[0], cpus[cpus.len() - 1]);
@@ -225,8 +223,7 @@ fn examples_on_this_machines_cpus_run_cleanly() {
     }
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn cpu_bind_binds_the_shell_and_its_children() {
     let kit = Kit::new();
     let cpu = *online_cpus().last().expect("a CPU");
@@ -248,8 +245,7 @@ fn check_error(out: &Output, tool: &str, code: i32, needle: &str) {
     assert!(out.stdout.is_empty(), "nothing on stdout after an error: {}", text(&out.stdout));
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn trigger_or_memhammer_before_create_sem() {
     let kit = Kit::new();
     let want = format!("no SLB semaphore (IPC key {:#x}): run create_sem first", kit.key);
@@ -257,8 +253,7 @@ fn trigger_or_memhammer_before_create_sem() {
     check_error(&kit.tool("memhammer", &["64", "1"]), "memhammer", 1, &want);
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn trigger_twice_and_a_late_memhammer() {
     let kit = Kit::new();
     assert!(kit.tool("create_sem", &[]).status.success());
@@ -274,8 +269,7 @@ fn trigger_twice_and_a_late_memhammer() {
     check_error(&kit.tool("memhammer", &["64", "1"]), "memhammer", 1, "run create_sem to arm it");
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn trigger_with_no_memhammer_waiting() {
     let kit = Kit::new();
     assert!(kit.tool("create_sem", &[]).status.success());
@@ -286,8 +280,7 @@ fn trigger_with_no_memhammer_waiting() {
     assert!(started.elapsed() >= Duration::from_secs(5), "it waits for a late memhammer");
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn bad_arguments_get_one_line_and_exit_code_2() {
     let kit = Kit::new();
     let cases: &[(&str, &[&str], &str)] = &[
@@ -325,8 +318,7 @@ fn bad_arguments_get_one_line_and_exit_code_2() {
     check_error(&out, "platscope", 2, "PAGES 0 is not allowed");
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn help_goes_to_stdout() {
     let kit = Kit::new();
     for tool in TOOLS {
@@ -343,8 +335,7 @@ fn interrupt(child: &Child) {
     assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn ctrl_c_prints_the_line_for_the_stores_done() {
     let kit = Kit::new();
     assert!(kit.tool("create_sem", &[]).status.success());
@@ -364,8 +355,7 @@ fn ctrl_c_prints_the_line_for_the_stores_done() {
     assert!(stderr.starts_with(&format!("memhammer: interrupted after {ops} of {planned} stores")));
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn ctrl_c_before_the_trigger_measures_nothing() {
     let kit = Kit::new();
     assert!(kit.tool("create_sem", &[]).status.success());
@@ -381,8 +371,7 @@ fn ctrl_c_before_the_trigger_measures_nothing() {
     );
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn mem_slb_processes_reports_verified_memory_per_worker() {
     let args = ["mem", "slb", "--processes", "--workers", "2", "--pages", "2048", "--loops", "20"];
     let out = platscope(&[&args[..], &["--json"]].concat());
@@ -421,8 +410,7 @@ fn mem_slb_processes_reports_verified_memory_per_worker() {
     assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn mem_slb_processes_refuses_bad_plans_before_starting_workers() {
     let out = platscope(&[
         "mem",
@@ -441,8 +429,7 @@ fn mem_slb_processes_refuses_bad_plans_before_starting_workers() {
     assert!(!text(&hidden.stdout).contains("slb-worker"), "the worker subcommand is hidden");
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn memhammers_share_one_segment_and_lock_it() {
     let kit = Kit::new();
     let script = "./create_sem\n\

@@ -1,8 +1,10 @@
 //! pstime: CPU time per process over an interval — exact, with the user/system split the
-//! kernel's tick sampling gives — for listed processes or every process. It reads `/proc` only:
-//! the BPF sources that complete it (exit records, the task iterator) are in `cpuacct`, which
-//! passes their records in as [`ExitedTask`] and [`TaskRecord`]; a crate that needs only this
-//! (`loadgen`'s cost per transaction) does not link libbpf.
+//! kernel's tick sampling gives — for listed processes or every process. It reads `/proc`, and
+//! as root every thread in one pass of a BPF task iterator ([`tasks`], the `bpf` feature, on by
+//! default); a crate that needs only the `/proc` sampler (`loadgen`'s cost per transaction)
+//! turns the feature off and does not link libbpf. The exit records that complete a report
+//! come from `cpuacct`'s `sched_process_exit` tracer (which shares its program with the busy
+//! time of `cpu util`), passed in as [`ExitedTask`].
 //!
 //! - [`Sampler`] takes [`Snapshot`]s through an [`FsRoot`]: per process one read of
 //!   `/proc/PID/stat` (name, parent, state, tick-sampled user/system time, start time, thread
@@ -20,6 +22,8 @@
 //!   processes that started and exited inside the interval. Without them the report says so.
 //! - [`render`] prints the original pstime's layout (`UID PID %USR %SYS COMMAND`, four significant digits)
 //!   or that layout with the exact `%CPU` and `CPU-ms` columns.
+//! - [`tasks`] (feature `bpf`): the task iterator (`src/bpf/tasks.bpf.c`), one fixed
+//!   [`TaskRecord`] per thread, which [`Sampler::snapshot_from_tasks`] turns into a snapshot.
 //! - [`task`]: the parsers of `/proc/PID/schedstat` and the task's name ([`task::Comm`]), and
 //!   `/proc/PID/stat`'s (`measure::procstat`'s, re-exported).
 //!
@@ -35,6 +39,8 @@ mod read;
 pub mod render;
 mod sampler;
 pub mod task;
+#[cfg(feature = "bpf")]
+pub mod tasks;
 
 pub use compare::compare;
 pub use model::{
@@ -42,3 +48,6 @@ pub use model::{
     Snapshot, Split, TaskRecord, ThreadCpu, ThreadSample, ThreadStat,
 };
 pub use sampler::Sampler;
+
+#[cfg(feature = "bpf")]
+bpfkit::skeletons!(tasks);

@@ -114,7 +114,6 @@ pub fn parse_schedstat(text: &[u8]) -> Result<SchedStat, ParseError> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

@@ -3,9 +3,9 @@
 //! and `/proc/PID/schedstat`. An error or a sane value, never a panic, never an overflow.
 //!
 //! Pure tier: [`fuzz::PURE`] cases per target; live tier (`--ignored`): [`fuzz::LIVE`].
-#![allow(clippy::unwrap_used)] // tests may unwrap
 
 use std::path::Path;
+use test_tier::live;
 
 use pstime::task::{parse_schedstat, parse_stat};
 use test_support::fuzz::{self, proptest};
@@ -37,8 +37,7 @@ fn mutated_task_stat_and_schedstat_parse_or_error() {
     task_files(fuzz::PURE);
 }
 
-#[test]
-#[ignore = "live tier: 50 000 mutated /proc/PID/stat and schedstat files"]
+#[live("50 000 mutated /proc/PID/stat and schedstat files")]
 fn mutated_task_stat_and_schedstat_parse_or_error_long() {
     task_files(fuzz::LIVE);
 }

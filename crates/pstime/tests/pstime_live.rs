@@ -6,18 +6,18 @@
 //! The child is this test binary run again with `PLATSCOPE_TEST_BURN` set (see [`burner_child`]),
 //! so the tests need nothing installed.
 
-#![allow(clippy::unwrap_used)] // tests may unwrap
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use measure::time::ClockTicks;
 use measure::FsRoot;
 use pstime::{compare, CpuSource, Lifetime, Options, Sampler};
 use test_support::Burner;
+use test_tier::live;
 
 const BURN_NS: u64 = 500_000_000;
 
 /// Not a test on its own: the burner the other tests start ([`test_support::burner::child`]).
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn burner_child() {
     test_support::burner::child();
 }
@@ -44,21 +44,18 @@ fn exact_time_through(root: FsRoot, source: CpuSource) {
     assert_eq!(row.user_ns.unwrap() + row.system_ns.unwrap(), cpu);
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn exact_cpu_time_through_the_process_clock() {
     exact_time_through(FsRoot::live(), CpuSource::ProcessClock);
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn exact_cpu_time_through_schedstat() {
     // The same files read as a captured tree would be: no process clock.
     exact_time_through(FsRoot::at("/"), CpuSource::Schedstat);
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn a_process_started_inside_the_interval_counts_from_zero() {
     let mut sampler =
         Sampler::new(FsRoot::live(), Options::default(), ClockTicks::system()).unwrap();
@@ -73,8 +70,7 @@ fn a_process_started_inside_the_interval_counts_from_zero() {
     assert!(row.cpu_ns.unwrap() >= own, "{row:?} own {own}");
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn a_process_vanishing_mid_interval_is_not_an_error() {
     let burner = Burner::start(BURN_NS);
     let pid = burner.pid();
@@ -88,8 +84,7 @@ fn a_process_vanishing_mid_interval_is_not_an_error() {
     assert_eq!(report.processes[0].lifetime, Lifetime::Exited);
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn a_process_that_did_not_run_is_carried_over_and_one_that_ran_is_read_again() {
     let mut burner = Burner::start(BURN_NS); // blocked on its stdin: not running
     let opts = Options { pids: vec![burner.pid()], threads: false };

@@ -2,7 +2,7 @@
 //! files (tests/fixtures/README.md), and the sampler over captured and hand-made `proc/` trees
 //! (vanished, new and reused PIDs, zombies, exited threads, exit records).
 
-#![allow(clippy::unwrap_used)] // tests may unwrap
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::path::{Path, PathBuf};
 

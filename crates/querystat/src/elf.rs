@@ -101,10 +101,10 @@ fn sdt_probe(desc: &[u8]) -> Option<(String, String)> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
     use test_support::fuzz::{self, proptest};
+    use test_tier::live;
 
     use proptest::prelude::*;
 
@@ -214,8 +214,7 @@ mod tests {
         elf_target(fuzz::PURE, small_seeds());
     }
 
-    #[test]
-    #[ignore = "live tier: 50 000 mutated small ELF files, then 2 000 mutants of the installed postgres"]
+    #[live("50 000 mutated small ELF files, then 2 000 mutants of the installed postgres")]
     fn arbitrary_and_mutated_elf_files_are_read_or_refused_without_panic_long() {
         elf_target(fuzz::LIVE, small_seeds());
         let postgres = "/usr/lib/postgresql/15/bin/postgres";

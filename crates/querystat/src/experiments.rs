@@ -294,7 +294,6 @@ fn histogram_chart(id: &str, h: &Log2Hist, what: &str) -> Option<String> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
     use crate::report::{CacheStats, Latency, OffCpu, Preemptor, Stamp};

@@ -365,7 +365,6 @@ pub(crate) fn cache_label(kind: ServerKind) -> &'static str {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use std::path::PathBuf;
 

@@ -264,7 +264,6 @@ pub fn check_traceable(server: &Server) -> Result<()> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

@@ -2,7 +2,8 @@
 //! run as root, as CI runs them as root). The counts must match what the drivers issued,
 //! exactly; pre-emption and involuntary switches are checked against CPU burners and
 //! /proc; the bad-input paths return their typed errors.
-#![allow(clippy::unwrap_used)] // tests may unwrap
+
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -10,6 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+use test_tier::live;
 
 use querystat::report::EndReason;
 use querystat::tracer::Totals;
@@ -76,8 +78,7 @@ fn settled(tracer: &Tracer) -> Totals {
 /// (`select count(*) from pgbench_branches`) and the partitioning of pgbench_accounts.
 const PGBENCH_STARTUP_STATEMENTS: u64 = 2;
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn pg_counts_match_pgbench_in_every_protocol_root() {
     require_root();
     let _serial = serial();
@@ -144,8 +145,7 @@ fn pg_counts_match_pgbench_in_every_protocol_root() {
 /// The probes are attached to the postgres binary system-wide; only the traced server's
 /// process tree may be counted. Two servers of the same binary take statements at the same
 /// time: the count is the traced one's, exactly, and the other's threads never get a record.
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn pg_only_the_traced_servers_queries_are_counted_root() {
     require_root();
     let _serial = serial();
@@ -167,8 +167,7 @@ fn pg_only_the_traced_servers_queries_are_counted_root() {
 /// traced as read inside queries are what pg_stat_database counts as read, less the reads
 /// outside any query (catalogs read while each backend starts); with `--buffer-hits`, the same
 /// for the buffers found.
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn pg_buffer_reads_agree_with_pg_stat_database_root() {
     require_root();
     let _serial = serial();
@@ -312,8 +311,7 @@ impl Drop for Session {
     }
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn pg_preemption_by_burners_and_involuntary_switches_agree_with_proc_root() {
     require_root();
     let _serial = serial();
@@ -358,8 +356,7 @@ fn pg_preemption_by_burners_and_involuntary_switches_agree_with_proc_root() {
     assert!(totals.sum_ns[querystat::tracer::Hist::OffRunQueue as usize] > 0);
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn pg_server_exiting_mid_run_ends_the_run_with_what_was_measured_root() {
     require_root();
     let _serial = serial();
@@ -418,8 +415,7 @@ fn pg_server_exiting_mid_run_ends_the_run_with_what_was_measured_root() {
     assert!(report.cache.buffer_hits.unwrap() + report.cache.buffer_reads.unwrap() >= 200);
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn mariadb_counts_and_query_cache_hits_match_the_server_root() {
     require_root();
     let _serial = serial();
@@ -480,8 +476,7 @@ fn mariadb_counts_and_query_cache_hits_match_the_server_root() {
     assert!(tracer.preemptors().is_ok());
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn bad_input_is_refused_with_typed_errors_root() {
     require_root();
     // --pid of a process that is not a database server: this test.

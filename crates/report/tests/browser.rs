@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+use test_tier::browser;
 
 use common::*;
 use report::html::render_html;
@@ -44,8 +45,7 @@ fn screenshot(dir: &Path, page: &Path, png: &Path) -> (Run, Image) {
     (run, image)
 }
 
-#[test]
-#[ignore = "browser tier: headless Chromium; scripts/test.sh runs it"]
+#[browser]
 fn report_in_headless_chromium_has_every_chart_and_no_errors() {
     let started = Instant::now();
     let sample = sample();
@@ -143,8 +143,7 @@ fn report_in_headless_chromium_has_every_chart_and_no_errors() {
 
 /// The log filter is not vacuous: a page with a bad SVG path and an external image (which
 /// the report's Content-Security-Policy blocks) is caught.
-#[test]
-#[ignore = "browser tier: headless Chromium; scripts/test.sh runs it"]
+#[browser]
 fn page_errors_would_be_caught() {
     let dir = workdir("report-browser-canary");
     let page = dir.join("broken.html");
@@ -222,8 +221,7 @@ fn decode_png(file: &[u8]) -> Result<Image, String> {
 /// A page compared with a baseline, as a person reads it: the verdicts are words and symbols
 /// (`▲ faster`, `▼ slower`, `= same`, `? untested (1 vs 1 samples)`), the differing machine
 /// settings are marked `≠` beside both values, so both machines read apart without colour.
-#[test]
-#[ignore = "browser tier: headless Chromium; scripts/test.sh runs it"]
+#[browser]
 fn compared_page_reads_both_machines_without_colour() {
     use measure::verdict::Verdict;
     use report::compare::{FigureComparison, ReportComparison, SettingDiff};
@@ -430,8 +428,7 @@ impl Measured {
 /// keeps its `data-value`. With the labels as they were drawn before (each right and above its
 /// point) it fails: `3/64` and `6/64` at one thread overlap (and `64/64` at the last thread
 /// count would run past the right edge).
-#[test]
-#[ignore = "browser tier: headless Chromium; scripts/test.sh runs it"]
+#[browser]
 fn scaling_chart_labels_neither_overlap_nor_leave_the_chart() {
     let scale = crowded_scale();
     let mut data = sample();

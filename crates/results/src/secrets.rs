@@ -153,7 +153,6 @@ fn redact_keys(word: &str) -> String {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use measure::rng::SplitMix64;
 

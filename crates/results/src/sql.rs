@@ -259,7 +259,6 @@ pub const SHARED: [&str; 17] = [
 ];
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 pub(crate) mod tests {
     use super::*;
 

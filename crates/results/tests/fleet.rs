@@ -1,7 +1,7 @@
 //! The fleet reader's tables in a real SQLite file: each report's figures recorded once, read
 //! back in (host, time) order through a filter, and a store from before them migrated.
 
-#![allow(clippy::unwrap_used)] // tests may unwrap
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;

@@ -2,10 +2,9 @@
 //! throwaway cluster): the same round trip, order, filter and idempotence as the SQLite file,
 //! a read in batches larger than one, and a connection lost in the middle of a read.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic with a reason
-
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
+use test_tier::live;
 
 use results::{FleetFilter, FleetStore, HeadlineFigure, PgStore, ReportFigures, StoreError};
 use testdb::{PgOptions, Postgres};
@@ -44,8 +43,7 @@ fn url(pg: &Postgres) -> String {
     format!("postgresql://platscope@127.0.0.1:{}/postgres", pg.port())
 }
 
-#[test]
-#[ignore = "live tier: starts PostgreSQL 15 (root), about 3 s; scripts/test.sh runs it"]
+#[live("starts PostgreSQL 15 (root), about 3 s")]
 fn figures_round_trip_through_postgresql_as_through_sqlite() {
     let pg = Postgres::start(&PgOptions::default()).expect("PostgreSQL starts");
     let mut store = PgStore::connect(&url(&pg)).unwrap();
@@ -84,8 +82,7 @@ fn figures_round_trip_through_postgresql_as_through_sqlite() {
     assert_eq!(kept, ["u-a2", "u-b2"]);
 }
 
-#[test]
-#[ignore = "live tier: starts PostgreSQL 15 (root), about 5 s; scripts/test.sh runs it"]
+#[live("starts PostgreSQL 15 (root), about 5 s")]
 fn a_read_spans_batches_and_a_lost_connection_is_one_line_naming_the_store() {
     let pg = Postgres::start(&PgOptions::default()).expect("PostgreSQL starts");
     let store = PgStore::connect(&url(&pg)).unwrap();

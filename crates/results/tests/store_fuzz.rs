@@ -7,9 +7,11 @@
 //!
 //! Pure tier: a few hundred cases per target (each writes a database); live tier (`--ignored`):
 //! 20 times more.
-#![allow(clippy::unwrap_used)] // tests may unwrap
+
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::path::{Path, PathBuf};
+use test_tier::live;
 
 use measure::Unit;
 use results::render::{list_text, show_text};
@@ -320,8 +322,7 @@ fn damaged_rows_and_schemas_are_errors_naming_the_file() {
     sql_damage(PURE);
 }
 
-#[test]
-#[ignore = "live tier: 6 000 databases damaged through SQL"]
+#[live("6 000 databases damaged through SQL")]
 fn damaged_rows_and_schemas_are_errors_naming_the_file_long() {
     sql_damage(LIVE);
 }
@@ -331,8 +332,7 @@ fn byte_mutated_store_files_are_errors_naming_the_file() {
     byte_damage(PURE);
 }
 
-#[test]
-#[ignore = "live tier: 6 000 byte-mutated store files"]
+#[live("6 000 byte-mutated store files")]
 fn byte_mutated_store_files_are_errors_naming_the_file_long() {
     byte_damage(LIVE);
 }
@@ -342,8 +342,7 @@ fn any_recorded_run_reads_back() {
     round_trip(PURE);
 }
 
-#[test]
-#[ignore = "live tier: 6 000 recorded runs"]
+#[live("6 000 recorded runs")]
 fn any_recorded_run_reads_back_long() {
     round_trip(LIVE);
 }

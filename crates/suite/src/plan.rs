@@ -466,7 +466,6 @@ pub(crate) const DATABASE: &str =
 pub(crate) const QUERIES: &str = "query latency and pre-emption at the top rate";
 const NETWORK: &str = "network links";
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

@@ -391,7 +391,6 @@ pub fn codec_for(format: Format, level: i32) -> Result<Box<dyn Codec>, TampError
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
     use test_support::fuzz::{self, proptest};

@@ -353,7 +353,6 @@ impl Sink<Block> for FrameSink {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
     use std::io::Write as _;

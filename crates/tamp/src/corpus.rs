@@ -472,7 +472,6 @@ pub fn generate(seed: u64, size: usize) -> Vec<u8> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

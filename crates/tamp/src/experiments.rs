@@ -443,7 +443,6 @@ impl Outcome for ScaleReport {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use std::sync::atomic::AtomicBool;
 

@@ -90,7 +90,6 @@ impl Read for Watched<'_> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
     use std::io::Write;

@@ -166,7 +166,6 @@ impl Drop for Target {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use std::path::Path;
 

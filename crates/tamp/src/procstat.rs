@@ -57,7 +57,6 @@ pub fn delta(before: &ProcStat, after: &ProcStat) -> MachineBusy {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

@@ -129,7 +129,6 @@ impl<T> Drop for Receiver<T> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

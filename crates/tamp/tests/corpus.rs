@@ -1,6 +1,5 @@
 //! The corpus is reproducible and compresses like the database files the original Tamp was shown
 //! on.
-#![allow(clippy::unwrap_used)] // tests may unwrap
 
 mod common;
 

@@ -1,6 +1,7 @@
 //! Bad input and bad output: clear typed errors naming the file and the offset, and nothing
 //! half-written left behind.
-#![allow(clippy::unwrap_used)] // tests may unwrap
+
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 mod common;
 

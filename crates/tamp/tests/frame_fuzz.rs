@@ -9,13 +9,15 @@
 //! `zstd_window_over_the_limit_is_refused`).
 //!
 //! Pure tier: [`fuzz::PURE`] cases per target; live tier (`--ignored`): [`fuzz::LIVE`].
-#![allow(clippy::unwrap_used)] // tests may unwrap
+
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::Cursor;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
+use test_tier::live;
 
 use tamp::codec::{Lz4, Zstd};
 use tamp::{compress_reader, decompress, DecompressOptions, Output, TampError};
@@ -253,8 +255,7 @@ fn arbitrary_and_mutated_frames_are_an_answer_within_the_format_bounds() {
     frames(fuzz::PURE);
 }
 
-#[test]
-#[ignore = "live tier: 25 000 arbitrary and mutated frames (about a minute)"]
+#[live("25 000 arbitrary and mutated frames (about a minute)")]
 fn arbitrary_and_mutated_frames_are_an_answer_within_the_format_bounds_long() {
     frames(fuzz::LIVE / 2);
 }
@@ -264,8 +265,7 @@ fn arbitrary_bytes_round_trip() {
     round_trip(fuzz::PURE / 4);
 }
 
-#[test]
-#[ignore = "live tier: 10 000 round trips"]
+#[live("10 000 round trips")]
 fn arbitrary_bytes_round_trip_long() {
     round_trip(fuzz::LIVE / 5);
 }

@@ -3,9 +3,9 @@
 //! and arbitrary text: an error or busy ≤ total, never a panic, never an overflow.
 //!
 //! Pure tier: [`fuzz::PURE`] cases; live tier (`--ignored`): [`fuzz::LIVE`].
-#![allow(clippy::unwrap_used)] // tests may unwrap
 
 use test_support::fuzz::{self, proptest};
+use test_tier::live;
 
 use proptest::prelude::*;
 
@@ -31,8 +31,7 @@ fn mutated_proc_stat_gives_busy_within_total_or_error() {
     proc_stat(fuzz::PURE);
 }
 
-#[test]
-#[ignore = "live tier: 50 000 mutated /proc/stat files"]
+#[live("50 000 mutated /proc/stat files")]
 fn mutated_proc_stat_gives_busy_within_total_or_error_long() {
     proc_stat(fuzz::LIVE);
 }

@@ -6,8 +6,7 @@
 //!
 //! ```no_run
 //! // In the test file:
-//! #[test]
-//! #[ignore = "live tier"]
+//! #[test_tier::live]
 //! fn burner_child() {
 //!     test_support::burner::child();
 //! }

@@ -11,7 +11,6 @@ pub fn bin() -> PathBuf {
     if let Some(path) = std::env::var_os("CARGO_BIN_EXE_platscope") {
         return PathBuf::from(path);
     }
-    #[allow(clippy::expect_used)] // tests may panic with a reason
     let exe = std::env::current_exe().expect("the test binary's path");
     let dir = exe.parent().and_then(|deps| deps.parent());
     let path = dir.map(|d| d.join("platscope")).unwrap_or_default();
@@ -113,7 +112,6 @@ pub fn stderr(out: &Output) -> String {
 /// `platscope ARGS` as host `host` (`PLATSCOPE_HOST`) with its own results store under
 /// `data_home` (`XDG_DATA_HOME`): one machine of a fleet, in a test.
 pub fn as_host(host: &str, data_home: &std::path::Path, args: &[&str]) -> std::process::Output {
-    #[allow(clippy::expect_used)] // tests may panic with a reason
     command()
         .args(args)
         .env("PLATSCOPE_HOST", host)

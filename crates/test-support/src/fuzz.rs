@@ -5,7 +5,7 @@
 //! magic number or a first line).
 //!
 //! Each target runs the same generator twice: a pure-tier test with [`PURE`] cases (a few
-//! seconds in a debug build) and a live-tier test (`#[ignore = "live tier: …"]`, run with
+//! seconds in a debug build) and a live-tier test (`#[test_tier::live(…)]`, run with
 //! `cargo test -- --ignored`) with [`LIVE`] cases. A failure is shrunk by proptest to a small
 //! input and printed; a crash found is fixed in the parser and kept as a plain regression test.
 //!
@@ -195,7 +195,6 @@ pub fn text_or_mutated(seeds: Vec<String>, max: usize) -> impl Strategy<Value = 
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

@@ -58,7 +58,6 @@ impl Drop for Veth {
 
 /// `ip ARGS`, which must succeed.
 pub fn ip(args: &[&str]) {
-    #[allow(clippy::expect_used)] // tests may panic with a reason
     let out = Command::new("ip").args(args).output().expect("running ip");
     assert!(out.status.success(), "ip {args:?}: {}", String::from_utf8_lossy(&out.stderr));
 }

@@ -196,7 +196,6 @@ fn http_get(port: u16, path: &str) -> std::io::Result<(u16, String)> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

@@ -1,7 +1,7 @@
 //! Both servers start, answer SQL, and are gone (process and files) after drop. Root only:
 //! these fail, with the reason, when not run as root.
-#![allow(clippy::unwrap_used)] // tests may unwrap
 
+use test_tier::live;
 use testdb::{MariaDb, MariaDbOptions, PgOptions, Postgres};
 
 fn require_root() {
@@ -14,8 +14,7 @@ fn alive(pid: u32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn postgres_starts_answers_and_is_removed_root() {
     require_root();
     let pg = Postgres::start(&PgOptions::default().setting("autovacuum", "off")).unwrap();
@@ -32,8 +31,7 @@ fn postgres_starts_answers_and_is_removed_root() {
     assert!(!dir.exists());
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn mariadb_starts_with_query_cache_and_is_removed_root() {
     require_root();
     let db = MariaDb::start(&MariaDbOptions::default().query_cache(16 << 20)).unwrap();

@@ -1,11 +1,11 @@
 //! Live tier: the machine facts of this machine, read from its CPUID, sysfs and /proc.
 //! Run with `cargo test -p topo --test live_facts -- --ignored --nocapture`.
 
+use test_tier::live;
 use topo::facts::{cache_check, machine_facts};
 use topo::Topology;
 
-#[test]
-#[ignore = "live: reads this machine's CPUID, sysfs, /proc and DMI"]
+#[live("reads this machine's CPUID, sysfs, /proc and DMI")]
 fn cpuid_and_sysfs_caches_agree_and_every_fact_has_a_value() {
     let t = Topology::detect().expect("topology");
     let facts = machine_facts(&t);

@@ -4,9 +4,11 @@
 //! An error or a sane value, never a panic, never an overflow.
 //!
 //! Pure tier: [`fuzz::PURE`] cases per target; live tier (`--ignored`): [`fuzz::LIVE`].
-#![allow(clippy::unwrap_used)] // tests may unwrap
+
+#![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
 use std::path::Path;
+use test_tier::live;
 
 use test_support::fuzz::{self, proptest};
 use topo::idlist::{self, MAX_ID};
@@ -74,8 +76,7 @@ fn arbitrary_and_mutated_id_lists_parse_sorted_and_bounded_or_error() {
     lists(fuzz::PURE);
 }
 
-#[test]
-#[ignore = "live tier: 50 000 id lists"]
+#[live("50 000 id lists")]
 fn arbitrary_and_mutated_id_lists_parse_sorted_and_bounded_or_error_long() {
     lists(fuzz::LIVE);
 }
@@ -85,8 +86,7 @@ fn mutated_sysfs_and_proc_files_give_sane_values_or_none() {
     files(fuzz::PURE);
 }
 
-#[test]
-#[ignore = "live tier: 50 000 mutated sysfs and /proc files"]
+#[live("50 000 mutated sysfs and /proc files")]
 fn mutated_sysfs_and_proc_files_give_sane_values_or_none_long() {
     files(fuzz::LIVE);
 }

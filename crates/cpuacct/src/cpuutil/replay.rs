@@ -472,7 +472,6 @@ fn ranges(ids: &[u32]) -> String {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

@@ -271,7 +271,6 @@ fn push_nonempty(out: &mut Vec<Family>, fam: Family) {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
     use crate::Value;

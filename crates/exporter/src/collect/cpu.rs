@@ -181,10 +181,10 @@ pub fn switch_family(busy: &[CpuBusy]) -> Family {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
     use crate::Value;
+    use test_tier::live;
 
     fn number(fam: &Family, cpu: &str, mode: &str) -> f64 {
         let want = crate::Labels::new(&[("cpu", cpu), ("mode", mode)]);
@@ -246,8 +246,7 @@ mod tests {
         assert!(!out[0].samples.is_empty());
     }
 
-    #[test]
-    #[ignore = "live tier: loads cpuacct's BPF program (root); scripts/test.sh runs it"]
+    #[live("loads cpuacct's BPF program (root)")]
     fn switch_times_grow_between_scrapes() {
         let cpu = Cpu::new(FsRoot::live(), true);
         assert!(cpu.has_switch_times(), "BPF did not load (see the note above; run as root)");

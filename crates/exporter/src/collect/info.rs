@@ -77,7 +77,6 @@ impl Collector for Info {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
     use crate::{render, Format};

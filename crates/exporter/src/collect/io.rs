@@ -211,10 +211,10 @@ fn size_buckets(slots: &[u64; SIZE_SLOTS]) -> Vec<(f64, u64)> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
     use crate::Value;
+    use test_tier::live;
 
     #[test]
     fn per_pattern_and_op_and_bind_mounts_summed() {
@@ -264,8 +264,7 @@ mod tests {
         );
     }
 
-    #[test]
-    #[ignore = "live tier: loads iopattern's BPF program (root); scripts/test.sh runs it"]
+    #[live("loads iopattern's BPF program (root)")]
     fn counts_a_file_written_and_read() {
         let io = Io::new(true);
         assert!(io.is_tracing(), "BPF did not load (see the note above; run as root)");

@@ -369,10 +369,10 @@ pub fn families(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
     use crate::{render, Format};
+    use test_tier::live;
 
     #[test]
     fn counters_per_direction_and_unknown_speed_left_out() {
@@ -466,8 +466,7 @@ mod tests {
     }
     /// Link speeds from the one ethtool dump: a veth pair that is up has the speed its driver
     /// gives the ethtool ioctl, loopback none, in a network namespace of this test's own.
-    #[test]
-    #[ignore = "live tier: root, a network namespace with a veth pair; scripts/test.sh runs it"]
+    #[live("root, a network namespace with a veth pair")]
     fn link_speeds_come_from_one_ethtool_dump() {
         std::thread::spawn(|| {
             let ip = |args: &[&str]| {
@@ -523,8 +522,7 @@ mod tests {
     /// Facts kept for an hour are still read again at the scrape after the kernel announces a
     /// change of that interface (a speed set as `ethtool -s` does), and only for it: the other
     /// interfaces keep the facts read at the first scrape.
-    #[test]
-    #[ignore = "live tier: root, a network namespace with a tap and veth pairs; scripts/test.sh runs it"]
+    #[live("root, a network namespace with a tap and veth pairs")]
     fn an_announced_speed_change_shows_at_the_next_scrape_and_only_its_interface_is_read() {
         use test_support::net::{ip, set_link_speed};
         std::thread::spawn(|| {

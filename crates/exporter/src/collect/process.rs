@@ -8,7 +8,7 @@
 //! Only the `top` groups with the most CPU time are reported by name (default 10); the rest,
 //! and processes no group matches, are summed as `other`.
 //!
-//! Every scrape reads every thread in one pass with cpuacct's BPF task iterator (as root on a
+//! Every scrape reads every thread in one pass with pstime's BPF task iterator (as root on a
 //! live system), else `/proc/PID/stat` of each process with cpuacct's reader (user and system
 //! time, the kernel's tick-sampled split either way). Each process's time is added to its group as it grows, so a group
 //! keeps the time of processes that have exited and its counter never goes back.
@@ -20,10 +20,11 @@ use std::sync::{mpsc, Mutex};
 use std::time::Duration;
 
 use cpuacct::procsum::{CommName, ProcessSums, ProcessTotal};
-use cpuacct::tasks::{TaskIter, TaskRecord};
 use measure::procstat::parse_stat;
 use measure::time::ClockTicks;
 use measure::{FsRoot, UsageError};
+use pstime::tasks::TaskIter;
+use pstime::TaskRecord;
 use regex::Regex;
 
 use super::{CollectError, Collector, Config};
@@ -327,7 +328,7 @@ impl Process {
         Process { root, ticks: ClockTicks::system(), options, state: Mutex::default(), tasks: None }
     }
 
-    /// Like [`Process::new`], but reads every thread in one pass with cpuacct's BPF task
+    /// Like [`Process::new`], but reads every thread in one pass with pstime's BPF task
     /// iterator (what `platscope cpu pstime` uses as root) instead of one `/proc/PID/stat` per
     /// process, when it can be loaded (live system, root); else says why on stderr and reads
     /// `/proc`.
@@ -540,10 +541,10 @@ fn families(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
     use crate::Value;
+    use test_tier::live;
 
     fn reading(pid: u32, comm: &str, user: u64, system: u64) -> ProcessReading {
         ProcessReading {
@@ -707,8 +708,7 @@ mod tests {
             .is_some_and(|n| n >= 1.0));
     }
 
-    #[test]
-    #[ignore = "live tier: loads cpuacct's BPF task iterator (root); scripts/test.sh runs it"]
+    #[live("loads pstime's BPF task iterator (root)")]
     fn the_task_iterator_sees_this_process() {
         let options = CollectorOptions {
             groups: vec![ProcessGroup::parse("me=regex:^exporter").unwrap()],

@@ -192,9 +192,9 @@ fn spin_for(duration: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use test_tier::live;
 
-    #[test]
-    #[ignore = "live: times the add and multiply chains on this core"]
+    #[live("times the add and multiply chains on this core")]
     fn live_both_methods_measure_and_agree() {
         let c = core_clock();
         println!("{}", c.summary());
@@ -208,8 +208,7 @@ mod tests {
         assert!(c.ghz.is_some(), "{:?}", c.why_unknown);
     }
 
-    #[test]
-    #[ignore = "live: busy work against the monotonic clock"]
+    #[live("busy work against the monotonic clock")]
     fn live_busy_cycles_spends_what_it_says() {
         let ghz = core_clock().ghz.expect("a trusted core clock");
         // Short runs, best of many: an interrupted run is only ever longer.

@@ -221,9 +221,9 @@ pub fn run(
 mod tests {
     use super::*;
     use crate::c2c::{DEFAULT_LINES, PASSES};
+    use test_tier::live;
 
-    #[test]
-    #[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+    #[live]
     fn live_every_pair_is_measured_and_slower_than_an_l1_hit() {
         let t = Topology::detect().expect("topology");
         let cpus = place::PlacementRequest { cpus: None, policy: MemPolicy::Inherit }

@@ -100,6 +100,7 @@ pub fn probe(cpus: &[u32], topology: &Topology) -> Result<Probe, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use test_tier::live;
 
     fn topology(spec: &str) -> Topology {
         Topology::from_synthetic(spec).expect("topology")
@@ -146,8 +147,7 @@ mod tests {
         assert!(!injected(Some("soon"), 9), "a value that is no count injects nothing");
     }
 
-    #[test]
-    #[ignore = "live: two 40 ms hand-offs between the first two allowed CPUs (about 0.2 s)"]
+    #[live("two 40 ms hand-offs between the first two allowed CPUs (about 0.2 s)")]
     fn live_a_probe_measures_the_first_two_cpus() {
         let t = Topology::detect().expect("topology");
         let cpus = place::PlacementRequest { cpus: None, policy: place::MemPolicy::Inherit }

@@ -395,7 +395,6 @@ impl Drop for PrivateGate {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -463,7 +463,6 @@ pub fn thread_read(args: &[OsString]) -> Result<(), Classified> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::kit::KitError;

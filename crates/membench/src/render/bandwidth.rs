@@ -241,7 +241,6 @@ pub fn thread_read_summary(r: &ThreadRead) -> String {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::bandwidth::saturation_point;

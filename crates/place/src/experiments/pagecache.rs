@@ -330,7 +330,6 @@ fn pages_per_node(run: &PagecacheRun, topology: &Topology) -> Part {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
     use crate::pagecache::{Backing, NodeShare, Residency};

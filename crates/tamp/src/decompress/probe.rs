@@ -110,7 +110,6 @@ pub(super) fn zstd_header_len(fh: &[u8]) -> Option<(usize, Option<Fcs>, bool)> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

@@ -146,7 +146,6 @@ impl<R: Read> In<R> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

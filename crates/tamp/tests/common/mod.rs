@@ -1,7 +1,8 @@
 //! Shared by the integration tests (included with `mod common;`).
-#![allow(clippy::unwrap_used)] // tests may unwrap
-// Each test file uses a different part of this.
-#![allow(dead_code)]
+
+// Each test file uses a different part of this; helpers unwrap (clippy.toml allows it in
+// #[test] fns only).
+#![allow(dead_code, clippy::unwrap_used)]
 
 use std::path::Path;
 use std::process::Command;

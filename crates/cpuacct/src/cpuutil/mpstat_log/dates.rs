@@ -347,7 +347,6 @@ pub(super) fn banner_date(tok: &str) -> Option<Date> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

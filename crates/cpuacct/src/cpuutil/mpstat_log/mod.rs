@@ -334,7 +334,6 @@ const MAX_JSON_ENTRY: usize = 64 << 20;
 const HOPELESS_AFTER: usize = 10_000;
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

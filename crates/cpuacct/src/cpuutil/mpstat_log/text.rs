@@ -169,7 +169,6 @@ pub(super) fn row(table: &Table, rest: &str) -> Result<(Label, Option<u32>, Figu
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

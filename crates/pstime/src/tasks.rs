@@ -9,9 +9,9 @@ use libbpf_rs::{Iter, Link};
 
 use crate::skel::tasks::types::iot_task_rec;
 use crate::skel::tasks::{TasksSkel, TasksSkelBuilder};
+use crate::TaskRecord;
 use bpfkit::{c_string, from_bytes, preflight};
 use bpfkit::{Error, Result};
-pub use pstime::TaskRecord;
 
 /// The loaded iterator; dropping it unloads it.
 pub struct TaskIter {
