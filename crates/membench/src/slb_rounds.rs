@@ -163,7 +163,6 @@ pub fn median(values: &[f64]) -> f64 {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
     use measure::Unit;

@@ -272,7 +272,6 @@ impl Outcome for PoliciesOutcome {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
     use crate::slb::made_up;

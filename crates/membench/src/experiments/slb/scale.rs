@@ -270,7 +270,6 @@ impl Outcome for ScaleOutcome {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
     use crate::slb::made_up;
