@@ -112,8 +112,8 @@ allocators rotated. platscope's ops/s counts the loop only; GNU time's is the op
 the whole process's wall time (start-up, preload initialisation and exit included). CPU/op:
 platscope reads the worker's CPU clock around the loop, GNU time takes user + sys of the whole
 process. Peak RSS: VmHWM read by platscope just before the worker exits, %M by GNU time.
-"verdict": platscope's comparison with glibc — ranges overlapping are "no significant
-difference". GNU time's runs were not verified; platscope's were (the last column).
+"verdict": platscope's comparison with glibc — each allocator's runs judged by the verdict
+engine (the ratio's 95% interval, Holm across the bake-off). GNU time's runs were not verified; platscope's were (the last column).
 The cross-check is CPU/op and peak RSS, which do not depend on what else the machine runs; ops/s
 of both methods does (see the load average above: the two methods' runs are minutes apart, so on
 a busy machine their ops/s can differ by more than the allocators do).

@@ -162,18 +162,21 @@ pub struct Group {
 }
 
 impl Group {
-    /// What the verdict rests on, in words: "1.52× (95% interval 1.47–1.58), 5 runs each" (the
-    /// ratio of geometric means, not the table's ratio of medians); empty without a judgement.
+    /// What the verdict rests on, in words: "1.52× (95% interval 1.47–1.58), 5 runs each,
+    /// adjusted p < 0.001" (the ratio of geometric means, not the table's ratio of medians; the
+    /// interval is the figure's own, the p-value adjusted over the bake-off); empty without a
+    /// judgement.
     pub fn grounds(&self) -> String {
         let Some(j) = &self.judgement else { return String::new() };
         let ratio = if j.ratio.is_finite() { format!("{:.2}×", j.ratio) } else { "–".into() };
         if j.ratio_low.is_finite() && j.ratio_high.is_finite() {
             format!(
-                "{ratio} ({:.0}% interval {:.2}–{:.2}), {}",
+                "{ratio} ({:.0}% interval {:.2}–{:.2}), {}, {}",
                 engine::CONFIDENCE * 100.0,
                 j.ratio_low,
                 j.ratio_high,
-                self.rests_on
+                self.rests_on,
+                j.adjusted_p_words()
             )
         } else {
             format!("{ratio}, {}", self.rests_on)
@@ -527,7 +530,8 @@ mod tests {
             assert!(j.adjusted_p > j.p_value, "{j:?}");
             assert_eq!(t.rests_on, "5 runs each");
             assert!(
-                t.grounds() == "1.11× (95% interval 1.05–1.17), 5 runs each",
+                t.grounds()
+                    .starts_with("1.11× (95% interval 1.05–1.17), 5 runs each, adjusted p 0.0"),
                 "{}",
                 t.grounds()
             );

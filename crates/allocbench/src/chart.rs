@@ -171,7 +171,8 @@ pub fn parts(b: &BakeOff) -> Vec<Part> {
         ),
         format!(
             "{} — {} round(s), interleaved round-robin. Bars: median over the rounds; lines: \
-             min–max. Where ranges overlap the difference is not significant.{}",
+             min–max. The verdicts (the headlines) judge each allocator's runs against the \
+             baseline's: the ratio's 95% interval, Holm across the bake-off.{}",
             esc(&b.workload),
             b.repeat,
             if b.interrupted { " INTERRUPTED: the bars are the rounds that finished." } else { "" }

@@ -344,7 +344,7 @@ mod tests {
             "{}",
             head.detail
         );
-        assert!(head.detail.ends_with(", 5 runs each"), "{}", head.detail);
+        assert!(head.detail.ends_with(", 5 runs each, adjusted p < 0.001"), "{}", head.detail);
         let key = head.metric.as_deref().unwrap();
         let metrics = b.to_metrics();
         let backing = metrics.iter().find(|m| m.key() == key).expect("the headline's metric");

@@ -10,8 +10,9 @@
 //! is refused and said so. Per run it measures throughput, CPU
 //! per operation (the process's own CPU clock or rusage, and system-wide `/proc/stat`), peak
 //! and final RSS, PSS, address-space growth with PROT_NONE reservations set apart, and minor
-//! faults; [`bakeoff::BakeOff`] summarizes them as medians with spread and refuses to rank
-//! allocators whose ranges overlap.
+//! faults; [`bakeoff::BakeOff`] summarizes them as medians with spread and judges each
+//! allocator against glibc on its runs with the engine every comparison uses
+//! ([`measure::verdict`]).
 //!
 //! - [`allocator`]: names, libraries, packages, `LD_PRELOAD` / `GLIBC_TUNABLES`.
 //! - [`procfs`]: maps, smaps_rollup and status parsers; the verification.

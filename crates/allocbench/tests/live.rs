@@ -243,6 +243,14 @@ fn a_bakeoff_interleaves_and_summarizes() {
     assert!(b.groups.iter().all(|g| g.throughput.samples.len() == 3));
     let text = allocbench::render::render(&b);
     assert!(text.contains("threads 2") && text.contains("jemalloc"), "{text}");
+    // jemalloc judged against glibc on its runs at each thread count, one family of two.
+    for g in b.groups.iter().filter(|g| g.allocator == "jemalloc") {
+        let j = g.judgement.expect("judged against glibc");
+        assert_eq!((j.this_replicates, j.baseline_replicates), (3, 3), "{g:?}");
+        assert_eq!(g.rests_on, "3 runs each");
+    }
+    assert!(text.contains("Holm's adjustment over the 2 comparison(s)"), "{text}");
+    assert!(text.matches(", 3 runs each, adjusted p ").count() == 2, "{text}");
     let metrics = measure::ToMetrics::to_metrics(&b);
     assert!(metrics.iter().any(|m| m.key() == "alloc_throughput{allocator=jemalloc,threads=2}"));
 }

@@ -245,6 +245,17 @@ impl Judgement {
         }
     }
 
+    /// The p-value the verdict was decided on, for a line of text: "adjusted p 0.12",
+    /// "adjusted p < 0.001" — why an interval that leaves out 1 can still be `same` when the
+    /// family is large.
+    pub fn adjusted_p_words(&self) -> String {
+        if self.adjusted_p < 0.001 {
+            "adjusted p < 0.001".to_string()
+        } else {
+            format!("adjusted p {:.3}", self.adjusted_p)
+        }
+    }
+
     /// Whether it was tested at all (an interval exists).
     pub fn tested(&self) -> bool {
         self.p_value.is_finite() && self.log_se.is_finite() && self.df > 0.0
@@ -465,6 +476,10 @@ mod tests {
         assert_eq!(j.verdict, Verdict::Faster, "{j:?}");
         assert!(j.ratio_low > 1.0 && j.ratio_low < 1.10 && j.ratio_high > 1.10, "{j:?}");
         assert_eq!(j.rests_on(), "5 runs each");
+        assert_eq!(j.adjusted_p_words(), format!("adjusted p {:.3}", j.adjusted_p));
+        let strong =
+            judge(&[50.0, 51.0, 49.0], &[100.0, 101.0, 99.0], Level::Runs, true, RunNoise::none());
+        assert_eq!(strong.adjusted_p_words(), "adjusted p < 0.001");
         assert!(j.detectable > 0.0 && j.detectable < 0.10, "{j:?}");
     }
 

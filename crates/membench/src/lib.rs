@@ -5,7 +5,8 @@
 //! - [`bandwidth`]: read, write, non-temporal, copy and triad kernels ([`kernels`]), per thread
 //!   and aggregate, scaling and node×node matrices; [`thread_read`] (cross-node reads).
 //! - [`slb`]: the Silly Little Benchmark and its kit ([`kit`]: create_sem, memhammer, trigger);
-//!   [`scenarios`]: the experiments built from it (worker counts, placement policies).
+//!   [`scenarios`]: the experiments built from it (worker counts, placement policies);
+//!   [`slb_rounds`]: their steps in rounds, each judged against the first.
 //! - [`timers`]: what reading the clock costs and which clock to trust.
 //! - [`metrics`]: every result as labelled metrics; [`render`]: every result as text.
 //!
@@ -32,6 +33,7 @@ pub mod rng;
 pub mod scenarios;
 pub mod shared;
 pub mod slb;
+pub mod slb_rounds;
 pub mod slb_shared;
 pub mod thread_read;
 pub mod timers;

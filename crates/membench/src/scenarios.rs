@@ -203,16 +203,18 @@ pub enum NotRun {
     Failed(BenchError),
 }
 
-/// The SLB with `count` workers under each placement of [`policy_scenarios`], in order;
-/// `each` gets every scenario's outcome as it ends and says whether to go on. Ends early
-/// when Ctrl-C stops the run.
+/// The SLB with `count` workers under each placement of [`policy_scenarios`], in the order of
+/// round `round` ([`crate::slb_rounds::rotated`]); `each` gets every scenario's outcome as it
+/// ends and says whether to go on. Ends early when Ctrl-C stops the run.
 pub fn slb_policies<E: From<place::PlaceError>>(
     work: &SlbWork,
     count: u64,
+    round: usize,
     topology: &Topology,
     mut each: impl FnMut(&'static str, Result<SlbResult, NotRun>) -> Result<bool, E>,
 ) -> Result<(), E> {
-    for (name, workers) in policy_scenarios(count, topology)? {
+    let scenarios = crate::slb_rounds::rotated(&policy_scenarios(count, topology)?, round);
+    for (name, workers) in scenarios {
         if stop::requested() {
             break;
         }

@@ -157,6 +157,30 @@ impl SlbResult {
     }
 }
 
+/// A run whose workers took `ns` ns per store each (1000 stores, batches unknown), measured
+/// nowhere: for the tests of what is made of runs.
+#[cfg(test)]
+pub(crate) fn made_up(ns: &[f64]) -> SlbResult {
+    let workers = ns
+        .iter()
+        .enumerate()
+        .map(|(worker, &ns)| SlbWorkerResult {
+            worker,
+            cpu: Some(worker as u32),
+            ops: 1000,
+            planned_ops: 1000,
+            elapsed_ns: (ns * 1000.0).round() as u64,
+            batches: None,
+            placement: Placement::base_pages(4096, vec![]),
+        })
+        .collect();
+    SlbResult {
+        plan: SlbPlan { pages: 1, loops: 1000, page: PageSize::Base, workers: vec![], seed: 1 },
+        workers,
+        interrupted: false,
+    }
+}
+
 /// One worker's memory, allocated under its policy and initialized in full (memhammer memset
 /// its whole buffer before waiting), with where it is; on the worker's pinned thread.
 fn prepare(

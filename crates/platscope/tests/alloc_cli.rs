@@ -54,6 +54,19 @@ fn builtin_runs_are_verified_stored_and_drawn() {
     let run: serde_json::Value = serde_json::from_str(&json).expect("json");
     assert_eq!(run["runs"].as_array().map(Vec::len), Some(8), "{run}");
     assert!(run["runs"][0]["verified"].is_string());
+    // Each jemalloc group says what its verdict rests on, with the ratio's interval.
+    let judged: Vec<&serde_json::Value> = run["groups"]
+        .as_array()
+        .map(|g| g.iter().filter(|g| g["allocator"] == "jemalloc").collect())
+        .unwrap_or_default();
+    assert_eq!(judged.len(), 2, "{run}");
+    for g in judged {
+        assert_eq!(g["rests_on"], "2 runs each", "{g}");
+        assert!(
+            g["judgement"]["ratio_low"].is_f64() && g["judgement"]["ratio_high"].is_f64(),
+            "{g}"
+        );
+    }
     let page = std::fs::read_to_string(&html).expect("page");
     assert!(page.contains("chart-alloc-relative") && page.contains("data-allocator=\"jemalloc\""));
     let shown = ok(&platscope(&["results", "show", "--db", &db, "1"]));

@@ -354,7 +354,8 @@ pub fn section_steps(area: Area, mode: Mode, topology: &Topology, cpus: &[u32]) 
                 action,
             );
             let (pages, loops) = (budget.slb_pages.to_string(), budget.slb_loops.to_string());
-            let work = ["--pages", &pages, "--loops", &loops];
+            // One round a step: the report repeats the step in its own rounds.
+            let work = ["--pages", &pages, "--loops", &loops, "--rounds", "1"];
             add(
                 "SLB by worker count",
                 2.0 * nf * factor,

@@ -14,6 +14,7 @@ use crate::c2c::C2cResult;
 use crate::latency::{LatencyMatrix, LatencyPoint, PrefetchCheck};
 use crate::loaded::{LoadedCurve, LoadedPoint};
 use crate::slb::SlbResult;
+use crate::slb_rounds::StepVerdict;
 use crate::slb_shared::{LockKind, SharedSlbResult};
 
 use super::mix_name;
@@ -343,9 +344,10 @@ pub fn slb_time_ratio(runs: &[SlbResult]) -> Option<(f64, usize)> {
     Some((most.summary().median_ns / one, most.workers.len()))
 }
 
-/// One worker's time per store and how it grows with more; the first worker at each count as
-/// a compared figure.
-pub fn slb_scaling(runs: &[SlbResult]) -> (Vec<Headline>, Vec<Headline>) {
+/// One worker's time per store and how it grows with more, with the interval of that growth
+/// when the runs were in rounds (`verdicts`: each count against the first,
+/// [`crate::slb_rounds`]); the first worker at each count as a compared figure.
+pub fn slb_scaling(runs: &[SlbResult], verdicts: &[StepVerdict]) -> (Vec<Headline>, Vec<Headline>) {
     let steps: Vec<Step<'_, SlbResult>> =
         runs.iter().map(|r| Step::new("workers", r.workers.len(), r)).collect();
     let key_for = |workers: usize| {
@@ -359,6 +361,10 @@ pub fn slb_scaling(runs: &[SlbResult]) -> (Vec<Headline>, Vec<Headline>) {
         let mut how = format!("median ns per random store, {} worker(s)", one.workers.len());
         if let Some((ratio, workers)) = slb_time_ratio(runs) {
             how.push_str(&format!("; {}× the time per store with {workers} workers", fmt3(ratio)));
+            let judged = verdicts.iter().find(|v| v.step == format!("{workers} workers"));
+            if let Some(v) = judged.filter(|v| v.tested()) {
+                how.push_str(&format!(" ({})", interval_words(v)));
+            }
         }
         if runs.iter().any(|r| r.interrupted) {
             how.push_str(" (interrupted: partial runs left out)");
@@ -385,31 +391,39 @@ pub fn slb_scaling(runs: &[SlbResult]) -> (Vec<Headline>, Vec<Headline>) {
     (headlines, compared)
 }
 
-/// The SLB under each placement (or why it did not run); a placement whose per-worker range
-/// overlaps an earlier one's says so: no difference beyond noise (on a one-node machine local
-/// and interleave are one placement).
-pub fn slb_policies(policies: &[(String, Result<SlbResult, String>)]) -> Vec<Headline> {
-    let range = |r: &SlbResult| {
-        let s = r.summary();
-        (s.min_ns, s.max_ns)
-    };
-    let mut headlines = Vec::new();
-    for (i, (name, outcome)) in policies.iter().enumerate() {
-        headlines.push(match outcome {
+/// "95% interval 2.10–2.55, slower; 3 rounds each, adjusted p < 0.001": a verdict on rounds in
+/// a headline's words.
+fn interval_words(v: &StepVerdict) -> String {
+    let j = &v.judgement;
+    format!(
+        "{:.0}% interval {}–{}, {}; {}, {}",
+        measure::verdict::CONFIDENCE * 100.0,
+        fmt3(j.ratio_low),
+        fmt3(j.ratio_high),
+        j.verdict.name(),
+        v.rests_on,
+        j.adjusted_p_words()
+    )
+}
+
+/// The SLB under each placement (or why it did not run); a placement judged against the first
+/// on rounds (`verdicts`, [`crate::slb_rounds`]) says its ratio, interval and verdict. The
+/// workers of one run are never the evidence: their ranges share that run's pages and minute.
+pub fn slb_policies(
+    policies: &[(String, Result<SlbResult, String>)],
+    verdicts: &[StepVerdict],
+) -> Vec<Headline> {
+    policies
+        .iter()
+        .map(|(name, outcome)| match outcome {
             Ok(r) => {
-                let (lo, hi) = range(r);
-                let alike: Vec<&str> = policies[..i]
-                    .iter()
-                    .filter_map(|(other, o)| {
-                        let (olo, ohi) = range(o.as_ref().ok()?);
-                        (lo <= ohi && olo <= hi).then_some(other.as_str())
-                    })
-                    .collect();
                 let mut detail = format!("{} worker(s), median over workers", r.workers.len());
-                if !alike.is_empty() {
+                if let Some(v) = verdicts.iter().find(|v| &v.step == name && v.tested()) {
                     detail.push_str(&format!(
-                        "; no difference beyond noise from {} (worker ranges overlap)",
-                        alike.join(", ")
+                        "; {}× {}'s time per store ({})",
+                        fmt3(v.judgement.ratio),
+                        v.baseline,
+                        interval_words(v)
                     ));
                 }
                 Headline::new(
@@ -419,9 +433,8 @@ pub fn slb_policies(policies: &[(String, Result<SlbResult, String>)]) -> Vec<Hea
                 )
             }
             Err(why) => Headline::new(format!("SLB {name}"), "not run", why.clone()),
-        });
-    }
-    headlines
+        })
+        .collect()
 }
 
 /// The round trip of each class of CPU pair (SMT siblings, same L3, same node, other node).

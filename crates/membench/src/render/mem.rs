@@ -206,6 +206,31 @@ pub fn scale_row(workers: usize, s: &SlbSummary, baseline_ns: f64) -> String {
     )
 }
 
+/// The line that opens round `round` (from 0) of `rounds` in a table run in rounds.
+pub fn round_line(round: u32, rounds: u32) -> String {
+    format!("round {} of {rounds}\n", round + 1)
+}
+
+/// Each step against the first, judged on the rounds ([`crate::slb_rounds`]), under a table of
+/// `rounds` rounds; nothing without a second step.
+pub fn verdicts_text(verdicts: &[crate::slb_rounds::StepVerdict], rounds: usize) -> String {
+    let Some(first) = verdicts.first() else { return String::new() };
+    let mut out = format!(
+        "each against {} on its rounds (a round's value: its median worker's ns/op; the rounds \
+         interleaved in this one run; {:.0}% intervals, Holm over {} comparison(s)):\n",
+        first.baseline,
+        measure::verdict::CONFIDENCE * 100.0,
+        verdicts.len()
+    );
+    for v in verdicts {
+        let _ = writeln!(out, "  {}: {}", v.step, v.words());
+    }
+    if rounds < 2 {
+        out.push_str("  (one round: --rounds 3 or more for a verdict)\n");
+    }
+    out
+}
+
 /// One row of the placement comparison.
 pub fn compare_row(name: &str, result: Option<&SlbResult>, why_not: &str) -> String {
     match result {

@@ -11,7 +11,7 @@ mod mem_slb;
 mod scale;
 mod slb_worker;
 
-pub use compare_policies::{ComparePolicies, PoliciesOutcome, PolicyRow};
+pub use compare_policies::{ComparePolicies, PoliciesArgs, PoliciesOutcome, PolicyRow};
 pub use locks::{Locks, LocksArgs, LocksOutcome};
 pub use mem_slb::{Slb, SlbArgs, SlbOutcome};
 pub use scale::{Scale, ScaleArgs, ScaleOutcome};
