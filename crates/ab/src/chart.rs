@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use chart::svg::{self, esc, exact, px, Plot, ScaleKind};
 use chart::Figure;
 
-use crate::outcome::{ratio_text, value_text, verdict_words, AbRun, RoundValue};
+use crate::outcome::{interval_text, ratio_text, value_text, verdict_words, AbRun, RoundValue};
 use crate::plan::Side;
 
 /// One panel per figure; a run with more figures draws the first ones.
@@ -24,13 +24,9 @@ pub fn figure(run: &AbRun) -> Figure {
     let names = run.figure_names();
     let shown = &names[..names.len().min(MAX_PANELS)];
     let height = PANEL.height * shown.len().max(1) as f64;
-    let mut out = svg::open("chart-ab", PANEL.width, height, "Each run's figure against time, A and B");
-    let last = run
-        .rounds
-        .iter()
-        .chain(&run.calibration.values)
-        .map(|r| r.at)
-        .fold(1.0, f64::max);
+    let mut out =
+        svg::open("chart-ab", PANEL.width, height, "Each run's figure against time, A and B");
+    let last = run.rounds.iter().chain(&run.calibration.values).map(|r| r.at).fold(1.0, f64::max);
     for (i, name) in shown.iter().enumerate() {
         let _ = write!(out, "<g transform=\"translate(0 {})\">", px(PANEL.height * i as f64));
         panel(&mut out, run, name, last);
@@ -43,7 +39,9 @@ pub fn figure(run: &AbRun) -> Figure {
          moves both sides together; a difference between the settings keeps them apart.",
     );
     if run.runs.iter().any(|r| r.other_regime(run.placement_changed()).is_some()) {
-        caption.push_str(" A red ring marks a run taken in another placement or at another core clock.");
+        caption.push_str(
+            " A red ring marks a run taken in another placement or at another core clock.",
+        );
     }
     if names.len() > shown.len() {
         let _ = write!(caption, " The first {} of {} figures are drawn.", shown.len(), names.len());
@@ -80,7 +78,12 @@ fn panel(out: &mut String, run: &AbRun, name: &str, last: f64) {
         Some(v) => format!("{name}: B/A {} ({})", ratio_text(v.ratio), verdict_words(v)),
         None => name.to_string(),
     };
-    let _ = write!(out, "<text class=\"panel-title\" x=\"{}\" y=\"16\">{}</text>", px(PANEL.left), esc(&title));
+    let _ = write!(
+        out,
+        "<text class=\"panel-title\" x=\"{}\" y=\"16\">{}</text>",
+        px(PANEL.left),
+        esc(&title)
+    );
     // The legend, on the title's line.
     let kx = PANEL.width - PANEL.right - 150.0;
     let _ = write!(
@@ -100,7 +103,10 @@ fn panel(out: &mut String, run: &AbRun, name: &str, last: f64) {
     let changed = run.placement_changed();
     for p in points {
         let calibration = matches!(p.arm, Side::A1 | Side::A2);
-        let record = run.runs.iter().find(|r| r.round == p.round && r.arm == p.arm && r.calibration == calibration);
+        let record = run
+            .runs
+            .iter()
+            .find(|r| r.round == p.round && r.arm == p.arm && r.calibration == calibration);
         let other = record.and_then(|r| r.other_regime(changed));
         let (cx, cy) = (x.map(p.at), y.map(p.value));
         let phase = if calibration { "A/A round" } else { "round" };
@@ -112,7 +118,12 @@ fn panel(out: &mut String, run: &AbRun, name: &str, last: f64) {
             p.at,
             other.as_deref().map(|w| format!(" ({w})")).unwrap_or_default()
         );
-        let data = format!("data-arm=\"{}\" data-value=\"{}\" data-at=\"{}\"", p.arm.name(), exact(p.value), exact(p.at));
+        let data = format!(
+            "data-arm=\"{}\" data-value=\"{}\" data-at=\"{}\"",
+            p.arm.name(),
+            exact(p.value),
+            exact(p.at)
+        );
         if other.is_some() {
             let _ = write!(
                 out,
@@ -168,13 +179,12 @@ fn after(run: &AbRun) -> String {
         let _ = write!(
             out,
             "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
-             <td class=\"num\">{}–{}</td><td>{}</td><td>{}</td></tr>",
+             <td class=\"num\">{}</td><td>{}</td><td>{}</td></tr>",
             esc(&v.figure),
             esc(&value_text(v.a, &v.unit)),
             esc(&value_text(v.b, &v.unit)),
             ratio_text(v.ratio),
-            ratio_text(v.ratio_low),
-            ratio_text(v.ratio_high),
+            interval_text(v.ratio_low, v.ratio_high),
             esc(&verdict_words(v)),
             esc(&v.rests_on)
         );
@@ -186,8 +196,11 @@ fn after(run: &AbRun) -> String {
         if run.restored_settings.is_empty() {
             "No setting of the machine was changed.".to_string()
         } else {
-            let words: Vec<String> =
-                run.restored_settings.iter().map(|r| format!("{}={}", r.setting, r.value)).collect();
+            let words: Vec<String> = run
+                .restored_settings
+                .iter()
+                .map(|r| format!("{}={}", r.setting, r.value))
+                .collect();
             let mut seen: Vec<String> = Vec::new();
             for w in words {
                 if !seen.contains(&w) {

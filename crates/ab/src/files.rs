@@ -47,11 +47,12 @@ pub fn read(path: &Path) -> io::Result<String> {
     std::fs::read_to_string(path).map(|t| value_of(&t))
 }
 
-/// Writes `value` to `path` as `echo VALUE > PATH` would, then reads it back: an error when
+/// Writes `value` to `path` as `echo VALUE > PATH` would (sysfs and procfs ignore the
+/// truncation a plain file needs), then reads it back: an error when
 /// the kernel refused it or the file reads something else afterwards (a value it rounded or
 /// ignored).
 pub fn write(path: &Path, value: &str) -> io::Result<()> {
-    let mut file = std::fs::OpenOptions::new().write(true).open(path)?;
+    let mut file = std::fs::OpenOptions::new().write(true).truncate(true).open(path)?;
     file.write_all(format!("{value}\n").as_bytes())?;
     drop(file);
     let now = read(path)?;

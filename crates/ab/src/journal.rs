@@ -102,10 +102,8 @@ impl Journal {
     /// Writes it at `path`, only if no journal is there (the lock), then flushes it and its
     /// directory to disk: after this returns, a crash leaves it readable.
     pub fn create(&self, path: &Path) -> Result<(), AbError> {
-        let failed = |e: std::io::Error| AbError::Journal {
-            path: path.to_path_buf(),
-            why: e.to_string(),
-        };
+        let failed =
+            |e: std::io::Error| AbError::Journal { path: path.to_path_buf(), why: e.to_string() };
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(failed)?;
         }
@@ -367,11 +365,13 @@ mod tests {
     #[test]
     fn changes_are_journalled_first_and_restored_with_the_journal_removed() {
         let dir = tempfile::tempdir().unwrap();
-        let thp = file(dir.path(), "enabled", "always [madvise] never\n");
+        // Plain files stand in for sysfs (a bracketed list needs the kernel to move its brackets).
+        let thp = file(dir.path(), "enabled", "madvise\n");
         let swappiness = file(dir.path(), "swappiness", "60\n");
         let journal = dir.path().join("state/ab-journal.json");
         let a = vec![write("thp", &thp, "never")];
-        let b = vec![write("thp", &thp, "always"), write("sysctl:vm.swappiness", &swappiness, "10")];
+        let b =
+            vec![write("thp", &thp, "always"), write("sysctl:vm.swappiness", &swappiness, "10")];
         let all: Vec<&Write> = a.iter().chain(&b).collect();
         let mut changes = Changes::begin(&all, Some(&journal)).unwrap();
         // The journal holds both originals before anything is written.
@@ -434,7 +434,10 @@ mod tests {
         journal.create(&path).unwrap();
         assert!(!journal.owner_alive());
         let notice = notice_at(&path).unwrap();
-        assert!(notice.contains("pending") && notice.contains("platscope ab --restore"), "{notice}");
+        assert!(
+            notice.contains("pending") && notice.contains("platscope ab --restore"),
+            "{notice}"
+        );
         assert!(!notice.contains('\n'));
         // A new A/B will not start over it.
         let e = Changes::begin(&[&write("x", &knob, "y")], Some(&path)).unwrap_err().to_string();

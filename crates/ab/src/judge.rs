@@ -6,7 +6,9 @@
 //! interval has coverage 1 − 0.05 / looks, so stopping early keeps the error rate.
 
 use measure::stats::{mean_and_variance, t_quantile};
-use measure::verdict::{assess, judge_family, Judgement, Level, RunNoise, Verdict, ALPHA, CONFIDENCE};
+use measure::verdict::{
+    assess, judge_family, Judgement, Level, RunNoise, Verdict, ALPHA, CONFIDENCE,
+};
 use serde::{Deserialize, Serialize};
 
 /// A figure of the workload: what it is called, the stored metric behind it and its unit.
@@ -118,10 +120,8 @@ pub fn judge(figures: &[(FigureInfo, Vec<f64>, Vec<f64>)], looks: usize) -> Vec<
         .zip(judged)
         .map(|((info, a, b), j)| {
             // The family's strictest step, at one of the looks.
-            let critical =
-                t_quantile(1.0 - ALPHA / (2.0 * tested as f64 * looks as f64), j.df);
-            let detectable =
-                if j.tested() { (critical * j.log_se).exp() - 1.0 } else { f64::NAN };
+            let critical = t_quantile(1.0 - ALPHA / (2.0 * tested as f64 * looks as f64), j.df);
+            let detectable = if j.tested() { (critical * j.log_se).exp() - 1.0 } else { f64::NAN };
             FigureVerdict {
                 figure: info.figure.clone(),
                 metric: info.metric.clone(),
@@ -244,10 +244,7 @@ mod tests {
         let b = runs(&mut rng, 175.0, 0.03, 6);
         let up_a = runs(&mut rng, 10.0, 0.02, 6);
         let up_b = runs(&mut rng, 12.0, 0.02, 6);
-        let v = judge(
-            &[(info("latency", "ns"), a, b), (info("bandwidth", "GB/s"), up_a, up_b)],
-            1,
-        );
+        let v = judge(&[(info("latency", "ns"), a, b), (info("bandwidth", "GB/s"), up_a, up_b)], 1);
         assert_eq!(v[0].verdict, Verdict::Faster, "{:?}", v[0]);
         assert!(v[0].ratio_low < 175.0 / 282.0 && 175.0 / 282.0 < v[0].ratio_high, "{:?}", v[0]);
         assert_eq!(v[1].verdict, Verdict::Faster, "{:?}", v[1]);
@@ -307,7 +304,9 @@ mod tests {
             }
             naive_called += usize::from((3..=40).any(|n| call(&at(n, 1))));
         }
-        println!("called {called}, naively {naive_called}, early stops {stopped_early} of {trials}");
+        println!(
+            "called {called}, naively {naive_called}, early stops {stopped_early} of {trials}"
+        );
         assert!(stopped_early > trials / 2, "the precision is reached early in most pairs");
         assert!((called as f64) <= ALPHA * trials as f64, "{called} of {trials}");
         assert!(naive_called > 2 * called.max(10), "{naive_called} against {called}");

@@ -194,7 +194,9 @@ impl Experiment for Ab {
 /// `ab --restore`.
 fn restore_command() -> Result<AbOutcome, AbError> {
     let path = journal::default_path().ok_or_else(|| {
-        AbError::Usage("no place for a settings journal (neither XDG_DATA_HOME nor HOME is set)".into())
+        AbError::Usage(
+            "no place for a settings journal (neither XDG_DATA_HOME nor HOME is set)".into(),
+        )
     })?;
     Ok(AbOutcome::Restore(match journal::restore_pending(&path)? {
         Some((journal, restored)) => RestoreRun { journal: Some(journal), restored },
@@ -284,7 +286,6 @@ impl Session<'_, '_> {
     fn stop_now(&self) -> bool {
         self.interrupted || measure::stop::requested()
     }
-
 }
 
 /// The page area of what a workload measures, for the section's place.
@@ -313,7 +314,8 @@ fn fresh_seed() -> u64 {
 }
 
 fn run_ab(args: &AbArgs, ctx: &mut Context<'_>) -> Result<AbOutcome, AbError> {
-    let parse = |texts: &[String]| texts.iter().map(|t| Setting::parse(t)).collect::<Result<Vec<_>, _>>();
+    let parse =
+        |texts: &[String]| texts.iter().map(|t| Setting::parse(t)).collect::<Result<Vec<_>, _>>();
     let (a, b) = (parse(&args.a)?, parse(&args.b)?);
     let workload = Workload::parse(&args.command, &ctx.globals.registry)?;
     let libraries = if a.iter().chain(&b).any(|s| matches!(s, Setting::Alloc { .. })) {
@@ -346,7 +348,8 @@ fn run_ab(args: &AbArgs, ctx: &mut Context<'_>) -> Result<AbOutcome, AbError> {
             )));
         }
     }
-    let subjects = [&arm_a, &arm_b].map(|arm| arm.allocator.as_ref().map(|al| Subject::new(al, &libraries)));
+    let subjects =
+        [&arm_a, &arm_b].map(|arm| arm.allocator.as_ref().map(|al| Subject::new(al, &libraries)));
     let scratch = workload::scratch_dir()?;
     let seed = args.seed.unwrap_or_else(fresh_seed);
     let rounds = usize::try_from(args.rounds).unwrap_or(usize::MAX);
@@ -406,7 +409,11 @@ fn run_ab(args: &AbArgs, ctx: &mut Context<'_>) -> Result<AbOutcome, AbError> {
     } else {
         let pairs = Session::series_of(&figures, &calibration_values, Side::A1, Side::A2);
         let figures_cal = judge::calibrate(&pairs, rounds, looks.len());
-        let spread = figures_cal.iter().map(|f| f.spread).filter(|s| s.is_finite()).fold(None, |m: Option<f64>, s| Some(m.map_or(s, |m| m.max(s))));
+        let spread = figures_cal
+            .iter()
+            .map(|f| f.spread)
+            .filter(|s| s.is_finite())
+            .fold(None, |m: Option<f64>, s| Some(m.map_or(s, |m| m.max(s))));
         Calibration {
             rounds: calibration_values.iter().map(|v| v.round).max().unwrap_or(0),
             spread,
@@ -455,7 +462,11 @@ impl Session<'_, '_> {
         y: Side,
     ) -> Vec<(FigureInfo, Vec<f64>, Vec<f64>)> {
         let of = |f: &FigureInfo, side: Side| -> Vec<f64> {
-            values.iter().filter(|v| v.figure == f.figure && v.arm == side).map(|v| v.value).collect()
+            values
+                .iter()
+                .filter(|v| v.figure == f.figure && v.arm == side)
+                .map(|v| v.value)
+                .collect()
         };
         figures.iter().map(|f| (f.clone(), of(f, x), of(f, y))).collect()
     }
@@ -474,7 +485,8 @@ fn measure_all(
     s.changes.apply(&s.arms[0].writes)?;
     if !args.no_calibrate {
         let rounds = usize::try_from(args.calibration_rounds).unwrap_or(usize::MAX);
-        for (r, pair) in plan::interleaved(rng, rounds, Side::A1, Side::A2).into_iter().enumerate() {
+        for (r, pair) in plan::interleaved(rng, rounds, Side::A1, Side::A2).into_iter().enumerate()
+        {
             for side in pair {
                 if s.stop_now() {
                     return Ok((0, Vec::new(), Stop::Interrupted));
@@ -523,7 +535,10 @@ fn label_regimes(runs: &mut [RunRecord]) -> Vec<String> {
         .iter()
         .map(|r| {
             let phase = if r.calibration { "A/A round" } else { "round" };
-            (format!("{} {phase} {}", r.arm.name(), r.round), r.placement.clone().unwrap_or_default())
+            (
+                format!("{} {phase} {}", r.arm.name(), r.round),
+                r.placement.clone().unwrap_or_default(),
+            )
         })
         .collect();
     let summary = measure::placement::classify(&steps);
@@ -579,11 +594,19 @@ mod tests {
             regime: None,
             preload: None,
         };
-        let mut runs = vec![record(1, 80.0, 3.0), record(2, 85.0, 3.0), record(3, 380.0, 2.6), record(4, 82.0, 3.01)];
+        let mut runs = vec![
+            record(1, 80.0, 3.0),
+            record(2, 85.0, 3.0),
+            record(3, 380.0, 2.6),
+            record(4, 82.0, 3.01),
+        ];
         let notes = label_regimes(&mut runs);
         assert!(!notes.is_empty());
         let regimes: Vec<Option<Regime>> = runs.iter().map(|r| r.regime).collect();
-        assert_eq!(regimes, [Some(Regime::Near), Some(Regime::Near), Some(Regime::Far), Some(Regime::Near)]);
+        assert_eq!(
+            regimes,
+            [Some(Regime::Near), Some(Regime::Near), Some(Regime::Far), Some(Regime::Near)]
+        );
         assert_eq!(runs[2].other_regime(true).as_deref(), Some("placement far, clock −13%"));
         assert_eq!(runs[0].other_regime(true), None);
         // One placement throughout: nothing said.

@@ -178,12 +178,10 @@ pub fn value_text(v: f64, unit: &str) -> String {
     if !v.is_finite() {
         return "–".into();
     }
-    let number = match v.abs() {
-        a if a >= 1000.0 => format!("{v:.0}"),
-        a if a >= 100.0 => format!("{v:.1}"),
-        a if a >= 10.0 => format!("{v:.2}"),
-        _ => format!("{v:.3}"),
-    };
+    // Four significant figures: 282.0, 1234, 0.1160.
+    let decimals =
+        if v == 0.0 { 0 } else { (3 - v.abs().log10().floor() as i32).clamp(0, 9) as usize };
+    let number = format!("{v:.decimals$}");
     match unit {
         "" | "count" => number,
         "%" => format!("{number}%"),
@@ -195,6 +193,15 @@ pub fn value_text(v: f64, unit: &str) -> String {
 pub fn ratio_text(v: f64) -> String {
     if v.is_finite() {
         format!("{v:.3}")
+    } else {
+        "–".into()
+    }
+}
+
+/// `0.604–0.638`, or `–` without an interval.
+pub fn interval_text(low: f64, high: f64) -> String {
+    if low.is_finite() && high.is_finite() {
+        format!("{}–{}", ratio_text(low), ratio_text(high))
     } else {
         "–".into()
     }
@@ -233,7 +240,11 @@ impl AbRun {
 
     /// The values of `figure` on `side` in run order.
     pub fn values(&self, figure: &str, side: Side) -> Vec<f64> {
-        self.rounds.iter().filter(|r| r.figure == figure && r.arm == side).map(|r| r.value).collect()
+        self.rounds
+            .iter()
+            .filter(|r| r.figure == figure && r.arm == side)
+            .map(|r| r.value)
+            .collect()
     }
 
     /// Why it stopped, in words.
@@ -355,7 +366,11 @@ impl AbRun {
             ];
             for name in shown {
                 let value = self.value_at(run, name);
-                let unit = self.verdicts.iter().find(|v| v.figure == *name).map_or("", |v| v.unit.as_str());
+                let unit = self
+                    .verdicts
+                    .iter()
+                    .find(|v| v.figure == *name)
+                    .map_or("", |v| v.unit.as_str());
                 row.push(value.map_or("–".into(), |v| value_text(v, unit)));
             }
             row.push(run.clock_ghz.map_or("–".into(), |g| format!("{g:.2} GHz")));
@@ -386,7 +401,7 @@ impl AbRun {
             "A".to_string(),
             "B".to_string(),
             "B/A".to_string(),
-            format!("interval ({:.1}%)", coverage * 100.0),
+            format!("interval ({}%)", chart::svg::trim_zeros(&format!("{:.2}", coverage * 100.0))),
             "verdict".to_string(),
         ]];
         for v in &self.verdicts {
@@ -395,7 +410,7 @@ impl AbRun {
                 value_text(v.a, &v.unit),
                 value_text(v.b, &v.unit),
                 ratio_text(v.ratio),
-                format!("{}–{}", ratio_text(v.ratio_low), ratio_text(v.ratio_high)),
+                interval_text(v.ratio_low, v.ratio_high),
                 verdict_words(v),
             ]);
         }
@@ -403,9 +418,12 @@ impl AbRun {
         if let Some(v) = self.verdicts.first() {
             let mut line = format!("verdicts of B against A on {}", v.rests_on);
             if v.detectable.is_finite() {
-                let widest =
-                    self.verdicts.iter().map(|v| v.detectable).fold(f64::NAN, f64::max);
-                let _ = write!(line, "; each could have seen a change of {:.1}% or more", widest * 100.0);
+                let widest = self.verdicts.iter().map(|v| v.detectable).fold(f64::NAN, f64::max);
+                let _ = write!(
+                    line,
+                    "; each could have seen a change of {:.1}% or more",
+                    widest * 100.0
+                );
             }
             let _ = writeln!(out, "{line}");
         }
@@ -538,14 +556,24 @@ impl experiment::Outcome for AbOutcome {
 
     fn parts(&self, _topology: &topo::Topology) -> Vec<Part> {
         let AbOutcome::Run(run) = self else { return Vec::new() };
-        let mut part = Part::new(run.area, "chart-ab", &format!("A/B: {} against {}", run.side_text(true), run.side_text(false)), true)
-            .with_figure(Some(crate::chart::figure(run)));
+        let mut part = Part::new(
+            run.area,
+            "chart-ab",
+            &format!("A/B: {} against {}", run.side_text(true), run.side_text(false)),
+            true,
+        )
+        .with_figure(Some(crate::chart::figure(run)));
         for v in &run.verdicts {
             part.headlines.push(
                 Headline::new(
                     format!("{}, B against A", v.figure),
                     format!("{}× ({})", ratio_text(v.ratio), verdict_words(v)),
-                    format!("interval {}–{}, {}", ratio_text(v.ratio_low), ratio_text(v.ratio_high), v.rests_on),
+                    format!(
+                        "interval {}–{}, {}",
+                        ratio_text(v.ratio_low),
+                        ratio_text(v.ratio_high),
+                        v.rests_on
+                    ),
                 )
                 .metric(side_metric(&v.figure, "b").key()),
             );
@@ -575,7 +603,13 @@ pub(crate) mod tests {
         for r in 0..6 {
             for (i, (side, v)) in [(Side::B, b[r]), (Side::A, a[r])].into_iter().enumerate() {
                 let at = 3.0 + r as f64 * 4.0 + i as f64 * 2.0;
-                rounds.push(RoundValue { round: r + 1, arm: side, figure: info.figure.clone(), value: v, at });
+                rounds.push(RoundValue {
+                    round: r + 1,
+                    arm: side,
+                    figure: info.figure.clone(),
+                    value: v,
+                    at,
+                });
                 runs.push(RunRecord {
                     round: r + 1,
                     arm: side,
@@ -680,8 +714,14 @@ pub(crate) mod tests {
     #[test]
     fn the_text_says_rounds_medians_ratio_verdict_and_what_was_restored() {
         let text = AbOutcome::Run(Box::new(example())).text();
-        assert!(text.starts_with("A/B of `mem latency --size 256MiB --page thp --tlb-group 0`\n"), "{text}");
-        assert!(text.contains("  A: thp=never\n  B: thp=always\n  as found: thp=madvise"), "{text}");
+        assert!(
+            text.starts_with("A/B of `mem latency --size 256MiB --page thp --tlb-group 0`\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  A: thp=never\n  B: thp=always\n  as found: thp=madvise"),
+            "{text}"
+        );
         assert!(text.contains("seed 42"), "{text}");
         assert!(text.contains("calibration (A/A, 3 rounds): run-to-run spread up to"), "{text}");
         // A run at another clock is shown as such.
@@ -689,7 +729,10 @@ pub(crate) mod tests {
         assert!(text.contains("281.7 ns") && text.contains("176.0 ns"), "{text}");
         assert!(text.contains("faster"), "{text}");
         assert!(text.contains("verdicts of B against A on 6 runs each"), "{text}");
-        assert!(text.contains("stopped after the planned 6 rounds (one look at the end)"), "{text}");
+        assert!(
+            text.contains("stopped after the planned 6 rounds (one look at the end)"),
+            "{text}"
+        );
         assert!(text.ends_with("restored: thp=madvise\n"), "{text}");
     }
 

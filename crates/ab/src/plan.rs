@@ -55,7 +55,12 @@ impl Side {
 
 /// The order of `rounds` rounds of `first` and `second`, each round's two runs in an order
 /// drawn from `rng`.
-pub fn interleaved(rng: &mut SplitMix64, rounds: usize, first: Side, second: Side) -> Vec<[Side; 2]> {
+pub fn interleaved(
+    rng: &mut SplitMix64,
+    rounds: usize,
+    first: Side,
+    second: Side,
+) -> Vec<[Side; 2]> {
     (0..rounds)
         .map(|_| {
             let mut pair = [first, second];

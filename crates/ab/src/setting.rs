@@ -46,18 +46,37 @@ const NUMA_WORDS: &[(&str, bool)] = &[
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Setting {
-    Thp { value: String },
-    ThpDefrag { value: String },
-    NumaBalancing { value: String },
+    Thp {
+        value: String,
+    },
+    ThpDefrag {
+        value: String,
+    },
+    NumaBalancing {
+        value: String,
+    },
     /// numactl's option (`membind`, …, `cpunodebind`) and its list, for the workload only.
-    Numa { option: String, list: Option<String> },
+    Numa {
+        option: String,
+        list: Option<String>,
+    },
     /// An allocator name as the bake-off takes it (`jemalloc`, `glibc:arena_max=2`).
-    Alloc { name: String },
+    Alloc {
+        name: String,
+    },
     /// A `/proc/sys` key in sysctl's dotted (or slashed) form.
-    Sysctl { name: String, value: String },
+    Sysctl {
+        name: String,
+        value: String,
+    },
     /// A file under `/sys`, as given.
-    Sysfs { path: String, value: String },
-    Governor { value: String },
+    Sysfs {
+        path: String,
+        value: String,
+    },
+    Governor {
+        value: String,
+    },
 }
 
 fn usage(message: impl Into<String>) -> AbError {
@@ -195,13 +214,15 @@ fn parse_numa(value: &str) -> Result<Setting, AbError> {
 /// A sysctl name: words of letters, digits, `_` and `-` joined by dots or slashes.
 fn check_sysctl_name(name: &str) -> Result<(), AbError> {
     let ok = !name.starts_with(['.', '/'])
-        && name
-            .split(['.', '/'])
-            .all(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric() || "_-".contains(c)));
+        && name.split(['.', '/']).all(|w| {
+            !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric() || "_-".contains(c))
+        });
     if ok {
         Ok(())
     } else {
-        Err(usage(format!("sysctl:{name}: not a sysctl name (vm.swappiness, kernel.sched_autogroup_enabled)")))
+        Err(usage(format!(
+            "sysctl:{name}: not a sysctl name (vm.swappiness, kernel.sched_autogroup_enabled)"
+        )))
     }
 }
 
@@ -276,7 +297,9 @@ pub fn plan_arm(settings: &[Setting], machine: Machine<'_>) -> Result<Arm, AbErr
     let mut allocator = None;
     for s in settings {
         match s {
-            Setting::Thp { value } => writes.push(file_write(s, machine.root.path(THP_ENABLED), value)?),
+            Setting::Thp { value } => {
+                writes.push(file_write(s, machine.root.path(THP_ENABLED), value)?)
+            }
             Setting::ThpDefrag { value } => {
                 writes.push(file_write(s, machine.root.path(THP_DEFRAG), value)?)
             }
@@ -378,9 +401,8 @@ fn sysfs_file(root: &FsRoot, given: &str) -> Result<PathBuf, AbError> {
     let below = sysfs_relative(given)?;
     let sys = root.path("sys");
     let path = sys.join(&below);
-    let real = std::fs::canonicalize(&path).map_err(|e| {
-        usage(format!("sysfs:{given}: {} ({e})", path.display()))
-    })?;
+    let real = std::fs::canonicalize(&path)
+        .map_err(|e| usage(format!("sysfs:{given}: {} ({e})", path.display())))?;
     let real_sys = std::fs::canonicalize(&sys).unwrap_or(sys);
     if !real.starts_with(&real_sys) || !real.is_file() {
         return Err(usage(format!("sysfs:{given}: {} is not a file under /sys", path.display())));
@@ -551,9 +573,10 @@ mod tests {
             .writes
             .iter()
             .map(|w| {
-                let rel = w.path.strip_prefix(dir.path().canonicalize().unwrap()).unwrap_or(
-                    w.path.strip_prefix(dir.path()).unwrap(),
-                );
+                let rel = w
+                    .path
+                    .strip_prefix(dir.path().canonicalize().unwrap())
+                    .unwrap_or(w.path.strip_prefix(dir.path()).unwrap());
                 format!("{}={}", rel.display(), w.value)
             })
             .collect();
@@ -585,7 +608,10 @@ mod tests {
             (&["governor=turbo"], "offers performance, schedutil"),
             (&["numa=membind:3"], "numa: "),
             (&["numa=membind:0", "numa=interleave:all"], "both set numa"),
-            (&["thp=never", "sysfs:/sys/kernel/mm/transparent_hugepage/enabled=always"], "both write"),
+            (
+                &["thp=never", "sysfs:/sys/kernel/mm/transparent_hugepage/enabled=always"],
+                "both write",
+            ),
             (&["alloc=tbb"], "alloc=tbb: "),
         ] {
             let e = plan(dir.path(), texts).unwrap_err().to_string();

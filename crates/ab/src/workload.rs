@@ -27,8 +27,8 @@ use place::PlacementRequest;
 use results::{ResultStore, SqliteStore, StoredRun};
 use serde::{Deserialize, Serialize};
 
-use crate::judge::FigureInfo;
 use crate::journal::CHILD_VARIABLE;
+use crate::judge::FigureInfo;
 use crate::AbError;
 
 /// Global flags of platscope a workload must not carry: its results go to the A/B's scratch
@@ -59,9 +59,12 @@ impl Workload {
             ));
         };
         if first == "exec" {
-            let program = argv.get(1).ok_or_else(|| usage("exec: give the command to run".into()))?;
+            let program =
+                argv.get(1).ok_or_else(|| usage("exec: give the command to run".into()))?;
             if !runnable(program) {
-                return Err(usage(format!("exec: cannot run '{program}': not found or not executable")));
+                return Err(usage(format!(
+                    "exec: cannot run '{program}': not found or not executable"
+                )));
             }
             return Ok(Workload::Exec(argv[1..].to_vec()));
         }
@@ -231,11 +234,19 @@ pub fn run(launch: &Launch<'_>) -> Result<Ran, AbError> {
     ran.figures = match launch.workload {
         Workload::Exec(_) => vec![
             Measured {
-                info: FigureInfo { figure: "wall time".into(), metric: "wall_time".into(), unit: "s".into() },
+                info: FigureInfo {
+                    figure: "wall time".into(),
+                    metric: "wall_time".into(),
+                    unit: "s".into(),
+                },
                 value: ended.wall_s,
             },
             Measured {
-                info: FigureInfo { figure: "CPU time".into(), metric: "cpu_time".into(), unit: "s".into() },
+                info: FigureInfo {
+                    figure: "CPU time".into(),
+                    metric: "cpu_time".into(),
+                    unit: "s".into(),
+                },
                 value: ended.cpu_s,
             },
         ],
@@ -370,14 +381,22 @@ pub fn figures_of_store(db: &Path, registry: &Registry) -> Result<Vec<Measured>,
             for h in part.headlines {
                 let Some(key) = h.metric else { continue };
                 let Some(m) = run.metrics.iter().find(|m| m.key() == key) else { continue };
-                push_new(&mut out, FigureInfo { figure: h.name, metric: key, unit: m.unit.clone() }, m.median);
+                push_new(
+                    &mut out,
+                    FigureInfo { figure: h.name, metric: key, unit: m.unit.clone() },
+                    m.median,
+                );
             }
         }
     }
     if out.is_empty() {
         for m in runs.iter().flat_map(|r| &r.metrics) {
             let key = m.key();
-            push_new(&mut out, FigureInfo { figure: key.clone(), metric: key, unit: m.unit.clone() }, m.median);
+            push_new(
+                &mut out,
+                FigureInfo { figure: key.clone(), metric: key, unit: m.unit.clone() },
+                m.median,
+            );
         }
     }
     Ok(out)
