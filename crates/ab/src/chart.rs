@@ -38,7 +38,7 @@ pub fn figure(run: &AbRun) -> Figure {
          random order each round, the A/A runs before them hollow ○. A drift of the machine \
          moves both sides together; a difference between the settings keeps them apart.",
     );
-    if run.runs.iter().any(|r| r.other_regime(run.placement_changed()).is_some()) {
+    if run.runs.iter().any(|r| r.other_regime(run.usual_placement).is_some()) {
         caption.push_str(
             " A red ring marks a run taken in another placement or at another core clock.",
         );
@@ -100,14 +100,13 @@ fn panel(out: &mut String, run: &AbRun, name: &str, last: f64) {
         a = A_COLOUR.hex(),
         b = B_COLOUR.hex()
     );
-    let changed = run.placement_changed();
     for p in points {
         let calibration = matches!(p.arm, Side::A1 | Side::A2);
         let record = run
             .runs
             .iter()
             .find(|r| r.round == p.round && r.arm == p.arm && r.calibration == calibration);
-        let other = record.and_then(|r| r.other_regime(changed));
+        let other = record.and_then(|r| r.other_regime(run.usual_placement));
         let (cx, cy) = (x.map(p.at), y.map(p.value));
         let phase = if calibration { "A/A round" } else { "round" };
         let tip = format!(

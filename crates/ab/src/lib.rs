@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 
 use allocbench::run::Subject;
 use experiment::{Context, Experiment};
-use measure::placement::RunPlacement;
+use measure::placement::{Regime, RunPlacement};
 use measure::rng::SplitMix64;
 use measure::{Classified, FsRoot};
 
@@ -219,6 +219,8 @@ struct Session<'a, 'c> {
     figures: Vec<FigureInfo>,
     area: Option<::chart::Area>,
     interrupted: bool,
+    /// Runs started, for each run's own scratch store.
+    launched: usize,
 }
 
 impl Session<'_, '_> {
@@ -238,13 +240,14 @@ impl Session<'_, '_> {
             _ => None,
         };
         let at = self.started.elapsed().as_secs_f64();
+        self.launched += 1;
         let phase = if calibration { "A/A round" } else { "round" };
         let launch = Launch {
             workload: self.workload,
             placement: &arm.placement,
             subject: self.subjects[i].as_ref(),
             scratch: &self.scratch,
-            tag: format!("run-{}", self.runs.len() + 1),
+            tag: format!("run-{}", self.launched),
             registry: &self.ctx.globals.registry,
             what: format!("{}, {phase} {round}", side.name()),
         };
@@ -254,7 +257,7 @@ impl Session<'_, '_> {
             return Ok(());
         }
         if self.area.is_none() {
-            self.area = Some(area_of(self.workload));
+            self.area = ran.area;
         }
         for m in &ran.figures {
             if !self.figures.contains(&m.info) {
@@ -285,23 +288,6 @@ impl Session<'_, '_> {
 
     fn stop_now(&self) -> bool {
         self.interrupted || measure::stop::requested()
-    }
-}
-
-/// The page area of what a workload measures, for the section's place.
-fn area_of(workload: &Workload) -> ::chart::Area {
-    use ::chart::Area;
-    match workload {
-        Workload::Exec(_) => Area::Cpu,
-        Workload::Command(argv) => match argv.first().map(String::as_str) {
-            Some("mem") => Area::Memory,
-            Some("compress") => Area::Compression,
-            Some("alloc") => Area::Allocators,
-            Some("load" | "db") => Area::Database,
-            Some("net") => Area::Network,
-            Some("report") => Area::Machine,
-            _ => Area::Cpu,
-        },
     }
 }
 
@@ -374,6 +360,7 @@ fn run_ab(args: &AbArgs, ctx: &mut Context<'_>) -> Result<AbOutcome, AbError> {
         figures: Vec::new(),
         area: None,
         interrupted: false,
+        launched: 0,
     };
     let mut rng = SplitMix64::new(seed);
     let measured = measure_all(&mut session, args, &mut rng, &looks);
@@ -422,7 +409,7 @@ fn run_ab(args: &AbArgs, ctx: &mut Context<'_>) -> Result<AbOutcome, AbError> {
         }
     };
     let mut runs = runs;
-    let notes = label_regimes(&mut runs);
+    let (notes, usual_placement) = label_regimes(&mut runs);
     let run = AbRun {
         settings: Sides { a: arm_a.as_map(), b: arm_b.as_map() },
         found,
@@ -446,6 +433,7 @@ fn run_ab(args: &AbArgs, ctx: &mut Context<'_>) -> Result<AbOutcome, AbError> {
         restored_settings,
         restore_failed,
         notes,
+        usual_placement,
         interrupted,
         area: area.unwrap_or(::chart::Area::Cpu),
     };
@@ -529,16 +517,16 @@ fn measure_all(
 }
 
 /// Labels each run's placement regime against the A/B's other runs and each run's clock
-/// against their median: notes for the reader when the placement changed.
-fn label_regimes(runs: &mut [RunRecord]) -> Vec<String> {
+/// against their median. When the placement changed: the placement most runs were taken in,
+/// and notes for the reader (how many runs in each, and where the probes contradict the
+/// topology).
+fn label_regimes(runs: &mut [RunRecord]) -> (Vec<String>, Option<Regime>) {
     let steps: Vec<(String, RunPlacement)> = runs
         .iter()
         .map(|r| {
             let phase = if r.calibration { "A/A round" } else { "round" };
-            (
-                format!("{} {phase} {}", r.arm.name(), r.round),
-                r.placement.clone().unwrap_or_default(),
-            )
+            let label = format!("{} {phase} {}", r.arm.name(), r.round);
+            (label, r.placement.clone().unwrap_or_default())
         })
         .collect();
     let summary = measure::placement::classify(&steps);
@@ -555,11 +543,39 @@ fn label_regimes(runs: &mut [RunRecord]) -> Vec<String> {
                 run.clock_ghz.map(|g| g / median - 1.0).filter(|off| off.abs() > CLOCK_STEP);
         }
     }
-    if summary.changed {
-        summary.notes
-    } else {
-        Vec::new()
+    if !summary.changed {
+        return (summary.notes, None);
     }
+    let regimes = [Regime::Near, Regime::Far, Regime::Moved];
+    let count = |r: Regime| runs.iter().filter(|x| x.regime == Some(r)).count();
+    let usual = regimes.into_iter().max_by_key(|&r| (count(r), r == Regime::Near));
+    let groups: Vec<String> = regimes
+        .into_iter()
+        .filter(|&r| count(r) > 0)
+        .map(|r| {
+            let trips: Vec<f64> = runs
+                .iter()
+                .filter(|x| x.regime == Some(r))
+                .filter_map(|x| x.placement.as_ref())
+                .flat_map(|p| {
+                    p.probes().flat_map(|probe| probe.pairs.iter().map(|q| q.round_trip_ns))
+                })
+                .filter(|ns| ns.is_finite())
+                .collect();
+            let lo = trips.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = trips.iter().copied().fold(0.0, f64::max);
+            format!("{} {} ({lo:.0}–{hi:.0} ns)", count(r), r.name())
+        })
+        .collect();
+    let mut notes = vec![format!(
+        "The placement of the CPUs changed during the A/B: a cache line's round trip between          the same CPUs moved by {}× or more between probes (a hypervisor moving vCPUs does          this). Runs: {}. Those outside the usual placement ({}) are marked; the random order          spreads such a change over both sides.",
+        measure::placement::FAR_FACTOR,
+        groups.join(", "),
+        usual.map_or("none", Regime::name)
+    )];
+    // The contradictions with the topology; the list of every run's placement is ours above.
+    notes.extend(summary.notes.into_iter().skip(1));
+    (notes, usual)
 }
 
 #[cfg(test)]
@@ -580,7 +596,7 @@ mod tests {
 
     #[test]
     fn runs_in_another_placement_or_clock_are_labelled() {
-        use measure::placement::{PairProbe, Probe, Regime};
+        use measure::placement::{PairProbe, Probe};
         let probe = |ns| Probe { pairs: vec![PairProbe::new(0, 1, "same L3", true, ns)] };
         let record = |round, ns, ghz| RunRecord {
             round,
@@ -600,17 +616,24 @@ mod tests {
             record(3, 380.0, 2.6),
             record(4, 82.0, 3.01),
         ];
-        let notes = label_regimes(&mut runs);
-        assert!(!notes.is_empty());
+        let (notes, usual) = label_regimes(&mut runs);
+        assert_eq!(usual, Some(Regime::Near));
+        assert!(notes[0].contains("Runs: 3 near (80–85 ns), 1 far (380–380 ns)"), "{notes:?}");
         let regimes: Vec<Option<Regime>> = runs.iter().map(|r| r.regime).collect();
         assert_eq!(
             regimes,
             [Some(Regime::Near), Some(Regime::Near), Some(Regime::Far), Some(Regime::Near)]
         );
-        assert_eq!(runs[2].other_regime(true).as_deref(), Some("placement far, clock −13%"));
-        assert_eq!(runs[0].other_regime(true), None);
+        assert_eq!(runs[2].other_regime(usual).as_deref(), Some("placement far, clock −13%"));
+        assert_eq!(runs[0].other_regime(usual), None);
+        // Most runs far: the near ones are the odd ones out.
+        let mut mostly_far =
+            vec![record(1, 80.0, 3.0), record(2, 380.0, 3.0), record(3, 390.0, 3.0)];
+        let (_, usual) = label_regimes(&mut mostly_far);
+        assert_eq!(usual, Some(Regime::Far));
+        assert_eq!(mostly_far[0].other_regime(usual).as_deref(), Some("placement near"));
         // One placement throughout: nothing said.
         let mut quiet = vec![record(1, 80.0, 3.0), record(2, 84.0, 3.0)];
-        assert!(label_regimes(&mut quiet).is_empty());
+        assert_eq!(label_regimes(&mut quiet), (Vec::new(), None));
     }
 }

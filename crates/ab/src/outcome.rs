@@ -63,12 +63,13 @@ pub struct RunRecord {
 }
 
 impl RunRecord {
-    /// Taken in another placement or clock regime than the A/B's usual: `far`, `moved`,
-    /// `clock −8%`; `None` for an ordinary run.
-    pub fn other_regime(&self, changed: bool) -> Option<String> {
+    /// Taken in another placement or clock regime than the A/B's usual (`usual`: the
+    /// placement most runs were taken in, when it changed): `placement near`, `placement
+    /// moved`, `clock −8%`; `None` for an ordinary run.
+    pub fn other_regime(&self, usual: Option<Regime>) -> Option<String> {
         let mut words = Vec::new();
-        if changed {
-            if let Some(r @ (Regime::Far | Regime::Moved)) = self.regime {
+        if let (Some(usual), Some(r)) = (usual, self.regime) {
+            if r != usual && r != Regime::Unprobed {
                 words.push(format!("placement {}", r.name()));
             }
         }
@@ -152,6 +153,9 @@ pub struct AbRun {
     pub restore_failed: Option<String>,
     /// The placement changed between runs: what the probes saw.
     pub notes: Vec<String>,
+    /// When the placement changed: the one most runs were taken in (the others are marked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usual_placement: Option<Regime>,
     pub interrupted: bool,
     /// The page area of what was measured.
     pub area: Area,
@@ -228,9 +232,9 @@ impl AbRun {
             .join(" ")
     }
 
-    /// Whether the placement changed between runs (so runs far from the others are named).
+    /// Whether the placement changed between runs (so runs in another one are named).
     pub fn placement_changed(&self) -> bool {
-        !self.notes.is_empty()
+        self.usual_placement.is_some()
     }
 
     /// The figures in their order.
@@ -358,7 +362,6 @@ impl AbRun {
         head.extend(shown.iter().map(|n| n.to_string()));
         head.extend(["clock".to_string(), "placement".to_string(), String::new()]);
         rows.push(head);
-        let changed = self.placement_changed();
         for run in &self.runs {
             let mut row = vec![
                 if run.calibration { format!("A/A {}", run.round) } else { run.round.to_string() },
@@ -375,7 +378,11 @@ impl AbRun {
             }
             row.push(run.clock_ghz.map_or("–".into(), |g| format!("{g:.2} GHz")));
             row.push(run.placement.as_ref().map_or("–".into(), RunPlacement::short));
-            row.push(run.other_regime(changed).map(|w| format!("← {w}")).unwrap_or_default());
+            row.push(
+                run.other_regime(self.usual_placement)
+                    .map(|w| format!("← {w}"))
+                    .unwrap_or_default(),
+            );
             rows.push(row);
         }
         let mut out = table(&rows);
@@ -680,6 +687,7 @@ pub(crate) mod tests {
             }],
             restore_failed: None,
             notes: Vec::new(),
+            usual_placement: None,
             interrupted: false,
             area: Area::Memory,
         }

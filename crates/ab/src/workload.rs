@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use allocbench::procfs::Verdict as Preload;
 use allocbench::run::{describe_status, last_line, timeval_s, wait_rusage, Subject};
+use chart::Area;
 use experiment::Registry;
 use place::PlacementRequest;
 use results::{ResultStore, SqliteStore, StoredRun};
@@ -164,6 +165,8 @@ pub struct Ran {
     pub preload: Option<String>,
     /// Stopped by Ctrl-C or SIGTERM before it finished.
     pub interrupted: bool,
+    /// Where on a report page what it measured belongs (its own sections' area).
+    pub area: Option<Area>,
 }
 
 /// How to start one run.
@@ -231,25 +234,28 @@ pub fn run(launch: &Launch<'_>) -> Result<Ran, AbError> {
             }
         }
     }
-    ran.figures = match launch.workload {
-        Workload::Exec(_) => vec![
-            Measured {
-                info: FigureInfo {
-                    figure: "wall time".into(),
-                    metric: "wall_time".into(),
-                    unit: "s".into(),
+    (ran.figures, ran.area) = match launch.workload {
+        Workload::Exec(_) => (
+            vec![
+                Measured {
+                    info: FigureInfo {
+                        figure: "wall time".into(),
+                        metric: "wall_time".into(),
+                        unit: "s".into(),
+                    },
+                    value: ended.wall_s,
                 },
-                value: ended.wall_s,
-            },
-            Measured {
-                info: FigureInfo {
-                    figure: "CPU time".into(),
-                    metric: "cpu_time".into(),
-                    unit: "s".into(),
+                Measured {
+                    info: FigureInfo {
+                        figure: "CPU time".into(),
+                        metric: "cpu_time".into(),
+                        unit: "s".into(),
+                    },
+                    value: ended.cpu_s,
                 },
-                value: ended.cpu_s,
-            },
-        ],
+            ],
+            Some(Area::Cpu),
+        ),
         Workload::Command(_) => figures_of_store(&db, launch.registry)
             .map_err(|why| AbError::Workload(format!("`{shown}` ({}): {why}", launch.what)))?,
     };
@@ -353,10 +359,13 @@ fn start_and_wait(
     })
 }
 
-/// The headline figures of what a workload stored in the scratch store `db`: a report's
-/// page figures; else each stored run's headlines that name a stored metric (with that
-/// metric's median); else every stored metric by its key.
-pub fn figures_of_store(db: &Path, registry: &Registry) -> Result<Vec<Measured>, String> {
+/// The headline figures of what a workload stored in the scratch store `db`, and the page
+/// area they belong to: a report's page figures; else each stored run's headlines that name a
+/// stored metric (with that metric's median); else every stored metric by its key.
+pub fn figures_of_store(
+    db: &Path,
+    registry: &Registry,
+) -> Result<(Vec<Measured>, Option<Area>), String> {
     let store = SqliteStore::open_read_only(db).map_err(|e| e.to_string())?;
     let mut runs: Vec<StoredRun> = Vec::new();
     for summary in store.list(usize::MAX >> 1).map_err(|e| e.to_string())?.into_iter().rev() {
@@ -365,41 +374,38 @@ pub fn figures_of_store(db: &Path, registry: &Registry) -> Result<Vec<Measured>,
     if let Some(report) = runs.iter().find(|r| r.command == suite::characterise::REPORT_COMMAND) {
         let figures =
             suite::figures::of_report(&store, report.id, registry).map_err(|e| e.to_string())?;
-        return Ok(figures
+        let measured = figures
             .figures
             .into_iter()
             .map(|f| Measured {
                 info: FigureInfo { figure: f.name, metric: f.metric, unit: f.unit },
                 value: f.median,
             })
-            .collect());
+            .collect();
+        return Ok((measured, Some(Area::Machine)));
     }
     let mut out: Vec<Measured> = Vec::new();
+    let mut area = None;
     for run in &runs {
         let (shown, topology) = registry.read_back(run).map_err(|e| e.to_string())?;
         for part in shown.parts(&topology) {
+            area.get_or_insert(part.area);
             for h in part.headlines {
                 let Some(key) = h.metric else { continue };
                 let Some(m) = run.metrics.iter().find(|m| m.key() == key) else { continue };
-                push_new(
-                    &mut out,
-                    FigureInfo { figure: h.name, metric: key, unit: m.unit.clone() },
-                    m.median,
-                );
+                let info = FigureInfo { figure: h.name, metric: key, unit: m.unit.clone() };
+                push_new(&mut out, info, m.median);
             }
         }
     }
     if out.is_empty() {
         for m in runs.iter().flat_map(|r| &r.metrics) {
             let key = m.key();
-            push_new(
-                &mut out,
-                FigureInfo { figure: key.clone(), metric: key, unit: m.unit.clone() },
-                m.median,
-            );
+            let info = FigureInfo { figure: key.clone(), metric: key, unit: m.unit.clone() };
+            push_new(&mut out, info, m.median);
         }
     }
-    Ok(out)
+    Ok((out, area))
 }
 
 /// Adds a figure unless one of that name and metric is there already (two runs of one kind

@@ -241,7 +241,7 @@ fn thp_a_b_on_memory_latency_is_judged_stored_drawn_and_restored() {
             "mem",
             "latency",
             "--size",
-            "256MiB",
+            "64MiB",
             "--page",
             "thp",
             "--tlb-group",
