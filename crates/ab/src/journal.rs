@@ -77,7 +77,8 @@ impl Journal {
             pid,
             start_ticks: start_ticks(pid),
             started: measure::time::utc_now_rfc3339(),
-            argv: std::env::args().collect(),
+            // A workload's connection string may hold a password: never on disk.
+            argv: results::redact_argv(&std::env::args().collect::<Vec<_>>()),
             originals,
         }
     }

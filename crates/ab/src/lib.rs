@@ -54,7 +54,7 @@ use crate::plan::Side;
 use crate::setting::{Arm, Machine, Setting};
 use crate::workload::{Launch, Workload};
 
-/// What can go wrong; [`AbError::is_usage`] says what the user can fix (exit status 2).
+/// What can go wrong; [`measure::Usage::is_usage`] says what the user can fix (exit status 2).
 #[derive(Debug, thiserror::Error)]
 pub enum AbError {
     /// A setting, a workload or an option the machine or the command line cannot take.

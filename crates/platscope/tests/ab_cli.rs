@@ -89,7 +89,9 @@ fn settings_and_workloads_it_cannot_take_are_one_line_and_exit_2() {
     // Nothing was written: no journal.
     assert!(!journal(h).exists());
     // Without root, a file setting says so before anything changes (as root: run as nobody).
-    let mut not_root = if unsafe { libc::geteuid() } == 0 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    let mut not_root = if root {
         let mut c = Command::new("setpriv");
         c.args(["--reuid=65534", "--regid=65534", "--clear-groups"]).arg(test_support::bin());
         c.env("XDG_DATA_HOME", h);
