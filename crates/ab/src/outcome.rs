@@ -193,6 +193,15 @@ pub fn value_text(v: f64, unit: &str) -> String {
     }
 }
 
+/// A relative change in words: `21.1%`, or `×4.2` from 100% up.
+pub fn change_text(d: f64) -> String {
+    if d >= 1.0 {
+        format!("×{:.1}", 1.0 + d)
+    } else {
+        format!("{:.1}%", d * 100.0)
+    }
+}
+
 /// `0.621`, `–` when not a number.
 pub fn ratio_text(v: f64) -> String {
     if v.is_finite() {
@@ -345,9 +354,9 @@ impl AbRun {
         if widest.is_finite() {
             let _ = writeln!(
                 out,
-                "  at that spread, {} rounds can tell a change of {:.1}% on every figure",
+                "  at that spread, {} rounds can tell a change of {} on every figure",
                 self.method.rounds_planned,
-                widest * 100.0
+                change_text(widest)
             );
         }
         out
@@ -428,8 +437,8 @@ impl AbRun {
                 let widest = self.verdicts.iter().map(|v| v.detectable).fold(f64::NAN, f64::max);
                 let _ = write!(
                     line,
-                    "; each could have seen a change of {:.1}% or more",
-                    widest * 100.0
+                    "; each could have seen a change of {} or more",
+                    change_text(widest)
                 );
             }
             let _ = writeln!(out, "{line}");
