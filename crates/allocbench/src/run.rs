@@ -209,9 +209,9 @@ fn process_ticks(pid: u32) -> (u64, u64) {
         .unwrap_or((0, 0))
 }
 
-/// Waits for a child and returns its exit status and resource usage (its waited-for children
-/// included).
-fn wait_rusage(pid: u32, nohang: bool) -> Result<Option<(i32, libc::rusage)>, Error> {
+/// Waits for our own child `pid` and returns its wait status and resource usage (its
+/// waited-for children included); with `nohang`, only looks: `None` while it runs.
+pub fn wait_rusage(pid: u32, nohang: bool) -> Result<Option<(i32, libc::rusage)>, Error> {
     let mut status = 0;
     // SAFETY: rusage is plain old data; all-zero is a valid value.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
@@ -233,11 +233,13 @@ fn wait_rusage(pid: u32, nohang: bool) -> Result<Option<(i32, libc::rusage)>, Er
     }
 }
 
-fn timeval_s(t: libc::timeval) -> f64 {
+/// A `timeval` in seconds.
+pub fn timeval_s(t: libc::timeval) -> f64 {
     t.tv_sec as f64 + t.tv_usec as f64 / 1e6
 }
 
-fn describe_status(status: i32) -> String {
+/// How a process ended, from its wait status: `exited with status 1`, `was killed by signal 9`.
+pub fn describe_status(status: i32) -> String {
     if libc::WIFEXITED(status) {
         format!("exited with status {}", libc::WEXITSTATUS(status))
     } else if libc::WIFSIGNALED(status) {
@@ -254,7 +256,8 @@ fn end_child(pid: u32, signal: i32) {
     let _ = wait_rusage(pid, false);
 }
 
-fn last_line(text: &str) -> String {
+/// The last non-blank line of `text`, at most 200 characters, or `(nothing)`.
+pub fn last_line(text: &str) -> String {
     let line = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
     if line.is_empty() {
         "(nothing)".to_string()

@@ -28,6 +28,13 @@ fn main() -> ExitCode {
         Ok(matches) => matches,
         Err(err) => return usage_error(&err),
     };
+    // A settings journal an A/B left behind (a crash, `kill -9`): said by every command but
+    // `ab`, which restores it.
+    if matches.subcommand_name() != Some("ab") {
+        if let Some(line) = ab::journal::pending_notice() {
+            measure::say!("platscope: {line}");
+        }
+    }
     if let Some((entry, leaf)) = REGISTRY.find(&matches) {
         return finish(entry.run(leaf, &cli::globals(&matches)));
     }

@@ -31,6 +31,7 @@ pub static REGISTRY: Registry = Registry {
         experiment::<loadgen::experiments::Load>(),
         tool::<loadgen::experiments::Prepare>(),
         experiment::<nicstat::links::Links>(),
+        experiment::<ab::Ab>(),
         tool::<suite::commands::results::List>(),
         tool::<suite::commands::results::Show>(),
         tool::<suite::commands::results::Compare>(),
