@@ -56,8 +56,8 @@ pub enum Hist {
 }
 
 const HISTS: usize = 8;
-/// u64 words of `struct qs_stats`: hist, count, sum_ns, then six counters.
-const STATS_WORDS: usize = HISTS * SLOTS + 2 * HISTS + 6;
+/// u64 words of `struct qs_stats`: hist, count, sum_ns, then seven counters.
+const STATS_WORDS: usize = HISTS * SLOTS + 2 * HISTS + 7;
 
 /// The kernel's counters summed over CPUs, cumulative since attach.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -78,6 +78,16 @@ pub struct Totals {
     pub involuntary: u64,
     /// `--slower` events lost.
     pub slow_dropped: u64,
+    /// Involuntary switches inside queries as the threads' own counters (`nivcsw`) saw them,
+    /// read at each query's start and end: the same count as [`Totals::preemptions`], taken
+    /// without the scheduler tracepoint (a check on it; see the live tests).
+    pub task_preemptions: u64,
+    /// Time inside queries spent waiting on a run queue, ns, from the threads' own
+    /// `sched_info.run_delay` at each query's start and end (0 on a kernel that keeps none).
+    /// It includes the wait after a wake-up, which the per-switch accounting files under the
+    /// sleep that preceded it, so it agrees with [`Hist::OffRunQueue`]'s sum only for queries
+    /// that never sleep.
+    pub task_run_delay_ns: u64,
 }
 
 impl Totals {
@@ -113,6 +123,8 @@ impl Totals {
         self.preemptions += c[2];
         self.involuntary += c[3];
         self.slow_dropped += c[4];
+        self.task_preemptions += c[5];
+        self.task_run_delay_ns += c[6];
     }
 
     /// Queries completed (the `All` count).
@@ -413,7 +425,7 @@ mod tests {
 
     #[test]
     fn stats_words_match_the_c_struct() {
-        assert_eq!(STATS_WORDS * 8, 4272);
+        assert_eq!(STATS_WORDS * 8, 4280);
         // qs_stats as libbpf sees it: checked against the map's value size.
         let obj = QuerystatSkelBuilder::default();
         let mut storage = MaybeUninit::uninit();
@@ -432,6 +444,8 @@ mod tests {
         words[HISTS * SLOTS + HISTS + hit] = 25_000; // sum_ns[Hit]
         words[HISTS * SLOTS + HISTS + miss] = 80_000; // sum_ns[Miss]
         words[HISTS * SLOTS + 2 * HISTS + 2] = 7; // preemptions
+        words[HISTS * SLOTS + 2 * HISTS + 5] = 6; // task_preemptions
+        words[HISTS * SLOTS + 2 * HISTS + 6] = 900; // task_run_delay_ns
         let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
         let mut t = Totals::default();
         t.add_cpu(&bytes);
@@ -439,6 +453,7 @@ mod tests {
         assert_eq!(t.count[hit], 10);
         assert_eq!(t.hist[hit].slots()[3], 10);
         assert_eq!(t.preemptions, 14);
+        assert_eq!((t.task_preemptions, t.task_run_delay_ns), (12, 1800));
         assert_eq!(t.buffer_hits, 0);
         // All is the hits' and the misses' sum, slot by slot.
         assert_eq!(t.completed(), 14);

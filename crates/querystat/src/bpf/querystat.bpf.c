@@ -6,7 +6,12 @@
  * transaction__start/commit/abort) USDT probes, MariaDB's dispatch_command entry/return
  * uprobes. The probes are attached system-wide to the server binary; `tree` (the server's
  * processes, kept up to date from fork/exit) limits them to one server. sched_switch follows
- * in-flight queries off and back onto the CPU. */
+ * in-flight queries off and back onto the CPU.
+ *
+ * sched_switch runs at every context switch on the machine, and nearly all of them concern no
+ * query in flight (a backend blocks on its socket between queries and wakes for the next one):
+ * it finds that out from plain loads (the switch's arguments and the two tasks' slots in
+ * `flights`), with no helper call and no hash lookup. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -39,10 +44,23 @@ struct {
 	__type(value, struct qs_proc);
 } tree SEC(".maps");
 
-/* The in-flight query of each server thread, in the thread's own task storage: found from the
- * task pointer, with no thread ID to hash and no bucket to walk, and freed by the kernel when
- * the thread exits. Created only for the server's threads, so a thread that has one is the
- * server's. */
+/* The in-flight query of each server thread that has run one, in the slot of its thread ID:
+ * an array lookup the verifier turns into an address computation (no helper call), so the
+ * programs, sched_switch above all, can tell a thread with a query in flight from any other by
+ * a load and a compare. A slot is taken by the first server thread to start a query there
+ * (compare-and-swap on its tid) and given back when that thread exits; a thread whose slot is
+ * held by another keeps its record in its task storage instead (below). */
+#define QS_FLIGHTS 4096
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, QS_FLIGHTS);
+	__type(key, __u32);
+	__type(value, struct qs_inflight);
+} flights SEC(".maps");
+
+/* The records of threads whose slot was taken: found from the task pointer, freed by the kernel
+ * when the thread exits. Created only for the server's threads. */
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
@@ -77,11 +95,23 @@ static __always_inline bool in_tree(__u32 tgid)
 	return bpf_map_lookup_elem(&tree, &tgid) != NULL;
 }
 
-/* The in-flight record of `task`, a server thread's; NULL for every other thread. A task with
- * no task storage at all (of any map, any program) is not asked for ours: at a context switch
- * most tasks are not the server's, and the helper call would be most of the switch's cost. */
+/* The slot of thread `tid` in `flights` (never NULL: the index is masked into range). */
+static __always_inline struct qs_inflight *slot_of(__u32 tid)
+{
+	__u32 i = tid & (QS_FLIGHTS - 1);
+
+	return bpf_map_lookup_elem(&flights, &i);
+}
+
+/* The in-flight record of `task`, a server thread's; NULL for every other thread. Its slot,
+ * if it holds it; else its task storage, asked for only if the task has any task storage at
+ * all (of any map, any program): the helper call would cost more than the rest of a switch. */
 static __always_inline struct qs_inflight *inflight_of(struct task_struct *task)
 {
+	struct qs_inflight *q = slot_of(task->pid);
+
+	if (q && q->tid == task->pid)
+		return q;
 	if (!task->bpf_storage)
 		return NULL;
 	return bpf_task_storage_get(&inflight, task, 0, 0);
@@ -93,8 +123,8 @@ static __always_inline struct qs_inflight *my_inflight(void)
 	return inflight_of(bpf_get_current_task_btf());
 }
 
-/* floor(log2(v)) + 1 for v > 0, 0 for 0: the slot of a value in microseconds. */
-static __always_inline __u32 slot_of(__u64 v)
+/* floor(log2(v)) + 1 for v > 0, 0 for 0: the histogram slot of a value in microseconds. */
+static __always_inline __u32 hist_slot(__u64 v)
 {
 	__u32 r = 0;
 
@@ -109,7 +139,7 @@ static __always_inline __u32 slot_of(__u64 v)
 
 static __always_inline void record(struct qs_stats *s, __u32 which, __u64 ns)
 {
-	__u32 slot = slot_of(ns / 1000) & (QS_SLOTS - 1);
+	__u32 slot = hist_slot(ns / 1000) & (QS_SLOTS - 1);
 
 	if (which >= QS_HISTS)
 		return;
@@ -125,22 +155,41 @@ static __always_inline struct qs_stats *my_stats(void)
 	return bpf_map_lookup_elem(&stats, &zero);
 }
 
-/* A record for the current thread, which has none yet, if it is the server's (so the tree is
- * consulted once per thread, not once per query). */
-static __always_inline struct qs_inflight *my_new_inflight(void)
+/* A record for the current thread `task`, which has none yet, if it is the server's (so the
+ * tree is consulted once per thread, not once per query): its slot if free, else its task
+ * storage. */
+static __always_inline struct qs_inflight *new_inflight(struct task_struct *task)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 tid = task->pid;
 
 	if (!in_tree(task->tgid))
 		return NULL;
+	struct qs_inflight *q = slot_of(tid);
+
+	if (q && __sync_val_compare_and_swap(&q->tid, 0, tid) == 0) {
+		/* Left by its last owner with no query open (qs_exit). */
+		q->depth = 0;
+		return q;
+	}
 	return bpf_task_storage_get(&inflight, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 }
 
-/* Opens a query on the current thread's record `q`, or nests one more begin in it. */
-static __always_inline void begin(struct qs_inflight *q, __u32 command)
+/* The current thread's involuntary switches and run-queue wait so far: its own counters, which
+ * the scheduler keeps whatever is attached. */
+static __always_inline void task_counters(struct task_struct *task, __u64 *nivcsw,
+					  __u64 *run_delay)
+{
+	*nivcsw = task->nivcsw;
+	*run_delay = bpf_core_field_exists(task->sched_info) ? task->sched_info.run_delay : 0;
+}
+
+/* Opens a query on the record `q` of the current thread `task`, or nests one more begin in
+ * it. */
+static __always_inline void begin(struct qs_inflight *q, struct task_struct *task, __u32 command)
 {
 	if (q->depth++ > 0)
 		return;
+	task_counters(task, &q->nivcsw, &q->run_delay);
 	q->start_ns = bpf_ktime_get_ns();
 	q->off_since_ns = 0;
 	q->off_ns[0] = q->off_ns[1] = q->off_ns[2] = 0;
@@ -154,7 +203,8 @@ static __always_inline void begin(struct qs_inflight *q, __u32 command)
  * PostgreSQL's hit means no buffer had to be read in; MariaDB's is set by the query cache. */
 static __always_inline void end(bool hit_if_no_read)
 {
-	struct qs_inflight *q = my_inflight();
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct qs_inflight *q = inflight_of(task);
 
 	if (!q || q->depth == 0)
 		return;
@@ -166,6 +216,11 @@ static __always_inline void end(bool hit_if_no_read)
 		return;
 	__u64 lat = bpf_ktime_get_ns() - q->start_ns;
 	bool hit = hit_if_no_read ? q->buffer_reads == 0 : q->hit;
+	__u64 nivcsw, run_delay;
+
+	task_counters(task, &nivcsw, &run_delay);
+	s->task_preemptions += nivcsw - q->nivcsw;
+	s->task_run_delay_ns += run_delay - q->run_delay;
 
 	record(s, hit ? QS_HIT : QS_MISS, lat);
 	record(s, q->preempted ? QS_PREEMPTED : QS_NOT_PREEMPTED, lat);
@@ -190,10 +245,9 @@ static __always_inline void end(bool hit_if_no_read)
 	e->off_ns[0] = q->off_ns[0];
 	e->off_ns[1] = q->off_ns[1];
 	e->off_ns[2] = q->off_ns[2];
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)pid_tgid;
+	__u32 tid = task->pid;
 
-	e->pid = pid_tgid >> 32;
+	e->pid = task->tgid;
 	e->tid = tid;
 	e->command = q->command;
 	e->preempted = q->preempted;
@@ -248,12 +302,13 @@ static __always_inline void keep_text(const void *text, __u32 len, bool user_str
 SEC("usdt")
 int BPF_USDT(pg_begin)
 {
-	struct qs_inflight *q = my_inflight();
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct qs_inflight *q = inflight_of(task);
 
 	if (!q)
-		q = my_new_inflight();
+		q = new_inflight(task);
 	if (q)
-		begin(q, 0);
+		begin(q, task, 0);
 	return 0;
 }
 
@@ -313,7 +368,8 @@ int BPF_USDT(pg_block_read)
 SEC("uprobe")
 int BPF_UPROBE(my_dispatch, int command, void *thd, const char *packet, unsigned int length)
 {
-	struct qs_inflight *q = my_inflight();
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct qs_inflight *q = inflight_of(task);
 
 	/* Inside a query, every nested dispatch is counted so the returns pair up. */
 	if (q && q->depth > 0) {
@@ -323,10 +379,10 @@ int BPF_UPROBE(my_dispatch, int command, void *thd, const char *packet, unsigned
 	if (command != COM_QUERY && command != COM_STMT_EXECUTE)
 		return 0;
 	if (!q)
-		q = my_new_inflight();
+		q = new_inflight(task);
 	if (!q)
 		return 0;
-	begin(q, command);
+	begin(q, task, command);
 	if (command == COM_QUERY)
 		keep_text(packet, length, false);
 	return 0;
@@ -366,7 +422,7 @@ int BPF_PROG(qs_sched_switch, bool preempt, struct task_struct *prev, struct tas
 
 	/* The tree is looked up only at an involuntary switch, for the per-process count (a
 	 * server process that never ran a query has no record); most switches are a thread
-	 * going to sleep, and cost a load or a task-storage lookup per side here. */
+	 * going to sleep, and cost the loads below per side. */
 	if (involuntary) {
 		__u32 prev_tgid = prev->tgid;
 		struct qs_proc *proc = bpf_map_lookup_elem(&tree, &prev_tgid);
@@ -378,7 +434,8 @@ int BPF_PROG(qs_sched_switch, bool preempt, struct task_struct *prev, struct tas
 				s->involuntary++;
 		}
 	}
-	/* Only the server's threads have a record. */
+	/* Only the server's threads have a record, and the record says whether a query is in
+	 * flight: a switch with none on either side ends at these loads. */
 	struct qs_inflight *q = inflight_of(prev);
 
 	if (q && q->depth > 0) {
@@ -439,9 +496,16 @@ int BPF_PROG(qs_exit, struct task_struct *task)
 	__u32 tid = task->pid;
 	__u32 tgid = task->tgid;
 
+	struct qs_inflight *q = slot_of(tid);
+
+	/* Its slot is given back with no query open (a record in task storage goes with the
+	 * task). Whatever the tree says: a thread can outlive its process's leader. */
+	if (q && q->tid == tid) {
+		q->depth = 0;
+		__sync_val_compare_and_swap(&q->tid, tid, 0);
+	}
 	if (!in_tree(tgid))
 		return 0;
-	/* The thread's in-flight record goes with its task storage. */
 	bpf_map_delete_elem(&texts, &tid);
 	if (tid == tgid)
 		bpf_map_delete_elem(&tree, &tgid);

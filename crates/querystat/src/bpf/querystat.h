@@ -32,14 +32,22 @@ struct qs_stats {
 	__u64 preemptions;     /* involuntary switches while a query was in flight */
 	__u64 involuntary;     /* involuntary switches of any server thread */
 	__u64 slow_dropped;    /* --slower events lost to a full ring buffer */
-	__u64 _reserved;
+	/* The same queries as the thread's own counters saw them, read at query start and end
+	 * (a check on the per-switch accounting above): involuntary switches (nivcsw) and time
+	 * waiting on a run queue (sched_info.run_delay, 0 where the kernel keeps none). */
+	__u64 task_preemptions;
+	__u64 task_run_delay_ns;
 };
 
-/* Per thread of the server (keyed by TID). */
+/* One server thread's query in flight: in its slot of `flights` (by thread ID), or in its task
+ * storage when another thread holds that slot. */
 struct qs_inflight {
 	__u64 start_ns;
 	__u64 off_since_ns;  /* when it last left the CPU while in flight, 0 if on CPU */
 	__u64 off_ns[QS_OFF_REASONS];
+	__u64 nivcsw;        /* the thread's involuntary switches at query start */
+	__u64 run_delay;     /* its run-queue wait at query start, ns */
+	__u32 tid;           /* the slot's owner, 0 while free (unused in task storage) */
 	__u32 depth;         /* nesting of begin probes; a query is in flight while > 0 */
 	__u32 buffer_hits;
 	__u32 buffer_reads;
@@ -47,7 +55,7 @@ struct qs_inflight {
 	__u8 off_reason;
 	__u8 preempted;
 	__u8 hit;
-	__u8 _pad[5];
+	__u8 _pad;
 };
 
 /* One process of the server's tree (keyed by TGID). */
