@@ -31,6 +31,10 @@ pub struct Options {
     /// Attach empty programs at the same points instead (the USDT probes or uprobes and
     /// sched_switch) and count nothing: the floor of tracing's cost, for the overhead benches.
     pub empty_programs: bool,
+    /// Also read each query's thread's own counters at its start and end (two more loads per
+    /// query): [`Totals::task_preemptions`] and [`Totals::task_run_delay_ns`], the same
+    /// pre-emptions counted without the scheduler tracepoint, to check its accounting.
+    pub task_counters: bool,
 }
 
 /// The histograms the kernel keeps, in `qs_stats.hist` order (querystat.h).
@@ -78,15 +82,15 @@ pub struct Totals {
     pub involuntary: u64,
     /// `--slower` events lost.
     pub slow_dropped: u64,
-    /// Involuntary switches inside queries as the threads' own counters (`nivcsw`) saw them,
-    /// read at each query's start and end: the same count as [`Totals::preemptions`], taken
-    /// without the scheduler tracepoint (a check on it; see the live tests).
+    /// With [`Options::task_counters`]: involuntary switches inside queries as the threads' own
+    /// counters (`nivcsw`) saw them, read at each query's start and end; the same count as
+    /// [`Totals::preemptions`], taken without the scheduler tracepoint.
     pub task_preemptions: u64,
-    /// Time inside queries spent waiting on a run queue, ns, from the threads' own
-    /// `sched_info.run_delay` at each query's start and end (0 on a kernel that keeps none).
-    /// It includes the wait after a wake-up, which the per-switch accounting files under the
-    /// sleep that preceded it, so it agrees with [`Hist::OffRunQueue`]'s sum only for queries
-    /// that never sleep.
+    /// With [`Options::task_counters`]: time inside queries spent waiting on a run queue, ns,
+    /// from the threads' own `sched_info.run_delay` (0 on a kernel that keeps none). It
+    /// includes the wait after a wake-up, which the per-switch accounting files under the
+    /// sleep before it, so it matches [`Hist::OffRunQueue`]'s sum only for queries that never
+    /// sleep.
     pub task_run_delay_ns: u64,
 }
 
@@ -214,6 +218,7 @@ impl Tracer {
             .map_err(Error::bpf("opening the querystat BPF object"))?;
         if let Some(rodata) = open.maps.rodata_data.as_deref_mut() {
             rodata.slower_ns = slower_ns;
+            rodata.task_counters = options.task_counters;
         }
         for prog in
             [&mut open.progs.pg_begin, &mut open.progs.pg_end, &mut open.progs.pg_block_read]

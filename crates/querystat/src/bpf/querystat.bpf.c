@@ -9,9 +9,12 @@
  * in-flight queries off and back onto the CPU.
  *
  * sched_switch runs at every context switch on the machine, and nearly all of them concern no
- * query in flight (a backend blocks on its socket between queries and wakes for the next one):
- * it finds that out from plain loads (the switch's arguments and the two tasks' slots in
- * `flights`), with no helper call and no hash lookup. */
+ * query: a backend blocks on its socket between queries and wakes for the next one, voluntary
+ * switches outside any query. It tells those from the rest with what it already holds or
+ * finds without a helper call: the switch's own arguments (pre-empted or not), this CPU's
+ * `running_query` (whether the thread leaving is inside a query) and `queries_off_cpu`
+ * (whether any query's thread is off CPU at all, so the incoming one could be). Only then does
+ * it look at a task or a map. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -23,6 +26,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Set before load. */
 const volatile __u64 slower_ns = 0;     /* 0: no per-query events */
+/* Read each query's thread's own counters at its start and end (Options::task_counters). */
+const volatile bool task_counters = false;
 
 /* Unused by the programs: makes the layouts part of the skeleton's generated types. */
 struct qs_slow_event slow_event_layout = {};
@@ -44,29 +49,33 @@ struct {
 	__type(value, struct qs_proc);
 } tree SEC(".maps");
 
-/* The in-flight query of each server thread that has run one, in the slot of its thread ID:
- * an array lookup the verifier turns into an address computation (no helper call), so the
- * programs, sched_switch above all, can tell a thread with a query in flight from any other by
- * a load and a compare. A slot is taken by the first server thread to start a query there
- * (compare-and-swap on its tid) and given back when that thread exits; a thread whose slot is
- * held by another keeps its record in its task storage instead (below). */
-#define QS_FLIGHTS 4096
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, QS_FLIGHTS);
-	__type(key, __u32);
-	__type(value, struct qs_inflight);
-} flights SEC(".maps");
-
-/* The records of threads whose slot was taken: found from the task pointer, freed by the kernel
- * when the thread exits. Created only for the server's threads. */
+/* The in-flight query of each server thread, in the thread's own task storage: found from the
+ * task pointer, with no thread ID to hash and no bucket to walk, and freed by the kernel when
+ * the thread exits. Created only for the server's threads, so a thread that has one is the
+ * server's. */
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
 	__type(value, struct qs_inflight);
 } inflight SEC(".maps");
+
+/* Per CPU: the address of the task running there if it is a server thread inside a query,
+ * else 0. Set by the begin and end probes, and by sched_switch as such a thread leaves the CPU
+ * and comes back (a task changes CPU only through a switch). A per-CPU array's lookup is
+ * turned by the verifier into a per-CPU address: no helper call, and no cache line shared
+ * with another CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} running_query SEC(".maps");
+
+/* Server threads switched out inside a query and not back yet: while none are, no incoming
+ * task needs looking at. Written only as such a thread leaves and comes back, so it stays in
+ * every CPU's cache through runs of short queries that never leave the CPU. */
+__u64 queries_off_cpu = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -95,23 +104,11 @@ static __always_inline bool in_tree(__u32 tgid)
 	return bpf_map_lookup_elem(&tree, &tgid) != NULL;
 }
 
-/* The slot of thread `tid` in `flights` (never NULL: the index is masked into range). */
-static __always_inline struct qs_inflight *slot_of(__u32 tid)
-{
-	__u32 i = tid & (QS_FLIGHTS - 1);
-
-	return bpf_map_lookup_elem(&flights, &i);
-}
-
-/* The in-flight record of `task`, a server thread's; NULL for every other thread. Its slot,
- * if it holds it; else its task storage, asked for only if the task has any task storage at
- * all (of any map, any program): the helper call would cost more than the rest of a switch. */
+/* The in-flight record of `task`, a server thread's; NULL for every other thread. A task with
+ * no task storage at all (of any map, any program) is not asked for ours: at a context switch
+ * most tasks are not the server's, and the helper call would be most of the switch's cost. */
 static __always_inline struct qs_inflight *inflight_of(struct task_struct *task)
 {
-	struct qs_inflight *q = slot_of(task->pid);
-
-	if (q && q->tid == task->pid)
-		return q;
 	if (!task->bpf_storage)
 		return NULL;
 	return bpf_task_storage_get(&inflight, task, 0, 0);
@@ -123,8 +120,8 @@ static __always_inline struct qs_inflight *my_inflight(void)
 	return inflight_of(bpf_get_current_task_btf());
 }
 
-/* floor(log2(v)) + 1 for v > 0, 0 for 0: the histogram slot of a value in microseconds. */
-static __always_inline __u32 hist_slot(__u64 v)
+/* floor(log2(v)) + 1 for v > 0, 0 for 0: the slot of a value in microseconds. */
+static __always_inline __u32 slot_of(__u64 v)
 {
 	__u32 r = 0;
 
@@ -139,7 +136,7 @@ static __always_inline __u32 hist_slot(__u64 v)
 
 static __always_inline void record(struct qs_stats *s, __u32 which, __u64 ns)
 {
-	__u32 slot = hist_slot(ns / 1000) & (QS_SLOTS - 1);
+	__u32 slot = slot_of(ns / 1000) & (QS_SLOTS - 1);
 
 	if (which >= QS_HISTS)
 		return;
@@ -155,32 +152,30 @@ static __always_inline struct qs_stats *my_stats(void)
 	return bpf_map_lookup_elem(&stats, &zero);
 }
 
-/* A record for the current thread `task`, which has none yet, if it is the server's (so the
- * tree is consulted once per thread, not once per query): its slot if free, else its task
- * storage. */
-static __always_inline struct qs_inflight *new_inflight(struct task_struct *task)
+/* This CPU's `running_query`. */
+static __always_inline __u64 *running_here(void)
 {
-	__u32 tid = task->pid;
+	__u32 zero = 0;
 
-	if (!in_tree(task->tgid))
-		return NULL;
-	struct qs_inflight *q = slot_of(tid);
-
-	if (q && __sync_val_compare_and_swap(&q->tid, 0, tid) == 0) {
-		/* Left by its last owner with no query open (qs_exit). */
-		q->depth = 0;
-		return q;
-	}
-	return bpf_task_storage_get(&inflight, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	return bpf_map_lookup_elem(&running_query, &zero);
 }
 
 /* The current thread's involuntary switches and run-queue wait so far: its own counters, which
  * the scheduler keeps whatever is attached. */
-static __always_inline void task_counters(struct task_struct *task, __u64 *nivcsw,
-					  __u64 *run_delay)
+static __always_inline void read_task_counters(struct task_struct *task, __u64 *nivcsw,
+					       __u64 *run_delay)
 {
 	*nivcsw = task->nivcsw;
 	*run_delay = bpf_core_field_exists(task->sched_info) ? task->sched_info.run_delay : 0;
+}
+
+/* A record for the current thread, which has none yet, if it is the server's (so the tree is
+ * consulted once per thread, not once per query). */
+static __always_inline struct qs_inflight *new_inflight(struct task_struct *task)
+{
+	if (!in_tree(task->tgid))
+		return NULL;
+	return bpf_task_storage_get(&inflight, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 }
 
 /* Opens a query on the record `q` of the current thread `task`, or nests one more begin in
@@ -189,7 +184,12 @@ static __always_inline void begin(struct qs_inflight *q, struct task_struct *tas
 {
 	if (q->depth++ > 0)
 		return;
-	task_counters(task, &q->nivcsw, &q->run_delay);
+	__u64 *running = running_here();
+
+	if (running)
+		*running = (__u64)task;
+	if (task_counters)
+		read_task_counters(task, &q->nivcsw, &q->run_delay);
 	q->start_ns = bpf_ktime_get_ns();
 	q->off_since_ns = 0;
 	q->off_ns[0] = q->off_ns[1] = q->off_ns[2] = 0;
@@ -210,17 +210,24 @@ static __always_inline void end(bool hit_if_no_read)
 		return;
 	if (--q->depth > 0)
 		return;
+	__u64 *running = running_here();
+
+	if (running)
+		*running = 0;
 	struct qs_stats *s = my_stats();
 
 	if (!s)
 		return;
 	__u64 lat = bpf_ktime_get_ns() - q->start_ns;
 	bool hit = hit_if_no_read ? q->buffer_reads == 0 : q->hit;
-	__u64 nivcsw, run_delay;
 
-	task_counters(task, &nivcsw, &run_delay);
-	s->task_preemptions += nivcsw - q->nivcsw;
-	s->task_run_delay_ns += run_delay - q->run_delay;
+	if (task_counters) {
+		__u64 nivcsw, run_delay;
+
+		read_task_counters(task, &nivcsw, &run_delay);
+		s->task_preemptions += nivcsw - q->nivcsw;
+		s->task_run_delay_ns += run_delay - q->run_delay;
+	}
 
 	record(s, hit ? QS_HIT : QS_MISS, lat);
 	record(s, q->preempted ? QS_PREEMPTED : QS_NOT_PREEMPTED, lat);
@@ -416,13 +423,21 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(qs_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
+	/* Involuntary as the kernel counts it in nivcsw: pre-empted, or switched out still
+	 * runnable (a yield). */
 	bool involuntary = preempt || prev_state == TASK_RUNNING;
+	__u64 *running = running_here();
 	struct qs_stats *s = NULL;
 	__u64 now = 0;
 
+	if (!running)
+		return 0;
+	/* Nearly every switch: a thread going to sleep outside any query, and no query's thread
+	 * waiting to come back. */
+	if (!involuntary && !*running && !queries_off_cpu)
+		return 0;
 	/* The tree is looked up only at an involuntary switch, for the per-process count (a
-	 * server process that never ran a query has no record); most switches are a thread
-	 * going to sleep, and cost the loads below per side. */
+	 * server process that never ran a query has no record). */
 	if (involuntary) {
 		__u32 prev_tgid = prev->tgid;
 		struct qs_proc *proc = bpf_map_lookup_elem(&tree, &prev_tgid);
@@ -434,44 +449,51 @@ int BPF_PROG(qs_sched_switch, bool preempt, struct task_struct *prev, struct tas
 				s->involuntary++;
 		}
 	}
-	/* Only the server's threads have a record, and the record says whether a query is in
-	 * flight: a switch with none on either side ends at these loads. */
-	struct qs_inflight *q = inflight_of(prev);
+	/* The outgoing thread, inside a query: it leaves the CPU, and why is noted. */
+	if (*running) {
+		struct qs_inflight *q = *running == (__u64)prev ? inflight_of(prev) : NULL;
 
-	if (q && q->depth > 0) {
-		now = bpf_ktime_get_ns();
-		q->off_since_ns = now;
-		if (involuntary) {
-			q->off_reason = 0;
-			q->preempted = 1;
-			if (!s)
-				s = my_stats();
-			if (s)
-				s->preemptions++;
-			struct qs_comm who = {};
+		*running = 0;
+		if (q && q->depth > 0) {
+			now = bpf_ktime_get_ns();
+			q->off_since_ns = now;
+			__sync_fetch_and_add(&queries_off_cpu, 1);
+			if (involuntary) {
+				q->off_reason = 0;
+				q->preempted = 1;
+				if (!s)
+					s = my_stats();
+				if (s)
+					s->preemptions++;
+				struct qs_comm who = {};
 
-			bpf_probe_read_kernel_str(who.comm, sizeof(who.comm), next->comm);
-			__u64 one = 1, *n = bpf_map_lookup_elem(&preemptors, &who);
+				bpf_probe_read_kernel_str(who.comm, sizeof(who.comm), next->comm);
+				__u64 one = 1, *n = bpf_map_lookup_elem(&preemptors, &who);
 
-			if (n)
-				__sync_fetch_and_add(n, 1);
-			else
-				bpf_map_update_elem(&preemptors, &who, &one, BPF_NOEXIST);
-		} else {
-			q->off_reason = (prev_state & TASK_UNINTERRUPTIBLE) ? 1 : 2;
+				if (n)
+					__sync_fetch_and_add(n, 1);
+				else
+					bpf_map_update_elem(&preemptors, &who, &one, BPF_NOEXIST);
+			} else {
+				q->off_reason = (prev_state & TASK_UNINTERRUPTIBLE) ? 1 : 2;
+			}
 		}
 	}
+	/* The incoming thread, if it is one of those: its time off the CPU, by why it left. */
+	if (queries_off_cpu) {
+		struct qs_inflight *q = inflight_of(next);
 
-	/* The same for the incoming thread: no tree lookup. */
-	q = inflight_of(next);
-	if (q && q->depth > 0 && q->off_since_ns) {
-		if (!now)
-			now = bpf_ktime_get_ns();
-		__u32 r = q->off_reason;
+		if (q && q->depth > 0 && q->off_since_ns) {
+			if (!now)
+				now = bpf_ktime_get_ns();
+			__u32 r = q->off_reason;
 
-		if (r < QS_OFF_REASONS)
-			q->off_ns[r] += now - q->off_since_ns;
-		q->off_since_ns = 0;
+			if (r < QS_OFF_REASONS)
+				q->off_ns[r] += now - q->off_since_ns;
+			q->off_since_ns = 0;
+			__sync_fetch_and_add(&queries_off_cpu, -1);
+			*running = (__u64)next;
+		}
 	}
 	return 0;
 }
@@ -495,17 +517,20 @@ int BPF_PROG(qs_exit, struct task_struct *task)
 {
 	__u32 tid = task->pid;
 	__u32 tgid = task->tgid;
+	__u64 *running = running_here();
 
-	struct qs_inflight *q = slot_of(tid);
+	/* A thread exits on its CPU: inside a query, it leaves it closed, so its last switch is
+	 * not taken for one leaving mid-query (never to come back). */
+	if (running && *running == (__u64)task) {
+		struct qs_inflight *q = inflight_of(task);
 
-	/* Its slot is given back with no query open (a record in task storage goes with the
-	 * task). Whatever the tree says: a thread can outlive its process's leader. */
-	if (q && q->tid == tid) {
-		q->depth = 0;
-		__sync_val_compare_and_swap(&q->tid, tid, 0);
+		if (q)
+			q->depth = 0;
+		*running = 0;
 	}
 	if (!in_tree(tgid))
 		return 0;
+	/* The thread's in-flight record goes with its task storage. */
 	bpf_map_delete_elem(&texts, &tid);
 	if (tid == tgid)
 		bpf_map_delete_elem(&tree, &tgid);

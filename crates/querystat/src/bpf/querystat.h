@@ -32,22 +32,21 @@ struct qs_stats {
 	__u64 preemptions;     /* involuntary switches while a query was in flight */
 	__u64 involuntary;     /* involuntary switches of any server thread */
 	__u64 slow_dropped;    /* --slower events lost to a full ring buffer */
-	/* The same queries as the thread's own counters saw them, read at query start and end
-	 * (a check on the per-switch accounting above): involuntary switches (nivcsw) and time
-	 * waiting on a run queue (sched_info.run_delay, 0 where the kernel keeps none). */
+	/* With task_counters: the same queries as the threads' own counters saw them, read at
+	 * query start and end (a check on the per-switch accounting): involuntary switches
+	 * (nivcsw) and time waiting on a run queue (sched_info.run_delay; 0 where the kernel
+	 * keeps none). */
 	__u64 task_preemptions;
 	__u64 task_run_delay_ns;
 };
 
-/* One server thread's query in flight: in its slot of `flights` (by thread ID), or in its task
- * storage when another thread holds that slot. */
+/* Per thread of the server (keyed by TID). */
 struct qs_inflight {
 	__u64 start_ns;
 	__u64 off_since_ns;  /* when it last left the CPU while in flight, 0 if on CPU */
 	__u64 off_ns[QS_OFF_REASONS];
-	__u64 nivcsw;        /* the thread's involuntary switches at query start */
-	__u64 run_delay;     /* its run-queue wait at query start, ns */
-	__u32 tid;           /* the slot's owner, 0 while free (unused in task storage) */
+	__u64 nivcsw;        /* with task_counters: the thread's involuntary switches at start */
+	__u64 run_delay;     /* ... and its run-queue wait so far, ns */
 	__u32 depth;         /* nesting of begin probes; a query is in flight while > 0 */
 	__u32 buffer_hits;
 	__u32 buffer_reads;
@@ -55,7 +54,7 @@ struct qs_inflight {
 	__u8 off_reason;
 	__u8 preempted;
 	__u8 hit;
-	__u8 _pad;
+	__u8 _pad[5];
 };
 
 /* One process of the server's tree (keyed by TGID). */
