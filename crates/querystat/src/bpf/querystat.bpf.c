@@ -98,6 +98,9 @@ struct {
 
 static const struct qs_text zero_text = {};
 
+_Static_assert(__builtin_offsetof(struct qs_inflight, nivcsw) == 56,
+	       "a query's fields fit one cache line of its task storage");
+
 /* Whether process `tgid` is the server's. */
 static __always_inline bool in_tree(__u32 tgid)
 {

@@ -40,21 +40,24 @@ struct qs_stats {
 	__u64 task_run_delay_ns;
 };
 
-/* Per thread of the server (keyed by TID). */
+/* Per thread of the server, in its task storage. What every query touches is the first 56
+ * bytes: one cache line, as the storage element's data starts 8 bytes into an aligned line. */
 struct qs_inflight {
 	__u64 start_ns;
 	__u64 off_since_ns;  /* when it last left the CPU while in flight, 0 if on CPU */
 	__u64 off_ns[QS_OFF_REASONS];
-	__u64 nivcsw;        /* with task_counters: the thread's involuntary switches at start */
-	__u64 run_delay;     /* ... and its run-queue wait so far, ns */
-	__u32 depth;         /* nesting of begin probes; a query is in flight while > 0 */
 	__u32 buffer_hits;
 	__u32 buffer_reads;
-	__u32 command;       /* MariaDB: the dispatch_command command */
+	__u16 depth;         /* nesting of begin probes; a query is in flight while > 0 */
+	__u8 command;        /* MariaDB: the dispatch_command command (3 or 23) */
 	__u8 off_reason;
 	__u8 preempted;
 	__u8 hit;
-	__u8 _pad[5];
+	__u8 _pad[2];
+	/* Only with task_counters, on the next line: the thread's involuntary switches and
+	 * run-queue wait (ns) at query start. */
+	__u64 nivcsw;
+	__u64 run_delay;
 };
 
 /* One process of the server's tree (keyed by TGID). */
