@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -179,6 +180,19 @@ pub fn preflight() -> Result<()> {
     Ok(())
 }
 
+/// Slots of the programs' `server_procs` (querystat.bpf.c's QS_PROC_SLOTS).
+const PROC_SLOTS: usize = 4096;
+
+/// Counts process `pid` into its slot of `server_procs`, as qs_fork does for the processes it
+/// adds: an atomic add, since the programs may be adding to the same slot.
+fn count_server_process(slots: &mut [u32; PROC_SLOTS], pid: u32) {
+    let slot: *mut u32 = &mut slots[pid as usize & (PROC_SLOTS - 1)];
+    // SAFETY: the slot is an aligned u32 of the map's memory, mapped for as long as the
+    // skeleton that lent `slots` lives; the programs touch it only with atomic adds and loads.
+    let slot = unsafe { AtomicU32::from_ptr(slot) };
+    slot.fetch_add(1, Ordering::Relaxed);
+}
+
 fn slow_from_bytes(bytes: &[u8], kind: ServerKind) -> Option<SlowQuery> {
     let e: qs_slow_event = bpfkit::from_bytes(bytes)?;
     let mut text = bpfkit::c_string(&e.text);
@@ -242,7 +256,7 @@ impl Tracer {
         }
         open.progs.qs_floor_probe.set_autoload(floor);
         open.progs.qs_floor_switch.set_autoload(floor);
-        let skel = open.load().map_err(Error::bpf("loading the querystat BPF programs"))?;
+        let mut skel = open.load().map_err(Error::bpf("loading the querystat BPF programs"))?;
 
         let mut links = Vec::new();
         // The tree first follows forks, then is seeded: a backend forked in between is
@@ -265,6 +279,9 @@ impl Tracer {
                 .tree
                 .update(&pid.to_ne_bytes(), &fresh, MapFlags::ANY)
                 .map_err(Error::bpf("seeding the server's process tree"))?;
+            if let Some(bss) = skel.maps.bss_data.as_deref_mut() {
+                count_server_process(&mut bss.server_procs, pid);
+            }
         }
 
         let path = server.attach_path();

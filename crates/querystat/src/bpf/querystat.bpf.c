@@ -77,6 +77,14 @@ struct {
  * every CPU's cache through runs of short queries that never leave the CPU. */
 __u64 queries_off_cpu = 0;
 
+/* How many of the server's processes (the tree) have a TGID in each slot, so that an
+ * involuntary switch looks the tree up only for a task that may be the server's. Counted up
+ * as a process joins the tree (user space, for those it seeds; qs_fork), down as it leaves
+ * (qs_exit); a process counted twice costs a lookup that finds nothing, never a missed one.
+ * Mask in step with QS_PROC_SLOTS in tracer.rs. */
+#define QS_PROC_SLOTS 4096
+__u32 server_procs[QS_PROC_SLOTS] = {};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
@@ -105,6 +113,12 @@ _Static_assert(__builtin_offsetof(struct qs_inflight, nivcsw) == 56,
 static __always_inline bool in_tree(__u32 tgid)
 {
 	return bpf_map_lookup_elem(&tree, &tgid) != NULL;
+}
+
+/* The count of server processes in the slot of `tgid`. */
+static __always_inline __u32 *procs_slot(__u32 tgid)
+{
+	return &server_procs[tgid & (QS_PROC_SLOTS - 1)];
 }
 
 /* The in-flight record of `task`, a server thread's; NULL for every other thread. A task with
@@ -439,10 +453,11 @@ int BPF_PROG(qs_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	 * waiting to come back. */
 	if (!involuntary && !*running && !queries_off_cpu)
 		return 0;
-	/* The tree is looked up only at an involuntary switch, for the per-process count (a
-	 * server process that never ran a query has no record). */
-	if (involuntary) {
-		__u32 prev_tgid = prev->tgid;
+	/* The tree is looked up only at an involuntary switch of what may be a server process,
+	 * for the per-process count (a server process that never ran a query has no record). */
+	__u32 prev_tgid = involuntary ? prev->tgid : 0;
+
+	if (involuntary && *procs_slot(prev_tgid)) {
 		struct qs_proc *proc = bpf_map_lookup_elem(&tree, &prev_tgid);
 
 		if (proc) {
@@ -511,7 +526,8 @@ int BPF_PROG(qs_fork, struct task_struct *parent, struct task_struct *child)
 
 	if (child_tgid == parent_tgid || !in_tree(parent_tgid))
 		return 0;
-	bpf_map_update_elem(&tree, &child_tgid, &fresh, BPF_ANY);
+	if (!bpf_map_update_elem(&tree, &child_tgid, &fresh, BPF_ANY))
+		__sync_fetch_and_add(procs_slot(child_tgid), 1);
 	return 0;
 }
 
@@ -535,8 +551,8 @@ int BPF_PROG(qs_exit, struct task_struct *task)
 		return 0;
 	/* The thread's in-flight record goes with its task storage. */
 	bpf_map_delete_elem(&texts, &tid);
-	if (tid == tgid)
-		bpf_map_delete_elem(&tree, &tgid);
+	if (tid == tgid && !bpf_map_delete_elem(&tree, &tgid))
+		__sync_fetch_and_add(procs_slot(tgid), -1);
 	return 0;
 }
 
