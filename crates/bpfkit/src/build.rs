@@ -29,6 +29,12 @@ pub use crate::headers::arch_include;
 /// skeleton `OUT_DIR/<name>.skel.rs` for cargo's target architecture; `headers` are the crate's
 /// own shared headers, watched for changes. Fails the build with a message naming the fix.
 pub fn build_programs(programs: &[&str], headers: &[&str]) {
+    build_programs_with(programs, headers, &[]);
+}
+
+/// [`build_programs`] with more clang arguments, e.g. `-mcpu=v3` for the BPF instruction set
+/// with atomic compare-and-swap (Linux 5.12), which clang before 20 does not target by default.
+pub fn build_programs_with(programs: &[&str], headers: &[&str], clang_args: &[&str]) {
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let target_arch =
         std::env::var("CARGO_CFG_TARGET_ARCH").expect("cargo sets CARGO_CFG_TARGET_ARCH");
@@ -49,7 +55,9 @@ pub fn build_programs(programs: &[&str], headers: &[&str]) {
                 arch_include.as_ref(),
                 "-Wall".as_ref(),
                 "-Werror".as_ref(),
-            ])
+            ]
+            .into_iter()
+            .chain(clang_args.iter().map(AsRef::as_ref)))
             .build_and_generate(out.join(format!("{name}.skel.rs")))
             .unwrap_or_else(|e| {
                 panic!("building {source}: {e:#} (needs clang: scripts/setup.sh --deps)")

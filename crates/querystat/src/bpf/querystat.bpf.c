@@ -49,10 +49,28 @@ struct {
 	__type(value, struct qs_proc);
 } tree SEC(".maps");
 
-/* The in-flight query of each server thread, in the thread's own task storage: found from the
- * task pointer, with no thread ID to hash and no bucket to walk, and freed by the kernel when
- * the thread exits. Created only for the server's threads, so a thread that has one is the
- * server's. */
+/* The in-flight query of each server thread that has run one, in a slot chosen by the address
+ * of its task_struct: an array lookup the verifier turns into an address computation, so the
+ * programs find it with no helper call and without reading the task_struct (one cache line,
+ * where task storage would be three: the task's, its storage's, the element's). A slot is
+ * taken by the first server thread to start a query there (compare-and-swap of its address
+ * into `task`) and given back when that thread exits, before its task_struct can be freed and
+ * the address reused; a thread whose slot another holds keeps its record in its task storage
+ * (below). Mappable only for the alignment that brings: the values start on a page, so each
+ * 128-byte record starts a cache line and no two share one. */
+#define QS_FLIGHTS_BITS 12
+#define QS_FLIGHTS (1 << QS_FLIGHTS_BITS)
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, QS_FLIGHTS);
+	__type(key, __u32);
+	__type(value, struct qs_inflight);
+} flights SEC(".maps");
+
+/* The records of threads whose slot another holds: found from the task pointer, freed by the
+ * kernel when the thread exits. Created only for the server's threads. */
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
@@ -106,8 +124,13 @@ struct {
 
 static const struct qs_text zero_text = {};
 
-_Static_assert(__builtin_offsetof(struct qs_inflight, nivcsw) == 56,
-	       "a query's fields fit one cache line of its task storage");
+_Static_assert(__builtin_offsetof(struct qs_inflight, nivcsw) == 64 &&
+	       sizeof(struct qs_inflight) == 128,
+	       "a slot is two cache lines, a query's fields all in the first");
+
+/* Records made in task storage since load: while there are none, no task is asked for its
+ * task storage. */
+__u64 stored_records = 0;
 
 /* Whether process `tgid` is the server's. */
 static __always_inline bool in_tree(__u32 tgid)
@@ -121,12 +144,29 @@ static __always_inline __u32 *procs_slot(__u32 tgid)
 	return &server_procs[tgid & (QS_PROC_SLOTS - 1)];
 }
 
-/* The in-flight record of `task`, a server thread's; NULL for every other thread. A task with
- * no task storage at all (of any map, any program) is not asked for ours: at a context switch
- * most tasks are not the server's, and the helper call would be most of the switch's cost. */
+/* The slot of `task` in `flights`: its address, Fibonacci-hashed (task_structs lie a slab
+ * object apart, so low bits alone would crowd a few slots). Never NULL (the index is in range),
+ * but the verifier wants the check. */
+static __always_inline struct qs_inflight *slot_of(struct task_struct *task)
+{
+	/* The address's low half: the verifier allows no arithmetic on the pointer, but a
+	 * 32-bit copy of it is a plain number to a program that may read addresses (root's). */
+	__u32 addr = (__u32)(__u64)task;
+	__u32 i = (addr * 0x9E3779B1U) >> (32 - QS_FLIGHTS_BITS);
+
+	return bpf_map_lookup_elem(&flights, &i);
+}
+
+/* The in-flight record of `task`, a server thread's; NULL for every other thread. Its slot if
+ * it holds it; else its task storage, asked for only if some thread has a record there and
+ * this task has task storage at all (of any map, any program). */
 static __always_inline struct qs_inflight *inflight_of(struct task_struct *task)
 {
-	if (!task->bpf_storage)
+	struct qs_inflight *q = slot_of(task);
+
+	if (q && q->task == (__u64)task)
+		return q;
+	if (!stored_records || !task->bpf_storage)
 		return NULL;
 	return bpf_task_storage_get(&inflight, task, 0, 0);
 }
@@ -137,8 +177,8 @@ static __always_inline struct qs_inflight *my_inflight(void)
 	return inflight_of(bpf_get_current_task_btf());
 }
 
-/* floor(log2(v)) + 1 for v > 0, 0 for 0: the slot of a value in microseconds. */
-static __always_inline __u32 slot_of(__u64 v)
+/* floor(log2(v)) + 1 for v > 0, 0 for 0: the histogram slot of a value in microseconds. */
+static __always_inline __u32 hist_slot(__u64 v)
 {
 	__u32 r = 0;
 
@@ -153,7 +193,7 @@ static __always_inline __u32 slot_of(__u64 v)
 
 static __always_inline void record(struct qs_stats *s, __u32 which, __u64 ns)
 {
-	__u32 slot = slot_of(ns / 1000) & (QS_SLOTS - 1);
+	__u32 slot = hist_slot(ns / 1000) & (QS_SLOTS - 1);
 
 	if (which >= QS_HISTS)
 		return;
@@ -192,7 +232,17 @@ static __always_inline struct qs_inflight *new_inflight(struct task_struct *task
 {
 	if (!in_tree(task->tgid))
 		return NULL;
-	return bpf_task_storage_get(&inflight, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	struct qs_inflight *q = slot_of(task);
+
+	if (q && __sync_val_compare_and_swap(&q->task, 0, (__u64)task) == 0) {
+		/* Left by its last holder with no query open (qs_exit). */
+		q->depth = 0;
+		return q;
+	}
+	q = bpf_task_storage_get(&inflight, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (q)
+		__sync_fetch_and_add(&stored_records, 1);
+	return q;
 }
 
 /* Opens a query on the record `q` of the current thread `task`, or nests one more begin in
@@ -538,18 +588,23 @@ int BPF_PROG(qs_exit, struct task_struct *task)
 	__u32 tgid = task->tgid;
 	__u64 *running = running_here();
 
+	struct qs_inflight *q = inflight_of(task);
+
 	/* A thread exits on its CPU: inside a query, it leaves it closed, so its last switch is
 	 * not taken for one leaving mid-query (never to come back). */
 	if (running && *running == (__u64)task) {
-		struct qs_inflight *q = inflight_of(task);
-
 		if (q)
 			q->depth = 0;
 		*running = 0;
 	}
+	/* Its slot is given back (a record in task storage goes with the task), whatever the
+	 * tree says: a thread can outlive its process's leader. */
+	if (q && q->task == (__u64)task) {
+		q->depth = 0;
+		__sync_val_compare_and_swap(&q->task, (__u64)task, 0);
+	}
 	if (!in_tree(tgid))
 		return 0;
-	/* The thread's in-flight record goes with its task storage. */
 	bpf_map_delete_elem(&texts, &tid);
 	if (tid == tgid && !bpf_map_delete_elem(&tree, &tgid))
 		__sync_fetch_and_add(procs_slot(tgid), -1);

@@ -40,9 +40,10 @@ struct qs_stats {
 	__u64 task_run_delay_ns;
 };
 
-/* Per thread of the server, in its task storage. What every query touches is the first 56
- * bytes: one cache line, as the storage element's data starts 8 bytes into an aligned line. */
+/* One server thread's query in flight: in its slot of `flights` or, when another thread holds
+ * that, in its task storage. 128 bytes, what every query touches in the first 64. */
 struct qs_inflight {
+	__u64 task;          /* the slot's holder, its task_struct's address; 0 while free */
 	__u64 start_ns;
 	__u64 off_since_ns;  /* when it last left the CPU while in flight, 0 if on CPU */
 	__u64 off_ns[QS_OFF_REASONS];
@@ -54,10 +55,11 @@ struct qs_inflight {
 	__u8 preempted;
 	__u8 hit;
 	__u8 _pad[2];
-	/* Only with task_counters, on the next line: the thread's involuntary switches and
-	 * run-queue wait (ns) at query start. */
+	/* Only with task_counters: the thread's involuntary switches and run-queue wait (ns) at
+	 * query start. */
 	__u64 nivcsw;
 	__u64 run_delay;
+	__u64 _spread[6];    /* to two whole cache lines: no two slots share one */
 };
 
 /* One process of the server's tree (keyed by TGID). */
