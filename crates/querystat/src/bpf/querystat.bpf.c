@@ -227,7 +227,9 @@ static __always_inline void read_task_counters(struct task_struct *task, __u64 *
 }
 
 /* A record for the current thread, which has none yet, if it is the server's (so the tree is
- * consulted once per thread, not once per query). */
+ * consulted once per thread, not once per query). The settings the probes need at every
+ * query are copied into it, where they share the line a query touches anyway: read from
+ * .rodata at each query, they would cost a cache line of their own. */
 static __always_inline struct qs_inflight *new_inflight(struct task_struct *task)
 {
 	if (!in_tree(task->tgid))
@@ -237,11 +239,13 @@ static __always_inline struct qs_inflight *new_inflight(struct task_struct *task
 	if (q && __sync_val_compare_and_swap(&q->task, 0, (__u64)task) == 0) {
 		/* Left by its last holder with no query open (qs_exit). */
 		q->depth = 0;
-		return q;
-	}
-	q = bpf_task_storage_get(&inflight, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (q)
+	} else {
+		q = bpf_task_storage_get(&inflight, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!q)
+			return NULL;
 		__sync_fetch_and_add(&stored_records, 1);
+	}
+	q->flags = (task_counters ? QS_F_TASK_COUNTERS : 0) | (slower_ns ? QS_F_SLOWER : 0);
 	return q;
 }
 
@@ -255,7 +259,7 @@ static __always_inline void begin(struct qs_inflight *q, struct task_struct *tas
 
 	if (running)
 		*running = (__u64)task;
-	if (task_counters)
+	if (q->flags & QS_F_TASK_COUNTERS)
 		read_task_counters(task, &q->nivcsw, &q->run_delay);
 	q->start_ns = bpf_ktime_get_ns();
 	q->off_since_ns = 0;
@@ -288,7 +292,7 @@ static __always_inline void end(bool hit_if_no_read)
 	__u64 lat = bpf_ktime_get_ns() - q->start_ns;
 	bool hit = hit_if_no_read ? q->buffer_reads == 0 : q->hit;
 
-	if (task_counters) {
+	if (q->flags & QS_F_TASK_COUNTERS) {
 		__u64 nivcsw, run_delay;
 
 		read_task_counters(task, &nivcsw, &run_delay);
@@ -307,7 +311,7 @@ static __always_inline void end(bool hit_if_no_read)
 	s->buffer_hits += q->buffer_hits;
 	s->buffer_reads += q->buffer_reads;
 
-	if (slower_ns == 0 || lat < slower_ns)
+	if (!(q->flags & QS_F_SLOWER) || lat < slower_ns)
 		return;
 	struct qs_slow_event *e = bpf_ringbuf_reserve(&slow, sizeof(*e), 0);
 

@@ -40,6 +40,9 @@ struct qs_stats {
 	__u64 task_run_delay_ns;
 };
 
+#define QS_F_TASK_COUNTERS 1  /* read the thread's own counters at query start and end */
+#define QS_F_SLOWER 2         /* --slower: report queries at least slower_ns slow */
+
 /* One server thread's query in flight: in its slot of `flights` or, when another thread holds
  * that, in its task storage. 128 bytes, what every query touches in the first 64. */
 struct qs_inflight {
@@ -54,7 +57,8 @@ struct qs_inflight {
 	__u8 off_reason;
 	__u8 preempted;
 	__u8 hit;
-	__u8 _pad[2];
+	__u8 flags;          /* QS_F_*: the settings, copied in when the record is made */
+	__u8 _pad;
 	/* Only with task_counters: the thread's involuntary switches and run-queue wait (ns) at
 	 * query start. */
 	__u64 nivcsw;
