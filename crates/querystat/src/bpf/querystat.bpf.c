@@ -10,11 +10,11 @@
  *
  * sched_switch runs at every context switch on the machine, and nearly all of them concern no
  * query: a backend blocks on its socket between queries and wakes for the next one, voluntary
- * switches outside any query. It tells those from the rest with what it already holds or
- * finds without a helper call: the switch's own arguments (pre-empted or not), this CPU's
- * `running_query` (whether the thread leaving is inside a query) and `queries_off_cpu`
- * (whether any query's thread is off CPU at all, so the incoming one could be). Only then does
- * it look at a task or a map. */
+ * switches outside any query. It tells those from the rest by what needs no helper call and
+ * no read of either task_struct: the switch's arguments (pre-empted or not) and, for each
+ * task, one word of `in_query` found from the task's address. Only then does it look at a
+ * record or a map. The state is the tasks', not the CPUs': a switch the tracepoint does not
+ * deliver (it happens) costs that switch's accounting and nothing after it. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -78,22 +78,15 @@ struct {
 	__type(value, struct qs_inflight);
 } inflight SEC(".maps");
 
-/* Per CPU: the address of the task running there if it is a server thread inside a query,
- * else 0. Set by the begin and end probes, and by sched_switch as such a thread leaves the CPU
- * and comes back (a task changes CPU only through a switch). A per-CPU array's lookup is
- * turned by the verifier into a per-CPU address: no helper call, and no cache line shared
- * with another CPU. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-} running_query SEC(".maps");
+/* Per slot of `flights`: the low half of its holder's address while the holder has a query
+ * open, else 0 (written by the holder's own begin and end only). Four bytes a slot, so the
+ * words sched_switch reads for every task it sees lie in a table small enough to stay in
+ * cache, where the records would not. */
+__u32 in_query[QS_FLIGHTS] = {};
 
-/* Server threads switched out inside a query and not back yet: while none are, no incoming
- * task needs looking at. Written only as such a thread leaves and comes back, so it stays in
- * every CPU's cache through runs of short queries that never leave the CPU. */
-__u64 queries_off_cpu = 0;
+/* Records in task storage with a query open: while there are none, sched_switch needs only
+ * `in_query`. */
+__u64 stored_in_query = 0;
 
 /* How many of the server's processes (the tree) have a TGID in each slot, so that an
  * involuntary switch looks the tree up only for a task that may be the server's. Counted up
@@ -144,15 +137,29 @@ static __always_inline __u32 *procs_slot(__u32 tgid)
 	return &server_procs[tgid & (QS_PROC_SLOTS - 1)];
 }
 
-/* The slot of `task` in `flights`: its address, Fibonacci-hashed (task_structs lie a slab
- * object apart, so low bits alone would crowd a few slots). Never NULL (the index is in range),
- * but the verifier wants the check. */
+/* The low half of `task`'s address as a plain number. The verifier allows no arithmetic on a
+ * pointer, but a 32-bit move of one gives a number to a program that may read addresses
+ * (root's); written as the move itself, so the compiler cannot fold it into the arithmetic. */
+static __always_inline __u32 addr_low(struct task_struct *task)
+{
+	__u32 low;
+
+	asm volatile("%[low] = %[addr]" : [low] "=w"(low) : [addr] "w"((__u32)(__u64)task));
+	return low;
+}
+
+/* The slot of `task`'s record in `flights` and `in_query`: its address, Fibonacci-hashed
+ * (task_structs lie a slab object apart, so low bits alone would crowd a few slots). */
+static __always_inline __u32 flight_index(struct task_struct *task)
+{
+	return (addr_low(task) * 0x9E3779B1U) >> (32 - QS_FLIGHTS_BITS);
+}
+
+/* The record in `task`'s slot, whoever holds it. Never NULL (the index is in range), but the
+ * verifier wants the check. */
 static __always_inline struct qs_inflight *slot_of(struct task_struct *task)
 {
-	/* The address's low half: the verifier allows no arithmetic on the pointer, but a
-	 * 32-bit copy of it is a plain number to a program that may read addresses (root's). */
-	__u32 addr = (__u32)(__u64)task;
-	__u32 i = (addr * 0x9E3779B1U) >> (32 - QS_FLIGHTS_BITS);
+	__u32 i = flight_index(task);
 
 	return bpf_map_lookup_elem(&flights, &i);
 }
@@ -209,12 +216,21 @@ static __always_inline struct qs_stats *my_stats(void)
 	return bpf_map_lookup_elem(&stats, &zero);
 }
 
-/* This CPU's `running_query`. */
-static __always_inline __u64 *running_here(void)
+/* Notes where sched_switch looks that the current thread `task`, whose record is `q`, opens
+ * (`open`) or closes its query. */
+static __always_inline void mark_in_query(struct qs_inflight *q, struct task_struct *task,
+					  bool open)
 {
-	__u32 zero = 0;
+	if (q->task == (__u64)task)
+		in_query[flight_index(task)] = open ? addr_low(task) : 0;
+	else
+		__sync_fetch_and_add(&stored_in_query, open ? 1 : -1);
+}
 
-	return bpf_map_lookup_elem(&running_query, &zero);
+/* Whether `task` may have a query open: false only when it has none. */
+static __always_inline bool maybe_in_query(struct task_struct *task)
+{
+	return in_query[flight_index(task)] == addr_low(task) || stored_in_query;
 }
 
 /* The current thread's involuntary switches and run-queue wait so far: its own counters, which
@@ -255,10 +271,7 @@ static __always_inline void begin(struct qs_inflight *q, struct task_struct *tas
 {
 	if (q->depth++ > 0)
 		return;
-	__u64 *running = running_here();
-
-	if (running)
-		*running = (__u64)task;
+	mark_in_query(q, task, true);
 	if (q->flags & QS_F_TASK_COUNTERS)
 		read_task_counters(task, &q->nivcsw, &q->run_delay);
 	q->start_ns = bpf_ktime_get_ns();
@@ -281,10 +294,7 @@ static __always_inline void end(bool hit_if_no_read)
 		return;
 	if (--q->depth > 0)
 		return;
-	__u64 *running = running_here();
-
-	if (running)
-		*running = 0;
+	mark_in_query(q, task, false);
 	struct qs_stats *s = my_stats();
 
 	if (!s)
@@ -497,15 +507,13 @@ int BPF_PROG(qs_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	/* Involuntary as the kernel counts it in nivcsw: pre-empted, or switched out still
 	 * runnable (a yield). */
 	bool involuntary = preempt || prev_state == TASK_RUNNING;
-	__u64 *running = running_here();
+	bool out = maybe_in_query(prev);
+	bool in = maybe_in_query(next);
 	struct qs_stats *s = NULL;
 	__u64 now = 0;
 
-	if (!running)
-		return 0;
-	/* Nearly every switch: a thread going to sleep outside any query, and no query's thread
-	 * waiting to come back. */
-	if (!involuntary && !*running && !queries_off_cpu)
+	/* Nearly every switch: a thread going to sleep, neither task inside a query. */
+	if (!involuntary && !out && !in)
 		return 0;
 	/* The tree is looked up only at an involuntary switch of what may be a server process,
 	 * for the per-process count (a server process that never ran a query has no record). */
@@ -522,50 +530,41 @@ int BPF_PROG(qs_sched_switch, bool preempt, struct task_struct *prev, struct tas
 		}
 	}
 	/* The outgoing thread, inside a query: it leaves the CPU, and why is noted. */
-	if (*running) {
-		struct qs_inflight *q = *running == (__u64)prev ? inflight_of(prev) : NULL;
+	struct qs_inflight *q = out ? inflight_of(prev) : NULL;
 
-		*running = 0;
-		if (q && q->depth > 0) {
-			now = bpf_ktime_get_ns();
-			q->off_since_ns = now;
-			__sync_fetch_and_add(&queries_off_cpu, 1);
-			if (involuntary) {
-				q->off_reason = 0;
-				q->preempted = 1;
-				if (!s)
-					s = my_stats();
-				if (s)
-					s->preemptions++;
-				struct qs_comm who = {};
+	if (q && q->depth > 0) {
+		now = bpf_ktime_get_ns();
+		q->off_since_ns = now;
+		if (involuntary) {
+			q->off_reason = 0;
+			q->preempted = 1;
+			if (!s)
+				s = my_stats();
+			if (s)
+				s->preemptions++;
+			struct qs_comm who = {};
 
-				bpf_probe_read_kernel_str(who.comm, sizeof(who.comm), next->comm);
-				__u64 one = 1, *n = bpf_map_lookup_elem(&preemptors, &who);
+			bpf_probe_read_kernel_str(who.comm, sizeof(who.comm), next->comm);
+			__u64 one = 1, *n = bpf_map_lookup_elem(&preemptors, &who);
 
-				if (n)
-					__sync_fetch_and_add(n, 1);
-				else
-					bpf_map_update_elem(&preemptors, &who, &one, BPF_NOEXIST);
-			} else {
-				q->off_reason = (prev_state & TASK_UNINTERRUPTIBLE) ? 1 : 2;
-			}
+			if (n)
+				__sync_fetch_and_add(n, 1);
+			else
+				bpf_map_update_elem(&preemptors, &who, &one, BPF_NOEXIST);
+		} else {
+			q->off_reason = (prev_state & TASK_UNINTERRUPTIBLE) ? 1 : 2;
 		}
 	}
-	/* The incoming thread, if it is one of those: its time off the CPU, by why it left. */
-	if (queries_off_cpu) {
-		struct qs_inflight *q = inflight_of(next);
+	/* The incoming thread, back inside its query: its time off the CPU, by why it left. */
+	q = in ? inflight_of(next) : NULL;
+	if (q && q->depth > 0 && q->off_since_ns) {
+		if (!now)
+			now = bpf_ktime_get_ns();
+		__u32 r = q->off_reason;
 
-		if (q && q->depth > 0 && q->off_since_ns) {
-			if (!now)
-				now = bpf_ktime_get_ns();
-			__u32 r = q->off_reason;
-
-			if (r < QS_OFF_REASONS)
-				q->off_ns[r] += now - q->off_since_ns;
-			q->off_since_ns = 0;
-			__sync_fetch_and_add(&queries_off_cpu, -1);
-			*running = (__u64)next;
-		}
+		if (r < QS_OFF_REASONS)
+			q->off_ns[r] += now - q->off_since_ns;
+		q->off_since_ns = 0;
 	}
 	return 0;
 }
@@ -590,16 +589,12 @@ int BPF_PROG(qs_exit, struct task_struct *task)
 {
 	__u32 tid = task->pid;
 	__u32 tgid = task->tgid;
-	__u64 *running = running_here();
-
 	struct qs_inflight *q = inflight_of(task);
 
-	/* A thread exits on its CPU: inside a query, it leaves it closed, so its last switch is
-	 * not taken for one leaving mid-query (never to come back). */
-	if (running && *running == (__u64)task) {
-		if (q)
-			q->depth = 0;
-		*running = 0;
+	/* A thread exiting inside a query leaves it closed. */
+	if (q && q->depth > 0) {
+		q->depth = 0;
+		mark_in_query(q, task, false);
 	}
 	/* Its slot is given back (a record in task storage goes with the task), whatever the
 	 * tree says: a thread can outlive its process's leader. */
