@@ -84,8 +84,9 @@ struct {
  * cache, where the records would not. */
 __u32 in_query[QS_FLIGHTS] = {};
 
-/* Records in task storage with a query open: while there are none, sched_switch needs only
- * `in_query`. */
+/* Records made in task storage since load, and those of them with a query open: while there
+ * are none, no task is asked for its task storage, and sched_switch needs only `in_query`. */
+__u64 stored_records = 0;
 __u64 stored_in_query = 0;
 
 /* How many of the server's processes (the tree) have a TGID in each slot, so that an
@@ -120,10 +121,6 @@ static const struct qs_text zero_text = {};
 _Static_assert(__builtin_offsetof(struct qs_inflight, nivcsw) == 64 &&
 	       sizeof(struct qs_inflight) == 128,
 	       "a slot is two cache lines, a query's fields all in the first");
-
-/* Records made in task storage since load: while there are none, no task is asked for its
- * task storage. */
-__u64 stored_records = 0;
 
 /* Whether process `tgid` is the server's. */
 static __always_inline bool in_tree(__u32 tgid)
@@ -271,9 +268,9 @@ static __always_inline void begin(struct qs_inflight *q, struct task_struct *tas
 {
 	if (q->depth++ > 0)
 		return;
-	mark_in_query(q, task, true);
 	if (q->flags & QS_F_TASK_COUNTERS)
 		read_task_counters(task, &q->nivcsw, &q->run_delay);
+	mark_in_query(q, task, true);
 	q->start_ns = bpf_ktime_get_ns();
 	q->off_since_ns = 0;
 	q->off_ns[0] = q->off_ns[1] = q->off_ns[2] = 0;
@@ -504,8 +501,9 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(qs_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	/* Involuntary as the kernel counts it in nivcsw: pre-empted, or switched out still
-	 * runnable (a yield). */
+	/* Involuntary as the kernel's nivcsw counts it: pre-empted, or switched out still
+	 * runnable (a yield; also a sleep cut short by a pending signal, which nivcsw does not
+	 * count). */
 	bool involuntary = preempt || prev_state == TASK_RUNNING;
 	bool out = maybe_in_query(prev);
 	bool in = maybe_in_query(next);
@@ -598,10 +596,8 @@ int BPF_PROG(qs_exit, struct task_struct *task)
 	}
 	/* Its slot is given back (a record in task storage goes with the task), whatever the
 	 * tree says: a thread can outlive its process's leader. */
-	if (q && q->task == (__u64)task) {
-		q->depth = 0;
+	if (q && q->task == (__u64)task)
 		__sync_val_compare_and_swap(&q->task, (__u64)task, 0);
-	}
 	if (!in_tree(tgid))
 		return 0;
 	bpf_map_delete_elem(&texts, &tid);
