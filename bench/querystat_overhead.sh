@@ -286,7 +286,7 @@ query), to count shared-buffer hits exactly; without it a query's hit or miss co
 What each tracer's BPF programs cost by themselves, as the kernel times them
 (kernel.bpf_stats_enabled, over untimed runs of \`pgbench -S\` at full speed for $cost_seconds s,
 $cost_turns turns in rotating order; a run's time includes the statistics' own two clock reads,
-which the floor's empty programs show):
+which the floor's empty programs show; \`--costs-only\` runs this part alone):
 
 $cost_table
 
