@@ -19,6 +19,7 @@
 //! reads registers by the `-D__TARGET_ARCH_<name>` this step passes. Regenerate a header only to
 //! use a type its kernel lacks.
 
+use std::ffi::OsStr;
 use std::path::PathBuf;
 
 use libbpf_cargo::SkeletonBuilder;
@@ -43,21 +44,21 @@ pub fn build_programs_with(programs: &[&str], headers: &[&str], clang_args: &[&s
     // The host's multiarch directory, for <asm/…> under <linux/errno.h> (usdt.bpf.h): those are
     // asm-generic on every supported architecture, so the host's serve a cross build too.
     let arch_include = format!("/usr/include/{}-linux-gnu", std::env::consts::ARCH);
+    let mut args: Vec<&OsStr> = vec![
+        target_define.as_ref(),
+        "-I".as_ref(),
+        include.as_os_str(),
+        "-I".as_ref(),
+        arch_include.as_ref(),
+        "-Wall".as_ref(),
+        "-Werror".as_ref(),
+    ];
+    args.extend(clang_args.iter().map(OsStr::new));
     for name in programs {
         let source = format!("src/bpf/{name}.bpf.c");
         SkeletonBuilder::new()
             .source(&source)
-            .clang_args([
-                target_define.as_ref(),
-                "-I".as_ref(),
-                include.as_os_str(),
-                "-I".as_ref(),
-                arch_include.as_ref(),
-                "-Wall".as_ref(),
-                "-Werror".as_ref(),
-            ]
-            .into_iter()
-            .chain(clang_args.iter().map(AsRef::as_ref)))
+            .clang_args(&args)
             .build_and_generate(out.join(format!("{name}.skel.rs")))
             .unwrap_or_else(|e| {
                 panic!("building {source}: {e:#} (needs clang: scripts/setup.sh --deps)")

@@ -380,8 +380,10 @@ fn pg_preemptions_per_switch_agree_with_the_threads_own_counters_root() {
     let _burner = Burner::on(0);
     std::thread::sleep(Duration::from_millis(100));
 
-    let (preempted, off_runq) =
-        (querystat::tracer::Hist::Preempted as usize, querystat::tracer::Hist::OffRunQueue as usize);
+    let (preempted, off_runq) = (
+        querystat::tracer::Hist::Preempted as usize,
+        querystat::tracer::Hist::OffRunQueue as usize,
+    );
     let preemptors_total =
         |t: &Tracer| t.preemptors().unwrap().iter().map(|p| p.count).sum::<u64>();
     let before = tracer.totals().unwrap();
@@ -417,7 +419,10 @@ fn pg_preemptions_per_switch_agree_with_the_threads_own_counters_root() {
         runq_counted as f64 / 1e6,
     );
     // Sharing CPU 0 with a spinning process for a second or more gives dozens of pre-emptions.
-    assert!(counted >= 10, "the backend was hardly pre-empted ({counted}): was the burner running?");
+    assert!(
+        counted >= 10,
+        "the backend was hardly pre-empted ({counted}): was the burner running?"
+    );
     // Equal but for one corner: a task switched out with a signal pending is counted as a
     // voluntary switch by the kernel while the tracepoint shows it still runnable. Allow 2%.
     assert!(
