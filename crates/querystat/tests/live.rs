@@ -305,6 +305,13 @@ impl Session {
     }
 }
 
+/// A session and its backend's PID.
+fn session_with_backend(pg: &Postgres) -> (Session, u32) {
+    let mut session = Session::open(pg);
+    let backend = session.run("SELECT pg_backend_pid();")[0].parse().unwrap();
+    (session, backend)
+}
+
 impl Drop for Session {
     fn drop(&mut self) {
         drop(self.child.stdin.take());
@@ -320,8 +327,7 @@ fn pg_preemption_by_burners_and_involuntary_switches_agree_with_proc_root() {
     let pg = start_postgres();
     let server = server_of(pg.pid());
     let tracer = Tracer::attach(&server, &Options::default()).unwrap();
-    let mut session = Session::open(&pg);
-    let backend: u32 = session.run("SELECT pg_backend_pid();")[0].parse().unwrap();
+    let (mut session, backend) = session_with_backend(&pg);
     // --pid of a backend leads to its postmaster.
     assert_eq!(server_of(backend), server);
     pin(backend, 0);
@@ -372,8 +378,7 @@ fn pg_preemptions_per_switch_agree_with_the_threads_own_counters_root() {
     let _serial = serial();
     let pg = start_postgres();
     let server = server_of(pg.pid());
-    let mut session = Session::open(&pg);
-    let backend: u32 = session.run("SELECT pg_backend_pid();")[0].parse().unwrap();
+    let (mut session, backend) = session_with_backend(&pg);
     let options = Options { task_counters: true, ..Options::default() };
     let tracer = Tracer::attach(&server, &options).unwrap();
     pin(backend, 0);
