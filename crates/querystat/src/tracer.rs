@@ -274,14 +274,17 @@ impl Tracer {
             links.push(prog.attach().map_err(Error::bpf(*what))?);
         }
         let fresh = [0u8; 8];
+        // libbpf maps the programs' globals on every kernel that has what they need (5.5).
+        let Some(bss) = skel.maps.bss_data.as_deref_mut() else {
+            let unmapped = libbpf_rs::Error::from_raw_os_error(libc::ENOTSUP);
+            return Err(Error::bpf("mapping the BPF programs' global variables")(unmapped));
+        };
         for pid in process_tree(server.pid)? {
             skel.maps
                 .tree
                 .update(&pid.to_ne_bytes(), &fresh, MapFlags::ANY)
                 .map_err(Error::bpf("seeding the server's process tree"))?;
-            if let Some(bss) = skel.maps.bss_data.as_deref_mut() {
-                count_server_process(&mut bss.server_procs, pid);
-            }
+            count_server_process(&mut bss.server_procs, pid);
         }
 
         let path = server.attach_path();
@@ -444,6 +447,16 @@ impl Tracer {
 #[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
+
+    #[test]
+    fn server_processes_are_counted_in_their_slot() {
+        let mut slots = [0u32; PROC_SLOTS];
+        count_server_process(&mut slots, 7);
+        count_server_process(&mut slots, 7 + PROC_SLOTS as u32);
+        count_server_process(&mut slots, 8);
+        assert_eq!((slots[7], slots[8]), (2, 1));
+        assert_eq!(slots.iter().sum::<u32>(), 3);
+    }
 
     #[test]
     fn stats_words_match_the_c_struct() {
