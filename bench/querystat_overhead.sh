@@ -28,12 +28,20 @@
 #     Build it from the commit before the change, e.g.
 #       git worktree add /tmp/before COMMIT && (cd /tmp/before && cargo build --release -p platscope)
 #       PLATSCOPE_BEFORE=/tmp/before/target/release/platscope bench/querystat_overhead.sh
+#
+#   bench/querystat_overhead.sh --costs-only [TURNS] [SECONDS]   (default 3 turns of 5 s)
+#     only the kernel's timing of each tracer's programs (the last part above), printed and
+#     not written to docs/benchmarks.md: per-event figures, which other load on the machine
+#     moves far less than throughput, to compare two builds of the programs quickly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 
+costs_only=
+if [ "${1:-}" = --costs-only ]; then costs_only=1; shift; fi
 rounds=${1:-3}
 seconds=${2:-10}
+[ -n "$costs_only" ] && seconds=${2:-5}
 [ "$(id -u)" -eq 0 ] || { echo "bench: needs root (BPF)" >&2; exit 1; }
 pgbin=/usr/lib/postgresql/15/bin
 [ -x "$pgbin/pgbench" ] || apt-get install -y -qq postgresql-15 >/dev/null
@@ -135,7 +143,7 @@ run_pgbench() {
 
 declare -A tps lat scpu lat50 lat99
 rate=
-for ((r = 0; r < rounds; r++)); do
+for ((r = 0; r < rounds && !costs_only; r++)); do
   for w in full fixed; do
     if [ "$w" = full ]; then tracers=(none floor querystat querystat-hits bpftrace); else tracers=(none floor querystat bpftrace); fi
     [ -n "${PLATSCOPE_BEFORE:-}" ] && tracers+=(before)
@@ -168,6 +176,7 @@ done
 # pgbench. A USDT probe's trap into the kernel and back is not in these.
 cost_seconds=$((seconds < 5 ? seconds : 5))
 cost_turns=3
+[ -n "$costs_only" ] && cost_turns=$rounds
 cost_tracers=(floor querystat querystat-hits bpftrace)
 [ -n "${PLATSCOPE_BEFORE:-}" ] && cost_tracers+=(before)
 costs=$dir/bpf_costs
@@ -187,6 +196,11 @@ for ((turn = 0; turn < cost_turns; turn++)); do
 done
 bpf_stats_restore
 cost_table=$(bpf_cost_table "$costs" query)
+if [ -n "$costs_only" ]; then
+  echo "BPF programs timed by the kernel: pgbench -S -c 2 -j 2 at full speed for $cost_seconds s, $cost_turns turns in rotating order, load average $load_before before the run, kernel $(uname -r)"
+  echo "$cost_table"
+  exit 0
+fi
 
 med() { printf '%s' "$1" | median; }
 row() {  # label, metric array name, workload, format, tracers...
@@ -272,7 +286,7 @@ query), to count shared-buffer hits exactly; without it a query's hit or miss co
 What each tracer's BPF programs cost by themselves, as the kernel times them
 (kernel.bpf_stats_enabled, over untimed runs of \`pgbench -S\` at full speed for $cost_seconds s,
 $cost_turns turns in rotating order; a run's time includes the statistics' own two clock reads,
-which the floor's empty programs show):
+which the floor's empty programs show; \`--costs-only\` runs this part alone):
 
 $cost_table
 

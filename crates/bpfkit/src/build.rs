@@ -19,6 +19,7 @@
 //! reads registers by the `-D__TARGET_ARCH_<name>` this step passes. Regenerate a header only to
 //! use a type its kernel lacks.
 
+use std::ffi::OsStr;
 use std::path::PathBuf;
 
 use libbpf_cargo::SkeletonBuilder;
@@ -29,6 +30,12 @@ pub use crate::headers::arch_include;
 /// skeleton `OUT_DIR/<name>.skel.rs` for cargo's target architecture; `headers` are the crate's
 /// own shared headers, watched for changes. Fails the build with a message naming the fix.
 pub fn build_programs(programs: &[&str], headers: &[&str]) {
+    build_programs_with(programs, headers, &[]);
+}
+
+/// [`build_programs`] with more clang arguments, e.g. `-mcpu=v3` for the BPF instruction set
+/// with atomic compare-and-swap (Linux 5.12), which clang before 20 does not target by default.
+pub fn build_programs_with(programs: &[&str], headers: &[&str], clang_args: &[&str]) {
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let target_arch =
         std::env::var("CARGO_CFG_TARGET_ARCH").expect("cargo sets CARGO_CFG_TARGET_ARCH");
@@ -37,19 +44,21 @@ pub fn build_programs(programs: &[&str], headers: &[&str]) {
     // The host's multiarch directory, for <asm/…> under <linux/errno.h> (usdt.bpf.h): those are
     // asm-generic on every supported architecture, so the host's serve a cross build too.
     let arch_include = format!("/usr/include/{}-linux-gnu", std::env::consts::ARCH);
+    let mut args: Vec<&OsStr> = vec![
+        target_define.as_ref(),
+        "-I".as_ref(),
+        include.as_os_str(),
+        "-I".as_ref(),
+        arch_include.as_ref(),
+        "-Wall".as_ref(),
+        "-Werror".as_ref(),
+    ];
+    args.extend(clang_args.iter().map(OsStr::new));
     for name in programs {
         let source = format!("src/bpf/{name}.bpf.c");
         SkeletonBuilder::new()
             .source(&source)
-            .clang_args([
-                target_define.as_ref(),
-                "-I".as_ref(),
-                include.as_os_str(),
-                "-I".as_ref(),
-                arch_include.as_ref(),
-                "-Wall".as_ref(),
-                "-Werror".as_ref(),
-            ])
+            .clang_args(&args)
             .build_and_generate(out.join(format!("{name}.skel.rs")))
             .unwrap_or_else(|e| {
                 panic!("building {source}: {e:#} (needs clang: scripts/setup.sh --deps)")

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use test_support::{command, text, wait_within};
+use test_tier::live;
 
 const THP: &str = "/sys/kernel/mm/transparent_hugepage/enabled";
 const DEFRAG: &str = "/sys/kernel/mm/transparent_hugepage/defrag";
@@ -211,8 +212,7 @@ fn sides(report: &Value) -> Vec<String> {
         .collect()
 }
 
-#[test]
-#[ignore = "live tier: changes THP on this machine (root) and measures memory latency"]
+#[live("changes THP on this machine (root) and measures memory latency")]
 fn thp_a_b_on_memory_latency_is_judged_stored_drawn_and_restored() {
     let _machine = machine();
     let home = tempfile::tempdir().unwrap();
@@ -299,8 +299,7 @@ fn thp_a_b_on_memory_latency_is_judged_stored_drawn_and_restored() {
     assert_eq!(section(&live), section(&stored));
 }
 
-#[test]
-#[ignore = "live tier: changes THP and a sysctl on this machine (root), then SIGKILLs the A/B"]
+#[live("changes THP and a sysctl on this machine (root), then SIGKILLs the A/B")]
 fn a_sigkill_leaves_a_journal_that_restore_puts_back() {
     let _machine = machine();
     let home = tempfile::tempdir().unwrap();
@@ -373,8 +372,7 @@ fn a_sigkill_leaves_a_journal_that_restore_puts_back() {
     assert!(!text(&topo.stderr).contains("journal"), "{}", text(&topo.stderr));
 }
 
-#[test]
-#[ignore = "live tier: changes THP on this machine (root), stopped by Ctrl-C and SIGTERM"]
+#[live("changes THP on this machine (root), stopped by Ctrl-C and SIGTERM")]
 fn ctrl_c_and_sigterm_stop_the_rounds_and_restore() {
     let _machine = machine();
     let home = tempfile::tempdir().unwrap();
@@ -416,8 +414,7 @@ fn ctrl_c_and_sigterm_stop_the_rounds_and_restore() {
     }
 }
 
-#[test]
-#[ignore = "live tier: writes THP defrag, NUMA balancing, a sysctl and a sysfs file (root)"]
+#[live("writes THP defrag, NUMA balancing, a sysctl and a sysfs file (root)")]
 fn every_file_setting_reaches_the_workload_and_is_put_back() {
     let _machine = machine();
     let home = tempfile::tempdir().unwrap();
@@ -481,8 +478,7 @@ fn every_file_setting_reaches_the_workload_and_is_put_back() {
     assert_eq!(restored.len(), 4, "{restored:?}");
 }
 
-#[test]
-#[ignore = "live tier: a value the kernel refuses (root)"]
+#[live("a value the kernel refuses (root)")]
 fn a_value_the_kernel_refuses_ends_it_with_everything_put_back() {
     let _machine = machine();
     let home = tempfile::tempdir().unwrap();
@@ -508,8 +504,7 @@ fn a_value_the_kernel_refuses_ends_it_with_everything_put_back() {
     untouched.assert_unchanged();
 }
 
-#[test]
-#[ignore = "live tier: runs workloads under a memory policy and CPU binding"]
+#[live("runs workloads under a memory policy and CPU binding")]
 fn the_memory_policy_and_cpus_are_the_workloads_only() {
     let _machine = machine();
     let home = tempfile::tempdir().unwrap();
@@ -560,8 +555,7 @@ fn the_memory_policy_and_cpus_are_the_workloads_only() {
     }
 }
 
-#[test]
-#[ignore = "live tier: preloads jemalloc into the workload (libjemalloc2 installed)"]
+#[live("preloads jemalloc into the workload (libjemalloc2 installed)")]
 fn an_allocator_is_preloaded_and_verified_in_the_measured_process() {
     let _machine = machine();
     let home = tempfile::tempdir().unwrap();
@@ -626,8 +620,7 @@ fn an_allocator_is_preloaded_and_verified_in_the_measured_process() {
     assert!(err.contains("alloc=jemalloc") && err.contains("not mapped"), "{err}");
 }
 
-#[test]
-#[ignore = "live tier: the cpufreq governor (root), or its clear refusal where there is no cpufreq"]
+#[live("the cpufreq governor (root), or its clear refusal where there is no cpufreq")]
 fn the_governor_is_set_where_cpufreq_exists_and_refused_where_not() {
     let _machine = machine();
     let home = tempfile::tempdir().unwrap();

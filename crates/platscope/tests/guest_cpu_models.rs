@@ -9,6 +9,7 @@ mod common;
 
 use common::{boot, json};
 use numa_vm::GuestSpec;
+use test_tier::guest;
 
 /// QEMU's names for server CPUs of the generations platscope is run on; those the installed
 /// QEMU lacks are left out (and named).
@@ -36,8 +37,7 @@ fn values_and_reasons_are_told_apart() {
     assert!(!value_or_reason("unknown"));
 }
 
-#[test]
-#[ignore = "guest tier: boots a multi-node QEMU guest; scripts/test.sh runs it"]
+#[guest]
 fn topo_facts_of_each_qemu_cpu_model_are_values_or_reasons() {
     let available = numa_vm::cpu_models().unwrap_or_else(|e| panic!("QEMU's CPU models: {e}"));
     let (models, missing): (Vec<&str>, Vec<&str>) =

@@ -92,6 +92,7 @@ impl Experiment for Querystat {
             slower: args.slower,
             buffer_hits: args.buffer_hits,
             empty_programs: args.empty_programs,
+            task_counters: false,
         };
         let tracer = Tracer::attach(&server, &options)?;
         // Said once the probes are on, so what follows it is traced.

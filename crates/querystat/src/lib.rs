@@ -15,7 +15,11 @@
 //! - **Pre-emption**: `tp_btf/sched_switch`. A query whose thread left the CPU involuntarily
 //!   (pre-empted, or still runnable) is "pre-empted", and the task switched in is counted as
 //!   a pre-emptor. Each query's off-CPU time is split by the state it left in: run queue (R),
-//!   D (mostly I/O), S (locks, latches, network).
+//!   D (mostly I/O), S (locks, latches, network). The program runs at every context switch on
+//!   the machine; one with no query on either side (nearly all: a backend sleeps on its
+//!   socket between queries) ends after two loads from a small table of the threads that
+//!   have a query open, found from the task pointers the tracepoint passes, with no helper
+//!   call and no read of either task.
 //!
 //! Probes are attached system-wide to `/proc/PID/exe`, so backends forked later are traced
 //! too; a map of the server's processes, seeded from /proc and kept up to date from

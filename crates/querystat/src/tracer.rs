@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -31,6 +32,10 @@ pub struct Options {
     /// Attach empty programs at the same points instead (the USDT probes or uprobes and
     /// sched_switch) and count nothing: the floor of tracing's cost, for the overhead benches.
     pub empty_programs: bool,
+    /// Also read each query's thread's own counters at its start and end (two more loads per
+    /// query): [`Totals::task_preemptions`] and [`Totals::task_run_delay_ns`], the same
+    /// pre-emptions counted without the scheduler tracepoint, to check its accounting.
+    pub task_counters: bool,
 }
 
 /// The histograms the kernel keeps, in `qs_stats.hist` order (querystat.h).
@@ -56,8 +61,8 @@ pub enum Hist {
 }
 
 const HISTS: usize = 8;
-/// u64 words of `struct qs_stats`: hist, count, sum_ns, then six counters.
-const STATS_WORDS: usize = HISTS * SLOTS + 2 * HISTS + 6;
+/// u64 words of `struct qs_stats`: hist, count, sum_ns, then seven counters.
+const STATS_WORDS: usize = HISTS * SLOTS + 2 * HISTS + 7;
 
 /// The kernel's counters summed over CPUs, cumulative since attach.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -78,6 +83,16 @@ pub struct Totals {
     pub involuntary: u64,
     /// `--slower` events lost.
     pub slow_dropped: u64,
+    /// With [`Options::task_counters`]: involuntary switches inside queries as the threads' own
+    /// counters (`nivcsw`) saw them, read at each query's start and end; the same count as
+    /// [`Totals::preemptions`], taken without the scheduler tracepoint.
+    pub task_preemptions: u64,
+    /// With [`Options::task_counters`]: time inside queries spent waiting on a run queue, ns,
+    /// from the threads' own `sched_info.run_delay` (0 on a kernel that keeps none). It
+    /// includes the wait after a wake-up, which the per-switch accounting files under the
+    /// sleep before it, so it matches [`Hist::OffRunQueue`]'s sum only for queries that never
+    /// sleep.
+    pub task_run_delay_ns: u64,
 }
 
 impl Totals {
@@ -113,6 +128,8 @@ impl Totals {
         self.preemptions += c[2];
         self.involuntary += c[3];
         self.slow_dropped += c[4];
+        self.task_preemptions += c[5];
+        self.task_run_delay_ns += c[6];
     }
 
     /// Queries completed (the `All` count).
@@ -163,6 +180,19 @@ pub fn preflight() -> Result<()> {
     Ok(())
 }
 
+/// Slots of the programs' `server_procs` (querystat.bpf.c's QS_PROC_SLOTS).
+const PROC_SLOTS: usize = 4096;
+
+/// Counts process `pid` into its slot of `server_procs`, as qs_fork does for the processes it
+/// adds: an atomic add, since the programs may be adding to the same slot.
+fn count_server_process(slots: &mut [u32; PROC_SLOTS], pid: u32) {
+    let slot: *mut u32 = &mut slots[pid as usize & (PROC_SLOTS - 1)];
+    // SAFETY: the slot is an aligned u32 of the map's memory, mapped for as long as the
+    // skeleton that lent `slots` lives; the programs touch it only with atomic adds and loads.
+    let slot = unsafe { AtomicU32::from_ptr(slot) };
+    slot.fetch_add(1, Ordering::Relaxed);
+}
+
 fn slow_from_bytes(bytes: &[u8], kind: ServerKind) -> Option<SlowQuery> {
     let e: qs_slow_event = bpfkit::from_bytes(bytes)?;
     let mut text = bpfkit::c_string(&e.text);
@@ -202,6 +232,7 @@ impl Tracer {
             .map_err(Error::bpf("opening the querystat BPF object"))?;
         if let Some(rodata) = open.maps.rodata_data.as_deref_mut() {
             rodata.slower_ns = slower_ns;
+            rodata.task_counters = options.task_counters;
         }
         for prog in
             [&mut open.progs.pg_begin, &mut open.progs.pg_end, &mut open.progs.pg_block_read]
@@ -225,7 +256,7 @@ impl Tracer {
         }
         open.progs.qs_floor_probe.set_autoload(floor);
         open.progs.qs_floor_switch.set_autoload(floor);
-        let skel = open.load().map_err(Error::bpf("loading the querystat BPF programs"))?;
+        let mut skel = open.load().map_err(Error::bpf("loading the querystat BPF programs"))?;
 
         let mut links = Vec::new();
         // The tree first follows forks, then is seeded: a backend forked in between is
@@ -243,11 +274,17 @@ impl Tracer {
             links.push(prog.attach().map_err(Error::bpf(*what))?);
         }
         let fresh = [0u8; 8];
+        // libbpf maps the programs' globals on every kernel that has what they need (5.5).
+        let Some(bss) = skel.maps.bss_data.as_deref_mut() else {
+            let unmapped = libbpf_rs::Error::from_raw_os_error(libc::ENOTSUP);
+            return Err(Error::bpf("mapping the BPF programs' global variables")(unmapped));
+        };
         for pid in process_tree(server.pid)? {
             skel.maps
                 .tree
                 .update(&pid.to_ne_bytes(), &fresh, MapFlags::ANY)
                 .map_err(Error::bpf("seeding the server's process tree"))?;
+            count_server_process(&mut bss.server_procs, pid);
         }
 
         let path = server.attach_path();
@@ -411,8 +448,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn server_processes_are_counted_in_their_slot() {
+        let mut slots = [0u32; PROC_SLOTS];
+        count_server_process(&mut slots, 7);
+        count_server_process(&mut slots, 7 + PROC_SLOTS as u32);
+        count_server_process(&mut slots, 8);
+        assert_eq!((slots[7], slots[8]), (2, 1));
+        assert_eq!(slots.iter().sum::<u32>(), 3);
+    }
+
+    #[test]
     fn stats_words_match_the_c_struct() {
-        assert_eq!(STATS_WORDS * 8, 4272);
+        assert_eq!(STATS_WORDS * 8, 4280);
         // qs_stats as libbpf sees it: checked against the map's value size.
         let obj = QuerystatSkelBuilder::default();
         let mut storage = MaybeUninit::uninit();
@@ -431,6 +478,8 @@ mod tests {
         words[HISTS * SLOTS + HISTS + hit] = 25_000; // sum_ns[Hit]
         words[HISTS * SLOTS + HISTS + miss] = 80_000; // sum_ns[Miss]
         words[HISTS * SLOTS + 2 * HISTS + 2] = 7; // preemptions
+        words[HISTS * SLOTS + 2 * HISTS + 5] = 6; // task_preemptions
+        words[HISTS * SLOTS + 2 * HISTS + 6] = 900; // task_run_delay_ns
         let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
         let mut t = Totals::default();
         t.add_cpu(&bytes);
@@ -438,6 +487,7 @@ mod tests {
         assert_eq!(t.count[hit], 10);
         assert_eq!(t.hist[hit].slots()[3], 10);
         assert_eq!(t.preemptions, 14);
+        assert_eq!((t.task_preemptions, t.task_run_delay_ns), (12, 1800));
         assert_eq!(t.buffer_hits, 0);
         // All is the hits' and the misses' sum, slot by slot.
         assert_eq!(t.completed(), 14);

@@ -304,6 +304,13 @@ impl Session {
     }
 }
 
+/// A session and its backend's PID.
+fn session_with_backend(pg: &Postgres) -> (Session, u32) {
+    let mut session = Session::open(pg);
+    let backend = session.run("SELECT pg_backend_pid();")[0].parse().unwrap();
+    (session, backend)
+}
+
 impl Drop for Session {
     fn drop(&mut self) {
         drop(self.child.stdin.take());
@@ -318,8 +325,7 @@ fn pg_preemption_by_burners_and_involuntary_switches_agree_with_proc_root() {
     let pg = start_postgres();
     let server = server_of(pg.pid());
     let tracer = Tracer::attach(&server, &Options::default()).unwrap();
-    let mut session = Session::open(&pg);
-    let backend: u32 = session.run("SELECT pg_backend_pid();")[0].parse().unwrap();
+    let (mut session, backend) = session_with_backend(&pg);
     // --pid of a backend leads to its postmaster.
     assert_eq!(server_of(backend), server);
     pin(backend, 0);
@@ -354,6 +360,94 @@ fn pg_preemption_by_burners_and_involuntary_switches_agree_with_proc_root() {
     assert!(preemptors.iter().any(|p| p.comm == "yes"), "{preemptors:?}");
     // Pre-empted queries waited on the run queue.
     assert!(totals.sum_ns[querystat::tracer::Hist::OffRunQueue as usize] > 0);
+}
+
+/// sched_switch leaves at once when a switch concerns no query (the thread leaving is not inside
+/// one, none is off CPU waiting to come back): that must never skip one that does. Counted the
+/// other way, from each query's thread's own counters at the query's start and end (nivcsw,
+/// sched_info.run_delay; `Options::task_counters`), the same queries show the same pre-emptions
+/// and run-queue wait. The backend exists before the tracer attaches (so user space, not the
+/// fork program, counts it as the server's), shares CPU 0 with a spinning process, and runs
+/// CPU-bound queries that never sleep, so each of its waits is a pre-emption's.
+#[live]
+fn pg_preemptions_per_switch_agree_with_the_threads_own_counters_root() {
+    require_root();
+    let _serial = serial();
+    let pg = start_postgres();
+    let server = server_of(pg.pid());
+    let (mut session, backend) = session_with_backend(&pg);
+    let options = Options { task_counters: true, ..Options::default() };
+    let tracer = Tracer::attach(&server, &options).unwrap();
+    pin(backend, 0);
+    let _burner = Burner::on(0);
+    std::thread::sleep(Duration::from_millis(100));
+
+    let (preempted, off_runq) = (
+        querystat::tracer::Hist::Preempted as usize,
+        querystat::tracer::Hist::OffRunQueue as usize,
+    );
+    let preemptors_total =
+        |t: &Tracer| t.preemptors().unwrap().iter().map(|p| p.count).sum::<u64>();
+    let before = tracer.totals().unwrap();
+    let (named_before, bpf_before, proc_before) = (
+        preemptors_total(&tracer),
+        tracer.involuntary_by_pid().unwrap().get(&backend).copied().unwrap_or(0),
+        nonvoluntary_switches(backend),
+    );
+    // Short queries between the long ones: switches of the backend outside any query too.
+    let mut script = String::new();
+    for _ in 0..4 {
+        script.push_str("SELECT count(*) FROM generate_series(1, 1000000);\n");
+        script.push_str(&"SELECT 1;\n".repeat(50));
+    }
+    session.run(&script);
+    let after = tracer.totals().unwrap();
+    let named = preemptors_total(&tracer) - named_before;
+    let bpf_involuntary = tracer.involuntary_by_pid().unwrap()[&backend] - bpf_before;
+    let proc_involuntary = nonvoluntary_switches(backend) - proc_before;
+
+    let per_switch = after.preemptions - before.preemptions;
+    let counted = after.task_preemptions - before.task_preemptions;
+    let queries_preempted = after.count[preempted] - before.count[preempted];
+    let runq_per_switch = after.sum_ns[off_runq] - before.sum_ns[off_runq];
+    let runq_counted = after.task_run_delay_ns - before.task_run_delay_ns;
+    eprintln!(
+        "pre-emptions inside queries: per switch {per_switch} (pre-emptors named {named}), \
+         the threads' nivcsw {counted}; queries pre-empted {queries_preempted} of {}; run-queue \
+         wait per switch {:.1} ms, the threads' run_delay {:.1} ms; the backend's involuntary \
+         switches: BPF {bpf_involuntary}, /proc {proc_involuntary}",
+        after.completed() - before.completed(),
+        runq_per_switch as f64 / 1e6,
+        runq_counted as f64 / 1e6,
+    );
+    // Sharing CPU 0 with a spinning process for a second or more gives dozens of pre-emptions.
+    assert!(
+        counted >= 10,
+        "the backend was hardly pre-empted ({counted}): was the burner running?"
+    );
+    // Equal but for one corner: a task switched out with a signal pending is counted as a
+    // voluntary switch by the kernel while the tracepoint shows it still runnable. Allow 2%.
+    assert!(
+        per_switch.abs_diff(counted) <= (counted / 50).max(1),
+        "per switch {per_switch}, the threads' own count {counted}"
+    );
+    // Every pre-emption inside a query names its pre-emptor.
+    assert_eq!(named, per_switch);
+    assert!(tracer.preemptors().unwrap().iter().any(|p| p.comm == "yes"));
+    assert!(queries_preempted >= 4, "each long query was pre-empted: {queries_preempted}");
+    // The same waits, from two clocks (the program's at each switch, the scheduler's run-queue
+    // clock) whose ends differ by the scheduler's few steps around the tracepoint. Allow 5%.
+    assert!(runq_counted > 0, "no run-queue wait at all");
+    assert!(
+        runq_per_switch.abs_diff(runq_counted) <= runq_counted / 20,
+        "run-queue wait per switch {runq_per_switch} ns, the threads' own {runq_counted} ns"
+    );
+    // The backend counted as the server's by user space: its involuntary switches, inside
+    // queries or not, as /proc counts them (the same 2% corner).
+    assert!(
+        bpf_involuntary.abs_diff(proc_involuntary) <= (proc_involuntary / 50).max(1),
+        "BPF {bpf_involuntary} vs /proc {proc_involuntary}"
+    );
 }
 
 #[live]

@@ -32,22 +32,38 @@ struct qs_stats {
 	__u64 preemptions;     /* involuntary switches while a query was in flight */
 	__u64 involuntary;     /* involuntary switches of any server thread */
 	__u64 slow_dropped;    /* --slower events lost to a full ring buffer */
-	__u64 _reserved;
+	/* With task_counters: the same queries as the threads' own counters saw them, read at
+	 * query start and end (a check on the per-switch accounting): involuntary switches
+	 * (nivcsw) and time waiting on a run queue (sched_info.run_delay; 0 where the kernel
+	 * keeps none). */
+	__u64 task_preemptions;
+	__u64 task_run_delay_ns;
 };
 
-/* Per thread of the server (keyed by TID). */
+#define QS_F_TASK_COUNTERS 1  /* read the thread's own counters at query start and end */
+#define QS_F_SLOWER 2         /* --slower: report queries at least slower_ns slow */
+
+/* One server thread's query in flight: in its slot of `flights` or, when another thread holds
+ * that, in its task storage. 128 bytes, what every query touches in the first 64. */
 struct qs_inflight {
+	__u64 task;          /* the slot's holder, its task_struct's address; 0 while free */
 	__u64 start_ns;
 	__u64 off_since_ns;  /* when it last left the CPU while in flight, 0 if on CPU */
 	__u64 off_ns[QS_OFF_REASONS];
-	__u32 depth;         /* nesting of begin probes; a query is in flight while > 0 */
 	__u32 buffer_hits;
 	__u32 buffer_reads;
-	__u32 command;       /* MariaDB: the dispatch_command command */
+	__u16 depth;         /* nesting of begin probes; a query is in flight while > 0 */
+	__u8 command;        /* MariaDB: the dispatch_command command (3 or 23) */
 	__u8 off_reason;
 	__u8 preempted;
 	__u8 hit;
-	__u8 _pad[5];
+	__u8 flags;          /* QS_F_*: the settings, copied in when the record is made */
+	__u8 _pad;
+	/* Only with task_counters: the thread's involuntary switches and run-queue wait (ns) at
+	 * query start. */
+	__u64 nivcsw;
+	__u64 run_delay;
+	__u64 _spread[6];    /* to two whole cache lines: no two slots share one */
 };
 
 /* One process of the server's tree (keyed by TGID). */
