@@ -40,8 +40,9 @@ pub fn build_date() -> String {
 }
 
 fn build() -> Build {
-    let crates: [(&str, &[&str]); 3] = [
+    let crates: [(&str, &[&str]); 4] = [
         ("cpuacct", cpuacct::BPF_PROGRAMS),
+        ("pstime", pstime::BPF_PROGRAMS),
         ("iopattern", iopattern::BPF_PROGRAMS),
         ("querystat", querystat::BPF_PROGRAMS),
     ];
