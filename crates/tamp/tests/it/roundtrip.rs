@@ -40,18 +40,19 @@ fn ours(path: &Path, threads: usize) -> (Vec<u8>, tamp::RunResult) {
 /// Sizes: empty, one byte, one block exactly, and not a multiple of the block size.
 const SIZES: &[usize] = &[0, 1, 65_536, 3 * 65_536 + 12_345];
 
-/// `n` bytes of xorshift output: nothing repeats, so LZ4 cannot shorten it.
-fn random(n: usize) -> Vec<u8> {
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+/// `n` bytes of SplitMix64 output (seeded `seed`): nothing repeats, so LZ4 cannot shorten it.
+fn random_from(seed: u64, n: usize) -> Vec<u8> {
+    let mut rng = measure::rng::SplitMix64::new(seed);
     let mut v = Vec::with_capacity(n + 8);
     while v.len() < n {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        v.extend_from_slice(&x.to_le_bytes());
+        v.extend_from_slice(&rng.next_u64().to_le_bytes());
     }
     v.truncate(n);
     v
+}
+
+fn random(n: usize) -> Vec<u8> {
+    random_from(0x9e37_79b9_7f4a_7c15, n)
 }
 
 #[test]
@@ -115,15 +116,8 @@ fn zstd_round_trips_through_stock_zstd_and_tamp() {
 #[test]
 fn lz4_frame_bytes_follow_the_spec() {
     let dir = tempfile::tempdir().unwrap();
-    // Incompressible (no repeat within 64 KiB of xorshift output) then compressible.
-    let mut data: Vec<u8> = Vec::new();
-    let mut x = 0x1234_5678_9abc_def0u64;
-    while data.len() < 65_536 {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        data.extend_from_slice(&x.to_le_bytes());
-    }
+    // Incompressible (no repeat within 64 KiB of SplitMix64 output) then compressible.
+    let mut data = random_from(0x1234_5678_9abc_def0, 65_536);
     data.extend(std::iter::repeat_n(b'a', 1000));
     let f = compress_file(dir.path(), &data, Format::Lz4, 2, 65_536);
     let b = std::fs::read(&f).unwrap();
