@@ -79,14 +79,17 @@ struct Done {
     other: u64,
 }
 
+/// The generator's test name in this binary: `iopattern_live::generator`.
+fn generator_test() -> String {
+    let module = module_path!().split_once("::").map_or(module_path!(), |(_, m)| m);
+    format!("{module}::generator")
+}
+
 /// Runs the generator `mode` on `target` under the tracer and returns the filesystem's
 /// counts over exactly its run, and what it said it did.
 fn traced(mode: &str, target: &Path, dev: u32, options: Options) -> (Counts, Done, Snapshot) {
-    // The generator's name in this binary: `iopattern_live::generator`.
-    let module = module_path!().split_once("::").map_or(module_path!(), |(_, m)| m);
-    let generator = format!("{module}::generator");
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([&generator, "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+        .args([&generator_test(), "--exact", "--ignored", "--nocapture", "--test-threads=1"])
         .env("IOTRACE_GENERATOR", mode)
         .env("IOTRACE_TARGET", target)
         .stdin(Stdio::piped())
@@ -154,8 +157,9 @@ fn check_sequential(fs: &ScratchFs) {
 /// name one letter off none of them (the scratch filesystem is only the generator's).
 fn check_comm_filter(fs: &ScratchFs) {
     let target = fs.path("comm.dat");
-    // The generator's I/O runs on libtest's thread for the test `generator`, named after it.
-    let name = "generator".to_string();
+    // The generator's I/O runs on libtest's thread for the test, named after it: the kernel
+    // keeps the first 15 bytes of a thread's name.
+    let name: String = generator_test().chars().take(15).collect();
     let by_name = Options { comm: Some(name.clone()), ..Options::default() };
     let (c, done, _) = traced("seq-write", &target, fs.dev(), by_name);
     assert!(done.calls > 0);
