@@ -215,7 +215,7 @@ $load_start; at the end: $load_end. Tools: lz4 $(dpkg-query -W -f='${Version}' l
 zstd/pzstd $(dpkg-query -W -f='${Version}' zstd), pigz $(dpkg-query -W -f='${Version}' pigz); tree at
 $(git describe --always --dirty 2>/dev/null || echo "an unknown commit").
 
-Input: the tamp corpus (seed 4, $size_mib MiB = $bytes bytes, \`tamp corpus 4 $bytes\`) on /dev/shm;
+Input: the tamp corpus (generator seed 4, $size_mib MiB = $bytes bytes, \`tamp corpus 4 $bytes\`) on /dev/shm;
 compressed outputs written to /dev/shm, decompressed output discarded (\`> /dev/null\`, tamp
 \`--discard\`). MB/s is uncompressed bytes (10^6) per wall second in both directions; CPU s is
 user + sys of the whole command (GNU time). tamp's blocks: its defaults (lz4 256 KiB, zstd 2 MiB).

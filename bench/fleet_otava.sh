@@ -4,10 +4,10 @@
 #   bench/fleet_otava.sh [HOSTS] [DAYS] [FLEETS]   (default 40 hosts × 30 days, 5 fleets)
 #
 # Each fleet is made by the fleet crate's synthetic generator (examples/synthetic_fleet) from
-# the four real quick reports of the project VM in crates/fleet/tests/fixtures: HOSTS hosts ×
-# DAYS daily reports in two hardware classes, every run's noise drawn from the spread those
-# reports really show, shifts injected on known days (one host in eight). platscope fleet's
-# analysis (the library `platscope fleet` runs) and Apache Otava 0.8.0 (from PyPI, in a venv
+# the four real quick reports in crates/fleet/tests/fixtures (an Intel Xeon KVM guest, 2 vCPUs):
+# HOSTS hosts × DAYS daily reports in two hardware classes, every run's noise drawn from the
+# spread those reports really show, shifts injected on known days (one host in eight). platscope
+# fleet's analysis (the library `platscope fleet` runs) and Apache Otava 0.8.0 (from PyPI, in a venv
 # under /tmp; its `compute_change_points` with its defaults: windows of 50, p ≤ 0.001, no
 # minimum magnitude) each look at every host's series of every figure. Counted: the injected
 # shifts each finds (a change of that host and figure within one day of the injected one),
@@ -102,7 +102,7 @@ section="<!-- $name:begin -->
 ## Change points: platscope fleet and Apache Otava on the same series, $hosts hosts × $days days
 
 \`bench/fleet_otava.sh $hosts $days $fleets\`: $fleets fleet(s) of $hosts hosts × $days daily reports (two hardware
-classes; each run's noise drawn from the spread of four real quick reports of this VM,
+classes; each run's noise drawn from the spread of four real quick reports of an Intel Xeon KVM guest with 2 vCPUs,
 \`crates/fleet/tests/fixtures\`), $shifts injected shifts in all, each fleet also made again with
 nothing injected; $series series per set of fleets. Otava $otava_version (PyPI) with its defaults
 (\`compute_change_points\`: windows of 50, Student's t-test at p ≤ 0.001, no minimum magnitude);

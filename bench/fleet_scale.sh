@@ -5,7 +5,7 @@
 #   bench/fleet_scale.sh [HOSTS] [DAYS] [CLASSES] [RUNS]   (root; default 1000 × 90, 4 classes, 3 runs)
 #
 # A throwaway PostgreSQL 15 (fsync off) is filled by the fleet crate's synthetic generator
-# (examples/synthetic_fleet --into) from the four real quick reports of the project VM in
+# (examples/synthetic_fleet --into) from the four real quick reports (an Intel Xeon KVM guest) in
 # crates/fleet/tests/fixtures: HOSTS hosts × DAYS daily reports, each with the reports' 21
 # headline figures and machine facts, noise drawn from their real spread, shifts injected on
 # known days. Then `platscope fleet --from postgresql://… --json` runs RUNS times (wall clock
@@ -79,7 +79,7 @@ section="<!-- fleet-scale:begin -->
 ## platscope fleet on $hosts hosts × $days days
 
 \`bench/fleet_scale.sh $hosts $days $classes $runs\`: a throwaway PostgreSQL 15 (fsync off) filled by
-\`examples/synthetic_fleet --into\` from the four real quick reports of this VM
+\`examples/synthetic_fleet --into\` from the four real quick reports of an Intel Xeon KVM guest with 2 vCPUs
 (\`crates/fleet/tests/fixtures\`): $reports reports, $figures headline figures, $((bytes / 1048576)) MiB
 in the fleet tables (filled in $fill_s s), $shifts shifts injected. Release build, $(nproc) CPUs,
 $(host_label), load average $load_before before and $load_after after.

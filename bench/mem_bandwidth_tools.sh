@@ -224,7 +224,8 @@ job_memrate() { # T: every method runs in turn (0.15 cannot pick one); read and 
   # the previous method filled; flushing makes its figure a memory figure like the others'.
   # thp_off: memrate madvises its buffer MADV_HUGEPAGE, and khugepaged was seen collapsing
   # part of it into 2 MiB pages mid-run (1/8 of it within 1.5 s); every other tool here,
-  # platscope included, reads 4 KiB pages, which on this VM are ~20% slower to stream.
+  # platscope included, reads 4 KiB pages, which streamed ~20% slower than THP on the AMD EPYC
+  # guest of docs/benchmarks.md.
   run_logged "$log" thp_off taskset -c "$(cpus_of "$T")" stress-ng --memrate "$T" --memrate-bytes "$S" \
     --memrate-flush --metrics-brief -t "$(secs_at_least 2 3)" || rc=$?
   for m in "$mr_read" write128nt; do

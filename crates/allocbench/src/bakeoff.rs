@@ -1,9 +1,12 @@
 //! The bake-off: allocators interleaved round-robin for `repeat` rounds at each thread count,
-//! then medians with spread, throughput relative to glibc, and verdicts that refuse to rank
-//! allocators whose ranges overlap.
+//! then medians with spread, throughput relative to glibc, and each allocator's verdict against
+//! glibc from [`measure::verdict`], the engine every comparison uses: each run is a process of
+//! its own and the rounds rotate, so the runs are the replicates ([`Level::Runs`]), and every
+//! allocator at every thread count of one bake-off is one family (Holm).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use measure::verdict::{self as engine, assess, judge_family, Judgement, Level, RunNoise};
 use measure::{summarize, Metric, Summary, ToMetrics, Unit};
 use serde::{Deserialize, Serialize};
 
@@ -98,30 +101,36 @@ impl Figure {
         let s: Summary = summarize(&samples)?;
         Some(Figure { median: s.median, min: s.min, max: s.max, samples })
     }
-
-    /// Whether two figures' ranges (min…max) overlap.
-    pub fn overlaps(&self, other: &Figure) -> bool {
-        self.min <= other.max && other.min <= self.max
-    }
 }
 
-/// How an allocator's throughput compares with the baseline's at one thread count.
+/// How an allocator's throughput compares with the baseline's at one thread count: the
+/// engine's verdict in the bake-off's words (stored and printed as they were).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "verdict", rename_all = "snake_case")]
 pub enum Verdict {
     /// This is the baseline.
     Baseline,
-    /// Ranges overlap: the difference is within the noise.
+    /// The ratio's interval holds 1: no difference the runs can tell (`same`).
     NoSignificantDifference,
-    /// Every round faster (or slower) than every baseline round.
+    /// More (or less) throughput than the baseline, the Holm-adjusted p-value across the
+    /// bake-off below [`engine::ALPHA`].
     Faster,
     Slower,
-    /// Fewer than [`MIN_ROUNDS_TO_RANK`] rounds: no spread to judge by.
+    /// Fewer than two runs on a side, or no spread between runs to judge by (`untested`).
     NotJudged,
 }
 
-/// Rounds needed before allocators are ranked.
-pub const MIN_ROUNDS_TO_RANK: usize = 3;
+impl Verdict {
+    /// The bake-off's word for the engine's verdict.
+    pub fn of(j: &Judgement) -> Self {
+        match j.verdict {
+            engine::Verdict::Faster => Verdict::Faster,
+            engine::Verdict::Slower => Verdict::Slower,
+            engine::Verdict::Same => Verdict::NoSignificantDifference,
+            engine::Verdict::Untested | engine::Verdict::PlacementDiffers => Verdict::NotJudged,
+        }
+    }
+}
 
 /// One allocator at one thread count over the rounds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -132,6 +141,14 @@ pub struct Group {
     /// Median throughput ÷ the baseline's median.
     pub relative: Option<f64>,
     pub verdict: Verdict,
+    /// What the verdict was decided on: the throughput's ratio to the baseline's (geometric
+    /// means of the runs) with its interval, the p-values, how many runs each side had. `None`
+    /// for the baseline, without one, and in bake-offs stored before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judgement: Option<Judgement>,
+    /// The judgement's grounds in words ("5 runs each").
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub rests_on: String,
     pub cpu_per_op_us: Figure,
     pub machine_cpu_per_op_us: Figure,
     pub hwm_bytes: Option<Figure>,
@@ -142,6 +159,26 @@ pub struct Group {
     /// Address-space growth, everything (VSZ).
     pub total_growth_bytes: Figure,
     pub minor_faults: Figure,
+}
+
+impl Group {
+    /// What the verdict rests on, in words: "1.52× (95% interval 1.47–1.58), 5 runs each" (the
+    /// ratio of geometric means, not the table's ratio of medians); empty without a judgement.
+    pub fn grounds(&self) -> String {
+        let Some(j) = &self.judgement else { return String::new() };
+        let ratio = if j.ratio.is_finite() { format!("{:.2}×", j.ratio) } else { "–".into() };
+        if j.ratio_low.is_finite() && j.ratio_high.is_finite() {
+            format!(
+                "{ratio} ({:.0}% interval {:.2}–{:.2}), {}",
+                engine::CONFIDENCE * 100.0,
+                j.ratio_low,
+                j.ratio_high,
+                self.rests_on
+            )
+        } else {
+            format!("{ratio}, {}", self.rests_on)
+        }
+    }
 }
 
 /// A finished (or interrupted) bake-off.
@@ -295,6 +332,8 @@ pub fn summarize_runs(
                 threads: t,
                 relative: None,
                 verdict: Verdict::NotJudged,
+                judgement: None,
+                rests_on: String::new(),
                 cpu_per_op_us: fig(&|r| r.cpu_per_op_us),
                 machine_cpu_per_op_us: fig(&|r| r.machine_cpu_per_op_us),
                 hwm_bytes: optional(rs.iter().map(|r| r.memory.hwm_bytes).collect()),
@@ -315,24 +354,31 @@ pub fn summarize_runs(
                 continue;
             }
             g.relative = Some(g.throughput.median / base.throughput.median);
-            g.verdict = judge(&g.throughput, &base.throughput);
+            g.judgement = Some(assess(
+                &g.throughput.samples,
+                &base.throughput.samples,
+                Level::Runs,
+                RunNoise::none(),
+            ));
         }
         groups.extend(here);
     }
+    judge(&mut groups);
     groups
 }
 
-/// Compares a throughput figure with the baseline's: overlapping ranges are no significant
-/// difference; too few rounds are not judged.
-pub fn judge(this: &Figure, base: &Figure) -> Verdict {
-    if this.samples.len() < MIN_ROUNDS_TO_RANK || base.samples.len() < MIN_ROUNDS_TO_RANK {
-        Verdict::NotJudged
-    } else if this.overlaps(base) {
-        Verdict::NoSignificantDifference
-    } else if this.median > base.median {
-        Verdict::Faster
-    } else {
-        Verdict::Slower
+/// Decides every assessed group of one bake-off together: all allocators at all thread counts
+/// are one family, so the more there are, the stronger each difference must be to be called.
+/// Throughput: higher is better.
+pub fn judge(groups: &mut [Group]) {
+    let mut family: Vec<(&mut Judgement, bool)> =
+        groups.iter_mut().filter_map(|g| g.judgement.as_mut()).map(|j| (j, false)).collect();
+    judge_family(&mut family);
+    for g in groups.iter_mut() {
+        if let Some(j) = &g.judgement {
+            g.verdict = Verdict::of(j);
+            g.rests_on = j.rests_on();
+        }
     }
 }
 
@@ -421,17 +467,111 @@ impl ToMetrics for BakeOff {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::allocator::parse_glibc;
+    use crate::procfs::{AddressSpace, Memory};
+    use crate::run::CpuUse;
 
-    fn fig(s: &[f64]) -> Figure {
-        Figure::of(s.to_vec()).unwrap()
+    fn record(allocator: &str, threads: u32, round: u32, throughput: f64) -> RunRecord {
+        RunRecord {
+            allocator: allocator.into(),
+            threads,
+            round,
+            pid: 1,
+            verified: "x".into(),
+            ops: 1000.0,
+            seconds: 1000.0 / throughput,
+            throughput,
+            cpu: CpuUse::default(),
+            cpu_per_op_us: 1.0,
+            machine_cpu_per_op_us: 1.0,
+            memory: Memory::default(),
+            space_start: AddressSpace::default(),
+            space_end: AddressSpace::default(),
+            minor_faults: 0,
+        }
     }
 
+    /// glibc and a tuned glibc at one and two threads, each round's throughput given.
+    fn groups(glibc: &[f64], tuned: &[f64]) -> Vec<Group> {
+        let allocators =
+            vec![Allocator::glibc(), parse_glibc("glibc:arena_max=1").unwrap().unwrap()];
+        let mut runs = Vec::new();
+        for threads in [1, 2] {
+            for (round, (g, t)) in glibc.iter().zip(tuned).enumerate() {
+                runs.push(record("glibc", threads, round as u32, *g));
+                runs.push(record("glibc:arena_max=1", threads, round as u32, *t));
+            }
+        }
+        summarize_runs(&allocators, &[1, 2], &runs, Some("glibc"))
+    }
+
+    fn tuned(groups: &[Group]) -> Vec<&Group> {
+        groups.iter().filter(|g| g.allocator != "glibc").collect()
+    }
+
+    /// The runs are the replicates: ranges that overlap can still differ when every run of
+    /// one is well above the other's on average, and ranges apart on two noisy runs a side
+    /// are not enough once the whole bake-off is one family.
     #[test]
-    fn overlapping_ranges_are_not_ranked() {
-        let base = fig(&[100.0, 110.0, 105.0]);
-        assert_eq!(judge(&fig(&[108.0, 120.0, 125.0]), &base), Verdict::NoSignificantDifference);
-        assert_eq!(judge(&fig(&[111.0, 120.0, 125.0]), &base), Verdict::Faster);
-        assert_eq!(judge(&fig(&[50.0, 60.0, 99.0]), &base), Verdict::Slower);
-        assert_eq!(judge(&fig(&[500.0]), &base), Verdict::NotJudged);
+    fn the_engine_judges_runs_as_replicates_across_the_whole_bake_off() {
+        let glibc = [100.0, 104.0, 98.0, 101.0, 103.0];
+        // About 12% more, the lowest run inside glibc's range: the old rule said no
+        // significant difference.
+        let g = groups(&glibc, &[112.0, 116.0, 103.5, 114.0, 115.0]);
+        for t in tuned(&g) {
+            assert_eq!(t.verdict, Verdict::Faster, "{t:?}");
+            let j = t.judgement.unwrap();
+            assert_eq!((j.level, j.this_replicates, j.baseline_replicates), (Level::Runs, 5, 5));
+            assert!(j.ratio_low > 1.0 && j.ratio_low < j.ratio && j.ratio < j.ratio_high, "{j:?}");
+            // One family of two (one and two threads): Holm doubles the smaller p-value.
+            assert!(j.adjusted_p > j.p_value, "{j:?}");
+            assert_eq!(t.rests_on, "5 runs each");
+            assert!(
+                t.grounds() == "1.11× (95% interval 1.05–1.17), 5 runs each",
+                "{}",
+                t.grounds()
+            );
+        }
+        assert!(g.iter().any(|g| g.verdict == Verdict::Baseline && g.judgement.is_none()));
+        // The same throughput as glibc's, shuffled: the interval holds 1.
+        let same = groups(&glibc, &[101.0, 98.0, 104.0, 103.0, 100.0]);
+        for t in tuned(&same) {
+            assert_eq!(t.verdict, Verdict::NoSignificantDifference, "{t:?}");
+            let j = t.judgement.unwrap();
+            assert!(j.ratio_low < 1.0 && j.ratio_high > 1.0, "{j:?}");
+        }
+        // Halved: slower.
+        let halved: Vec<f64> = glibc.iter().map(|v| v / 2.0 + 1.0).collect();
+        assert!(tuned(&groups(&glibc, &halved)).iter().all(|t| t.verdict == Verdict::Slower));
+        // One round: nothing to judge by, never a verdict.
+        let one = groups(&[100.0], &[500.0]);
+        for t in tuned(&one) {
+            assert_eq!(t.verdict, Verdict::NotJudged, "{t:?}");
+            assert_eq!(t.rests_on, "1 run each");
+            assert_eq!(t.grounds(), "5.00×, 1 run each");
+        }
+    }
+
+    /// Bake-offs stored before the verdicts were the engine's read back (no judgement), and a
+    /// judged one reads back whole, the interval of an untested group included.
+    #[test]
+    fn stored_groups_read_back() {
+        let judged = groups(&[100.0], &[500.0]);
+        let text = serde_json::to_string(&judged).unwrap();
+        let back: Vec<Group> = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.len(), judged.len());
+        assert!(back[1].judgement.unwrap().ratio_low.is_nan());
+        assert_eq!(back[1].verdict, Verdict::NotJudged);
+        let mut old = serde_json::to_value(&judged[1]).unwrap();
+        let fields = old.as_object_mut().unwrap();
+        fields.remove("judgement");
+        fields.remove("rests_on");
+        fields.insert(
+            "verdict".into(),
+            serde_json::json!({ "verdict": "no_significant_difference" }),
+        );
+        let old: Group = serde_json::from_value(old).unwrap();
+        assert_eq!(old.grounds(), "");
+        assert_eq!((old.verdict, old.judgement), (Verdict::NoSignificantDifference, None));
     }
 }

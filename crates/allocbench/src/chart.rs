@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use chart::svg::{self, esc, exact, fmt3, px, Plot, ScaleKind, Tick};
-use chart::{Area, Headline, Part};
+use chart::{Area, Headline, Part, Section};
 
 use crate::bakeoff::{BakeOff, Figure, Group, Verdict};
 
@@ -95,12 +95,34 @@ fn bar_chart(
     out
 }
 
-fn part(id: &str, title: &str, svg: String, caption: String) -> Part {
-    Part::new(Area::Allocators, id, title, false).with_figure(Some(chart::Figure {
-        svg,
-        caption,
-        after: String::new(),
-    }))
+/// Throughput relative to the baseline allocator: the first of the bake-off's sections.
+pub const RELATIVE: Section = Section {
+    area: Area::Allocators,
+    id: "chart-alloc-relative",
+    title: "Throughput relative to glibc",
+    wide: false,
+};
+pub const CPU: Section = Section {
+    area: Area::Allocators,
+    id: "chart-alloc-cpu",
+    title: "CPU per operation",
+    wide: false,
+};
+pub const PEAK: Section = Section {
+    area: Area::Allocators,
+    id: "chart-alloc-peak",
+    title: "Peak resident memory",
+    wide: false,
+};
+pub const SPACE: Section = Section {
+    area: Area::Allocators,
+    id: "chart-alloc-space",
+    title: "Address-space growth without reservations",
+    wide: false,
+};
+
+fn part(section: Section, svg: String, caption: String) -> Part {
+    section.part(Some(chart::Figure { svg, caption, after: String::new() }))
 }
 
 /// The bake-off's sections: one chart each for relative throughput, CPU per operation, peak
@@ -109,12 +131,7 @@ fn part(id: &str, title: &str, svg: String, caption: String) -> Part {
 pub fn parts(b: &BakeOff) -> Vec<Part> {
     let base = b.baseline.clone().unwrap_or_else(|| "glibc".into());
     if b.groups.is_empty() {
-        let mut empty = Part::new(
-            Area::Allocators,
-            "chart-alloc-relative",
-            "Throughput relative to glibc",
-            false,
-        );
+        let mut empty = RELATIVE.part(None);
         empty.notes.push(if b.interrupted {
             "stopped before any run was verified.".to_string()
         } else {
@@ -143,11 +160,10 @@ pub fn parts(b: &BakeOff) -> Vec<Part> {
         samples: f.samples.iter().map(|s| s / 1048576.0).collect(),
     };
     let mut relative = part(
-        "chart-alloc-relative",
-        "Throughput relative to glibc",
+        RELATIVE,
         bar_chart(
-            "chart-alloc-relative",
-            "Throughput relative to glibc",
+            RELATIVE.id,
+            RELATIVE.title,
             &format!("throughput ÷ {base}'s median"),
             b,
             &rel,
@@ -187,11 +203,16 @@ pub fn parts(b: &BakeOff) -> Vec<Part> {
             relative.headlines.push(Headline {
                 name: format!("{} vs {base}", g.allocator),
                 value: format!("{}×", fmt3(rel)),
-                detail: format!(
-                    "{most} thread(s), {} round(s), {}",
-                    g.throughput.samples.len(),
-                    verdict_words(&g.verdict)
-                ),
+                detail: match g.grounds() {
+                    grounds if grounds.is_empty() => format!(
+                        "{most} thread(s), {} round(s), {}",
+                        g.throughput.samples.len(),
+                        verdict_words(&g.verdict)
+                    ),
+                    grounds => {
+                        format!("{most} thread(s), {}: {grounds}", verdict_words(&g.verdict))
+                    }
+                },
                 metric: Some(format!(
                     "alloc_relative_throughput{{allocator={},threads={most}}}",
                     g.allocator
@@ -202,11 +223,10 @@ pub fn parts(b: &BakeOff) -> Vec<Part> {
     vec![
         relative,
         part(
-            "chart-alloc-cpu",
-            "CPU per operation",
+            CPU,
             bar_chart(
-                "chart-alloc-cpu",
-                "CPU per operation",
+                CPU.id,
+                CPU.title,
                 "µs of CPU per operation",
                 b,
                 &|g| Some(g.cpu_per_op_us.clone()),
@@ -216,11 +236,10 @@ pub fn parts(b: &BakeOff) -> Vec<Part> {
                 .into(),
         ),
         part(
-            "chart-alloc-peak",
-            "Peak resident memory",
+            PEAK,
             bar_chart(
-                "chart-alloc-peak",
-                "Peak resident memory",
+                PEAK.id,
+                PEAK.title,
                 "MiB (VmHWM)",
                 b,
                 &|g| g.hwm_bytes.as_ref().map(mib),
@@ -229,11 +248,10 @@ pub fn parts(b: &BakeOff) -> Vec<Part> {
             "Peak RSS of the measured process.".into(),
         ),
         part(
-            "chart-alloc-space",
-            "Address-space growth without reservations",
+            SPACE,
             bar_chart(
-                "chart-alloc-space",
-                "Address-space growth without reservations",
+                SPACE.id,
+                SPACE.title,
                 "MiB (PROT_NONE excluded)",
                 b,
                 &|g| Some(mib(&g.accessible_growth_bytes)),
@@ -250,9 +268,9 @@ fn verdict_words(v: &Verdict) -> &'static str {
     match v {
         Verdict::Baseline => "the baseline",
         Verdict::NoSignificantDifference => "no significant difference",
-        Verdict::Faster => "faster in every round",
-        Verdict::Slower => "slower in every round",
-        Verdict::NotJudged => "not ranked (too few rounds)",
+        Verdict::Faster => "faster",
+        Verdict::Slower => "slower",
+        Verdict::NotJudged => "not ranked",
     }
 }
 

@@ -70,14 +70,18 @@ fn cpu_us(v: f64) -> String {
 }
 
 fn verdict(g: &Group, baseline: &str) -> String {
-    match g.verdict {
-        Verdict::Baseline => "baseline".into(),
+    let words = match g.verdict {
+        Verdict::Baseline => return "baseline".into(),
         Verdict::NoSignificantDifference => format!("no significant difference from {baseline}"),
-        Verdict::Faster => format!("faster than {baseline} in every round"),
-        Verdict::Slower => format!("slower than {baseline} in every round"),
+        Verdict::Faster => format!("faster than {baseline}"),
+        Verdict::Slower => format!("slower than {baseline}"),
         Verdict::NotJudged => {
-            format!("not ranked (fewer than {} rounds)", crate::bakeoff::MIN_ROUNDS_TO_RANK)
+            "not ranked (at least 2 runs a side, with some spread, are needed)".to_string()
         }
+    };
+    match g.grounds() {
+        grounds if grounds.is_empty() => words,
+        grounds => format!("{words}: {grounds}"),
     }
 }
 
@@ -90,10 +94,21 @@ pub fn render(b: &BakeOff) -> String {
         "{} round(s), allocators interleaved round-robin; medians, ± half the min–max range",
         b.repeat
     );
+    let baseline = b.baseline.clone().unwrap_or_else(|| "glibc".into());
+    let family = b.groups.iter().filter(|g| g.judgement.is_some()).count();
+    if family > 0 {
+        let _ = writeln!(
+            out,
+            "verdicts: each allocator's runs against {baseline}'s at the same thread count, the ratio \
+             of geometric means with its {:.0}% interval; faster or slower only at p < {} after \
+             Holm's adjustment over the {family} comparison(s)",
+            measure::verdict::CONFIDENCE * 100.0,
+            measure::verdict::ALPHA
+        );
+    }
     for note in &b.notes {
         let _ = writeln!(out, "note: {note}");
     }
-    let baseline = b.baseline.clone().unwrap_or_else(|| "glibc".into());
     for &t in &b.threads {
         let groups: Vec<&Group> = b.groups.iter().filter(|g| g.threads == t).collect();
         if groups.is_empty() {

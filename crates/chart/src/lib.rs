@@ -35,10 +35,13 @@ pub fn inline_css() -> String {
     CSS.lines().collect()
 }
 
-/// The part of the page (and of the terminal summary) a section belongs to, in page order.
+/// The part of the page (and of the terminal summary) a section belongs to, in page order: the
+/// one list of the report's areas. The plan's sections, `report --sections`' values and help,
+/// the page's headings and the fleet's order of figures all come from it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Area {
+    /// The machine's facts: always shown, not a section one picks.
     Machine,
     Memory,
     Contention,
@@ -47,10 +50,27 @@ pub enum Area {
     Allocators,
     Database,
     Network,
-    Storage,
 }
 
 impl Area {
+    /// Every area, in page order.
+    pub const ALL: [Area; 8] = [
+        Area::Machine,
+        Area::Memory,
+        Area::Contention,
+        Area::Cpu,
+        Area::Compression,
+        Area::Allocators,
+        Area::Database,
+        Area::Network,
+    ];
+
+    /// The areas `report --sections` picks from (all but the machine's facts), in page order.
+    pub fn sections() -> impl Iterator<Item = Area> {
+        Self::ALL.into_iter().filter(|a| *a != Area::Machine)
+    }
+
+    /// Its heading on the page (`CPU`).
     pub fn title(self) -> &'static str {
         match self {
             Area::Machine => "Machine",
@@ -61,8 +81,60 @@ impl Area {
             Area::Allocators => "Allocators",
             Area::Database => "Database",
             Area::Network => "Network",
-            Area::Storage => "Storage",
         }
+    }
+
+    /// Its name on the command line and in stored data (`cpu`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Area::Machine => "machine",
+            Area::Memory => "memory",
+            Area::Contention => "contention",
+            Area::Cpu => "cpu",
+            Area::Compression => "compression",
+            Area::Allocators => "allocators",
+            Area::Database => "database",
+            Area::Network => "network",
+        }
+    }
+
+    /// The area whose [`Area::title`] is `title` (as the fleet's stored figures name it).
+    pub fn from_title(title: &str) -> Option<Area> {
+        Self::ALL.into_iter().find(|a| a.title() == title)
+    }
+}
+
+/// A section one can pick (`report --sections cpu,network`), by [`Area::name`]; the machine's
+/// facts are always shown and not one of them.
+impl std::str::FromStr for Area {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        Area::sections().find(|a| a.name() == text.trim()).ok_or_else(|| {
+            let known: Vec<&str> = Area::sections().map(Area::name).collect();
+            format!("unknown section {text:?}; known: {}", known.join(", "))
+        })
+    }
+}
+
+/// A section of the page as the code that draws it declares it: its area, chart id, heading
+/// and width. The drawing crate owns it (`membench::chart::LATENCY_SIZE`,
+/// `tamp::chart::CPU_SCALE`, …) and builds its [`Part`] from it; the report's plan names it as
+/// the place a step draws (and says why there when the step cannot run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Section {
+    pub area: Area,
+    /// The chart's id (`chart-…`).
+    pub id: &'static str,
+    pub title: &'static str,
+    /// Drawn across the page.
+    pub wide: bool,
+}
+
+impl Section {
+    /// Its part with `figure` (or "not measured" when it is `None`).
+    pub fn part(self, figure: Option<Figure>) -> Part {
+        Part::new(self.area, self.id, self.title, self.wide).with_figure(figure)
     }
 }
 
@@ -205,6 +277,19 @@ pub fn render_part_of(part: &Part, reason_if_empty: &str, machine: Option<Machin
     out
 }
 
+/// One headline figure as a card: what it is, the number, how it was obtained (the report's
+/// and the fleet page's cards, styled by [`CSS`]).
+pub fn card(out: &mut String, label: &str, figure: &str, how: &str) {
+    let _ = write!(
+        out,
+        "<div class=\"card\"><div class=\"label\">{}</div><div class=\"figure\">{}</div>\
+         <div class=\"how\">{}</div></div>",
+        esc(label),
+        esc(figure),
+        esc(how)
+    );
+}
+
 /// A self-contained HTML page around `body` (sections from [`render_part`]): the style sheet
 /// inlined, no script and no external URL, so it opens from a file anywhere.
 pub fn page(title: &str, version: &str, body: &str) -> String {
@@ -220,4 +305,49 @@ pub fn page(title: &str, version: &str, body: &str) -> String {
         v = esc(version),
         css = inline_css(),
     )
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may unwrap
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_areas_are_listed_in_page_order_under_their_stored_names() {
+        for (i, area) in Area::ALL.into_iter().enumerate() {
+            assert_eq!(area as usize, i, "{area:?} out of place in Area::ALL");
+            // The name on the command line is the one stored pages and skipped steps carry.
+            let stored = format!("\"{}\"", area.name());
+            assert_eq!(serde_json::to_string(&area).unwrap(), stored);
+            assert_eq!(serde_json::from_str::<Area>(&stored).unwrap(), area);
+            assert_eq!(Area::from_title(area.title()), Some(area));
+        }
+        assert_eq!(Area::from_title("Storage"), None);
+    }
+
+    #[test]
+    fn sections_are_picked_by_name_and_the_machine_is_not_one() {
+        let picked: Vec<Area> = Area::sections().collect();
+        assert_eq!(picked.len(), Area::ALL.len() - 1);
+        for area in picked {
+            assert_eq!(area.name().parse::<Area>(), Ok(area));
+        }
+        let e = "machine".parse::<Area>().unwrap_err();
+        assert!(
+            e.starts_with("unknown section \"machine\"; known: memory, contention, cpu"),
+            "{e}"
+        );
+        assert!(" cpu ".parse::<Area>().is_ok());
+    }
+
+    #[test]
+    fn a_card_escapes_what_it_shows() {
+        let mut out = String::new();
+        card(&mut out, "a <b>", "1 & 2", "\"how\"");
+        assert_eq!(
+            out,
+            "<div class=\"card\"><div class=\"label\">a &lt;b&gt;</div><div class=\"figure\">1 \
+             &amp; 2</div><div class=\"how\">&quot;how&quot;</div></div>"
+        );
+    }
 }

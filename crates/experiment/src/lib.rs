@@ -66,7 +66,7 @@ use std::io;
 
 use chart::Part;
 use measure::placement::RunPlacement;
-use measure::{Classified, ToMetrics, WorkerPlacement};
+use measure::{Classified, ToMetrics};
 use results::{RecordError, Recorder, RunContext, StoreOptions};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -189,7 +189,17 @@ pub struct Globals {
     /// The placement probe run around experiments whose figures depend on where the CPUs sit
     /// ([`Experiment::placement_cpus`]); `None`: not probed.
     pub placement_probe: Option<placement::ProbeFn>,
+    /// Computes the headline figures of the reports a store holds without them (stored by an
+    /// older platscope) by drawing each report again: `suite::figures::backfill`, handed in by
+    /// the binary so the fleet reader needs no crate that measures. `None`: they stay out.
+    pub backfill: Option<BackfillFn>,
 }
+
+/// See [`Globals::backfill`].
+pub type BackfillFn = fn(
+    &mut dyn results::FleetStore,
+    &Registry,
+) -> Result<results::fleet::Backfill, results::StoreError>;
 
 impl Globals {
     /// The recorder for a run on `topology`: `--db`, the default store, or none.
@@ -467,11 +477,6 @@ fn print<O: Outcome>(
         Format::Text => emit(&outcome.text())?,
     }
     Ok(())
-}
-
-/// Workers and what they ran on, for outcomes without placements of their own.
-pub fn no_placements() -> Vec<WorkerPlacement> {
-    Vec::new()
 }
 
 #[cfg(test)]

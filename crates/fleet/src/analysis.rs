@@ -110,6 +110,18 @@ pub struct Outlier {
     pub ratio: f64,
     /// The figure's run-to-run noise in the class: the smallest relative difference tested.
     pub min_effect: f64,
+    /// The rank test's p-value: the host's recent runs against the other hosts' of its class.
+    #[serde(default)]
+    pub p_value: f64,
+    /// The interval (95%) of the host's recent runs over the other hosts' (geometric means,
+    /// [`measure::verdict`]); absent when the runs give none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratio_low: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratio_high: Option<f64>,
+    /// What the test and the interval rest on: "5 vs 35 runs".
+    #[serde(default)]
+    pub rests_on: String,
     /// Slower or faster than the class.
     pub verdict: Direction,
 }
@@ -228,6 +240,10 @@ pub fn analyse_built(fleet: Fleet, options: &Options) -> Analysis {
                 class_median: o.class_median,
                 ratio: round4(o.value / o.class_median),
                 min_effect: round4(o.min_effect),
+                p_value: o.p_value,
+                ratio_low: Some(round4(o.ratio_low)).filter(|r| r.is_finite()),
+                ratio_high: Some(round4(o.ratio_high)).filter(|r| r.is_finite()),
+                rests_on: o.rests_on.clone(),
                 verdict: direction(o.figure, o.class_median, o.value),
             }
         })

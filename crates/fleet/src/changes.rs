@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::edivisive::{change_points, EDivisive, Split};
 use crate::facts::{diff, FactChange};
+use crate::median;
 use crate::noise::{Noise, NoiseTable};
 use crate::series::{Fleet, Series};
 
@@ -104,12 +105,6 @@ pub fn all_splits(fleet: &Fleet, settings: &EDivisive, threads: usize) -> Vec<Ve
     out
 }
 
-fn median(values: &[f64]) -> f64 {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    measure::summary::quantile(&sorted, 0.5)
-}
-
 /// The noise a change of `series` must exceed: its class's, else its own history's.
 fn noise_of(fleet: &Fleet, noise: &NoiseTable, s: &Series) -> Option<Noise> {
     noise.get(fleet.hosts[s.host].class, s.figure).or_else(|| Noise::of_series(&s.values))
@@ -129,8 +124,8 @@ pub fn changes(fleet: &Fleet, splits: &[Vec<Split>], noise: &NoiseTable) -> Vec<
         bounds.push(s.values.len());
         let host = &fleet.hosts[s.host];
         for (k, split) in found.iter().enumerate() {
-            let before = median(&s.values[bounds[k]..bounds[k + 1]]);
-            let after = median(&s.values[bounds[k + 1]..bounds[k + 2]]);
+            let before = median(&mut s.values[bounds[k]..bounds[k + 1]].to_vec());
+            let after = median(&mut s.values[bounds[k + 1]..bounds[k + 2]].to_vec());
             let ratio = after / before;
             if !ratio.is_finite() || (ratio - 1.0).abs() <= floor {
                 continue;

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use experiment::output::{check_writable, emit, emit_json, write_atomically};
 use std::ops::ControlFlow;
 
-use experiment::{Format, Globals, Registry, Tool};
+use experiment::{Format, Globals, Tool};
 use measure::Classified;
 use results::{
     FleetFilter, FleetStore, Location, PgStore, ReportFigures, ResultStore, SqliteStore,
@@ -85,8 +85,7 @@ impl Tool for FleetCommand {
             Some(path) => read_json(path, &mut builder)?,
             None => {
                 let location = store_location(args, globals)?;
-                let source =
-                    read_store(&location, &window, &globals.registry, &mut builder, &mut notes)?;
+                let source = read_store(&location, &window, globals, &mut builder, &mut notes)?;
                 publish_to = args.publish.then_some(location);
                 source
             }
@@ -184,11 +183,11 @@ fn filter(window: &Window) -> FleetFilter {
 fn read_from(
     store: &mut dyn FleetStore,
     window: &Window,
-    registry: &Registry,
+    globals: &Globals,
     builder: &mut FleetBuilder,
     notes: &mut Vec<String>,
 ) -> Result<(), Classified> {
-    fill_in(store, registry, notes);
+    fill_in(store, globals, notes);
     store.report_figures(&filter(window), &mut |report| {
         builder.add(report);
         ControlFlow::Continue(())
@@ -196,8 +195,9 @@ fn read_from(
     Ok(())
 }
 
-/// The backfill, said on stderr when it has work, its failures kept as notes.
-fn fill_in(store: &mut dyn FleetStore, registry: &Registry, notes: &mut Vec<String>) {
+/// The backfill the binary hands in ([`Globals::backfill`]), said on stderr when it has work,
+/// its failures kept as notes.
+fn fill_in(store: &mut dyn FleetStore, globals: &Globals, notes: &mut Vec<String>) {
     let waiting = match store.reports_without_figures() {
         Ok(ids) => ids.len(),
         Err(e) => {
@@ -208,11 +208,18 @@ fn fill_in(store: &mut dyn FleetStore, registry: &Registry, notes: &mut Vec<Stri
     if waiting == 0 {
         return;
     }
+    let Some(backfill) = globals.backfill else {
+        notes.push(format!(
+            "{waiting} report(s) stored by an older platscope are left out: this build cannot \
+             compute their figures"
+        ));
+        return;
+    };
     measure::say!(
         "platscope fleet: computing the headline figures of {waiting} report(s) stored by an \
          older platscope (once)"
     );
-    match suite::figures::backfill(store, registry) {
+    match backfill(store, &globals.registry) {
         Ok(done) => {
             for skipped in done.skipped.iter().take(5) {
                 notes.push(format!("report run {} left out: {}", skipped.id, skipped.why));
@@ -236,7 +243,7 @@ fn fill_in(store: &mut dyn FleetStore, registry: &Registry, notes: &mut Vec<Stri
 fn read_store(
     location: &Location,
     window: &Window,
-    registry: &Registry,
+    globals: &Globals,
     builder: &mut FleetBuilder,
     notes: &mut Vec<String>,
 ) -> Result<String, Classified> {
@@ -255,12 +262,12 @@ fn read_store(
                 Ok(store) => store,
                 Err(writable) => SqliteStore::open_read_only(path).map_err(|_| writable)?,
             };
-            read_from(&mut store, window, registry, builder, notes)?;
+            read_from(&mut store, window, globals, builder, notes)?;
             Ok(path.display().to_string())
         }
         Location::Postgres(url) => {
             let mut store = PgStore::connect(url)?;
-            read_from(&mut store, window, registry, builder, notes)?;
+            read_from(&mut store, window, globals, builder, notes)?;
             Ok(store.location())
         }
     }

@@ -9,8 +9,10 @@
 //! the rest are left out on purpose: they are what differs between hosts of one class and what
 //! a change on one host is explained by.
 //!
+//! The facts come as the report's machine table stored them (text); what a class needs of them
+//! is read typed through `topo::FactValue`, which wrote them.
+//!
 //! ```
-//! use std::collections::BTreeMap;
 //! use fleet::facts::nominal_memory;
 //!
 //! // MemTotal is a little below what is installed (the kernel and firmware keep some).
@@ -22,6 +24,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+use topo::FactValue;
 
 /// The facts (`topo::machine_facts` settings) that class a host, in the order a class is named.
 pub const CLASS_FACTS: [&str; 6] =
@@ -36,23 +39,7 @@ const MEMORY: &str = "Memory";
 /// Whether a fact's value says it was not recorded (a run stored by an older platscope, or a
 /// topology that was not read live): unknown, so never a difference.
 fn unknown(value: &str) -> bool {
-    value.starts_with("not recorded")
-}
-
-/// A machine-facts size (`23.5 GiB (MemTotal)`) in bytes.
-fn parse_size(value: &str) -> Option<f64> {
-    let mut words = value.split_whitespace();
-    let number: f64 = words.next()?.parse().ok()?;
-    let unit = match words.next()? {
-        "B" => 1.0,
-        "KiB" => 1024.0,
-        "MiB" => 1024.0f64.powi(2),
-        "GiB" => 1024.0f64.powi(3),
-        "TiB" => 1024.0f64.powi(4),
-        "PiB" => 1024.0f64.powi(5),
-        _ => return None,
-    };
-    (number.is_finite() && number > 0.0).then_some(number * unit)
+    !FactValue::read(value).is_recorded()
 }
 
 /// The memory size as installed, from the `Memory` fact: MemTotal rounded *up* to eight steps
@@ -61,24 +48,14 @@ fn parse_size(value: &str) -> Option<f64> {
 /// the kernel version, so hosts with the same DIMMs land on one value. `not recorded` or the
 /// fact as given when it does not read as a size.
 pub fn nominal_memory(value: &str) -> String {
-    if unknown(value) {
-        return "not recorded".into();
-    }
-    let Some(bytes) = parse_size(value) else { return value.to_string() };
+    let bytes = match FactValue::read(value) {
+        FactValue::Unrecorded(_) => return "not recorded".into(),
+        FactValue::Memory(m) if m.bytes > 0 => m.bytes as f64,
+        _ => return value.to_string(),
+    };
     let step = 2f64.powi(bytes.log2().floor() as i32 - 3).max(1.0);
     let nominal = (bytes / step).ceil() * step;
-    size_label(nominal as u64)
-}
-
-/// A size in the largest binary unit that divides it: `24 GiB`, `1 TiB`, `1536 MiB`.
-fn size_label(bytes: u64) -> String {
-    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-    let (mut value, mut unit) = (bytes, 0);
-    while value >= 1024 && value.is_multiple_of(1024) && unit + 1 < UNITS.len() {
-        value /= 1024;
-        unit += 1;
-    }
-    format!("{value} {}", UNITS[unit])
+    topo::facts::exact_bytes(nominal as u64)
 }
 
 /// A host's hardware class: the [`CLASS_FACTS`] of its newest run (memory nominal), with a
@@ -126,7 +103,7 @@ impl ClassKey {
             m => m.to_string(),
         };
         let hypervisor = match self.get("Hypervisor") {
-            h if h.starts_with("none") => "bare metal".to_string(),
+            h if FactValue::read(h) == FactValue::BareMetal => "bare metal".to_string(),
             "not recorded" => "hypervisor not recorded".to_string(),
             h => h.to_string(),
         };

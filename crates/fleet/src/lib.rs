@@ -13,8 +13,10 @@
 //!   test (as Apache Otava and MongoDB's signal-processing-algorithms do), and [`changes`]:
 //!   the configuration facts that changed at each, and the changes of facts that moved nothing;
 //! - [`analysis`]: all of it, as the JSON `--json` prints; [`text`] and [`page`] draw it;
-//! - [`synthetic`]: a fleet built from a few real reports of one host, with known shifts, for
-//!   tests and benches; [`command`]: `platscope fleet`.
+//! - [`command`]: `platscope fleet`.
+//!
+//! With the feature `synthetic` (for tests and benches only), `fleet::synthetic` builds a
+//! fleet from a few real reports of one host, with known shifts.
 //!
 //! ```
 //! use fleet::analysis::{analyse, Options};
@@ -40,9 +42,16 @@ pub mod noise;
 pub mod outliers;
 pub mod page;
 pub mod series;
+#[cfg(feature = "synthetic")]
 pub mod synthetic;
 pub mod text;
 pub mod window;
+
+/// The median of `values` (sorted in place); NaN for none.
+pub(crate) fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    measure::summary::quantile(values, 0.5)
+}
 
 /// What the fleet reader refuses, each in one line that names the fix.
 #[derive(Debug, thiserror::Error)]

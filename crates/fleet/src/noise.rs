@@ -23,8 +23,12 @@
 //! at all, the figure is not calibrated and its outliers are not tested.
 
 use crate::edivisive::Split;
-use crate::outliers::LATEST_RUNS;
+use crate::median;
 use crate::series::Fleet;
+
+/// How many of a host's latest runs its value is the median of ([`crate::outliers`] judges
+/// that value, so the noise is calibrated on medians of as many runs).
+pub const LATEST_RUNS: usize = 5;
 
 /// The fewest differences a calibration rests on.
 pub const MIN_DIFFERENCES: usize = 10;
@@ -48,11 +52,6 @@ pub struct Noise {
 /// |ln(b / a)| of each pair of consecutive values.
 pub fn log_differences(values: &[f64]) -> impl Iterator<Item = f64> + '_ {
     values.windows(2).map(|w| (w[1] / w[0]).ln().abs()).filter(|d| d.is_finite())
-}
-
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    measure::summary::quantile(values, 0.5)
 }
 
 /// |ln(b / a)| of consecutive medians of [`LATEST_RUNS`] runs, the blocks cut from the newest

@@ -16,7 +16,7 @@ use std::fmt::Write as _;
 
 use chart::svg::{self, esc, exact, fmt3, px, Plot, ScaleKind, Tick};
 
-use report::html::card;
+use chart::card;
 
 use crate::analysis::{Analysis, Direction};
 use crate::facts::describe;

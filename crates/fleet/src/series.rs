@@ -8,6 +8,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
+use chart::Area;
 use jiff::Timestamp;
 use results::fleet::ReportFigures;
 
@@ -99,19 +100,6 @@ pub struct Fleet {
     pub left_out: LeftOut,
 }
 
-/// The page's areas in page order: figures are listed in it.
-const AREAS: [&str; 9] = [
-    "Machine",
-    "Memory",
-    "Contention",
-    "CPU",
-    "Compression",
-    "Allocators",
-    "Database",
-    "Network",
-    "Storage",
-];
-
 /// A figure's value in a run as added: (run, figure, value).
 type Point = (usize, usize, f64);
 
@@ -198,8 +186,9 @@ impl FleetBuilder {
     /// The fleet: runs in time order, figures in page order, series, classes.
     pub fn finish(self) -> Fleet {
         let FleetBuilder { left_out, figures, hosts: by_host, .. } = self;
-        // Figures in page order (area, then as first seen).
-        let rank = |area: &str| AREAS.iter().position(|a| *a == area).unwrap_or(AREAS.len());
+        // Figures in page order (area, then as first seen); an area this version does not
+        // know goes last.
+        let rank = |area: &str| Area::from_title(area).map_or(Area::ALL.len(), |a| a as usize);
         let mut order: Vec<usize> = (0..figures.len()).collect();
         order.sort_by_key(|&i| (rank(&figures[i].area), i));
         let mut new_index = vec![0; figures.len()];

@@ -28,8 +28,10 @@ use jiff::{civil, ToSpan};
 use measure::rng::SplitMix64;
 use results::fleet::{HeadlineFigure, ReportFigures};
 use serde::{Deserialize, Serialize};
+use topo::{FactValue, MemorySource, MemoryTotal};
 
 use crate::facts::FactChange;
+use crate::median;
 
 /// What to build.
 #[derive(Debug, Clone, PartialEq)]
@@ -210,11 +212,6 @@ fn normal(rng: &mut SplitMix64) -> f64 {
     (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * rng.unit()).cos()
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    measure::summary::quantile(&v, 0.5)
-}
-
 /// The figures every real report has with a usable value, with level and noise.
 fn sources(real: &[ReportFigures]) -> Vec<Source> {
     let first = &real[0];
@@ -234,15 +231,15 @@ fn sources(real: &[ReportFigures]) -> Vec<Source> {
         {
             continue;
         }
-        let level = median(values.iter().map(|f| f.median).collect());
+        let level = median(&mut values.iter().map(|f| f.median).collect::<Vec<f64>>());
         let deviations: Vec<f64> = values.iter().map(|f| (f.median / level).ln()).collect();
-        let spread = 1.4826 * median(deviations.iter().map(|d| d.abs()).collect());
+        let spread = 1.4826 * median(&mut deviations.iter().map(|d| d.abs()).collect::<Vec<f64>>());
         let half_iqr = median(
-            values
+            &mut values
                 .iter()
                 .filter(|f| f.p75 > 0.0 && f.median > 0.0 && f.p75.is_finite())
                 .map(|f| (f.p75 / f.median).ln().abs())
-                .collect(),
+                .collect::<Vec<f64>>(),
         );
         // A figure that never moved across the real reports still moves a little: the spread
         // inside one run (its samples' interquartile range as a standard deviation), at least
@@ -358,11 +355,12 @@ fn class_facts(base: &BTreeMap<String, String>, class: usize) -> BTreeMap<String
     facts.insert("CPU model".into(), format!("{model} (synthetic class {class})"));
     let cores = facts.get("Cores per socket").and_then(|c| c.parse::<u64>().ok()).unwrap_or(1);
     facts.insert("Cores per socket".into(), (cores * scale).to_string());
-    let memory = facts
-        .get("Memory")
-        .and_then(|m| m.split_whitespace().next().and_then(|n| n.parse::<f64>().ok()))
-        .unwrap_or(16.0);
-    facts.insert("Memory".into(), format!("{:.1} GiB (MemTotal)", memory * scale as f64));
+    let memory = match facts.get("Memory").map(|m| FactValue::read(m)) {
+        Some(FactValue::Memory(m)) => m,
+        _ => MemoryTotal { bytes: 16 << 30, source: MemorySource::MemTotal },
+    };
+    let more = MemoryTotal { bytes: memory.bytes.saturating_mul(scale), ..memory };
+    facts.insert("Memory".into(), FactValue::Memory(more).to_string());
     facts
 }
 

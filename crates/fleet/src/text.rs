@@ -49,9 +49,13 @@ pub fn summary(analysis: &Analysis, source: &str, window: &str) -> String {
         let _ = writeln!(out, "  none");
     }
     for o in report.outliers.iter().take(ROWS) {
+        let interval = match (o.ratio_low, o.ratio_high) {
+            (Some(low), Some(high)) => format!("95% interval {}–{}× on ", fmt3(low), fmt3(high)),
+            _ => String::new(),
+        };
         let _ = writeln!(
             out,
-            "  {:<16} {:<28} {:>9} {} vs class {} ({}, {}; noise {}%)",
+            "  {:<16} {:<28} {:>9} {} vs class {} ({}, {}: {interval}{}; noise {}%)",
             o.host,
             o.figure,
             fmt3(o.value),
@@ -59,6 +63,7 @@ pub fn summary(analysis: &Analysis, source: &str, window: &str) -> String {
             fmt3(o.class_median),
             times(o.ratio),
             o.verdict.word(),
+            o.rests_on,
             fmt3(o.min_effect * 100.0)
         );
     }

@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use chart::svg::{self, esc, exact, fmt3, px, Plot, ScaleKind};
-use chart::{Area, Figure, Headline, Part};
+use chart::{Area, Figure, Headline, Part, Section};
 use measure::ToMetrics;
 
 use crate::run::LoadReport;
@@ -184,11 +184,43 @@ fn outage_cell(s: &LoadReport) -> String {
     each.join("; ")
 }
 
+/// One steady-rate run's section.
+pub const LOAD: Section = Section {
+    area: Area::Database,
+    id: "chart-load",
+    title: "Steady-rate load: latency by interval",
+    wide: false,
+};
+/// A sweep's throughput: the first of its sections (the report's database step draws it first).
+pub const LOAD_THROUGHPUT: Section = Section {
+    area: Area::Database,
+    id: "chart-load-throughput",
+    title: "Load sweep: throughput",
+    wide: false,
+};
+pub const LOAD_LATENCY: Section = Section {
+    area: Area::Database,
+    id: "chart-load-latency",
+    title: "Load sweep: latency",
+    wide: false,
+};
+pub const LOAD_CPU: Section = Section {
+    area: Area::Database,
+    id: "chart-load-cpu",
+    title: "Load sweep: CPU per transaction",
+    wide: false,
+};
+pub const LOAD_STEPS: Section = Section {
+    area: Area::Database,
+    id: "chart-load-steps",
+    title: "Load sweep: steps",
+    wide: true,
+};
+
 /// One run's section: latency (p50, p99, max) of each interval, the run's percentiles and CPU
 /// per transaction under it.
 pub fn run_parts(r: &LoadReport) -> Vec<Part> {
-    let mut part =
-        Part::new(Area::Database, "chart-load", "Steady-rate load: latency by interval", false);
+    let mut part = LOAD.part(None);
     let pts = |f: &dyn Fn(&Percentiles) -> u64| -> Vec<(f64, f64)> {
         r.intervals
             .iter()
@@ -209,7 +241,7 @@ pub fn run_parts(r: &LoadReport) -> Vec<Part> {
         return vec![part];
     }
     let svg = line_chart(
-        "chart-load",
+        LOAD.id,
         "Latency by interval",
         ("seconds from the first intended start", "latency, ms (log)"),
         &series,
@@ -304,12 +336,8 @@ pub fn sweep_parts(steps: &[LoadReport]) -> Vec<Part> {
     let pts = |f: &dyn Fn(&LoadReport) -> f64| -> Vec<(f64, f64)> {
         steps.iter().map(|s| (s.offered_rate, f(s))).collect()
     };
-    let mut throughput =
-        Part::new(Area::Database, "chart-load-throughput", "Load sweep: throughput", false);
-    let mut latency = Part::new(Area::Database, "chart-load-latency", "Load sweep: latency", false);
-    let mut cpu =
-        Part::new(Area::Database, "chart-load-cpu", "Load sweep: CPU per transaction", false);
-    let mut table = Part::new(Area::Database, "chart-load-steps", "Load sweep: steps", true);
+    let [mut throughput, mut latency, mut cpu, mut table] =
+        [LOAD_THROUGHPUT, LOAD_LATENCY, LOAD_CPU, LOAD_STEPS].map(|s| s.part(None));
     if steps.is_empty() {
         return vec![throughput, latency, cpu, table];
     }
@@ -318,7 +346,7 @@ pub fn sweep_parts(steps: &[LoadReport]) -> Vec<Part> {
     };
     throughput.figure = figure(
         line_chart(
-            "chart-load-throughput",
+            LOAD_THROUGHPUT.id,
             "Throughput achieved against offered rate",
             ("offered, tx/s", "achieved, tx/s"),
             &[Series { name: "achieved", dash: "", points: pts(&|s| s.achieved_rate) }],
@@ -330,7 +358,7 @@ pub fn sweep_parts(steps: &[LoadReport]) -> Vec<Part> {
     );
     latency.figure = figure(
         line_chart(
-            "chart-load-latency",
+            LOAD_LATENCY.id,
             "Latency from the intended start against offered rate",
             ("offered, tx/s", "latency, ms (log)"),
             &[
@@ -349,7 +377,7 @@ pub fn sweep_parts(steps: &[LoadReport]) -> Vec<Part> {
     };
     cpu.figure = figure(
         line_chart(
-            "chart-load-cpu",
+            LOAD_CPU.id,
             "CPU per transaction against offered rate",
             ("offered, tx/s", "CPU per transaction, µs (log)"),
             &[

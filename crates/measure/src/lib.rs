@@ -17,8 +17,10 @@
 //!   comparisons key on — never formatted text.
 //! - [`names`]: the stored metric names read outside the crate that measures them (the
 //!   exporter's benchmark figures).
-//! - [`verdict`]: `faster` / `slower` / `same` between two runs' samples, tested (`untested`
-//!   when too few samples to test; `placement differs` when the CPUs sat elsewhere).
+//! - [`verdict`]: `faster` / `slower` / `same` between two sides' replicates (rounds or
+//!   runs), with the ratio's interval and Holm's adjustment across a page; `untested` when too
+//!   few replicates; `placement differs` when the CPUs sat elsewhere.
+//! - [`stats`]: Student's t, Holm's adjustment, the Mann–Whitney rank test.
 //! - [`placement`]: where a run's CPUs sat, as a cheap hand-off probe saw it: regimes, a
 //!   change during a run, a contradiction with the topology, runs that cannot be compared.
 //! - [`usage`]: the one exit-code rule ([`Usage`], [`Classified`]).
@@ -53,6 +55,7 @@ pub mod procstat;
 pub mod progress;
 pub mod rng;
 pub mod say;
+pub mod stats;
 pub mod stop;
 pub mod summary;
 pub mod time;

@@ -191,6 +191,8 @@ impl SharedRegion {
             per_node,
             not_present,
             thp_bytes: None,
+            thp_source: None,
+            thp_mode: None,
         })
     }
 }

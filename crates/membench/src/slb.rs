@@ -545,15 +545,7 @@ mod tests {
             planned_ops: ops,
             elapsed_ns,
             batches: None,
-            placement: Placement {
-                requested: MemPolicy::Inherit,
-                page: PageSize::Base,
-                bytes: 4096,
-                page_bytes: 4096,
-                per_node: vec![],
-                not_present: 0,
-                thp_bytes: None,
-            },
+            placement: Placement::base_pages(4096, vec![]),
         }
     }
 

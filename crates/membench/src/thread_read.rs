@@ -140,15 +140,7 @@ mod tests {
             passes: 500,
             elapsed_ns: 16_759_935_123,
             bytes: 500 * BYTES,
-            placement: Placement {
-                requested: MemPolicy::Inherit,
-                page: PageSize::Base,
-                bytes: BYTES,
-                page_bytes: 4096,
-                per_node: vec![],
-                not_present: 0,
-                thp_bytes: None,
-            },
+            placement: Placement::base_pages(BYTES, vec![]),
         };
         assert_eq!(r.time_cost_line(), "time cost 16.759935 secs.");
         assert!((r.gbs() - 8.009).abs() < 0.001, "{}", r.gbs());

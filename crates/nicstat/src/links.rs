@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use chart::svg::{esc, fmt3};
-use chart::{Area, Figure, Headline, Part};
+use chart::{Area, Figure, Headline, Part, Section};
 use experiment::{Context, Experiment, Outcome};
 use measure::{Classified, FsRoot, Metric, ToMetrics, Unit};
 use serde::{Deserialize, Serialize};
@@ -63,6 +63,10 @@ pub struct NetLinks {
 /// `platscope net links`.
 #[derive(Debug)]
 pub struct Links;
+
+/// `net links`' section (the report's network area).
+pub const NETWORK: Section =
+    Section { area: Area::Network, id: "chart-network", title: "Network links", wide: true };
 
 impl Experiment for Links {
     const PATH: &'static [&'static str] = &["net", "links"];
@@ -199,7 +203,7 @@ impl Outcome for NetLinks {
     }
 
     fn parts(&self, _topology: &topo::Topology) -> Vec<Part> {
-        let mut part = Part::new(Area::Network, "chart-network", "Network links", true);
+        let mut part = NETWORK.part(None);
         if self.links.is_empty() {
             return vec![part];
         }

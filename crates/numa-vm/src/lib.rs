@@ -259,6 +259,18 @@ fn prepared() -> Result<Prepared, GuestError> {
     Ok(p)
 }
 
+/// The CPU models the installed `qemu-system-x86_64` offers (`-cpu help`), for
+/// [`GuestSpec::with_cpu`]; runs `prepare.sh` first if this process has not.
+pub fn cpu_models() -> Result<Vec<String>, GuestError> {
+    let qemu = prepared()?.setup.qemu;
+    let out = Command::new(&qemu)
+        .args(["-cpu", "help"])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(io_err(format!("running {} -cpu help", qemu.display())))?;
+    Ok(spec::parse_cpu_models(&String::from_utf8_lossy(&out.stdout)))
+}
+
 /// Boots the guest described by `spec` with `binary` at `/bin/<its file name>` (its shared
 /// libraries copied in at the paths `ldd` names), runs each command with the guest's `sh`
 /// (stdin `/dev/null`, cwd `/`, `PATH=/bin:/sbin:/usr/bin:/usr/sbin`; `/tmp` is a tmpfs) and

@@ -26,6 +26,10 @@ pub struct GuestSpec {
     pub timeout: Duration,
     /// Extra kernel command-line arguments, e.g. `numa_balancing=disable`.
     pub extra_kernel_args: Vec<String>,
+    /// QEMU's CPU model (`-cpu`): `max` (every feature TCG can emulate) by default, or a named
+    /// model such as `Cascadelake-Server` or `EPYC-Rome` ([`crate::cpu_models`] lists them),
+    /// which sets the CPUID the guest sees: vendor, family, highest leaves, caches, TLBs.
+    pub cpu: String,
 }
 
 /// Most nodes a spec may have.
@@ -38,6 +42,7 @@ pub const MIN_NODE_MIB: u64 = 32;
 pub const MIN_NODE0_MIB: u64 = 128;
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+const DEFAULT_CPU: &str = "max";
 
 impl GuestSpec {
     /// Builds a spec from `(cpus, mem_mib)` pairs and a distance matrix, with the default
@@ -48,6 +53,7 @@ impl GuestSpec {
             distances,
             timeout: DEFAULT_TIMEOUT,
             extra_kernel_args: Vec::new(),
+            cpu: DEFAULT_CPU.to_string(),
         }
     }
 
@@ -74,6 +80,13 @@ impl GuestSpec {
     #[must_use]
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
+        self
+    }
+
+    /// Replaces the CPU model (QEMU's `-cpu`; default `max`).
+    #[must_use]
+    pub fn with_cpu(mut self, model: impl Into<String>) -> Self {
+        self.cpu = model.into();
         self
     }
 
@@ -167,11 +180,30 @@ impl GuestSpec {
                 }
             }
         }
+        let model_char = |c: char| c.is_ascii_alphanumeric() || "-_.".contains(c);
+        if self.cpu.is_empty() || !self.cpu.chars().all(model_char) {
+            return Err(format!(
+                "CPU model {:?}: give one of the names `qemu-system-x86_64 -cpu help` lists \
+                 (letters, digits, '-', '_', '.')",
+                self.cpu
+            ));
+        }
         if self.timeout.is_zero() {
             return Err("the timeout is zero".into());
         }
         Ok(())
     }
+}
+
+/// The model names of `qemu-system-x86_64 -cpu help`: the second word of each `x86 NAME …`
+/// line (aliases included), in its order; the feature flags it lists after them are not models.
+pub(crate) fn parse_cpu_models(help: &str) -> Vec<String> {
+    help.lines()
+        .filter_map(|line| {
+            let mut words = line.split_whitespace();
+            (words.next() == Some("x86")).then(|| words.next()).flatten().map(str::to_string)
+        })
+        .collect()
 }
 
 /// Files QEMU reads and writes.
@@ -206,7 +238,7 @@ pub(crate) fn qemu_args(spec: &GuestSpec, files: &QemuFiles<'_>) -> Vec<String> 
         "-machine",
         "pc",
         "-cpu",
-        "max",
+        spec.cpu.as_str(),
         "-nodefaults",
         "-no-user-config",
         "-display",
@@ -289,6 +321,9 @@ mod tests {
         assert_eq!(windows(&args, "-m"), ["1024M"]);
         assert_eq!(windows(&args, "-smp"), ["2,sockets=2,cores=1,threads=1"]);
         assert_eq!(windows(&args, "-accel"), ["tcg"]);
+        assert_eq!(windows(&args, "-cpu"), ["max"]);
+        let rome = qemu_args(&GuestSpec::two_nodes().with_cpu("EPYC-Rome"), &files());
+        assert_eq!(windows(&rome, "-cpu"), ["EPYC-Rome"]);
         assert_eq!(windows(&args, "-kernel"), ["/c/vmlinux"]);
         assert_eq!(windows(&args, "-initrd"), ["/t/initrd.cpio"]);
         assert_eq!(windows(&args, "-append"), ["console=ttyS0 panic=-1 rdinit=/init"]);
@@ -351,6 +386,24 @@ mod tests {
     }
 
     #[test]
+    fn parses_qemu_cpu_help() {
+        // The shape of QEMU 7.2's `-cpu help`, trimmed.
+        let help = "Available CPUs:\n\
+            x86 486                   (alias configured by machine type)\n\
+            x86 Cascadelake-Server    (alias configured by machine type)\n\
+            x86 Cascadelake-Server-v1  Intel Xeon Processor (Cascadelake)\n\
+            x86 EPYC-Rome             (alias configured by machine type)\n\
+            x86 max                   Enables all features supported by the accelerator\n\
+            \n\
+            Recognized CPUID flags:\n  3dnow 3dnowext\n";
+        assert_eq!(
+            parse_cpu_models(help),
+            ["486", "Cascadelake-Server", "Cascadelake-Server-v1", "EPYC-Rome", "max"]
+        );
+        assert!(parse_cpu_models("").is_empty());
+    }
+
+    #[test]
     fn cpu_ranges_follow_node_order() {
         let spec = GuestSpec::new(&[(3, 256), (2, 256), (0, 64)], vec![]);
         assert_eq!(spec.cpu_ranges(), [Some((0, 2)), Some((3, 4)), None]);
@@ -375,5 +428,7 @@ mod tests {
         bad(GuestSpec::new(&[(1, 256), (1, 256)], vec![vec![10, 20], vec![20, 11]]), "must be 10");
         bad(GuestSpec::new(&[(1, 256), (1, 256)], vec![vec![10, 10], vec![20, 10]]), "above 10");
         bad(GuestSpec::two_nodes().with_timeout(Duration::ZERO), "timeout");
+        bad(GuestSpec::two_nodes().with_cpu(""), "CPU model");
+        bad(GuestSpec::two_nodes().with_cpu("EPYC,+pdpe1gb"), "-cpu help");
     }
 }

@@ -9,6 +9,7 @@ use topo::sysfs::SysRoot;
 use topo::units::format_bytes;
 use topo::{idlist, Topology};
 
+use crate::huge::{describe_pages, huge_bytes, thp_mode as thp_mode_now, HugeSource};
 use crate::pagenodes::{pages_nodes, tally_nodes};
 use crate::policy::{thread_policy, MemPolicy};
 use crate::{PageSize, PlaceError};
@@ -131,13 +132,13 @@ impl Arena {
             .map(|o| self.ptr.as_ptr().wrapping_add(o).cast_const().cast())
             .collect();
         let (per_node, not_present) = tally_nodes(pages_nodes(&addresses)?);
-        let huge_bytes = if self.spec.page == PageSize::Thp {
-            std::fs::read_to_string("/proc/self/smaps")
-                .ok()
-                .map(|smaps| anon_huge_bytes_in(&smaps, self.ptr.as_ptr() as u64, self.len as u64))
-        } else {
-            None
-        };
+        let (mut thp_bytes, mut thp_source, mut thp_mode) = (None, None, None);
+        if self.spec.page == PageSize::Thp {
+            if let Some((bytes, source)) = huge_bytes(self.ptr.as_ptr() as usize, self.len) {
+                (thp_bytes, thp_source) = (Some(bytes), Some(source));
+            }
+            thp_mode = thp_mode_now();
+        }
         Ok(Placement {
             requested: self.spec.policy.clone(),
             page: self.spec.page,
@@ -145,7 +146,9 @@ impl Arena {
             page_bytes: stride as u64,
             per_node,
             not_present,
-            thp_bytes: huge_bytes,
+            thp_bytes,
+            thp_source,
+            thp_mode,
         })
     }
 }
@@ -319,6 +322,16 @@ pub fn anon_huge_bytes_in(smaps: &str, start: u64, len: u64) -> u64 {
     total
 }
 
+/// What several arenas of one run (a thread's buffers, each worker's arena) are, in the words
+/// of [`Placement::pages_label`] over their sum; `None` for none.
+pub fn pages_label_of(placements: &[Placement]) -> Option<String> {
+    let first = placements.first()?;
+    let bytes = placements.iter().map(|p| p.bytes).sum();
+    let huge = placements.iter().map(|p| p.thp_bytes).sum::<Option<u64>>();
+    let mode = placements.iter().find_map(|p| p.thp_mode.as_deref());
+    Some(describe_pages(first.page, bytes, huge, mode))
+}
+
 /// Pages of an arena on one node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodePages {
@@ -337,11 +350,36 @@ pub struct Placement {
     pub per_node: Vec<NodePages>,
     /// Pages not resident when asked (never touched, or swapped out).
     pub not_present: u64,
-    /// For THP arenas, how much of the range is backed by huge pages (`AnonHugePages`).
+    /// For THP arenas, how much of the range is backed by huge pages (read as
+    /// [`Placement::thp_source`] says); `None` for other pages, or when it could not be read.
     pub thp_bytes: Option<u64>,
+    /// Where `thp_bytes` was read; absent in placements stored before it was recorded (those
+    /// read `AnonHugePages`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thp_source: Option<HugeSource>,
+    /// For THP arenas, the system's THP mode (`always`, `madvise`, `never`) when placed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thp_mode: Option<String>,
 }
 
 impl Placement {
+    /// `bytes` of base pages under the inherited policy, `per_node` as counted, every page
+    /// resident: what a run on a machine without THP or a policy records (and what tests and
+    /// made-up outcomes build).
+    pub fn base_pages(bytes: u64, per_node: Vec<NodePages>) -> Self {
+        Placement {
+            requested: MemPolicy::Inherit,
+            page: PageSize::Base,
+            bytes,
+            page_bytes: 4096,
+            per_node,
+            not_present: 0,
+            thp_bytes: None,
+            thp_source: None,
+            thp_mode: None,
+        }
+    }
+
     /// Pages counted, resident or not.
     pub fn total_pages(&self) -> u64 {
         self.per_node.iter().map(|n| n.pages).sum::<u64>() + self.not_present
@@ -358,6 +396,12 @@ impl Placement {
             0 => 0.0,
             total => self.pages_on(node) as f64 / total as f64,
         }
+    }
+
+    /// What the arena's pages are, as a run says it: `4k pages`, `thp pages: all 64 MiB huge`,
+    /// `thp requested: 0 of 512 MiB huge; THP is 'never'` ([`describe_pages`]).
+    pub fn pages_label(&self) -> String {
+        describe_pages(self.page, self.bytes, self.thp_bytes, self.thp_mode.as_deref())
     }
 
     /// Whether every page is resident on one of `nodes`.
@@ -399,8 +443,11 @@ AnonHugePages:         0 kB
             per_node: vec![NodePages { node: 0, pages: 3 }, NodePages { node: 1, pages: 1 }],
             not_present: 0,
             thp_bytes: None,
+            thp_source: None,
+            thp_mode: None,
         };
         assert_eq!(p.total_pages(), 4);
+        assert_eq!(p.pages_label(), "4k pages");
         assert!((p.fraction_on(0) - 0.75).abs() < 1e-9);
         assert!(p.all_on(&[0, 1]));
         assert!(!p.all_on(&[1]));

@@ -4,7 +4,8 @@
 //! - [`pin`]: thread and process CPU affinity;
 //! - [`MemPolicy`]: bind, interleave, preferred, local, or inherit (the default, so platscope
 //!   also runs under `numactl`);
-//! - [`PageSize`]: 4 KiB (no THP), THP, hugetlb 2 MiB and 1 GiB;
+//! - [`PageSize`]: 4 KiB (no THP), THP, hugetlb 2 MiB and 1 GiB; [`describe_pages`]: what a
+//!   run got, THP read back per page (root) or from `smaps`, not what it asked for;
 //! - [`Arena`]: memory with a policy and page size, first-touched by its owner, refusing to
 //!   take more than its nodes have, and reporting its [`Placement`] as the kernel sees it;
 //! - [`pages_nodes`]: the node of the page at any mapped address (`move_pages` as a query);
@@ -27,6 +28,7 @@
 
 mod arena;
 pub mod experiments;
+mod huge;
 pub mod limits;
 pub mod lists;
 pub mod pagecache;
@@ -39,7 +41,8 @@ pub mod render_pagecache;
 mod request;
 pub mod tools;
 
-pub use arena::{anon_huge_bytes_in, Arena, ArenaSpec, NodePages, Placement};
+pub use arena::{anon_huge_bytes_in, pages_label_of, Arena, ArenaSpec, NodePages, Placement};
+pub use huge::{describe_pages, HugeSource};
 pub use pagenodes::{merge_node_pages, pages_nodes, tally_nodes};
 pub use pages::{parse_page, PageSize};
 pub use policy::{thread_policy, MemPolicy, ThreadPolicy};

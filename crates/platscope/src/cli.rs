@@ -104,5 +104,6 @@ pub fn globals(matches: &clap::ArgMatches) -> experiment::Globals {
         // A short cache-line hand-off between a run's CPUs, before and after each run whose
         // figures depend on where they sit.
         placement_probe: Some(membench::c2c::probe::probe),
+        backfill: Some(suite::figures::backfill),
     }
 }

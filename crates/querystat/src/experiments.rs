@@ -165,17 +165,16 @@ impl Outcome for Report {
     }
 }
 
+/// The id of `db querystat`'s section (its heading names the server).
+pub const CHART_ID: &str = "chart-querystat";
+
 /// The section: the latency histogram of every traced query (or transaction), the cache and
 /// pre-emption figures and the top pre-emptors under it.
 fn part(r: &Report) -> Part {
     let (one, all) = (r.by.singular(), r.by.plural());
-    let mut part = Part::new(
-        Area::Database,
-        "chart-querystat",
-        &format!("{} latency", r.server.kind.title()),
-        false,
-    );
-    let Some(svg) = histogram_chart("chart-querystat", &r.all.histogram_us, all) else {
+    let mut part =
+        Part::new(Area::Database, CHART_ID, &format!("{} latency", r.server.kind.title()), false);
+    let Some(svg) = histogram_chart(CHART_ID, &r.all.histogram_us, all) else {
         part.notes.push(format!(
             "no {all} completed in the {} s traced ({}, PID {})",
             fmt3(r.duration_s),

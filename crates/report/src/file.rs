@@ -5,8 +5,6 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::html::{render_html, ReportData};
-
 /// Creates `dir` if needed and proves it writable; returns it absolute.
 pub fn prepare_out(dir: &Path) -> io::Result<PathBuf> {
     let context = |what: &str, e: io::Error| {
@@ -17,11 +15,6 @@ pub fn prepare_out(dir: &Path) -> io::Result<PathBuf> {
     std::fs::write(&probe, b"").map_err(|e| context("write to", e))?;
     std::fs::remove_file(&probe).ok();
     Ok(dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf()))
-}
-
-/// Renders `data` to `dir/report.html` atomically; returns the path.
-pub fn write_report(dir: &Path, data: &ReportData) -> io::Result<PathBuf> {
-    write_html(dir, &render_html(data))
 }
 
 /// Writes a rendered page to `dir/report.html` atomically; returns the path.

@@ -1,15 +1,18 @@
 //! Comparing two runs metric by metric, matched on name and labels. Each change gets the verdict
-//! of [`measure::verdict`] (`faster`, `slower` or `same`: a minimum effect and a Mann–Whitney U
-//! test on the stored samples; `untested` when too few samples to test), the same verdicts the
-//! report's `--baseline` gives; `real` keeps the older, looser rule (larger than both runs'
-//! interquartile ranges). Two runs whose placement probes disagree
+//! of [`measure::verdict`], the engine the report's `--baseline` uses: the two runs are one run
+//! a side, so their stored samples (taken inside each run) are given the assumed run-to-run
+//! noise ([`ASSUMED_RUN_NOISE`]) on top of their own spread, and every metric of the pair is
+//! judged in one family (Holm); `untested` when a side has fewer than two samples. `real` keeps
+//! the older, looser rule (larger than both runs' interquartile ranges). Two runs whose placement probes disagree
 //! ([`measure::placement::differs`]) get no verdict on a figure that depends on where the CPUs
 //! sit: `placement differs`.
 
 use serde::{Deserialize, Serialize};
 
 use measure::placement::{depends_on_placement, differs, RunPlacement};
-use measure::verdict::{judge, Verdict, MIN_EFFECT};
+use measure::verdict::{
+    assess, judge_family, Judgement, Level, RunNoise, Verdict, ASSUMED_RUN_NOISE,
+};
 
 use crate::StoredRun;
 
@@ -36,9 +39,20 @@ pub struct MetricDelta {
     /// when the figure depends on where the CPUs sit and the two runs sat differently.
     #[serde(default = "same")]
     pub verdict: Verdict,
-    /// The Mann–Whitney U test's two-sided p-value on the two runs' samples.
+    /// The two-sided p-value of this metric alone, and adjusted across the pair's metrics
+    /// (Holm): the verdict is decided on the adjusted one.
     #[serde(default)]
     pub p_value: f64,
+    #[serde(default)]
+    pub adjusted_p: f64,
+    /// The interval of `ratio` (95%).
+    #[serde(default)]
+    pub ratio_low: f64,
+    #[serde(default)]
+    pub ratio_high: f64,
+    /// What the verdict rests on ("20 samples each; run-to-run noise 10% assumed").
+    #[serde(default)]
+    pub rests_on: String,
     /// How many samples each run has of this metric.
     #[serde(default)]
     pub a_samples: usize,
@@ -72,6 +86,11 @@ fn better_has_a_direction(unit: &str) -> bool {
     )
 }
 
+/// The labels of `run`'s metric whose key is `key`.
+fn labels_of(run: &StoredRun, key: &str) -> std::collections::BTreeMap<String, String> {
+    run.metrics.iter().find(|m| m.key() == key).map(|m| m.labels.clone()).unwrap_or_default()
+}
+
 /// Compares metrics with the same name and labels.
 pub fn compare(a: &StoredRun, b: &StoredRun) -> Comparison {
     let mut deltas = Vec::new();
@@ -83,46 +102,58 @@ pub fn compare(a: &StoredRun, b: &StoredRun) -> Comparison {
         (Some(pa), Some(pb)) => differs(&pb, &pa),
         _ => None,
     };
+    let mut judged: Vec<(MetricDelta, Judgement, bool)> = Vec::new();
     for ma in &a.metrics {
         let key = ma.key();
-        match b.metrics.iter().find(|mb| mb.key() == key) {
-            Some(mb) => {
-                let delta = mb.median - ma.median;
-                let spread_a = ma.p75 - ma.p25;
-                let spread_b = mb.p75 - mb.p25;
-                let real = delta.abs() > spread_a && delta.abs() > spread_b;
-                let lower_is_better =
-                    measure::Unit::from_symbol(&ma.unit).map(measure::Unit::lower_is_better);
-                let judged =
-                    judge(&mb.samples, &ma.samples, lower_is_better.unwrap_or(false), MIN_EFFECT);
-                // A unit without a better direction is `same` when tested: there is no faster.
-                let verdict = match judged.verdict {
-                    _ if placement.is_some() && depends_on_placement(&ma.labels) => {
-                        Verdict::PlacementDiffers
-                    }
-                    Verdict::Faster | Verdict::Slower if !better_has_a_direction(&ma.unit) => {
-                        Verdict::Same
-                    }
-                    v => v,
-                };
-                deltas.push(MetricDelta {
-                    ratio: judged.ratio,
-                    verdict,
-                    p_value: judged.p_value,
-                    a_samples: judged.baseline_samples,
-                    b_samples: judged.this_samples,
-                    name: key,
-                    unit: ma.unit.clone(),
-                    a_median: ma.median,
-                    b_median: mb.median,
-                    delta,
-                    delta_pct: if ma.median != 0.0 { 100.0 * delta / ma.median } else { f64::NAN },
-                    real,
-                    better: lower_is_better.filter(|_| real).map(|lower| (delta < 0.0) == lower),
-                });
+        let Some(mb) = b.metrics.iter().find(|mb| mb.key() == key) else {
+            unmatched.push(key);
+            continue;
+        };
+        let delta = mb.median - ma.median;
+        let spread_a = ma.p75 - ma.p25;
+        let spread_b = mb.p75 - mb.p25;
+        let real = delta.abs() > spread_a && delta.abs() > spread_b;
+        let lower_is_better =
+            measure::Unit::from_symbol(&ma.unit).map(measure::Unit::lower_is_better);
+        let noise = RunNoise::assumed(ASSUMED_RUN_NOISE);
+        let j = assess(&mb.samples, &ma.samples, Level::Samples, noise);
+        let delta = MetricDelta {
+            ratio: j.ratio,
+            verdict: j.verdict,
+            p_value: j.p_value,
+            adjusted_p: j.adjusted_p,
+            ratio_low: j.ratio_low,
+            ratio_high: j.ratio_high,
+            rests_on: String::new(),
+            a_samples: j.baseline_replicates,
+            b_samples: j.this_replicates,
+            name: key,
+            unit: ma.unit.clone(),
+            a_median: ma.median,
+            b_median: mb.median,
+            delta,
+            delta_pct: if ma.median != 0.0 { 100.0 * delta / ma.median } else { f64::NAN },
+            real,
+            better: lower_is_better.filter(|_| real).map(|lower| (delta < 0.0) == lower),
+        };
+        judged.push((delta, j, lower_is_better.unwrap_or(false)));
+    }
+    // One family: the pair's metrics together.
+    let mut family: Vec<(&mut Judgement, bool)> =
+        judged.iter_mut().map(|(_, j, lower)| (j, *lower)).collect();
+    judge_family(&mut family);
+    for (mut d, j, _) in judged {
+        d.adjusted_p = j.adjusted_p;
+        d.rests_on = j.rests_on();
+        // A unit without a better direction is `same` when tested: there is no faster.
+        d.verdict = match j.verdict {
+            _ if placement.is_some() && depends_on_placement(&labels_of(a, &d.name)) => {
+                Verdict::PlacementDiffers
             }
-            None => unmatched.push(key),
-        }
+            Verdict::Faster | Verdict::Slower if !better_has_a_direction(&d.unit) => Verdict::Same,
+            v => v,
+        };
+        deltas.push(d);
     }
     unmatched.extend(
         b.metrics

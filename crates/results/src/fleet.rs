@@ -210,6 +210,23 @@ pub trait FleetStore: ResultStore {
     }
 }
 
+/// What filling in the figures of reports stored without them did (`results push`, and the
+/// fleet reader on its first read of a store written by an older platscope).
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
+pub struct Backfill {
+    /// Reports whose figures were computed and stored now.
+    pub stored: usize,
+    /// Reports that could not be read, each with why (they stay without figures).
+    pub skipped: Vec<Unreadable>,
+}
+
+/// A report run a backfill could not read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Unreadable {
+    pub id: i64,
+    pub why: String,
+}
+
 /// The findings of one fleet analysis as dashboards read them (`platscope fleet --publish`):
 /// each publication replaces the one before, so the tables always hold the latest analysis.
 #[derive(Debug, Clone, Default, PartialEq)]

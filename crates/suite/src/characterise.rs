@@ -4,6 +4,7 @@
 //! registry. A step that cannot run here says why in one line, on the page and in the
 //! terminal, and the others still run.
 
+use chart::Area;
 use experiment::{Globals, Shown};
 use measure::progress::Steps;
 use measure::stop;
@@ -15,7 +16,7 @@ use report::html::{Note, ReportData, Section as PageSection};
 use results::Recorder;
 use topo::Topology;
 
-use crate::plan::{plan, Action, Mode, Section};
+use crate::plan::{plan, Action, Mode, Rounds, Step};
 use crate::runner::Run;
 use crate::SuiteError;
 
@@ -24,7 +25,7 @@ pub const REPORT_COMMAND: &str = results::fleet::REPORT_COMMAND;
 
 pub fn run(
     mode: Mode,
-    sections: &[Section],
+    sections: &[Area],
     topology: &Topology,
     rec: &mut Recorder,
     globals: &Globals,
@@ -32,10 +33,30 @@ pub fn run(
     let cpus =
         PlacementRequest { cpus: None, policy: MemPolicy::Inherit }.allowed_cpus(topology)?;
     let steps = plan(mode, sections, topology, &cpus);
-    let weights: Vec<(&str, f64)> = steps.iter().map(|s| (s.label, s.seconds)).collect();
+    let rounds = Rounds::new(mode).report_rounds;
+    // Round 1 of every step, then round 2 of the repeated ones, …: each figure's rounds are
+    // spread through the whole run, so they carry the clock, placement and neighbour changes
+    // that happen between runs.
+    let schedule: Vec<(u32, &Step)> = (1..=rounds)
+        .flat_map(|round| {
+            steps.iter().filter(move |s| round == 1 || s.repeat).map(move |s| (round, s))
+        })
+        .collect();
+    let labels: Vec<String> = schedule
+        .iter()
+        .map(|(round, s)| {
+            if rounds > 1 {
+                format!("{} (round {round} of {rounds})", s.label)
+            } else {
+                s.label.to_string()
+            }
+        })
+        .collect();
+    let weights: Vec<(&str, f64)> =
+        schedule.iter().zip(&labels).map(|((_, s), label)| (label.as_str(), s.seconds)).collect();
     let progress = Steps::new(&weights);
     let mut data = ReportData::new(mode.name(), globals.version, topology.clone(), rec.database());
-    if sections.contains(&Section::Memory) {
+    if sections.contains(&Area::Memory) {
         // Measure the core clock first: it also wakes the core from any idle state before the
         // smallest (cache-resident) sizes, which would otherwise absorb the ramp-up.
         measure::core_clock::core_ghz();
@@ -50,10 +71,17 @@ pub fn run(
             data: &mut data,
             cpus: cpus.len(),
             probed: Vec::new(),
+            round: 1,
         };
-        for (i, step) in steps.iter().enumerate() {
+        for (i, &(round, step)) in schedule.iter().enumerate() {
             if stop::requested() {
                 break;
+            }
+            if round != run.round {
+                // The core clock at the end of each round: a comparison reads clock-bound
+                // figures in cycles with it.
+                run.data.clock_ghz.push(measure::core_clock::measure_now().ghz);
+                run.round = round;
             }
             progress.begin(i);
             match &step.action {
@@ -64,17 +92,21 @@ pub fn run(
                         Err(e) => run.skipped(step, e),
                     }
                 }
-                Action::Skip(why) => run.skipped(step, why),
+                Action::Skip(why) if round == 1 => run.skipped(step, why),
+                Action::Skip(_) => {}
                 Action::Compression => run.compression(step),
                 Action::Database => run.database(step),
             }
+        }
+        if !stop::requested() {
+            run.data.clock_ghz.push(measure::core_clock::measure_now().ghz);
         }
         let probed = std::mem::take(&mut run.probed);
         crate::placement::finish(run.data, &probed);
     }
     progress.finish();
     if let Some(why) = idle_disagreement(&outcomes) {
-        data.notes.push(Note::new(PageSection::LoadedLatency, why));
+        data.notes.push(Note::new(PageSection::of(membench::chart::LOADED_LATENCY), why));
     }
     if stop::requested() {
         data.notes.push(Note::new(

@@ -1,28 +1,35 @@
 //! Two reports side by side (`report --baseline REF`): every headline figure of this report
-//! against the same figure of the baseline, with the ratio and a verdict tested on the stored
-//! samples ([`measure::verdict`]), and the machine settings that differ.
+//! against the same figure of the baseline, with the ratio, its interval and a verdict from
+//! [`measure::verdict`], and the machine settings that differ.
 //!
 //! A figure is found in both reports by the step that measured it (its label in the report's
 //! stored runs, or the section its step drew) and the metric's key (name and labels), never by
-//! its printed text. Every chart is shown for both machines: the baseline's sections, drawn
-//! from its stored steps, sit beside this machine's of the same id.
+//! its printed text. Its replicates are its rounds: the report repeats its headline steps in
+//! rounds spread through the run, and each round's median is one replicate (a report stored
+//! before rounds existed gives its samples, judged as such). Every chart is shown for both
+//! machines: the baseline's sections, drawn from its stored steps, sit beside this machine's of
+//! the same id.
 //!
-//! The minimum effect of each figure is calibrated when the stores hold earlier reports of the
-//! same host: the largest difference of that figure between two of them (never less than
-//! [`MIN_EFFECT`]); without such history it is [`MIN_EFFECT`] (docs/comparing.md).
+//! The run-to-run noise below the rounds is measured when the stores hold at least
+//! [`measure::verdict::MIN_HISTORY_RUNS`] earlier reports of a host, and assumed otherwise
+//! ([`assumed_noise`]); every figure of the page is judged in one family (Holm). Figures bound
+//! by the core clock are judged in cycles too ([`clock_bound`]), so a change of the host's
+//! clock is named as such (docs/comparing.md).
 //!
 //! A figure that depends on where the CPUs sit, taken in different placements by the two
 //! reports (their steps' probes disagree: [`measure::placement::differs`]), gets no verdict:
 //! `placement differs`, with how the probes differ. Nor does such a pair of earlier reports
-//! count as noise when the minimum effect is calibrated.
+//! count as noise.
 
 use std::collections::HashMap;
 
 use chart::Part;
 use experiment::Registry;
 use measure::placement::{depends_on_placement, differs, RunPlacement};
-use measure::verdict::{judge, ratio_of_medians, Verdict, MIN_EFFECT};
-pub use report::compare::{FigureComparison, ReportComparison, SettingDiff};
+use measure::verdict::{
+    assess, judge_family, Judgement, Level, RunNoise, Verdict, ASSUMED_RUN_NOISE,
+};
+pub use report::compare::{CyclesComparison, FigureComparison, ReportComparison, SettingDiff};
 use report::html::ReportData;
 use results::{ResultStore, StoredMetric, StoredRun};
 
@@ -35,6 +42,8 @@ pub struct StoredReport {
     pub data: ReportData,
     /// (step label, its stored run).
     pub steps: Vec<(String, StoredRun)>,
+    /// The later rounds of the repeated steps: (step label, round, its stored run).
+    pub rounds: Vec<(String, u32, StoredRun)>,
 }
 
 impl StoredReport {
@@ -54,20 +63,39 @@ impl StoredReport {
                 command: run.command.clone(),
                 why: format!("its stored page does not read ({e})"),
             })?;
-        let mut steps = Vec::new();
-        for (label, step_id) in &data.stored_runs {
-            steps.push((label.clone(), store.run(*step_id)?));
-        }
-        Ok(Self { run, data, steps })
+        let (steps, rounds) = read_steps(store, &data)?;
+        Ok(Self { run, data, steps, rounds })
     }
 }
 
-/// A headline figure of a stored report with the stored metric (samples) behind it.
+/// The step runs and round runs a report's page names, read from `store`.
+#[allow(clippy::type_complexity)]
+pub(crate) fn read_steps(
+    store: &dyn ResultStore,
+    data: &ReportData,
+) -> Result<(Vec<(String, StoredRun)>, Vec<(String, u32, StoredRun)>), SuiteError> {
+    let mut steps = Vec::new();
+    for (label, step_id) in &data.stored_runs {
+        steps.push((label.clone(), store.run(*step_id)?));
+    }
+    let mut rounds = Vec::new();
+    for r in &data.rounds {
+        rounds.push((r.label.clone(), r.round, store.run(r.id)?));
+    }
+    Ok((steps, rounds))
+}
+
+/// A headline figure of a stored report with the stored metric behind it and its replicates.
 struct Figure {
     name: String,
+    /// Round 1's metric.
     metric: StoredMetric,
     /// The placement its step was measured in, when it was probed.
     placement: Option<RunPlacement>,
+    /// One value a replicate: each round's median (the round's index from 0 beside it), or
+    /// the samples of a report stored before rounds.
+    values: Vec<(usize, f64)>,
+    level: Level,
 }
 
 impl Figure {
@@ -123,45 +151,178 @@ fn labels_differ(this: &StoredMetric, baseline: &StoredMetric) -> Option<String>
     (!clauses.is_empty()).then(|| clauses.join("; "))
 }
 
-/// Each of `report`'s steps with the sections it draws (none for a step whose stored result no
-/// longer reads).
-fn drawn<'r>(report: &'r StoredReport, registry: &Registry) -> Vec<(&'r StoredRun, Vec<Part>)> {
+/// Each of `report`'s steps with its label and the sections it draws (none for a step whose
+/// stored result no longer reads).
+fn drawn<'r>(
+    report: &'r StoredReport,
+    registry: &Registry,
+) -> Vec<(&'r str, &'r StoredRun, Vec<Part>)> {
     report
         .steps
         .iter()
-        .filter_map(|(_, run)| Some((run, crate::from_db::step_parts(run, registry).ok()?)))
+        .filter_map(|(label, run)| {
+            Some((label.as_str(), run, crate::from_db::step_parts(run, registry).ok()?))
+        })
         .collect()
 }
 
+/// The metric of `run` that measures what `metric` does: the same key, or the same name,
+/// unit and labels but for the ones a run picks for itself ([`METHOD_LABELS`]).
+fn matching<'a>(run: &'a StoredRun, metric: &StoredMetric) -> Option<&'a StoredMetric> {
+    let key = metric.key();
+    run.metrics.iter().find(|m| m.key() == key).or_else(|| {
+        let probe = |m: &StoredMetric| Figure {
+            name: String::new(),
+            metric: m.clone(),
+            placement: None,
+            values: Vec::new(),
+            level: Level::Samples,
+        };
+        let wanted = probe(metric);
+        run.metrics.iter().find(|m| {
+            let f = probe(m);
+            f.same_quantity(&wanted) && f.same_apart_from_method(&wanted)
+        })
+    })
+}
+
 /// Every figure of `report` that names its stored metric — the headline figures of the
-/// sections its steps draw (`drawn`), then the further figures they offer for comparison
-/// (each thread count, each kernel) — as the page names them; a name counts once.
-fn figures(drawn: &[(&StoredRun, Vec<Part>)]) -> Vec<Figure> {
+/// sections its steps draw, then the further figures they offer for comparison (each thread
+/// count, each kernel) — as the page names them, with its rounds; a name counts once.
+fn figures(report: &StoredReport, registry: &Registry) -> Vec<Figure> {
+    let drawn = drawn(report, registry);
     let mut out: Vec<Figure> = Vec::new();
-    let headlines = drawn.iter().flat_map(|(run, parts)| {
-        parts.iter().flat_map(move |p| p.headlines.iter().map(move |h| (*run, h)))
+    let headlines = drawn.iter().flat_map(|(label, run, parts)| {
+        parts.iter().flat_map(move |p| p.headlines.iter().map(move |h| (*label, *run, h)))
     });
-    let compared = drawn.iter().flat_map(|(run, parts)| {
-        parts.iter().flat_map(move |p| p.compared.iter().map(move |h| (*run, h)))
+    let compared = drawn.iter().flat_map(|(label, run, parts)| {
+        parts.iter().flat_map(move |p| p.compared.iter().map(move |h| (*label, *run, h)))
     });
-    for (run, headline) in headlines.chain(compared) {
+    for (label, run, headline) in headlines.chain(compared) {
         let Some(key) = &headline.metric else { continue };
         if out.iter().any(|f| f.name == headline.name) {
             continue;
         }
-        if let Some(m) = run.metrics.iter().find(|m| &m.key() == key) {
-            let placement = crate::placement::of_run(run);
-            out.push(Figure { name: headline.name.clone(), metric: m.clone(), placement });
+        let Some(m) = run.metrics.iter().find(|m| &m.key() == key) else { continue };
+        let mut values = vec![(0, m.median)];
+        for (round_label, round, round_run) in &report.rounds {
+            if round_label == label {
+                if let Some(r) = matching(round_run, m) {
+                    values.push((*round as usize - 1, r.median));
+                }
+            }
         }
+        let (values, level) = if values.len() >= 2 {
+            (values, Level::Rounds)
+        } else {
+            (m.samples.iter().map(|&v| (0, v)).collect(), Level::Samples)
+        };
+        let placement = crate::placement::of_run(run);
+        out.push(Figure {
+            name: headline.name.clone(),
+            metric: m.clone(),
+            placement,
+            values,
+            level,
+        });
     }
     out
 }
 
-/// Run-to-run noise of each figure: the largest relative difference of its median between two
-/// earlier reports of the same host (`history`), with how many reports it rests on.
+/// Adds to each headline figure of `data` (a report whose steps are in `store`) the spread of
+/// its rounds, "3 rounds 96.1–98.4 ns", so the page shows how much a figure moved through the
+/// run. A report without rounds is left as it is.
+pub fn show_round_spread(
+    data: &mut ReportData,
+    store: &dyn ResultStore,
+    registry: &Registry,
+) -> Result<(), measure::Classified> {
+    if data.rounds.is_empty() {
+        return Ok(());
+    }
+    let report = StoredReport::from_steps(store, data.clone())?;
+    let spreads: Vec<(String, String)> = figures(&report, registry)
+        .into_iter()
+        .filter(|f| f.level == Level::Rounds)
+        .map(|f| {
+            let spread = FigureComparison::spread_text(&f.replicates(), f.level);
+            (f.name, format!("{spread} {}", f.metric.unit))
+        })
+        .collect();
+    for part in &mut data.parts {
+        for h in part.headlines.iter_mut().chain(part.compared.iter_mut()) {
+            if let Some((_, spread)) = spreads.iter().find(|(name, _)| name == &h.name) {
+                h.detail = format!("{} · {spread}", h.detail);
+            }
+        }
+    }
+    Ok(())
+}
+
+impl Figure {
+    fn replicates(&self) -> Vec<f64> {
+        self.values.iter().map(|v| v.1).collect()
+    }
+
+    /// The figure in cycles, round by round, when it is bound by the core clock and every
+    /// round's clock was measured: ns × GHz, or a rate ÷ GHz.
+    fn in_cycles(&self, clocks: &[Option<f64>]) -> Option<Vec<f64>> {
+        let kind = clock_bound(&self.name, &self.metric.name)?;
+        if self.level != Level::Rounds {
+            return None;
+        }
+        self.values
+            .iter()
+            .map(|&(round, v)| {
+                let ghz = clocks.get(round).copied().flatten()?;
+                Some(match kind {
+                    ClockBound::Time => v * ghz,
+                    ClockBound::Rate => v / ghz,
+                })
+            })
+            .collect()
+    }
+}
+
+/// How a figure bound by the core clock turns into cycles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClockBound {
+    /// A time (ns): × GHz gives cycles.
+    Time,
+    /// A rate (MB/s, ops/s): ÷ GHz gives work per billion cycles.
+    Rate,
+}
+
+/// Whether the figure named `figure` (metric `metric`) is bound by the core clock: the L1
+/// latency, the Silly Little Benchmark's ns per store, the timer's cost, compression and CPU
+/// scaling throughput. Memory beyond the caches, the network and the database are not.
+pub fn clock_bound(figure: &str, metric: &str) -> Option<ClockBound> {
+    match metric {
+        _ if figure == "L1 latency" => Some(ClockBound::Time),
+        "slb_ns_per_op" | "slb_shared_ns_per_op" | "timer_cost" => Some(ClockBound::Time),
+        "compress_throughput" | "cpu_scale_throughput" => Some(ClockBound::Rate),
+        _ => None,
+    }
+}
+
+/// The run-to-run noise assumed for a figure without history: [`ASSUMED_RUN_NOISE`], or 20%
+/// for the figures seen to swing most between quiet runs of one VM (the Silly Little
+/// Benchmark and locks across workers moved by ×0.68 to ×1.98 between two quiet reports,
+/// cache-line hand-offs with the vCPUs' placement).
+pub fn assumed_noise(metric: &str) -> f64 {
+    if metric.starts_with("slb") || metric.starts_with("c2c") {
+        0.20
+    } else {
+        ASSUMED_RUN_NOISE
+    }
+}
+
+/// Run-to-run noise of each figure on each host, measured on earlier reports of that host
+/// ([`RunNoise::from_runs`]), with how many reports it rests on.
 #[derive(Debug, Default)]
 struct Noise {
-    largest: HashMap<String, f64>,
+    /// (host, figure) → the noise measured on that host's earlier reports.
+    measured: HashMap<(String, String), RunNoise>,
     reports: usize,
 }
 
@@ -169,51 +330,66 @@ impl Noise {
     fn from_history(history: &[StoredReport], registry: &Registry) -> Self {
         let mut by_host: HashMap<&str, Vec<Vec<Figure>>> = HashMap::new();
         for report in history {
-            let figures = figures(&drawn(report, registry));
-            by_host.entry(report.run.host.as_str()).or_default().push(figures);
+            by_host.entry(report.run.host.as_str()).or_default().push(figures(report, registry));
         }
         Self::from_figures(&by_host)
     }
 
-    /// The noise of each figure from the figures of each host's reports.
+    /// The noise of each figure from the figures of each host's reports: each report's
+    /// replicates are one run; a report whose figure was measured another way (another size)
+    /// or in another placement than the host's newest is left out.
     fn from_figures(by_host: &HashMap<&str, Vec<Vec<Figure>>>) -> Self {
         let mut noise = Noise::default();
-        for runs in by_host.values().filter(|runs| runs.len() >= 2) {
-            noise.reports += runs.len();
-            for (i, a) in runs.iter().enumerate() {
-                for b in &runs[i + 1..] {
-                    for fa in a {
-                        let Some(fb) = b.iter().find(|f| f.name == fa.name) else { continue };
-                        // Another placement is not noise: it is refused, not calibrated on.
-                        if !fa.same_quantity(fb)
-                            || !fa.same_apart_from_method(fb)
-                            || fa.placement_differs(fb).is_some()
-                        {
-                            continue;
-                        }
-                        let ratio = ratio_of_medians(&fa.metric.samples, &fb.metric.samples);
-                        if !ratio.is_finite() || ratio <= 0.0 {
-                            continue;
-                        }
-                        let difference = ratio.max(1.0 / ratio) - 1.0;
-                        let largest = noise.largest.entry(fa.name.clone()).or_insert(0.0);
-                        *largest = largest.max(difference);
-                    }
+        for (host, runs) in by_host {
+            let Some(newest) = runs.first() else { continue };
+            let mut used = false;
+            for figure in newest {
+                let same: Vec<Vec<f64>> = runs
+                    .iter()
+                    .filter_map(|run| run.iter().find(|f| f.name == figure.name))
+                    .filter(|f| {
+                        f.same_quantity(figure)
+                            && f.same_apart_from_method(figure)
+                            && f.placement_differs(figure).is_none()
+                    })
+                    .map(Figure::replicates)
+                    .collect();
+                if let Some(n) = RunNoise::from_runs(&same) {
+                    used = true;
+                    noise.measured.insert((host.to_string(), figure.name.clone()), n);
                 }
+            }
+            if used {
+                noise.reports += runs.len();
             }
         }
         noise
     }
 
-    /// The minimum effect for `figure`: its calibrated noise, never below [`MIN_EFFECT`].
-    fn min_effect(&self, figure: &str) -> f64 {
-        self.largest.get(figure).map_or(MIN_EFFECT, |&n| n.max(MIN_EFFECT))
+    /// The noise to add for `figure` between `this` host and `baseline` host: each side's
+    /// measured noise, or the assumed one where a host has too little history; measured only
+    /// when both sides are.
+    fn for_figure(&self, figure: &Figure, this: &str, baseline: &str) -> RunNoise {
+        let assumed = RunNoise::assumed(assumed_noise(&figure.metric.name));
+        let side =
+            |host: &str| self.measured.get(&(host.to_string(), figure.name.clone())).copied();
+        match (side(this), side(baseline)) {
+            (Some(a), Some(b)) => RunNoise {
+                sigma: ((a.sigma * a.sigma + b.sigma * b.sigma) / 2.0).sqrt(),
+                runs: a.runs.min(b.runs),
+            },
+            (Some(a), None) | (None, Some(a)) => RunNoise::assumed(
+                ((a.sigma * a.sigma + assumed.sigma * assumed.sigma) / 2.0).sqrt(),
+            ),
+            (None, None) => assumed,
+        }
     }
 }
 
-/// Compares `this` report with `baseline`, headline figure by headline figure, each against a
-/// minimum effect calibrated on `history` (earlier reports of either host, the two compared
-/// left out), and puts the baseline's sections beside this machine's.
+/// Compares `this` report with `baseline`, headline figure by headline figure, each on its
+/// rounds with the run-to-run noise measured on `history` (earlier reports of either host, the
+/// two compared left out) or assumed, all figures one family; and puts the baseline's
+/// sections beside this machine's.
 pub fn compare(
     this: &StoredReport,
     baseline: &StoredReport,
@@ -222,10 +398,13 @@ pub fn compare(
     registry: &Registry,
 ) -> ReportComparison {
     let noise = Noise::from_history(history, registry);
-    let their_steps = drawn(baseline, registry);
-    let theirs = figures(&their_steps);
-    let mut comparison = Vec::new();
-    for mine in figures(&drawn(this, registry)) {
+    let theirs = figures(baseline, registry);
+    let same_host = this.run.host == baseline.run.host;
+    let (this_clocks, their_clocks) = (&this.data.clock_ghz, &baseline.data.clock_ghz);
+    let (this_ghz, their_ghz) = (median_clock(this_clocks), median_clock(their_clocks));
+    // Each figure's judgement in ns (or its unit) and, when clock-bound, in cycles.
+    let mut rows: Vec<(FigureComparison, Judgement, Option<Judgement>, bool)> = Vec::new();
+    for mine in figures(this, registry) {
         // The same figure by name and quantity; its labels may differ where the report picks
         // its method per run (the faster ISA, the delay that gave the most load): compared all
         // the same, and the difference said.
@@ -234,27 +413,90 @@ pub fn compare(
             continue;
         };
         let placement = mine.placement_differs(base);
-        let (a, b) = (&mine.metric, &base.metric);
-        let lower = measure::Unit::from_symbol(&a.unit).is_some_and(measure::Unit::lower_is_better);
-        let min_effect = noise.min_effect(&mine.name);
-        let mut judged = judge(&a.samples, &b.samples, lower, min_effect);
-        if placement.is_some() {
-            judged.verdict = Verdict::PlacementDiffers;
-        }
-        comparison.push(FigureComparison {
-            figure: mine.name,
-            unit: a.unit.clone(),
-            this: a.median,
-            baseline: b.median,
+        let unit = mine.metric.unit.clone();
+        let lower = measure::Unit::from_symbol(&unit).is_some_and(measure::Unit::lower_is_better);
+        let run_noise = noise.for_figure(&mine, &this.run.host, &baseline.run.host);
+        let level = if mine.level == base.level { mine.level } else { Level::Samples };
+        let judged = assess(&mine.replicates(), &base.replicates(), level, run_noise);
+        let cycles = match (mine.in_cycles(this_clocks), base.in_cycles(their_clocks)) {
+            (Some(a), Some(b)) => Some(assess(&a, &b, Level::Rounds, run_noise)),
+            _ => None,
+        };
+        let row = FigureComparison {
+            figure: mine.name.clone(),
+            unit,
+            this: median(&mine.replicates()),
+            baseline: median(&base.replicates()),
             ratio: judged.ratio,
+            ratio_low: judged.ratio_low,
+            ratio_high: judged.ratio_high,
             verdict: judged.verdict,
             p_value: judged.p_value,
-            this_samples: judged.this_samples,
-            baseline_samples: judged.baseline_samples,
-            min_effect,
+            adjusted_p: judged.adjusted_p,
+            this_replicates: judged.this_replicates,
+            baseline_replicates: judged.baseline_replicates,
+            level,
+            this_values: if level == Level::Samples { Vec::new() } else { mine.replicates() },
+            baseline_values: if level == Level::Samples { Vec::new() } else { base.replicates() },
+            run_noise: judged.run_noise,
+            run_noise_runs: judged.run_noise_runs,
+            detectable: judged.detectable,
+            rests_on: String::new(),
+            this_clock_ghz: this_ghz,
+            baseline_clock_ghz: their_ghz,
+            cycles: None,
+            clock_note: None,
             placement,
             measured_as: labels_differ(&mine.metric, &base.metric),
-        });
+        };
+        rows.push((row, judged, cycles, lower));
+    }
+    // One family: every figure of the page, and the cycles of the clock-bound ones.
+    {
+        let mut family: Vec<(&mut Judgement, bool)> = Vec::new();
+        for (_, judged, cycles, lower) in rows.iter_mut() {
+            let lower = *lower;
+            family.push((judged, lower));
+            if let Some(c) = cycles.as_mut() {
+                family.push((c, lower));
+            }
+        }
+        judge_family(&mut family);
+    }
+    let mut comparison = Vec::new();
+    for (mut row, judged, cycles, _) in rows {
+        row.verdict = judged.verdict;
+        row.adjusted_p = judged.adjusted_p;
+        row.detectable = judged.detectable;
+        row.rests_on = judged.rests_on();
+        if let (Some(c), Some(a), Some(b)) = (cycles, this_ghz, their_ghz) {
+            let kind = if row.unit.starts_with("ns") { ClockBound::Time } else { ClockBound::Rate };
+            let to_cycles = |v: f64, ghz: f64| match kind {
+                ClockBound::Time => v * ghz,
+                ClockBound::Rate => v / ghz,
+            };
+            row.clock_note = clock_note(row.verdict, c.verdict, a, b, same_host);
+            if row.clock_note.is_some() && same_host {
+                // One host: the clock's change is the host's, not the figure's.
+                row.verdict = c.verdict;
+            }
+            row.cycles = Some(CyclesComparison {
+                unit: match kind {
+                    ClockBound::Time => "cycles".into(),
+                    ClockBound::Rate => format!("{} per GHz", row.unit),
+                },
+                this: to_cycles(row.this, a),
+                baseline: to_cycles(row.baseline, b),
+                ratio: c.ratio,
+                ratio_low: c.ratio_low,
+                ratio_high: c.ratio_high,
+                verdict: c.verdict,
+            });
+        }
+        if row.placement.is_some() {
+            row.verdict = Verdict::PlacementDiffers;
+        }
+        comparison.push(row);
     }
     let this_machine = topo::machine_facts(&this.data.topology);
     let baseline_machine = topo::machine_facts(&baseline.data.topology);
@@ -264,7 +506,7 @@ pub fn compare(
         .collect();
     // The baseline's page as it drew itself: its memory data and its steps' sections.
     let mut page = baseline.data.clone();
-    page.parts.extend(their_steps.into_iter().flat_map(|(_, parts)| parts));
+    page.parts.extend(drawn(baseline, registry).into_iter().flat_map(|(_, _, parts)| parts));
     ReportComparison {
         baseline: baseline_name,
         comparison,
@@ -272,6 +514,48 @@ pub fn compare(
         baseline_machine,
         baseline_sections: report::html::baseline_sections(&page),
         calibrated_from: noise.reports,
+        this_clock_ghz: this_clocks.clone(),
+        baseline_clock_ghz: their_clocks.clone(),
+        same_host,
+    }
+}
+
+/// When the figure's verdict in its own unit and in cycles disagree, why, in one clause:
+/// the clock moved the figure (one host: "core clock −12%: the host's frequency, not this
+/// figure"), or hid a change in cycles.
+fn clock_note(
+    own: Verdict,
+    cycles: Verdict,
+    this_ghz: f64,
+    baseline_ghz: f64,
+    same_host: bool,
+) -> Option<String> {
+    let called = |v: Verdict| matches!(v, Verdict::Faster | Verdict::Slower);
+    if own == cycles || !(called(own) || called(cycles)) {
+        return None;
+    }
+    let change = (this_ghz / baseline_ghz - 1.0) * 100.0;
+    let clock = format!("core clock {}{:.0}%", if change >= 0.0 { "+" } else { "−" }, change.abs());
+    Some(if called(own) && same_host {
+        format!("{clock}: the host's frequency, not this figure")
+    } else {
+        format!("{clock}: in cycles {}", cycles.name())
+    })
+}
+
+/// The median of the measured clocks.
+fn median_clock(clocks: &[Option<f64>]) -> Option<f64> {
+    let measured: Vec<f64> = clocks.iter().flatten().copied().filter(|v| v.is_finite()).collect();
+    (!measured.is_empty()).then(|| median(&measured))
+}
+
+fn median(values: &[f64]) -> f64 {
+    let mut sorted: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    sorted.sort_by(f64::total_cmp);
+    if sorted.is_empty() {
+        f64::NAN
+    } else {
+        measure::summary::quantile(&sorted, 0.5)
     }
 }
 
@@ -462,7 +746,8 @@ mod tests {
 
     fn figure(name: &str, size: &str, median: f64) -> Figure {
         let metric = StoredMetric::single("mem_latency", "ns", &[("size", size)], median);
-        Figure { name: name.into(), metric, placement: None }
+        let values = [0.99, 1.0, 1.01].iter().enumerate().map(|(i, f)| (i, f * median)).collect();
+        Figure { name: name.into(), metric, placement: None, values, level: Level::Rounds }
     }
 
     fn placed(round_trip_ns: f64) -> Option<RunPlacement> {
@@ -477,6 +762,8 @@ mod tests {
             name: format!("bandwidth, {threads} thread(s)"),
             metric: StoredMetric::single("mem_bandwidth", "GB/s", &[("threads", threads)], median),
             placement: placed(ns),
+            values: vec![(0, median), (1, median * 1.01), (2, median * 0.99)],
+            level: Level::Rounds,
         };
         // Two threads near (82 ns) and far (380 ns): refused, with the probes.
         let why = bandwidth(114.0, "2", 82.0).placement_differs(&bandwidth(56.0, "2", 380.0));
@@ -495,45 +782,76 @@ mod tests {
         // A side without probes (a report stored before them): compared as always.
         let unprobed = Figure { placement: None, ..bandwidth(56.0, "2", 0.0) };
         assert!(bandwidth(114.0, "2", 82.0).placement_differs(&unprobed).is_none());
-        // History: two reports of one host in two placements are not its noise.
+        // History: reports of one host in another placement than its newest are not its noise.
+        let far = || bandwidth(56.0, "2", 380.0);
         let by_host: HashMap<&str, Vec<Vec<Figure>>> = HashMap::from([(
             "a",
-            vec![vec![bandwidth(114.0, "2", 82.0)], vec![bandwidth(56.0, "2", 380.0)]],
+            vec![vec![bandwidth(114.0, "2", 82.0)], vec![far()], vec![far()], vec![far()]],
         )]);
-        assert_eq!(Noise::from_figures(&by_host).min_effect("bandwidth, 2 thread(s)"), MIN_EFFECT);
+        assert!(Noise::from_figures(&by_host).measured.is_empty());
     }
 
     #[test]
-    fn noise_is_the_largest_difference_between_reports_of_one_host() {
+    fn noise_is_measured_on_three_earlier_reports_of_one_host() {
         let mut by_host: HashMap<&str, Vec<Vec<Figure>>> = HashMap::new();
-        // Host a: three reports, DRAM latency 100, 110 and 95 ns: largest pair 110/95.
+        // Host a: four reports, DRAM latency around 100, 110, 95 and 104 ns.
         by_host.insert(
             "a",
-            [100.0, 110.0, 95.0].iter().map(|&v| vec![figure("DRAM", "256MiB", v)]).collect(),
+            [100.0, 110.0, 95.0, 104.0]
+                .iter()
+                .map(|&v| vec![figure("DRAM", "256MiB", v)])
+                .collect(),
         );
-        // Host b: one report only — no pair, no calibration from it.
-        by_host.insert("b", vec![vec![figure("DRAM", "256MiB", 300.0)]]);
+        // Host b: two reports only — too few to measure anything on.
+        by_host.insert(
+            "b",
+            vec![vec![figure("DRAM", "256MiB", 300.0)], vec![figure("DRAM", "256MiB", 310.0)]],
+        );
         let noise = Noise::from_figures(&by_host);
-        assert_eq!(noise.reports, 3, "only host a's reports calibrate");
-        let expected = 110.0 / 95.0 - 1.0;
-        assert!((noise.min_effect("DRAM") - expected).abs() < 1e-12);
-        // A figure never seen in history keeps the default; a quieter one is floored at it.
-        assert_eq!(noise.min_effect("L1"), MIN_EFFECT);
-        let quiet: HashMap<&str, Vec<Vec<Figure>>> = HashMap::from([(
-            "a",
-            vec![vec![figure("L1", "16KiB", 1.30)], vec![figure("L1", "16KiB", 1.31)]],
-        )]);
-        assert_eq!(Noise::from_figures(&quiet).min_effect("L1"), MIN_EFFECT);
+        assert_eq!(noise.reports, 4, "only host a's reports measure");
+        let measured = noise.measured[&("a".to_string(), "DRAM".to_string())];
+        assert_eq!(measured.runs, 4);
+        // The sd of ln(100, 110, 95, 104) is about 0.063; the rounds explain little of it.
+        assert!(measured.sigma > 0.05 && measured.sigma < 0.07, "{measured:?}");
+        // Comparing a with a: measured; a with b: b's side assumed, so the whole is assumed.
+        let f = figure("DRAM", "256MiB", 100.0);
+        assert_eq!(noise.for_figure(&f, "a", "a"), measured);
+        let mixed = noise.for_figure(&f, "a", "b");
+        assert_eq!(mixed.runs, 0);
+        assert!(mixed.sigma > measured.sigma && mixed.sigma < ASSUMED_RUN_NOISE);
+        assert_eq!(noise.for_figure(&f, "b", "b"), RunNoise::assumed(ASSUMED_RUN_NOISE));
     }
 
     #[test]
     fn noise_compares_a_figure_only_with_the_same_metric() {
         // The same page name over different sizes (another sweep's end) is not noise.
-        let by_host: HashMap<&str, Vec<Vec<Figure>>> = HashMap::from([(
-            "a",
-            vec![vec![figure("DRAM", "256MiB", 100.0)], vec![figure("DRAM", "1GiB", 200.0)]],
-        )]);
-        assert_eq!(Noise::from_figures(&by_host).min_effect("DRAM"), MIN_EFFECT);
+        let mut runs = vec![vec![figure("DRAM", "256MiB", 100.0)]];
+        runs.extend((0..3).map(|_| vec![figure("DRAM", "1GiB", 200.0)]));
+        let by_host: HashMap<&str, Vec<Vec<Figure>>> = HashMap::from([("a", runs)]);
+        assert!(Noise::from_figures(&by_host).measured.is_empty());
+    }
+
+    #[test]
+    fn clock_bound_figures_and_the_clock_note() {
+        assert_eq!(clock_bound("L1 latency", "mem_latency"), Some(ClockBound::Time));
+        assert_eq!(clock_bound("Idle DRAM latency", "mem_latency"), None);
+        assert_eq!(clock_bound("x", "compress_throughput"), Some(ClockBound::Rate));
+        // L1 1.307 → 1.488 ns at 3.06 → 2.69 GHz: 4.0 cycles both times.
+        let l1 = |ns: f64| Figure {
+            name: "L1 latency".into(),
+            metric: StoredMetric::single("mem_latency", "ns", &[], ns),
+            placement: None,
+            values: (0..3).map(|i| (i, ns * (1.0 + 0.002 * i as f64))).collect(),
+            level: Level::Rounds,
+        };
+        let cycles = l1(1.488).in_cycles(&[Some(2.69); 3]).unwrap_or_default();
+        assert!(cycles.iter().all(|c| (c - 4.0).abs() < 0.05), "{cycles:?}");
+        assert!(l1(1.3).in_cycles(&[Some(3.0), None, Some(3.0)]).is_none());
+        let note = clock_note(Verdict::Slower, Verdict::Same, 2.69, 3.06, true);
+        assert_eq!(note.as_deref(), Some("core clock −12%: the host's frequency, not this figure"));
+        assert_eq!(clock_note(Verdict::Same, Verdict::Same, 2.69, 3.06, true), None);
+        let other = clock_note(Verdict::Slower, Verdict::Same, 2.69, 3.06, false);
+        assert_eq!(other.as_deref(), Some("core clock −12%: in cycles same"));
     }
 
     #[test]
@@ -547,6 +865,8 @@ mod tests {
                 median,
             ),
             placement: None,
+            values: vec![(0, median), (1, median)],
+            level: Level::Rounds,
         };
         let (a, b) = (bandwidth("avx512", 10.0), bandwidth("avx2", 12.0));
         assert!(a.same_quantity(&b) && a.same_apart_from_method(&b));
@@ -556,9 +876,9 @@ mod tests {
         );
         assert_eq!(labels_differ(&a.metric, &a.metric), None);
         let by_host: HashMap<&str, Vec<Vec<Figure>>> =
-            HashMap::from([("a", vec![vec![a], vec![b]])]);
+            HashMap::from([("a", vec![vec![a], vec![b], vec![bandwidth("avx2", 11.0)]])]);
         let noise = Noise::from_figures(&by_host);
-        assert!((noise.min_effect("Bandwidth (read), 1 thread(s)") - 0.2).abs() < 1e-12);
+        assert!(noise.measured.contains_key(&("a".into(), "Bandwidth (read), 1 thread(s)".into())));
         // A size is not a method: another size stays out of the noise (above).
         let (small, large) = (figure("DRAM", "256MiB", 1.0), figure("DRAM", "1GiB", 1.0));
         assert!(small.same_quantity(&large) && !small.same_apart_from_method(&large));

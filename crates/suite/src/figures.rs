@@ -29,6 +29,8 @@ use results::{
     FleetStore, HeadlineFigure, Recorder, ReportFigures, ResultStore, StoreError, StoredRun,
 };
 
+pub use results::fleet::{Backfill, Unreadable};
+
 use crate::characterise::REPORT_COMMAND;
 use crate::from_db::{legacy_step, step_parts};
 use crate::SuiteError;
@@ -115,22 +117,6 @@ pub fn record_after_report(rec: &mut Recorder, id: i64, registry: &Registry) {
              `platscope results push` computes them again"
         );
     }
-}
-
-/// What a [`backfill`] did.
-#[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Backfill {
-    /// Reports whose figures were computed and stored now.
-    pub stored: usize,
-    /// Reports that could not be read, each with why (they stay without figures).
-    pub skipped: Vec<Unreadable>,
-}
-
-/// A report run a backfill could not read.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Unreadable {
-    pub id: i64,
-    pub why: String,
 }
 
 /// Computes and stores the figures of every `report` run of `store` that has none (a store

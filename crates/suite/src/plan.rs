@@ -3,10 +3,9 @@
 //! seconds, and the page section it draws. Adding a section to the report is its experiment
 //! and one line here.
 
-use std::str::FromStr;
 use std::time::Duration;
 
-use chart::Area;
+use chart::{Area, Section};
 use experiment::{run_step, Context, Experiment, Shown};
 use measure::Classified;
 use membench::chart as mem;
@@ -31,7 +30,8 @@ impl Mode {
     }
 }
 
-/// How long and how large each memory and contention step is, by mode.
+/// How long and how large each memory and contention step is in one round of the report, by
+/// mode (every step runs once a round: [`Rounds::report_rounds`]).
 #[derive(Debug, Clone)]
 pub struct Budget {
     pub sweep_to: u64,
@@ -53,48 +53,51 @@ impl Budget {
         match mode {
             Mode::Full => Budget {
                 sweep_to: 1 << 30,
-                sweep: Duration::from_millis(300),
+                sweep: Duration::from_millis(150),
                 matrix_bytes: dram.max(1 << 30),
-                matrix: Duration::from_millis(500),
-                bandwidth: Duration::from_millis(2000),
+                matrix: Duration::from_millis(250),
+                bandwidth: Duration::from_millis(800),
                 loaded_delays: membench::loaded::DEFAULT_DELAYS.to_vec(),
-                loaded: Duration::from_millis(500),
+                loaded: Duration::from_millis(250),
                 slb_pages: 262_144,
-                slb_loops: 100,
-                c2c_pair: Duration::from_millis(500),
+                slb_loops: 50,
+                c2c_pair: Duration::from_millis(250),
             },
             Mode::Quick => Budget {
                 sweep_to: dram,
-                sweep: Duration::from_millis(100),
+                sweep: Duration::from_millis(60),
                 matrix_bytes: dram,
-                matrix: Duration::from_millis(150),
-                bandwidth: Duration::from_millis(500),
+                matrix: Duration::from_millis(100),
+                bandwidth: Duration::from_millis(300),
                 loaded_delays: vec![0, 200, 800, 3200, 12800, 51200],
-                loaded: Duration::from_millis(150),
+                loaded: Duration::from_millis(100),
                 slb_pages: 65_536,
-                slb_loops: 60,
-                c2c_pair: Duration::from_millis(150),
+                slb_loops: 40,
+                c2c_pair: Duration::from_millis(100),
             },
         }
     }
 }
 
-/// The fewest samples a compared figure needs on each side: 5 against 5 fully separated
-/// samples are the fewest the report's test can call different at p < 0.01
-/// (`measure::verdict::testable`; 2 of the 252 orderings).
-pub const MIN_SAMPLES: u32 = 5;
-
-/// How the compression, CPU-scaling, allocator and database steps sample the figures a
-/// comparison tests, by mode. The first three run in **rounds**: each round repeats the
-/// step's whole work from a fresh start (new pipeline threads and buffers; a new allocator
-/// process) and is one independent sample of each figure, as the memory steps' rounds are. The
-/// database's figures are one sample per interval of one run (one server, one cache). Each
-/// takes at least [`MIN_SAMPLES`]; the work of a round is cut so the report grows little (the
-/// quick compression, CPU and allocator sections by about 0.5 s together on a 2-vCPU VM;
-/// docs/comparing.md has the measurement).
+/// How the report samples the figures a comparison tests, by mode. The report runs in
+/// **rounds** ([`Rounds::report_rounds`]): round 1 of every step, then round 2 of every
+/// repeated step, …, so each figure's rounds are spread through the run; each round's median is
+/// one replicate of the figure (`measure::verdict`, [`Level::Rounds`]). Within a round the
+/// compression and CPU-scaling steps repeat their work a few times from a fresh start (new
+/// pipeline threads and buffers) and the allocator step runs each allocator as a process of
+/// its own; the database runs once, its figures one sample per interval. How many report
+/// rounds: Kalibera and Jones's rule of thumb — repeat at the level whose variance dominates —
+/// here the rounds (a VM's clock and neighbours move between minutes, not between samples);
+/// three is the fewest with an interval worth reading (a t-interval on 2 degrees of freedom a
+/// side), five in the full report (docs/comparing.md).
+///
+/// [`Level::Rounds`]: measure::verdict::Level::Rounds
 #[derive(Debug, Clone)]
 pub struct Rounds {
-    /// Rounds of the compression and CPU-scaling steps.
+    /// Rounds of the whole report: every repeated step once in each ([`Step::repeat`]); each
+    /// round's median of a figure is one replicate of it in a comparison.
+    pub report_rounds: u32,
+    /// Rounds of the compression and CPU-scaling steps within one report round.
     pub rounds: u32,
     /// Rounds of the allocator step (each run of it is a process of its own, whose start
     /// costs more than its short work: fewer rounds).
@@ -119,14 +122,10 @@ pub struct Rounds {
 impl Rounds {
     pub fn new(mode: Mode) -> Self {
         match mode {
-            // Nine short rounds rather than five long ones, for less work: on this project's
-            // 2-vCPU Xeon VM at load average 10–11 (other builds), `compress -t 2` of zstd -1
-            // with a spinner on CPU 1 against without gave p = 0.0008 and 0.0001 in 9 rounds of
-            // 8 MiB, 0.0079 twice in 5 of 16 MiB (the least 5 rounds can give: every round
-            // apart, so one stray round would have made it `same`).
             Mode::Quick => Rounds {
-                rounds: 9,
-                alloc_rounds: MIN_SAMPLES,
+                report_rounds: 3,
+                rounds: 3,
+                alloc_rounds: 2,
                 corpus_bytes: 8 << 20,
                 scale_bytes: 2 << 20,
                 alloc_ops: 60_000,
@@ -136,8 +135,9 @@ impl Rounds {
                 db_intervals: 8,
             },
             Mode::Full => Rounds {
-                rounds: 9,
-                alloc_rounds: 9,
+                report_rounds: 5,
+                rounds: 3,
+                alloc_rounds: 2,
                 corpus_bytes: 32 << 20,
                 scale_bytes: 16 << 20,
                 alloc_ops: 700_000,
@@ -226,296 +226,234 @@ pub enum Action {
 /// One step of the report.
 #[derive(Debug, Clone)]
 pub struct Step {
-    pub section: Section,
+    /// The area of the page it belongs to (what `report --sections` picks).
+    pub area: Area,
     /// What it measures, in words (the progress bar and the page's list of stored runs).
     pub label: &'static str,
     /// Expected seconds (the progress bar's weight).
     pub seconds: f64,
-    /// The page section it draws: where it says why when it cannot run.
-    pub draws: (Area, &'static str, &'static str),
+    /// The page section it draws (its first, when it draws several), as the code that draws it
+    /// declares it: where it says why when it cannot run.
+    pub draws: Section,
     pub action: Action,
-}
-
-fn experiment<E: Experiment>(argv: Vec<String>) -> Action {
-    Action::Experiment { experiment: StepExperiment::of::<E>(), argv }
+    /// Whether the step is done again in every round of the report ([`Rounds::report_rounds`]):
+    /// its figures' rounds are their replicates in a comparison. The database and the network
+    /// links run once.
+    pub repeat: bool,
 }
 
 fn ms(d: Duration) -> String {
     d.as_millis().to_string()
 }
 
-fn on_page(s: mem::Section) -> (Area, &'static str, &'static str) {
-    (Area::Memory, s.id, s.title)
+/// Every step of the `areas` asked for, in page order, on the CPUs `cpus` of `topology`.
+pub fn plan(mode: Mode, areas: &[Area], topology: &Topology, cpus: &[u32]) -> Vec<Step> {
+    let mut areas = areas.to_vec();
+    areas.sort();
+    areas.dedup();
+    areas.into_iter().flat_map(|area| section_steps(area, mode, topology, cpus)).collect()
 }
 
-fn on_contention(s: mem::Section) -> (Area, &'static str, &'static str) {
-    (Area::Contention, s.id, s.title)
-}
-
-/// Every step of `sections`, in page order, on the CPUs `cpus` of `topology`.
-pub fn plan(mode: Mode, sections: &[Section], topology: &Topology, cpus: &[u32]) -> Vec<Step> {
+/// The steps of one area of the page, in page order: one `add` line each — its label,
+/// expected seconds, the section it draws (the drawing crate's [`Section`]) and what runs.
+pub fn section_steps(area: Area, mode: Mode, topology: &Topology, cpus: &[u32]) -> Vec<Step> {
+    let full = mode == Mode::Full;
     let budget = Budget::new(mode, topology);
+    let sampling = Rounds::new(mode);
     let n = cpus.len();
     let nf = n as f64;
-    let factor = if mode == Mode::Full { 3.0 } else { 1.0 };
+    let factor = if full { 3.0 } else { 1.0 };
+    let weight = if full { 4.0 } else { 1.0 };
     let nodes = topology.nodes_with_memory().len() as f64;
     let cpu_nodes = topology.nodes.iter().filter(|n| !n.cpus.is_empty()).count() as f64;
     let per_node = topology.nodes.iter().map(|n| n.cpus.len()).max().unwrap_or(1).max(1);
     let bw = ms(budget.bandwidth);
+    let rounds = sampling.rounds.to_string();
     let mut steps = Vec::new();
-    for &section in sections {
-        let mut add = |label, seconds, draws, action| {
-            steps.push(Step { section, label, seconds, draws, action });
-        };
-        match section {
-            Section::Memory => {
-                let argv = vec![
-                    "--sweep".into(),
-                    "--from".into(),
-                    "16KiB".into(),
-                    "--to".into(),
-                    budget.sweep_to.to_string(),
-                    "--duration-ms".into(),
-                    ms(budget.sweep),
-                    "--prefetch-check".into(),
-                ];
-                add(
-                    "latency by working-set size, prefetch self-check",
-                    14.0 * factor,
-                    on_page(mem::LATENCY_SIZE),
-                    experiment::<latency::Latency>(argv),
-                );
-                let argv = vec![
-                    "--matrix".into(),
-                    "--size".into(),
-                    budget.matrix_bytes.to_string(),
-                    "--duration-ms".into(),
-                    ms(budget.matrix),
-                ];
-                add(
-                    "node×node latency",
-                    1.5 * nodes * cpu_nodes * factor,
-                    on_page(mem::LATENCY_MATRIX),
-                    experiment::<latency::Latency>(argv),
-                );
-                let argv = vec![
-                    "--matrix".into(),
-                    "--threads".into(),
-                    per_node.to_string(),
-                    "--duration-ms".into(),
-                    bw.clone(),
-                ];
-                add(
-                    "node×node bandwidth",
-                    1.5 * nodes * cpu_nodes * factor,
-                    on_page(mem::BANDWIDTH_MATRIX),
-                    experiment::<bandwidth::Bandwidth>(argv),
-                );
-                add(
-                    "bandwidth by thread count",
-                    1.5 * nf * factor,
-                    on_page(mem::BANDWIDTH_THREADS),
-                    experiment::<bandwidth::Bandwidth>(vec![
-                        "--scale".into(),
-                        "--duration-ms".into(),
-                        bw.clone(),
-                    ]),
-                );
-                // Ordinary and non-temporal stores: the headline copy figure is the better of
-                // the two, as MLC and STREAM users read it.
-                add(
-                    "copy bandwidth, ordinary and non-temporal stores",
-                    2.0 * factor,
-                    on_page(mem::BANDWIDTH_KERNELS),
-                    experiment::<bandwidth::Bandwidth>(vec![
-                        "--kernel".into(),
-                        "copy,copy-nt".into(),
-                        "--duration-ms".into(),
-                        bw.clone(),
-                    ]),
-                );
-                let delays: Vec<String> = budget.loaded_delays.iter().map(u64::to_string).collect();
-                let action = if n >= 2 {
-                    experiment::<bandwidth::LoadedLatency>(vec![
-                        "--delays".into(),
-                        delays.join(","),
-                        "--duration-ms".into(),
-                        ms(budget.loaded),
-                        "--chase-size".into(),
-                        budget.matrix_bytes.to_string(),
-                    ])
-                } else {
-                    Action::Skip("needs at least two CPUs: one chases, the others load".into())
-                };
-                add(
-                    "loaded latency",
-                    (budget.loaded_delays.len() as f64 + 1.0) * 0.5 * factor,
-                    on_page(mem::LOADED_LATENCY),
-                    action,
-                );
-                let work = vec![
-                    "--pages".to_string(),
-                    budget.slb_pages.to_string(),
-                    "--loops".into(),
-                    budget.slb_loops.to_string(),
-                ];
-                add(
-                    "SLB by worker count",
-                    2.0 * nf * factor,
-                    on_page(mem::SLB),
-                    experiment::<slb::Scale>(work.clone()),
-                );
-                let mut policies = work;
-                policies.extend(["--workers".to_string(), n.to_string()]);
-                add(
-                    "SLB under local, interleaved and remote memory",
-                    6.0 * factor,
-                    on_page(mem::SLB_POLICIES),
-                    experiment::<slb::ComparePolicies>(policies),
-                );
-            }
-            Section::Contention => {
-                let full = if mode == Mode::Full { 4.0 } else { 1.0 };
-                add(
-                    "core to core",
-                    (nf * (nf - 1.0) / 2.0) * 0.15 * full + 0.5,
-                    on_contention(mem::C2C),
-                    experiment::<c2c::C2c>(vec!["--duration-ms".into(), ms(budget.c2c_pair)]),
-                );
-                add(
-                    "lock contention",
-                    4.0 * (nf.log2().ceil() + 1.0) * 0.3 * full,
-                    on_contention(mem::CONTENTION),
-                    experiment::<slb::Locks>(Vec::new()),
-                );
-            }
-            other => steps.extend(section_steps(other, mode, n)),
+    // The database and the network links run once; every other step in each report round.
+    let repeat = !matches!(area, Area::Database | Area::Network);
+    let mut add = |label, seconds, draws, action| {
+        steps.push(Step { area, label, seconds, draws, action, repeat });
+    };
+    match area {
+        // Always on the page, measured by no step.
+        Area::Machine => {}
+        Area::Memory => {
+            let argv = [
+                "--sweep",
+                "--from",
+                "16KiB",
+                "--to",
+                &budget.sweep_to.to_string(),
+                "--duration-ms",
+                &ms(budget.sweep),
+                "--prefetch-check",
+            ];
+            add(
+                "latency by working-set size, prefetch self-check",
+                14.0 * factor,
+                mem::LATENCY_SIZE,
+                experiment::<latency::Latency>(&argv),
+            );
+            let argv = [
+                "--matrix",
+                "--size",
+                &budget.matrix_bytes.to_string(),
+                "--duration-ms",
+                &ms(budget.matrix),
+            ];
+            add(
+                "node×node latency",
+                1.5 * nodes * cpu_nodes * factor,
+                mem::LATENCY_MATRIX,
+                experiment::<latency::Latency>(&argv),
+            );
+            let argv = ["--matrix", "--threads", &per_node.to_string(), "--duration-ms", &bw];
+            add(
+                "node×node bandwidth",
+                1.5 * nodes * cpu_nodes * factor,
+                mem::BANDWIDTH_MATRIX,
+                experiment::<bandwidth::Bandwidth>(&argv),
+            );
+            add(
+                "bandwidth by thread count",
+                1.5 * nf * factor,
+                mem::BANDWIDTH_THREADS,
+                experiment::<bandwidth::Bandwidth>(&["--scale", "--duration-ms", &bw]),
+            );
+            // Ordinary and non-temporal stores: the headline copy figure is the better of
+            // the two, as MLC and STREAM users read it.
+            add(
+                "copy bandwidth, ordinary and non-temporal stores",
+                2.0 * factor,
+                mem::BANDWIDTH_KERNELS,
+                experiment::<bandwidth::Bandwidth>(&[
+                    "--kernel",
+                    "copy,copy-nt",
+                    "--duration-ms",
+                    &bw,
+                ]),
+            );
+            let delays: Vec<String> = budget.loaded_delays.iter().map(u64::to_string).collect();
+            let action = if n >= 2 {
+                experiment::<bandwidth::LoadedLatency>(&[
+                    "--delays",
+                    &delays.join(","),
+                    "--duration-ms",
+                    &ms(budget.loaded),
+                    "--chase-size",
+                    &budget.matrix_bytes.to_string(),
+                ])
+            } else {
+                Action::Skip("needs at least two CPUs: one chases, the others load".into())
+            };
+            add(
+                "loaded latency",
+                (budget.loaded_delays.len() as f64 + 1.0) * 0.5 * factor,
+                mem::LOADED_LATENCY,
+                action,
+            );
+            let (pages, loops) = (budget.slb_pages.to_string(), budget.slb_loops.to_string());
+            let work = ["--pages", &pages, "--loops", &loops];
+            add(
+                "SLB by worker count",
+                2.0 * nf * factor,
+                mem::SLB,
+                experiment::<slb::Scale>(&work),
+            );
+            add(
+                "SLB under local, interleaved and remote memory",
+                6.0 * factor,
+                mem::SLB_POLICIES,
+                experiment::<slb::ComparePolicies>(
+                    &[&work[..], &["--workers", &n.to_string()]].concat(),
+                ),
+            );
+        }
+        Area::Contention => {
+            add(
+                "core to core",
+                (nf * (nf - 1.0) / 2.0) * 0.15 * weight + 0.5,
+                mem::C2C,
+                experiment::<c2c::C2c>(&["--duration-ms", &ms(budget.c2c_pair)]),
+            );
+            add(
+                "lock contention",
+                4.0 * (nf.log2().ceil() + 1.0) * 0.3 * weight,
+                mem::CONTENTION,
+                experiment::<slb::Locks>(&[]),
+            );
+        }
+        Area::Cpu => {
+            add(
+                SCALE,
+                4.0 * weight,
+                tamp::chart::CPU_SCALE,
+                experiment::<tamp::experiments::CpuScale>(&[
+                    "--size",
+                    &sampling.scale_bytes.to_string(),
+                    "--rounds",
+                    &rounds,
+                ]),
+            );
+            add(
+                TIMER,
+                1.0,
+                mem::TIMER,
+                experiment::<membench::experiments::timer::Timer>(&[
+                    "--batches",
+                    if full { "200" } else { "40" },
+                ]),
+            );
+        }
+        Area::Compression => {
+            add(COMPRESS, 2.0 * weight, tamp::chart::COMPRESS_LZ4, Action::Compression);
+        }
+        Area::Allocators => {
+            let threads = if n > 1 { format!("1,{n}") } else { "1".into() };
+            add(
+                ALLOC,
+                8.0 * weight,
+                allocbench::chart::RELATIVE,
+                experiment::<allocbench::experiments::Alloc>(&[
+                    "--threads",
+                    &threads,
+                    "--repeat",
+                    &sampling.alloc_rounds.to_string(),
+                    "--ops",
+                    &sampling.alloc_ops.to_string(),
+                ]),
+            );
+        }
+        Area::Database => {
+            add(DATABASE, 12.0 * weight + 5.0, loadgen::chart::LOAD_THROUGHPUT, Action::Database);
+        }
+        Area::Network => {
+            add(
+                NETWORK,
+                1.0,
+                nicstat::links::NETWORK,
+                experiment::<nicstat::links::Links>(&["--seconds", "1"]),
+            );
         }
     }
     steps
 }
 
-/// Runs every step of the chosen `sections` and returns the page's data.
-/// A part of the report `--sections` can pick.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Section {
-    Memory,
-    Contention,
-    Cpu,
-    Compression,
-    Allocators,
-    Database,
-    Network,
-}
-
-impl Section {
-    /// Every section, in page order.
-    pub const ALL: [Section; 7] = [
-        Section::Memory,
-        Section::Contention,
-        Section::Cpu,
-        Section::Compression,
-        Section::Allocators,
-        Section::Database,
-        Section::Network,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Section::Memory => "memory",
-            Section::Contention => "contention",
-            Section::Cpu => "cpu",
-            Section::Compression => "compression",
-            Section::Allocators => "allocators",
-            Section::Database => "database",
-            Section::Network => "network",
-        }
-    }
-
-    /// The steps of a section beyond memory and contention (those are in
-    /// [`plan`]), with their expected seconds on `cpus` CPUs.
-    pub fn steps(self, mode: Mode, cpus: usize) -> Vec<Step> {
-        section_steps(self, mode, cpus)
-    }
-}
-
-/// The steps of `section` beyond memory and contention, in page order.
-pub fn section_steps(section: Section, mode: Mode, cpus: usize) -> Vec<Step> {
-    let full = mode == Mode::Full;
-    let weight = if full { 4.0 } else { 1.0 };
-    let sampling = Rounds::new(mode);
-    let rounds = sampling.rounds.to_string();
-    let step = |label, seconds, draws, action| Step { section, label, seconds, draws, action };
-    let experiment = |experiment, argv: &[&str]| Action::Experiment {
-        experiment,
+/// A registered experiment as a step, with its arguments as on its command line.
+fn experiment<E: Experiment>(argv: &[&str]) -> Action {
+    Action::Experiment {
+        experiment: StepExperiment::of::<E>(),
         argv: argv.iter().map(|a| a.to_string()).collect(),
-    };
-    match section {
-        Section::Memory | Section::Contention => Vec::new(),
-        Section::Cpu => vec![
-            step(
-                SCALE,
-                4.0 * weight,
-                (Area::Cpu, "chart-cpu-scale", "CPU scaling"),
-                experiment(
-                    StepExperiment::of::<tamp::experiments::CpuScale>(),
-                    &["--size", &sampling.scale_bytes.to_string(), "--rounds", &rounds],
-                ),
-            ),
-            step(
-                TIMER,
-                1.0,
-                (Area::Cpu, "chart-timer", "Reading the clock"),
-                experiment(
-                    StepExperiment::of::<membench::experiments::timer::Timer>(),
-                    &["--batches", if full { "200" } else { "40" }],
-                ),
-            ),
-        ],
-        Section::Compression => vec![step(
-            COMPRESS,
-            2.0 * weight,
-            (Area::Compression, "chart-compress", "Compression"),
-            Action::Compression,
-        )],
-        Section::Allocators => {
-            let threads = if cpus > 1 { format!("1,{cpus}") } else { "1".into() };
-            let ops = sampling.alloc_ops.to_string();
-            let rounds = sampling.alloc_rounds.to_string();
-            vec![step(
-                ALLOC,
-                8.0 * weight,
-                (Area::Allocators, "chart-alloc-relative", "Allocators"),
-                experiment(
-                    StepExperiment::of::<allocbench::experiments::Alloc>(),
-                    &["--threads", &threads, "--repeat", &rounds, "--ops", &ops],
-                ),
-            )]
-        }
-        Section::Database => vec![step(
-            DATABASE,
-            12.0 * weight + 5.0,
-            (Area::Database, "chart-load-throughput", "Database"),
-            Action::Database,
-        )],
-        Section::Network => vec![step(
-            NETWORK,
-            1.0,
-            (Area::Network, "chart-network", "Network links"),
-            experiment(StepExperiment::of::<nicstat::links::Links>(), &["--seconds", "1"]),
-        )],
     }
 }
 
-impl FromStr for Section {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, String> {
-        Section::ALL.into_iter().find(|s| s.name() == text.trim()).ok_or_else(|| {
-            let known: Vec<&str> = Section::ALL.iter().map(|s| s.name()).collect();
-            format!("unknown section {text:?}; known: {}", known.join(", "))
-        })
-    }
+/// `report --sections`' values: every area but the machine's facts (always shown), by name,
+/// listed in its help from [`Area`].
+pub fn sections_parser() -> impl clap::builder::TypedValueParser<Value = Area> {
+    let names: Vec<&'static str> = Area::sections().map(Area::name).collect();
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(names).try_map(|name| name.parse::<Area>())
 }
 
 const SCALE: &str = "throughput by threads and units";
@@ -544,7 +482,7 @@ mod tests {
             let t = topology(spec);
             let cpus = t.online_cpu_ids();
             for mode in [Mode::Quick, Mode::Full] {
-                let steps = plan(mode, &Section::ALL, &t, &cpus);
+                let steps = plan(mode, &Area::ALL, &t, &cpus);
                 let experiments =
                     steps.iter().filter(|s| matches!(s.action, Action::Experiment { .. })).count();
                 assert!(experiments >= 12, "{spec} {mode:?}: {experiments} experiment steps");
@@ -561,14 +499,225 @@ mod tests {
         }
     }
 
+    /// What `step`'s outcome draws, from a made-up outcome of the kind it stores (empty: what
+    /// a section is called and where it goes does not depend on what was measured).
+    fn drawn(step: &Step, t: &Topology) -> Vec<chart::Part> {
+        use membench::experiments::bandwidth::{BandwidthOutcome, BandwidthScale};
+        use membench::experiments::latency::{LatencyMatrixRun, LatencyOutcome, LatencySweep};
+        let placement = || place::Placement::base_pages(0, Vec::new());
+        let empty_sweep = || loadgen::experiments::LoadOutcome::Sweep {
+            steps: Vec::new(),
+            stopped_between_steps: false,
+        };
+        let (path, argv) = match &step.action {
+            Action::Experiment { experiment, argv } => (experiment.path, argv),
+            Action::Compression => {
+                let run = tamp::RunResult {
+                    operation: tamp::Operation::Compress,
+                    format: "lz4".into(),
+                    level: Some(1),
+                    input: "corpus".into(),
+                    output: None,
+                    threads: 2,
+                    block_size: 1 << 20,
+                    blocks: 0,
+                    bytes_in: 0,
+                    bytes_out: 0,
+                    ratio: 0.0,
+                    wall_s: 0.0,
+                    cpu_user_s: 0.0,
+                    cpu_sys_s: 0.0,
+                    mb_per_s: 0.0,
+                    cpu_share: 0.0,
+                    online_cpus: 2,
+                    machine_cpu_share: None,
+                    cpus_busy: None,
+                    thread_busy: Vec::new(),
+                    verdict: tamp::Verdict::CpuBound,
+                    verdict_reason: String::new(),
+                    parallel: true,
+                    serial_reason: None,
+                    interrupted: false,
+                    rounds: Vec::new(),
+                };
+                return tamp::experiments::Compressed::Run(Box::new(run)).parts(t);
+            }
+            Action::Database => return empty_sweep().parts(t),
+            Action::Skip(why) => panic!("{}: skipped on a two-CPU machine: {why}", step.label),
+        };
+        let has = |flag: &str| argv.iter().any(|a| a == flag);
+        let several_kernels = argv
+            .iter()
+            .position(|a| a == "--kernel")
+            .and_then(|at| argv.get(at + 1))
+            .is_some_and(|k| k.contains(','));
+        match path {
+            p if p == latency::Latency::PATH && has("--matrix") => {
+                let matrix = membench::latency::LatencyMatrix {
+                    bytes: 0,
+                    cpu_nodes: Vec::new(),
+                    memory_nodes: Vec::new(),
+                    cells: Vec::new(),
+                };
+                LatencyOutcome::Matrix(LatencyMatrixRun { matrix, distances: None }).parts(t)
+            }
+            p if p == latency::Latency::PATH => LatencyOutcome::Sweep(LatencySweep {
+                points: Vec::new(),
+                prefetch_check: None,
+                interrupted: false,
+                caches: Vec::new(),
+            })
+            .parts(t),
+            p if p == bandwidth::Bandwidth::PATH && has("--matrix") => {
+                BandwidthOutcome::Matrix(membench::bandwidth::BandwidthMatrix {
+                    cpu_nodes: Vec::new(),
+                    memory_nodes: Vec::new(),
+                    threads_per_cell: 1,
+                    cells: Vec::new(),
+                    interrupted: false,
+                })
+                .parts(t)
+            }
+            p if p == bandwidth::Bandwidth::PATH && has("--scale") => {
+                let scaling = membench::bandwidth::Scaling {
+                    steps: Vec::new(),
+                    saturated_at: None,
+                    interrupted: false,
+                    size_checks: Vec::new(),
+                };
+                BandwidthOutcome::Scale(BandwidthScale { scaling, peak: None, interrupted: false })
+                    .parts(t)
+            }
+            p if p == bandwidth::Bandwidth::PATH && several_kernels => {
+                BandwidthOutcome::Kernels(Vec::new()).parts(t)
+            }
+            p if p == bandwidth::LoadedLatency::PATH => membench::loaded::LoadedCurve {
+                mix: membench::loaded::LoadMix::Reads,
+                kernel: membench::kernels::bandwidth::Kernel::Read,
+                isa: membench::kernels::bandwidth::Isa::Scalar,
+                accounting: String::new(),
+                chase_cpu: 0,
+                load_cpus: vec![1],
+                chase_placement: placement(),
+                load_placements: Vec::new(),
+                points: Vec::new(),
+                interrupted: false,
+                delay_caveat: None,
+            }
+            .parts(t),
+            p if p == slb::Scale::PATH => {
+                slb::ScaleOutcome { runs: Vec::new(), interrupted: false }.parts(t)
+            }
+            p if p == slb::ComparePolicies::PATH => {
+                slb::PoliciesOutcome { rows: Vec::new(), interrupted: false }.parts(t)
+            }
+            p if p == slb::Locks::PATH => slb::LocksOutcome::default().parts(t),
+            p if p == c2c::C2c::PATH => membench::c2c::C2cResult {
+                mode: membench::c2c::C2cMode::Read,
+                cpus: vec![0, 1],
+                line_on: None,
+                line: placement(),
+                pairs: Vec::new(),
+                classes: Vec::new(),
+                nodes: Vec::new(),
+                interrupted: false,
+            }
+            .parts(t),
+            p if p == tamp::experiments::CpuScale::PATH => tamp::scale::ScaleReport {
+                codec: "lz4".into(),
+                level: Some(1),
+                input_bytes: 0,
+                block_size: 1 << 20,
+                steps: Vec::new(),
+                summary: tamp::scale::ScaleSummary {
+                    single_thread_mb_s: None,
+                    one_unit_best: None,
+                    one_unit_stops_at: None,
+                    one_unit_limit: None,
+                    filled_best: None,
+                    text: String::new(),
+                },
+                interrupted: false,
+            }
+            .parts(t),
+            p if p == membench::experiments::timer::Timer::PATH => membench::timers::TimerReport {
+                timers: Vec::new(),
+                skipped: Vec::new(),
+                path_method: membench::timers::PathMethod::Seccomp,
+                vdso_mapped: true,
+                core_ghz: None,
+                core_clock: None,
+                clocksource: None,
+                available_clocksources: Vec::new(),
+                counter: None,
+                choice: None,
+                warnings: Vec::new(),
+                interrupted: false,
+            }
+            .parts(t),
+            p if p == allocbench::experiments::Alloc::PATH => allocbench::BakeOff {
+                workload: "builtin".into(),
+                allocators: Vec::new(),
+                missing: Vec::new(),
+                threads: vec![1],
+                repeat: 1,
+                baseline: None,
+                runs: Vec::new(),
+                refused: Vec::new(),
+                groups: Vec::new(),
+                notes: Vec::new(),
+                interrupted: false,
+            }
+            .parts(t),
+            p if p == nicstat::links::Links::PATH => nicstat::links::NetLinks {
+                seconds: 1.0,
+                links: Vec::new(),
+                notes: Vec::new(),
+                interrupted: false,
+            }
+            .parts(t),
+            other => panic!("{}: no made-up outcome for `{}`", step.label, other.join(" ")),
+        }
+    }
+
+    /// Each step declares the section it draws (where it says why when it cannot run): the
+    /// outcome it stores draws that very section — area, id, heading and width.
+    #[test]
+    fn each_step_draws_the_section_it_declares() {
+        let t = topology("pack:2 [numa(memory=1GiB)] core:1 pu:1");
+        let cpus = t.online_cpu_ids();
+        for mode in [Mode::Quick, Mode::Full] {
+            let steps = plan(mode, &Area::ALL, &t, &cpus);
+            let areas: std::collections::BTreeSet<Area> = steps.iter().map(|s| s.area).collect();
+            assert_eq!(areas.len(), Area::ALL.len() - 1, "a step in every area but the machine's");
+            for step in &steps {
+                let d = step.draws;
+                assert_eq!(d.area, step.area, "{}: drawn in another area", step.label);
+                let parts = drawn(step, &t);
+                let found = parts.iter().find(|p| p.id == d.id).unwrap_or_else(|| {
+                    let ids: Vec<&str> = parts.iter().map(|p| p.id.as_str()).collect();
+                    panic!("{}: declares {} but draws {ids:?}", step.label, d.id)
+                });
+                assert_eq!(
+                    (found.area, found.title.as_str(), found.wide),
+                    (d.area, d.title, d.wide),
+                    "{}: {}",
+                    step.label,
+                    d.id
+                );
+            }
+        }
+    }
+
     #[test]
     fn steps_follow_the_sections_asked_for_in_page_order() {
         let t = topology("pack:1 [numa(memory=1GiB)] core:2 pu:1");
         let cpus = t.online_cpu_ids();
-        let steps = plan(Mode::Quick, &[Section::Contention, Section::Cpu], &t, &cpus);
-        let sections: Vec<Section> = steps.iter().map(|s| s.section).collect();
-        assert!(sections.windows(2).all(|w| w[0] <= w[1]), "{sections:?}");
-        assert!(!sections.contains(&Section::Memory));
+        let steps = plan(Mode::Quick, &[Area::Cpu, Area::Contention, Area::Cpu], &t, &cpus);
+        let areas: Vec<Area> = steps.iter().map(|s| s.area).collect();
+        assert!(areas.windows(2).all(|w| w[0] <= w[1]), "{areas:?}");
+        assert!(!areas.contains(&Area::Memory));
+        assert_eq!(steps.iter().filter(|s| s.label == TIMER).count(), 1, "each area once");
         assert_eq!(steps.first().map(|s| s.label), Some("core to core"));
     }
 
@@ -579,31 +728,30 @@ mod tests {
         argv.get(at + 1).map(String::as_str)
     }
 
-    /// Every figure the compression, CPU-scaling, allocator and database steps offer for
-    /// comparison has enough samples on each side for the test to reach p < 0.01, in both
-    /// modes: the rounds the steps are given, and the whole intervals of a database step.
+    /// Every repeated step runs in at least three report rounds (an interval on its rounds
+    /// needs two a side; three give one worth reading), the steps' own arguments take the
+    /// within-round counts, and the database's intervals are whole.
     #[test]
-    fn the_compared_steps_take_enough_samples_to_be_tested() {
-        use measure::verdict::testable;
-        assert!(testable(MIN_SAMPLES as usize, MIN_SAMPLES as usize));
-        assert!(!testable(MIN_SAMPLES as usize - 1, MIN_SAMPLES as usize - 1));
+    fn the_report_takes_enough_rounds_to_be_judged() {
+        use measure::verdict::{assess, Level, RunNoise};
         for mode in [Mode::Quick, Mode::Full] {
             let r = Rounds::new(mode);
-            for n in [r.rounds as usize, r.alloc_rounds as usize] {
-                assert!(n >= MIN_SAMPLES as usize && testable(n, n), "{mode:?}: {n} rounds");
-            }
-            let db = r.db_samples() as usize;
-            assert!(testable(db, db), "{mode:?}: {db} intervals a sweep step");
-            let traced = r.db_intervals as usize;
-            assert!(testable(traced, traced), "{mode:?}: {traced} traced intervals");
+            assert!(r.report_rounds >= 3, "{mode:?}");
+            let n = r.report_rounds as usize;
+            let values: Vec<f64> = (0..n).map(|i| 100.0 + i as f64).collect();
+            assert!(assess(&values, &values, Level::Rounds, RunNoise::none()).p_value.is_finite());
             // Whole intervals: the last is not a stub.
             assert_eq!(r.db_step.as_millis() % r.db_interval.as_millis(), 0, "{mode:?}");
-            let scale = section_steps(Section::Cpu, mode, 2);
+            let t = topology("pack:1 [numa(memory=1GiB)] core:2 pu:1");
+            let cpus = t.online_cpu_ids();
+            let scale = section_steps(Area::Cpu, mode, &t, &cpus);
             let scale = scale.iter().find(|s| s.label == SCALE).unwrap();
+            assert!(scale.repeat);
             assert_eq!(arg(scale, "--rounds"), Some(r.rounds.to_string().as_str()));
-            let alloc = section_steps(Section::Allocators, mode, 2);
+            let alloc = section_steps(Area::Allocators, mode, &t, &cpus);
             assert_eq!(arg(&alloc[0], "--repeat"), Some(r.alloc_rounds.to_string().as_str()));
             assert_eq!(r.db_interval_arg().parse::<f64>().unwrap(), r.db_interval.as_secs_f64());
+            assert!(!section_steps(Area::Database, mode, &t, &cpus)[0].repeat);
         }
         assert_eq!(Rounds::new(Mode::Quick).db_interval_arg(), "0.25");
     }
@@ -611,7 +759,7 @@ mod tests {
     #[test]
     fn one_cpu_skips_loaded_latency_with_its_reason() {
         let t = topology("pack:1 [numa(memory=1GiB)] core:1 pu:1");
-        let steps = plan(Mode::Quick, &[Section::Memory], &t, &t.online_cpu_ids());
+        let steps = plan(Mode::Quick, &[Area::Memory], &t, &t.online_cpu_ids());
         let loaded = steps.iter().find(|s| s.label == "loaded latency").unwrap();
         assert!(
             matches!(&loaded.action, Action::Skip(why) if why.contains("at least two CPUs")),

@@ -24,6 +24,9 @@ pub struct Run<'a> {
     pub cpus: usize,
     /// The steps probed for placement so far, with the parts each drew.
     pub probed: Vec<ProbedStep>,
+    /// The report's round (from 1): later rounds store their runs as the step's rounds and
+    /// draw nothing on the page.
+    pub round: u32,
 }
 
 impl Run<'_> {
@@ -38,6 +41,16 @@ impl Run<'_> {
         let mut ctx = Context::new(self.topology, self.globals, self.rec);
         let (outcome, id) = experiment.run(&mut ctx, argv)?;
         let placement = ctx.take_placement();
+        if self.round > 1 {
+            if let Some(id) = id {
+                self.data.rounds.push(report::html::RoundRun {
+                    label: label.to_string(),
+                    round: self.round,
+                    id,
+                });
+            }
+            return Ok(outcome);
+        }
         let mut parts = outcome.parts(self.topology);
         crate::placement::label_sections(&mut parts, placement.as_ref());
         let start = self.data.parts.len();
@@ -60,9 +73,11 @@ impl Run<'_> {
     /// A step that did not run (or only in part): one line on the page and in the terminal.
     pub fn skipped(&mut self, step: &Step, why: impl std::fmt::Display) {
         let mut section = skipped_section(step, why);
-        measure::say!("platscope: {} section not measured: {}", step.section.name(), section.why);
-        // Two steps may draw the same place (the database's two): each keeps its own id.
-        if self.data.skipped.iter().any(|s| s.id == section.id) {
+        measure::say!("platscope: {} section not measured: {}", step.area.name(), section.why);
+        // A step may be skipped after drawing its first section, or two steps in one place
+        // (the database's two): each keeps its own id.
+        let taken = |id: &str| self.data.parts.iter().any(|p| p.id == id);
+        if taken(&section.id) || self.data.skipped.iter().any(|s| s.id == section.id) {
             section.id = format!("{}-skipped-{}", section.id, self.data.skipped.len());
         }
         self.data.skipped.push(section);
@@ -210,11 +225,10 @@ impl Run<'_> {
 /// A step that could not run: one line on the page (in the place of the section it draws)
 /// and in the terminal.
 pub(crate) fn skipped_section(step: &Step, why: impl std::fmt::Display) -> SkippedSection {
-    let (area, id, title) = step.draws;
     SkippedSection {
-        area,
-        id: id.to_string(),
-        title: title.to_string(),
+        area: step.draws.area,
+        id: step.draws.id.to_string(),
+        title: step.draws.title.to_string(),
         why: format!("{}: {why}", step.label),
     }
 }

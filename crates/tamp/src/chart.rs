@@ -11,11 +11,28 @@ use std::fmt::Write as _;
 
 use chart::labels::{self, PointLabel, Rect};
 use chart::svg::{self, esc, exact, fmt3, px, Plot, ScaleKind};
-use chart::{Area, Figure, Headline, Part};
+use chart::{Area, Figure, Headline, Part, Section};
 use measure::ToMetrics;
 
 use crate::scale::{ScaleReport, ScaleStep};
 use crate::{Operation, RunResult};
+
+/// `cpu scale`'s section (the report's CPU scaling).
+pub const CPU_SCALE: Section = Section {
+    area: Area::Cpu,
+    id: "chart-cpu-scale",
+    title: "CPU scaling: throughput by threads and units (compression)",
+    wide: false,
+};
+
+/// The section of an lz4 compress run ([`run_part`] names each run's `chart-{op}-{format}`):
+/// the report's compression step draws it first, and says there why when it cannot run.
+pub const COMPRESS_LZ4: Section = Section {
+    area: Area::Compression,
+    id: "chart-compress-lz4",
+    title: "Compression (lz4): where the time went",
+    wide: false,
+};
 
 /// Line styles for up to four unit counts (then they repeat).
 const DASHES: [&str; 4] = ["", "6 3", "2 3", "10 3 2 3"];
@@ -38,7 +55,7 @@ pub fn cpu_scale(r: &ScaleReport) -> Option<Figure> {
         Plot { width: 600.0, height: 400.0, left: 64.0, right: 20.0, top: 34.0, bottom: 56.0 };
     let x = plot.x_scale(ScaleKind::Log2, 1.0, most as f64);
     let y = plot.y_scale(ScaleKind::Linear, 0.0, svg::nice_max(y_top, 6));
-    let id = "chart-cpu-scale";
+    let id = CPU_SCALE.id;
     let mut out = svg::open(id, plot.width, plot.height, "Throughput against threads and units");
     let x_ticks: Vec<svg::Tick> = std::iter::successors(Some(1usize), |t| Some(t * 2))
         .take_while(|&t| t <= most)
@@ -196,13 +213,7 @@ fn key(
 
 /// `cpu scale`'s section (the same as `report --full`'s), with its headline figures.
 pub fn scale_part(r: &ScaleReport) -> Part {
-    let mut part = Part::new(
-        Area::Cpu,
-        "chart-cpu-scale",
-        "CPU scaling: throughput by threads and units (compression)",
-        false,
-    )
-    .with_figure(cpu_scale(r));
+    let mut part = CPU_SCALE.part(cpu_scale(r));
     let metrics = r.to_metrics();
     let at = |units: usize, threads: usize| {
         key(&metrics, crate::metrics::SCALE_THROUGHPUT, |m| {

@@ -519,6 +519,11 @@ mod tests {
         assert_eq!(samples(crate::metrics::RATIO), 1);
         // The page's headline is the median of those samples, backed by their metric.
         let part = crate::chart::run_part(&r);
+        let lz4 = crate::chart::COMPRESS_LZ4;
+        assert_eq!(
+            (part.area, part.id.as_str(), part.title.as_str()),
+            (lz4.area, lz4.id, lz4.title)
+        );
         let head = &part.headlines[0];
         assert_eq!(head.value, "500 MB/s");
         assert!(head.detail.ends_with("median of 5 rounds"), "{}", head.detail);
@@ -587,7 +592,7 @@ mod tests {
         let stop = AtomicBool::new(false);
         let r = crate::scale::run(&input, codec.as_ref(), &plan, &stop).unwrap();
         let parts = r.parts(&topology());
-        assert_eq!(parts[0].id, "chart-cpu-scale");
+        assert_eq!(parts[0].id, crate::chart::CPU_SCALE.id);
         assert_eq!(parts[0].figure, crate::chart::cpu_scale(&r), "the report's own chart");
         assert!(parts[0].headlines.iter().any(|h| h.name == "single-thread compression"));
         let back =

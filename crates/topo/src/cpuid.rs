@@ -146,6 +146,10 @@ pub struct CpuidInfo {
     pub caches: Vec<CpuidCache>,
     /// TLBs, by level, kind and smallest page size.
     pub tlbs: Vec<Tlb>,
+    /// Why `tlbs` is empty, in words (`leaf 2 defers to leaf 0x18, beyond the highest basic
+    /// leaf 0xd`); `None` when TLBs were found, and in topologies stored before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tlbs_absent: Option<String>,
 }
 
 impl CpuidInfo {
@@ -497,21 +501,44 @@ pub fn intel_leaf2(r: Regs) -> Leaf2 {
 /// Subleaves read at most per leaf, so a corrupt or hostile register source cannot loop forever.
 const MAX_SUBLEAVES: u32 = 32;
 
-/// Decodes everything this module knows from a register source (`read(leaf, subleaf)`),
-/// checking the highest basic and extended leaves before reading any other.
+/// Decodes everything this module knows from a register source (`read(leaf, subleaf)`).
+///
+/// Leaf 0 and 0x8000_0000 are read first; no other leaf above the highest basic or extended
+/// leaf they give is ever read. Such a leaf is not an error on real CPUs: Intel answers with the
+/// highest basic leaf's values, hypervisors often with zeros, and either would decode as
+/// nonsense or as "nothing there" (a KVM guest with highest basic leaf 0x16 answers leaf 0x18,
+/// Intel's TLB leaf, with zeros while its leaf 2 lists the TLBs).
 pub fn decode(read: &dyn Fn(u32, u32) -> Regs) -> CpuidInfo {
     let leaf0 = read(0, 0);
     let max_basic = leaf0.eax;
+    let max_ext = read(0x8000_0000, 0).eax;
+    let has_ext = |leaf: u32| max_ext & 0x8000_0000 != 0 && (0x8000_0000..=max_ext).contains(&leaf);
+    // Every read below goes through this guard, so a missing check cannot read past the range.
+    let guarded = |leaf: u32, sub: u32| {
+        let within = if leaf >= 0x8000_0000 { has_ext(leaf) } else { leaf <= max_basic };
+        if within {
+            read(leaf, sub)
+        } else {
+            Regs::default()
+        }
+    };
+    let read: &dyn Fn(u32, u32) -> Regs = &guarded;
     let vendor = vendor(leaf0);
     let (family, model, stepping) =
         if max_basic >= 1 { signature(read(1, 0).eax) } else { (0, 0, 0) };
-    let max_ext = read(0x8000_0000, 0).eax;
-    let has_ext = |leaf: u32| max_ext & 0x8000_0000 != 0 && max_ext >= leaf;
     let brand = has_ext(0x8000_0004)
         .then(|| brand([read(0x8000_0002, 0), read(0x8000_0003, 0), read(0x8000_0004, 0)]))
         .flatten();
-    let mut info =
-        CpuidInfo { vendor, brand, family, model, stepping, caches: Vec::new(), tlbs: Vec::new() };
+    let mut info = CpuidInfo {
+        vendor,
+        brand,
+        family,
+        model,
+        stepping,
+        caches: Vec::new(),
+        tlbs: Vec::new(),
+        tlbs_absent: None,
+    };
     let amd = info.is_amd_like();
 
     // Caches: the deterministic leaf the vendor provides, else AMD's legacy leaves.
@@ -526,37 +553,78 @@ pub fn decode(read: &dyn Fn(u32, u32) -> Regs) -> CpuidInfo {
         info.caches = amd_legacy_caches(read(0x8000_0005, 0), read(0x8000_0006, 0));
     }
 
-    // TLBs.
-    if amd {
-        if has_ext(0x8000_0005) {
-            let l1 = read(0x8000_0005, 0);
-            info.tlbs.extend(amd_l1_tlbs(l1.ebx, &[K4]));
-            info.tlbs.extend(amd_l1_tlbs(l1.eax, &[M2, M4]));
-        }
-        if has_ext(0x8000_0006) {
-            let l2 = read(0x8000_0006, 0);
-            info.tlbs.extend(amd_tlbs(l2.ebx, 2, &[K4], "0x80000006"));
-            info.tlbs.extend(amd_tlbs(l2.eax, 2, &[M2, M4], "0x80000006"));
-        }
-        if has_ext(0x8000_0019) {
-            let g = read(0x8000_0019, 0);
-            info.tlbs.extend(amd_tlbs(g.eax, 1, &[G1], "0x80000019"));
-            info.tlbs.extend(amd_tlbs(g.ebx, 2, &[G1], "0x80000019"));
-        }
-    } else {
-        if max_basic >= 0x18 {
-            let last = read(0x18, 0).eax.min(MAX_SUBLEAVES);
-            info.tlbs.extend((0..=last).filter_map(|sub| intel_tlb_leaf18(read(0x18, sub))));
-        }
-        if info.tlbs.is_empty() && max_basic >= 2 {
-            info.tlbs = intel_leaf2(read(2, 0)).tlbs;
-        }
-    }
+    let (tlbs, absent) =
+        if amd { amd_tlb_leaves(read, max_ext) } else { intel_tlbs(read, max_basic) };
+    info.tlbs = tlbs;
+    info.tlbs_absent = if info.tlbs.is_empty() { Some(absent) } else { None };
     info.caches.sort_by_key(|c| (c.level, c.kind != CacheType::Data, c.kind as u8));
     info.tlbs.sort_by(|a, b| {
         (a.level, a.kind, a.page_bytes.first()).cmp(&(b.level, b.kind, b.page_bytes.first()))
     });
     info
+}
+
+/// AMD's TLB leaves (0x8000_0005, 6 and 0x19), each read only when the highest extended leaf
+/// `max_ext` reaches it, and the reason to give when they describe none.
+fn amd_tlb_leaves(read: &dyn Fn(u32, u32) -> Regs, max_ext: u32) -> (Vec<Tlb>, String) {
+    let has = |leaf: u32| max_ext & 0x8000_0000 != 0 && max_ext >= leaf;
+    let mut tlbs = Vec::new();
+    if has(0x8000_0005) {
+        let l1 = read(0x8000_0005, 0);
+        tlbs.extend(amd_l1_tlbs(l1.ebx, &[K4]));
+        tlbs.extend(amd_l1_tlbs(l1.eax, &[M2, M4]));
+    }
+    if has(0x8000_0006) {
+        let l2 = read(0x8000_0006, 0);
+        tlbs.extend(amd_tlbs(l2.ebx, 2, &[K4], "0x80000006"));
+        tlbs.extend(amd_tlbs(l2.eax, 2, &[M2, M4], "0x80000006"));
+    }
+    if has(0x8000_0019) {
+        let g = read(0x8000_0019, 0);
+        tlbs.extend(amd_tlbs(g.eax, 1, &[G1], "0x80000019"));
+        tlbs.extend(amd_tlbs(g.ebx, 2, &[G1], "0x80000019"));
+    }
+    let why = if has(0x8000_0005) {
+        "leaves 0x80000005/6 describe no TLB (zeros)".to_string()
+    } else {
+        format!("no TLB leaf 0x80000005 (highest extended leaf {max_ext:#x})")
+    };
+    (tlbs, why)
+}
+
+/// Intel's TLBs: leaf 0x18 when the highest basic leaf `max_basic` reaches it and it describes
+/// some, else leaf 2's descriptors; with none, the reason in words.
+fn intel_tlbs(read: &dyn Fn(u32, u32) -> Regs, max_basic: u32) -> (Vec<Tlb>, String) {
+    let has18 = max_basic >= 0x18;
+    if has18 {
+        let last = read(0x18, 0).eax.min(MAX_SUBLEAVES);
+        let tlbs: Vec<Tlb> =
+            (0..=last).filter_map(|sub| intel_tlb_leaf18(read(0x18, sub))).collect();
+        if !tlbs.is_empty() {
+            return (tlbs, String::new());
+        }
+    }
+    if max_basic < 2 {
+        return (Vec::new(), format!("no TLB leaf 2 (highest basic leaf {max_basic:#x})"));
+    }
+    let leaf2 = intel_leaf2(read(2, 0));
+    if !leaf2.tlbs.is_empty() {
+        return (leaf2.tlbs, String::new());
+    }
+    let leaf18 = if has18 {
+        "leaf 0x18 describes none (all zeros: a hypervisor that hides them)".to_string()
+    } else {
+        format!("leaf 0x18 is beyond the highest basic leaf {max_basic:#x}")
+    };
+    let leaf2_says = if leaf2.tlbs_in_leaf18 {
+        "leaf 2 defers to leaf 0x18".to_string()
+    } else if leaf2.other.is_empty() {
+        "leaf 2 names no TLB".to_string()
+    } else {
+        let bytes: Vec<String> = leaf2.other.iter().map(|b| format!("{b:#04x}")).collect();
+        format!("leaf 2 names no TLB this decoder knows (descriptors {})", bytes.join(" "))
+    };
+    (Vec::new(), format!("{leaf2_says}; {leaf18}"))
 }
 
 fn walk_caches(read: &dyn Fn(u32, u32) -> Regs, leaf: u32, name: &str) -> Vec<CpuidCache> {
@@ -774,7 +842,7 @@ mod tests {
     #[test]
     fn amd_legacy_l3_of_the_guest_defers_to_0x8000001d() {
         // The guest's 0x80000006 EDX (0x08009140) has associativity code 9 ("see 0x8000001D"),
-        // so its size field (16 MiB, unlike the real 32 MiB) is not taken.
+        // so its size field (512 × 512 KiB = 256 MiB, unlike the real 32 MiB) is not taken.
         let d = Dump::parse(EPYC_KVM).expect("fixture");
         let legacy = amd_legacy_caches(d.read(0x8000_0005, 0), d.read(0x8000_0006, 0));
         let levels: Vec<(u8, CacheType, u64)> =
@@ -850,6 +918,80 @@ mod tests {
         assert_eq!(
             tlbs,
             vec![(1, TlbKind::LoadOnly, vec![K4], 64), (2, TlbKind::Unified, vec![K4, M2], 1536)]
+        );
+    }
+
+    /// An Intel register source with highest basic leaf `max_basic`, leaf 2 `leaf2`, and a leaf
+    /// 0x18 that would describe a 64-entry TLB were it read; records every query.
+    fn intel_source(
+        max_basic: u32,
+        leaf2: Regs,
+        seen: &std::cell::RefCell<Vec<u32>>,
+    ) -> impl Fn(u32, u32) -> Regs + '_ {
+        move |leaf: u32, sub: u32| {
+            seen.borrow_mut().push(leaf);
+            match (leaf, sub) {
+                (0, 0) => {
+                    Regs { eax: max_basic, ebx: 0x756e_6547, ecx: 0x6c65_746e, edx: 0x4965_6e69 }
+                }
+                (2, 0) => leaf2,
+                (0x18, 0) => Regs { eax: 1, ..Regs::default() },
+                (0x18, 1) => Regs { eax: 0, ebx: 1 | 4 << 16, ecx: 16, edx: 1 | 1 << 5 },
+                (0x8000_0000, 0) => Regs { eax: 0x8000_0008, ..Regs::default() },
+                _ => Regs::default(),
+            }
+        }
+    }
+
+    #[test]
+    fn reads_no_leaf_beyond_the_highest_and_says_why_tlbs_are_absent() {
+        let seen = std::cell::RefCell::new(Vec::new());
+        // QEMU's named Intel models: highest basic leaf 0xd, leaf 2 only 0xFF ("see leaf 4").
+        let qemu = Regs { eax: 1, edx: 0xff, ..Regs::default() };
+        let info = decode(&intel_source(0xd, qemu, &seen));
+        assert!(seen.borrow().iter().all(|&l| l <= 0xd || l >= 0x8000_0000), "{:x?}", seen);
+        assert!(info.tlbs.is_empty(), "{:?}", info.tlbs);
+        assert_eq!(
+            info.tlbs_absent.as_deref(),
+            Some("leaf 2 names no TLB; leaf 0x18 is beyond the highest basic leaf 0xd")
+        );
+        // The same source with leaf 0x18 in range: its TLB is found.
+        let info = decode(&intel_source(0x18, qemu, &seen));
+        assert_eq!(info.tlbs.len(), 1);
+        assert_eq!((info.tlbs[0].leaf.as_str(), info.tlbs[0].entries), ("0x18", 64));
+        assert_eq!(info.tlbs_absent, None);
+        // A hypervisor that points leaf 2 at leaf 0x18 (0xFE) and answers 0x18 with zeros.
+        let hidden = |leaf: u32, sub: u32| match leaf {
+            0x18 => Regs::default(),
+            _ => intel_source(0x1f, Regs { eax: 0x00fe_ff01, ..Regs::default() }, &seen)(leaf, sub),
+        };
+        assert_eq!(
+            decode(&hidden).tlbs_absent.as_deref(),
+            Some(
+                "leaf 2 defers to leaf 0x18; leaf 0x18 describes none (all zeros: a hypervisor \
+                 that hides them)"
+            )
+        );
+        // Unknown descriptors are named; a CPU without leaf 2 says so.
+        let odd = decode(&intel_source(0x4, Regs { eax: 0x0000_4401, ..Regs::default() }, &seen));
+        assert_eq!(
+            odd.tlbs_absent.as_deref(),
+            Some(
+                "leaf 2 names no TLB this decoder knows (descriptors 0x44); leaf 0x18 is beyond \
+                 the highest basic leaf 0x4"
+            )
+        );
+        let old = decode(&intel_source(1, qemu, &seen));
+        assert_eq!(old.tlbs_absent.as_deref(), Some("no TLB leaf 2 (highest basic leaf 0x1)"));
+        // AMD without 0x8000_0005.
+        let amd = |leaf: u32, _: u32| match leaf {
+            0 => Regs { eax: 0x10, ebx: 0x6874_7541, edx: 0x6974_6e65, ecx: 0x444d_4163 },
+            0x8000_0000 => Regs { eax: 0x8000_0004, ..Regs::default() },
+            _ => Regs { eax: 0xff40_ff40, ebx: 0xff40_ff40, ..Regs::default() },
+        };
+        assert_eq!(
+            decode(&amd).tlbs_absent.as_deref(),
+            Some("no TLB leaf 0x80000005 (highest extended leaf 0x80000004)")
         );
     }
 
@@ -964,7 +1106,22 @@ mod tests {
                 }
                 r
             };
-            let info = decode(&read);
+            let seen = std::cell::RefCell::new(Vec::new());
+            let info = decode(&|leaf, sub| {
+                seen.borrow_mut().push(leaf);
+                read(leaf, sub)
+            });
+            // Nothing above the highest basic or extended leaf is read.
+            let (max_basic, max_ext) = (read(0, 0).eax, read(0x8000_0000, 0).eax);
+            for &leaf in seen.borrow().iter().filter(|&&l| l != 0 && l != 0x8000_0000) {
+                let within = if leaf >= 0x8000_0000 {
+                    max_ext & 0x8000_0000 != 0 && leaf <= max_ext
+                } else {
+                    leaf <= max_basic
+                };
+                assert!(within, "leaf {leaf:#x} read; highest {max_basic:#x}, {max_ext:#x}");
+            }
+            assert_eq!(info.tlbs.is_empty(), info.tlbs_absent.is_some());
             assert!(info.caches.len() <= MAX_SUBLEAVES as usize);
             assert!(info.tlbs.len() <= 2 * MAX_SUBLEAVES as usize + 16);
         }

@@ -63,15 +63,127 @@ fn fact(out: &mut Vec<Fact>, setting: &str, value: impl Into<String>) {
 /// Why a fact is absent from this topology: it was never recorded there.
 fn unrecorded(t: &Topology) -> &'static str {
     if t.source == "live" {
-        "not recorded (stored by an older platscope)"
+        NOT_RECORDED_OLDER
     } else {
-        "not recorded (synthetic or XML topology)"
+        NOT_RECORDED_NOT_LIVE
+    }
+}
+
+/// A fact's value as a program reads it: the values a fleet classes machines by, typed.
+/// [`machine_facts`] writes these from their typed form, and [`FactValue::read`] reads a value
+/// back from its text — what a stored table holds, written by this version or an earlier one —
+/// so the text stays the one stored form (stored facts and their digests are unchanged).
+#[derive(Debug, Clone, PartialEq)]
+pub enum FactValue {
+    /// Not recorded where the table was drawn.
+    Unrecorded(Unrecorded),
+    /// The `Memory` fact: the machine's memory.
+    Memory(MemoryTotal),
+    /// The `Hypervisor` fact when none was detected.
+    BareMetal,
+    /// Anything else, as written.
+    Text(String),
+}
+
+/// Why a fact was not recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unrecorded {
+    /// A live topology stored before platscope recorded the fact.
+    OlderVersion,
+    /// A synthetic or XML topology: nothing of the running system was read.
+    NotLive,
+}
+
+/// The machine's memory as the `Memory` fact shows it: one decimal of its unit
+/// (`23.5 GiB (MemTotal)`), so `bytes` read back from text is as close as that.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryTotal {
+    pub bytes: u64,
+    pub source: MemorySource,
+}
+
+/// Where the machine's memory size came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemorySource {
+    /// `MemTotal` of /proc/meminfo.
+    MemTotal,
+    /// The sum of the nodes' memory (no /proc/meminfo figure recorded).
+    SumOfNodes,
+}
+
+const NOT_RECORDED_OLDER: &str = "not recorded (stored by an older platscope)";
+const NOT_RECORDED_NOT_LIVE: &str = "not recorded (synthetic or XML topology)";
+const BARE_METAL: &str = "none detected (bare metal)";
+
+impl MemorySource {
+    fn words(self) -> &'static str {
+        match self {
+            MemorySource::MemTotal => "MemTotal",
+            MemorySource::SumOfNodes => "sum of the nodes",
+        }
+    }
+}
+
+impl FactValue {
+    /// The value `text` holds, as [`machine_facts`] wrote it (now or in an earlier version);
+    /// [`FactValue::Text`] for every other value.
+    pub fn read(text: &str) -> FactValue {
+        match text {
+            NOT_RECORDED_OLDER => return FactValue::Unrecorded(Unrecorded::OlderVersion),
+            NOT_RECORDED_NOT_LIVE => return FactValue::Unrecorded(Unrecorded::NotLive),
+            BARE_METAL => return FactValue::BareMetal,
+            _ => {}
+        }
+        MemoryTotal::read(text).map_or_else(|| FactValue::Text(text.to_string()), FactValue::Memory)
+    }
+
+    /// Whether the value was recorded (an unrecorded one is unknown, never a difference).
+    pub fn is_recorded(&self) -> bool {
+        !matches!(self, FactValue::Unrecorded(_))
+    }
+}
+
+impl std::fmt::Display for FactValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FactValue::Unrecorded(Unrecorded::OlderVersion) => f.write_str(NOT_RECORDED_OLDER),
+            FactValue::Unrecorded(Unrecorded::NotLive) => f.write_str(NOT_RECORDED_NOT_LIVE),
+            FactValue::Memory(m) => {
+                write!(f, "{} ({})", format_bytes(m.bytes), m.source.words())
+            }
+            FactValue::BareMetal => f.write_str(BARE_METAL),
+            FactValue::Text(text) => f.write_str(text),
+        }
+    }
+}
+
+impl MemoryTotal {
+    /// `23.5 GiB (MemTotal)` or `1.9 TiB (sum of the nodes)`, as [`FactValue`] shows it.
+    fn read(text: &str) -> Option<MemoryTotal> {
+        let (size, rest) = text.split_once(" (")?;
+        let source = [MemorySource::MemTotal, MemorySource::SumOfNodes]
+            .into_iter()
+            .find(|s| rest.strip_suffix(')') == Some(s.words()))?;
+        let (number, unit) = size.split_once(' ')?;
+        let number: f64 = number.parse().ok()?;
+        let shift = match unit {
+            "B" => 0,
+            "KiB" => 10,
+            "MiB" => 20,
+            "GiB" => 30,
+            "TiB" => 40,
+            "PiB" => 50,
+            _ => return None,
+        };
+        let bytes = number * (1u64 << shift) as f64;
+        (bytes.is_finite() && bytes >= 0.0 && bytes < u64::MAX as f64)
+            .then(|| MemoryTotal { bytes: bytes.round() as u64, source })
     }
 }
 
 /// A size in the largest binary unit that divides it exactly: `32 KiB`, `1280 KiB`, `32 MiB`.
 pub fn exact_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
     let mut value = bytes;
     let mut unit = 0;
     while value >= 1024 && value.is_multiple_of(1024) && unit + 1 < UNITS.len() {
@@ -379,7 +491,9 @@ fn tlb_setting(tlb: &Tlb) -> String {
 
 fn tlbs(t: &Topology, out: &mut Vec<Fact>) {
     let Some(cpuid) = t.machine.cpuid.as_ref().filter(|c| !c.tlbs.is_empty()) else {
-        fact(out, "TLBs", no_cpuid(t, "CPUID describes no TLBs"));
+        let why = t.machine.cpuid.as_ref().and_then(|c| c.tlbs_absent.as_deref());
+        let why = why.map_or("CPUID describes no TLBs".to_string(), |w| format!("CPUID: {w}"));
+        fact(out, "TLBs", no_cpuid(t, &why));
         return;
     };
     for tlb in &cpuid.tlbs {
@@ -476,13 +590,13 @@ fn memory_peak(devices: &[MemoryDevice]) -> String {
 fn environment(t: &Topology, env: &Environment, out: &mut Vec<Fact>) {
     fact(out, "Page sizes", page_sizes(env));
     let memory = match env.machine_memory_bytes {
-        Some(bytes) => format!("{} (MemTotal)", format_bytes(bytes)),
-        None => {
-            let total: u64 = t.nodes.iter().map(|n| n.total_bytes).sum();
-            format!("{} (sum of the nodes)", format_bytes(total))
-        }
+        Some(bytes) => MemoryTotal { bytes, source: MemorySource::MemTotal },
+        None => MemoryTotal {
+            bytes: t.nodes.iter().map(|n| n.total_bytes).sum(),
+            source: MemorySource::SumOfNodes,
+        },
     };
-    fact(out, "Memory", memory);
+    fact(out, "Memory", FactValue::Memory(memory).to_string());
     let (devices, peak) = match &env.dmi_memory {
         Some(DmiMemory::Devices(d)) => (memory_devices(d), memory_peak(d)),
         Some(DmiMemory::Unavailable(why)) => {
@@ -516,7 +630,7 @@ fn environment(t: &Topology, env: &Environment, out: &mut Vec<Fact>) {
     fact(
         out,
         "Hypervisor",
-        env.hypervisor.clone().unwrap_or_else(|| "none detected (bare metal)".into()),
+        env.hypervisor.clone().unwrap_or_else(|| FactValue::BareMetal.to_string()),
     );
     fact(out, "System", env.system.clone().unwrap_or_else(|| "not reported (no DMI)".into()));
     let bios = match &env.bios {
@@ -707,6 +821,50 @@ mod tests {
             .find(|f| f.setting == setting)
             .map(|f| f.value.as_str())
             .unwrap_or_else(|| panic!("no {setting:?} in {facts:#?}"))
+    }
+
+    /// What a stored table holds reads back typed: the texts every version wrote, and any
+    /// memory size read back shows as the same text.
+    #[test]
+    fn fact_values_read_back_from_the_text_stored() {
+        let machine = machine_facts(&machine_a());
+        assert_eq!(
+            FactValue::read(value(&machine, "Memory")),
+            FactValue::Memory(MemoryTotal { bytes: 24 << 30, source: MemorySource::MemTotal })
+        );
+        assert_eq!(FactValue::read(value(&machine, "Hypervisor")), FactValue::Text("KVM".into()));
+        let bare = machine_facts(&machine_b());
+        assert_eq!(FactValue::read(value(&bare, "Hypervisor")), FactValue::BareMetal);
+        assert_eq!(
+            FactValue::read(value(&machine, "BIOS")),
+            FactValue::Unrecorded(Unrecorded::OlderVersion)
+        );
+        let synthetic = Topology::from_synthetic("pack:1 [numa(memory=1GiB)] core:1 pu:1")
+            .expect("a synthetic topology");
+        let kernel = FactValue::read(value(&machine_facts(&synthetic), "Kernel"));
+        assert_eq!(kernel, FactValue::Unrecorded(Unrecorded::NotLive));
+        assert!(!kernel.is_recorded());
+        // Every size reads back within the decimal shown, and shows as it was stored.
+        for bytes in
+            [0, 1000, 1 << 20, 960 << 20, (235 << 30) / 10, 755_200 << 20, 2 << 40, u64::MAX / 2]
+        {
+            for source in [MemorySource::MemTotal, MemorySource::SumOfNodes] {
+                let text = FactValue::Memory(MemoryTotal { bytes, source }).to_string();
+                let FactValue::Memory(back) = FactValue::read(&text) else {
+                    panic!("{text} does not read as memory")
+                };
+                assert_eq!(back.source, source);
+                assert!(
+                    back.bytes.abs_diff(bytes) as f64 <= bytes as f64 * 0.05 / 1024.0 + 1.0,
+                    "{text}"
+                );
+                assert_eq!(FactValue::Memory(back).to_string(), text);
+            }
+        }
+        assert_eq!(FactValue::read("23.5 GiB (MemTotal)").to_string(), "23.5 GiB (MemTotal)");
+        for text in ["lots", "23.5 GB (MemTotal)", "23.5 GiB", "x GiB (MemTotal)", "6.1.0-25"] {
+            assert_eq!(FactValue::read(text), FactValue::Text(text.into()), "{text}");
+        }
     }
 
     #[test]

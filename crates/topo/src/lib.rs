@@ -28,7 +28,9 @@ pub mod sysfs;
 pub mod units;
 
 pub use environment::{hypervisor_name, Bios, Environment, Governor};
-pub use facts::{config_diff, machine_facts, Difference, Fact};
+pub use facts::{
+    config_diff, machine_facts, Difference, Fact, FactValue, MemorySource, MemoryTotal, Unrecorded,
+};
 pub use model::{
     Cache, CacheKind, Cpu, Distances, HmatAccess, HugePagePool, Machine, Node, NodeMemory, Topology,
 };

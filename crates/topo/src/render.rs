@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use chart::svg::esc;
-use chart::{Area, Figure, Part};
+use chart::{Area, Figure, Part, Section};
 
 use crate::facts::{config_diff, page_label, Fact, MISSING};
 use crate::units::format_bytes;
@@ -349,11 +349,15 @@ pub fn facts_text(this: &[Fact], baseline: Option<&[Fact]>) -> String {
     out
 }
 
+/// The machine facts' section, first on every report page.
+pub const MACHINE: Section =
+    Section { area: Area::Machine, id: "chart-machine", title: "Machine", wide: true };
+
 /// The report's "Machine" section: the facts as an HTML table (`setting`, `value`), or with a
 /// baseline three columns (`setting`, `this`, `baseline`) with the differing rows marked `≠`
 /// (and `class="differs"`), so a configuration diff is read in place.
 pub fn facts_part(this: &[Fact], baseline: Option<&[Fact]>) -> Part {
-    let mut part = Part::new(Area::Machine, "chart-machine", "Machine", true);
+    let mut part = MACHINE.part(None);
     let mut table = String::from("<table class=\"facts-table machine-facts\">");
     let caption = match baseline {
         None => {
@@ -490,10 +494,7 @@ node   0   1   2   3
     fn facts_part_is_the_machine_section() {
         let a = facts(&[("CPU model", "AMD <EPYC>"), ("Sockets", "1")]);
         let part = facts_part(&a, None);
-        assert_eq!(
-            (part.area, part.id.as_str(), part.wide),
-            (Area::Machine, "chart-machine", true)
-        );
+        assert_eq!((part.area, part.id.as_str(), part.wide), (Area::Machine, MACHINE.id, true));
         let table = &part.figure.as_ref().expect("a table").svg;
         assert!(
             table.contains("<th scope=\"row\">CPU model</th><td>AMD &lt;EPYC&gt;</td>"),

@@ -159,16 +159,12 @@ impl SysRoot {
         for &cpu in cpus {
             let dir = format!("sys/devices/system/cpu/cpu{cpu}/cache");
             for index in self.list_dir(&dir).iter().filter(|n| n.starts_with("index")) {
-                let file = |name: &str| self.read(&format!("{dir}/{index}/{name}"));
-                let files = CacheIndexFiles {
-                    level: file("level"),
-                    kind: file("type"),
-                    size: file("size"),
-                    ways: file("ways_of_associativity"),
-                    line: file("coherency_line_size"),
-                    shared_cpu_list: file("shared_cpu_list"),
-                    sets: file("number_of_sets"),
-                };
+                let mut files = CacheIndexFiles::default();
+                for name in CacheIndexFiles::FILES {
+                    if let Some(value) = self.read(&format!("{dir}/{index}/{name}")) {
+                        files.set(name, value);
+                    }
+                }
                 let Some(cache) = parse_cache_index(&files) else { continue };
                 if !caches
                     .iter()
@@ -265,6 +261,60 @@ pub struct CacheIndexFiles {
     pub line: Option<String>,
     pub shared_cpu_list: Option<String>,
     pub sets: Option<String>,
+}
+
+impl CacheIndexFiles {
+    /// The files of an index directory this struct keeps, by their sysfs names.
+    pub const FILES: [&'static str; 7] = [
+        "level",
+        "type",
+        "size",
+        "ways_of_associativity",
+        "coherency_line_size",
+        "shared_cpu_list",
+        "number_of_sets",
+    ];
+
+    /// Keeps `value` as the contents of the file `name`; false for a file not in [`Self::FILES`].
+    pub fn set(&mut self, name: &str, value: String) -> bool {
+        let field = match name {
+            "level" => &mut self.level,
+            "type" => &mut self.kind,
+            "size" => &mut self.size,
+            "ways_of_associativity" => &mut self.ways,
+            "coherency_line_size" => &mut self.line,
+            "shared_cpu_list" => &mut self.shared_cpu_list,
+            "number_of_sets" => &mut self.sets,
+            _ => return false,
+        };
+        *field = Some(value);
+        true
+    }
+}
+
+/// A cache directory captured as text, one `indexN/file: contents` line per file (how the
+/// host captures under `tests/fixtures` keep `cpu0/cache/`): each index directory's files, in
+/// the order the directories first appear. `#` lines, unknown files and the contents `-` (the
+/// capture's mark for a file it could not read) are skipped.
+pub fn parse_cache_listing(text: &str) -> Vec<(String, CacheIndexFiles)> {
+    let mut dirs: Vec<(String, CacheIndexFiles)> = Vec::new();
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let Some((path, value)) = line.split_once(':') else { continue };
+        let Some((dir, file)) = path.trim().split_once('/') else { continue };
+        let value = value.trim();
+        if !CacheIndexFiles::FILES.contains(&file) || value == "-" {
+            continue;
+        }
+        let at = match dirs.iter().position(|(d, _)| d == dir) {
+            Some(at) => at,
+            None => {
+                dirs.push((dir.to_string(), CacheIndexFiles::default()));
+                dirs.len() - 1
+            }
+        };
+        dirs[at].1.set(file, value.to_string());
+    }
+    dirs
 }
 
 /// A sysfs cache size: `32K`, `32768K`, `1M` (binary units, as the kernel prints them) or bytes.
@@ -456,29 +506,9 @@ Node 0 HugePages_Free:      0
     const VULNERABILITIES_EPYC_KVM: &str =
         include_str!("../tests/fixtures/vulnerabilities_amd_epyc_kvm_6_18.txt");
 
-    /// The fixture's `indexN/file: contents` lines as one directory's files each.
+    /// The fixture's index directories' files.
     fn cache_indexes(text: &str) -> Vec<CacheIndexFiles> {
-        let mut dirs: Vec<(String, CacheIndexFiles)> = Vec::new();
-        for line in text.lines().filter(|l| !l.starts_with('#')) {
-            let Some((path, value)) = line.split_once(": ") else { continue };
-            let Some((dir, file)) = path.split_once('/') else { continue };
-            if !dirs.iter().any(|(d, _)| d == dir) {
-                dirs.push((dir.to_string(), CacheIndexFiles::default()));
-            }
-            let Some((_, files)) = dirs.iter_mut().find(|(d, _)| d == dir) else { continue };
-            let value = Some(value.to_string());
-            match file {
-                "level" => files.level = value,
-                "type" => files.kind = value,
-                "size" => files.size = value,
-                "ways_of_associativity" => files.ways = value,
-                "coherency_line_size" => files.line = value,
-                "shared_cpu_list" => files.shared_cpu_list = value,
-                "number_of_sets" => files.sets = value,
-                _ => {}
-            }
-        }
-        dirs.into_iter().map(|(_, f)| f).collect()
+        parse_cache_listing(text).into_iter().map(|(_, files)| files).collect()
     }
 
     #[test]

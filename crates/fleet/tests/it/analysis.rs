@@ -87,6 +87,12 @@ fn a_host_steadily_off_its_class_is_its_outlier_and_no_other_is() {
         ("db03", "Idle DRAM latency", Direction::Slower)
     );
     assert!((o.ratio - 1.15).abs() < 0.03, "{o:?}");
+    // Decided on runs: its five recent reports against the seven other hosts' five each, the
+    // ratio's interval beside it.
+    assert_eq!(o.rests_on, "5 vs 35 runs");
+    assert!(o.p_value < fleet::outliers::ALPHA, "{o:?}");
+    let (low, high) = (o.ratio_low.expect("an interval"), o.ratio_high.expect("an interval"));
+    assert!(1.1 < low && low < high && high < 1.2, "{o:?}");
     // The minimum effect is the class's own noise (1 % a report: consecutive reports differ by
     // up to a few percent), not a fixed 10 %.
     assert!(o.min_effect > 0.01 && o.min_effect < 0.06, "{o:?}");

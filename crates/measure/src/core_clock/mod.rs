@@ -256,10 +256,15 @@ fn ghz_text(g: Option<f64>) -> String {
 /// when the methods disagree): both methods, the stated frequencies and the verdict.
 pub fn core_clock() -> &'static CoreClock {
     static CLOCK: OnceLock<CoreClock> = OnceLock::new();
-    CLOCK.get_or_init(|| {
-        let (add, mul) = measure_chains();
-        CoreClock::new(add, mul, Stated::read(&FsRoot::live()))
-    })
+    CLOCK.get_or_init(measure_now)
+}
+
+/// The core clock measured again now, not the process's first measurement ([`core_clock`]):
+/// for a long run whose rounds each record the clock they ran at (a VM's host can change it
+/// between minutes).
+pub fn measure_now() -> CoreClock {
+    let (add, mul) = measure_chains();
+    CoreClock::new(add, mul, Stated::read(&FsRoot::live()))
 }
 
 /// The core clock in GHz when both methods agree (see [`core_clock`]); `None` when cycles are

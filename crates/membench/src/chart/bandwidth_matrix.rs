@@ -41,7 +41,7 @@ pub fn bandwidth_matrix(m: &BandwidthMatrix) -> Option<Figure> {
         })
         .collect();
     let svg = heatmap(&Heatmap {
-        id: "chart-bandwidth-matrix",
+        id: super::BANDWIDTH_MATRIX.id,
         title: "Bandwidth from each CPU node to each memory node",
         rows: &m.cpu_nodes,
         cols: &m.memory_nodes,

@@ -19,7 +19,7 @@ pub fn bandwidth_threads(s: &Scaling) -> Option<Figure> {
         Plot { width: 600.0, height: 400.0, left: 64.0, right: 20.0, top: 34.0, bottom: 56.0 };
     let x = plot.x_scale(ScaleKind::Linear, 0.4, most as f64 + 0.6);
     let y = plot.y_scale(ScaleKind::Linear, 0.0, svg::nice_max(y_top, 6));
-    let id = "chart-bandwidth-threads";
+    let id = super::BANDWIDTH_THREADS.id;
     let mut out =
         svg::open(id, plot.width, plot.height, "Aggregate bandwidth by number of threads");
     let x_ticks = svg::integer_ticks(most, 12);

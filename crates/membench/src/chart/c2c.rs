@@ -53,7 +53,7 @@ pub fn c2c(r: &C2cResult) -> Option<Figure> {
         })
         .collect();
     let svg = heatmap(&Heatmap {
-        id: "chart-c2c",
+        id: super::C2C.id,
         title: "Cache line round trip between CPUs",
         rows: &r.cpus,
         cols: &r.cpus,
@@ -152,7 +152,7 @@ pub fn contention(
         plot.y_scale(ScaleKind::Linear, 0.0, svg::nice_max(y_top, 6))
     };
     let mut out = svg::open(
-        "chart-contention",
+        super::CONTENTION.id,
         plot.width,
         plot.height,
         "Shared-memory SLB: ns per locked store by number of workers",

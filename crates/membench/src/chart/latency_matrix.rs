@@ -57,7 +57,7 @@ pub fn latency_matrix(m: &LatencyMatrix, topology: &Topology) -> Option<Figure> 
         })
         .collect();
     let svg = heatmap(&Heatmap {
-        id: "chart-latency-matrix",
+        id: super::LATENCY_MATRIX.id,
         title: "Idle latency from each CPU node to each memory node",
         rows: &m.cpu_nodes,
         cols: &m.memory_nodes,

@@ -33,7 +33,7 @@ pub fn latency_size(
         Plot { width: 1200.0, height: 440.0, left: 70.0, right: 24.0, top: 24.0, bottom: 56.0 };
     let x = plot.x_scale(ScaleKind::Log2, x_lo / 1.4, x_hi * 1.4);
     let y = plot.y_scale(ScaleKind::Log10, (y_lo / 1.25).max(1e-3), (y_hi * 1.25).max(1e-3 * 2.0));
-    let id = "chart-latency-size";
+    let id = super::LATENCY_SIZE.id;
     let mut out = svg::open(id, plot.width, plot.height, "Load-to-use latency by working-set size");
     out.push_str(&plot.axes(&x, &x.ticks(8), &y, &y.ticks(8)));
     // Cache sizes: dashed lines, labels staggered so neighbours do not overlap.
@@ -96,12 +96,13 @@ pub fn latency_size(
     let markers: Vec<String> =
         caches.iter().map(|(n, s, _)| format!("{n} {}", bytes_label(*s as f64))).collect();
     let mut caption = format!(
-        "Idle load-to-use latency: one thread on {} chases a random pointer chain through a buffer of each size ({} to {}, {} pages). \
+        "Idle load-to-use latency: one thread on {} chases a random pointer chain through a buffer of each size ({} to {}, {}). \
          Points: {} per size (first sample dropped as warm-up); whiskers span best to p99. ",
         esc(&cpu),
         esc(&bytes_label(first.bytes as f64)),
         esc(&bytes_label(last.bytes as f64)),
-        esc(&first.placement.page.to_string()),
+        esc(&place::pages_label_of(&points.iter().map(|p| p.placement.clone()).collect::<Vec<_>>())
+            .unwrap_or_else(|| format!("{} pages", first.placement.page))),
         samples_text("samples", points.iter().map(|p| &p.ns)),
     );
     if markers.is_empty() {

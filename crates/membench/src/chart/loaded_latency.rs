@@ -28,7 +28,7 @@ pub fn loaded_latency(c: &LoadedCurve) -> Option<Figure> {
         Plot { width: 600.0, height: 400.0, left: 64.0, right: 20.0, top: 24.0, bottom: 56.0 };
     let x = plot.x_scale(ScaleKind::Linear, 0.0, svg::nice_max(x_top, 6));
     let y = plot.y_scale(ScaleKind::Linear, 0.0, svg::nice_max(y_top, 6));
-    let id = "chart-loaded-latency";
+    let id = super::LOADED_LATENCY.id;
     let mut out = svg::open(
         id,
         plot.width,

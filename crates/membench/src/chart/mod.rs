@@ -2,13 +2,14 @@
 //! [`bandwidth_matrix`], [`bandwidth_threads`], [`loaded_latency`], [`slb`], [`c2c`] and
 //! [`contention`] (the three matrices share the heatmap). Each draws from the outcome(s) it
 //! shows, never from a whole page's data, so an experiment's stored outcome draws its section
-//! again (`report --from-db`) and the report page calls the same functions. [`Section`] holds
-//! each section's id, heading and width, the one copy both use.
+//! again (`report --from-db`) and the report page calls the same functions. Each section's id,
+//! heading and width is one [`Section`] here, the one copy the drawing code and the report's
+//! plan use.
 //!
 //! Every data-bearing SVG element has the class `data` and a `data-value` attribute holding
 //! the measured number at full precision.
 
-use chart::{Area, Part};
+use chart::Area;
 use measure::summary::Summary;
 use place::Placement;
 
@@ -36,23 +37,7 @@ pub use latency_size::latency_size;
 pub use loaded_latency::loaded_latency;
 pub use slb::slb;
 
-/// A memory section of the page: its chart id, heading and width.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Section {
-    /// The part of the page it belongs to (memory, or contention for the hand-off and locks).
-    pub area: Area,
-    pub id: &'static str,
-    pub title: &'static str,
-    /// Drawn across the page.
-    pub wide: bool,
-}
-
-impl Section {
-    /// The section with `figure` (or "not measured" when it is `None`).
-    pub fn part(self, figure: Option<Figure>) -> Part {
-        Part::new(self.area, self.id, self.title, self.wide).with_figure(figure)
-    }
-}
+pub use chart::Section;
 
 pub const LATENCY_SIZE: Section = Section {
     area: Area::Memory,
@@ -106,6 +91,9 @@ pub const BANDWIDTH_KERNELS: Section = Section {
     title: "Bandwidth by kernel",
     wide: false,
 };
+/// `timer`'s table of clocks (the report's CPU area).
+pub const TIMER: Section =
+    Section { area: Area::Cpu, id: "chart-timer", title: "Reading the clock", wide: false };
 pub const C2C: Section = Section {
     area: Area::Contention,
     id: "chart-c2c",
@@ -149,11 +137,13 @@ fn placement_text(p: &Placement) -> String {
     if p.not_present > 0 {
         nodes.push(format!("{} pages not resident", p.not_present));
     }
-    if nodes.is_empty() {
-        "no resident pages".to_string()
-    } else {
-        nodes.join(", ")
+    let mut text =
+        if nodes.is_empty() { "no resident pages".to_string() } else { nodes.join(", ") };
+    if p.page != place::PageSize::Base {
+        text.push_str(" in ");
+        text.push_str(&p.pages_label());
     }
+    text
 }
 
 fn noisy_text(noisy: usize, total: usize, what: &str) -> String {

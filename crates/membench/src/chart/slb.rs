@@ -196,14 +196,15 @@ pub fn slb(
     out.push_str(&plot.y_title("ns per store"));
     out.push_str("</svg>");
 
-    let plan = groups.iter().find_map(|g| g.run.ok()).map(|r| &r.plan);
+    let run = groups.iter().find_map(|g| g.run.ok());
     let mut caption = String::from("Silly Little Benchmark: ");
-    if let Some(p) = plan {
+    if let Some(r) = run {
+        let p = &r.plan;
         let _ = write!(
             caption,
-            "each worker owns {} pages of 4 KiB ({} pages) and performs {} × {} random 8-byte stores into them; all workers start together. ",
+            "each worker owns {} pages of 4 KiB ({}) and performs {} × {} random 8-byte stores into them; all workers start together. ",
             p.pages,
-            esc(&p.page.to_string()),
+            esc(&crate::render::mem::slb_pages(r)),
             p.pages,
             p.loops
         );

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use chart::svg::{esc, fmt3};
-use chart::{Area, Figure, Headline, Part};
+use chart::{Figure, Headline, Part};
 use experiment::{Context, Experiment, Outcome};
 use measure::Classified;
 
@@ -56,7 +56,7 @@ impl Outcome for TimerReport {
     }
 
     fn parts(&self, _topology: &topo::Topology) -> Vec<Part> {
-        let mut part = Part::new(Area::Cpu, "chart-timer", "Reading the clock", false);
+        let mut part = crate::chart::TIMER.part(None);
         if self.timers.is_empty() {
             return vec![part];
         }

@@ -8,6 +8,8 @@ use crate::thread_read::ThreadRead;
 use place::Placement;
 use topo::units::format_bytes;
 
+/// Where the buffers' memory was, and, when other than 4 KiB pages were asked for, what pages
+/// they got (THP is a request the kernel may not grant).
 fn nodes_of(placements: &[Placement]) -> String {
     let mut nodes: Vec<String> = Vec::new();
     for p in placements {
@@ -18,7 +20,14 @@ fn nodes_of(placements: &[Placement]) -> String {
             }
         }
     }
-    nodes.join(", ")
+    let mut text = nodes.join(", ");
+    if placements.iter().any(|p| p.page != place::PageSize::Base) {
+        if let Some(pages) = place::pages_label_of(placements) {
+            text.push_str(" in ");
+            text.push_str(&pages);
+        }
+    }
+    text
 }
 
 /// Peak as measured percent, when a peak is known.
@@ -180,6 +189,12 @@ pub fn loaded_latency(c: &LoadedCurve) -> String {
         c.kernel,
         c.isa
     );
+    let loads: Vec<Placement> = c.load_placements.iter().flatten().cloned().collect();
+    if loads.iter().any(|p| p.page != place::PageSize::Base) {
+        if let Some(pages) = place::pages_label_of(&loads) {
+            let _ = writeln!(out, "load buffers in {pages}");
+        }
+    }
     let _ = writeln!(
         out,
         "{:>12} {:>12} {:>12} {:>10} {:>10}",
@@ -333,15 +348,7 @@ mod tests {
 
     #[test]
     fn loaded_latency_says_what_its_delays_are_when_the_core_clock_is_unknown() {
-        let placement = Placement {
-            requested: place::MemPolicy::Inherit,
-            page: place::PageSize::Base,
-            bytes: 4096,
-            page_bytes: 4096,
-            per_node: Vec::new(),
-            not_present: 0,
-            thp_bytes: None,
-        };
+        let placement = Placement::base_pages(4096, Vec::new());
         let mut c = LoadedCurve {
             mix: crate::loaded::LoadMix::Reads,
             kernel: Kernel::Read,
@@ -365,6 +372,26 @@ mod tests {
         let text = loaded_latency(&c);
         assert!(
             text.ends_with("counted: bytes read\n  core clock unknown (why); busy cycles are timed at 1.00 GHz\n"),
+            "{text}"
+        );
+        // THP asked for and partly refused: the chase's and the load buffers' pages say so.
+        let base = c.chase_placement.clone();
+        let thp = |bytes: u64, huge: u64| Placement {
+            page: place::PageSize::Thp,
+            bytes,
+            thp_bytes: Some(huge),
+            thp_mode: Some("madvise".into()),
+            per_node: vec![place::NodePages { node: 0, pages: bytes / 4096 }],
+            ..base.clone()
+        };
+        c.chase_placement = thp(64 << 20, 64 << 20);
+        c.load_placements = vec![vec![thp(64 << 20, 60 << 20), thp(64 << 20, 64 << 20)]];
+        let text = loaded_latency(&c);
+        assert!(text.contains("(memory node 0 100% in thp pages: all 64 MiB huge)"), "{text}");
+        assert!(
+            text.contains(
+                "\nload buffers in thp requested: 124 MiB of 128 MiB huge; THP is 'madvise'\n"
+            ),
             "{text}"
         );
         // Stored curves from before the caveat existed read back without one.

@@ -283,7 +283,7 @@ pub fn contention_row(r: &SharedSlbResult, baseline: f64) -> String {
 mod tests {
     use super::*;
     use crate::c2c::{fold_classes, fold_pair_lines, pair_class, C2cMode, PairSamples};
-    use place::{MemPolicy, NodePages, PageSize};
+    use place::NodePages;
     use topo::Topology;
 
     /// A two-CPU run whose one pair has lines at `ns`, moving `drift` ns between passes.
@@ -309,15 +309,10 @@ mod tests {
             mode: C2cMode::Read,
             cpus: vec![0, 1],
             line_on: None,
-            line: Placement {
-                requested: MemPolicy::Inherit,
-                page: PageSize::Base,
-                bytes: 4096 * ns.len() as u64,
-                page_bytes: 4096,
-                per_node: vec![NodePages { node: 0, pages: ns.len() as u64 }],
-                not_present: 0,
-                thp_bytes: None,
-            },
+            line: Placement::base_pages(
+                4096 * ns.len() as u64,
+                vec![NodePages { node: 0, pages: ns.len() as u64 }],
+            ),
             classes: fold_classes(&pairs),
             nodes: Vec::new(),
             pairs,

@@ -28,7 +28,7 @@ pub fn latency_line(point: &LatencyPoint) -> String {
         point.cycles.map_or(" (cycles unknown)".to_string(), |c| format!(" ({c:.0} cycles)"));
     let cpu = point.cpu.map_or("?".to_string(), |c| c.to_string());
     format!(
-        "{}: median {:.1} ns{cycles}, p99 {:.1} ns, best {:.1} ns over {} samples{}; CPU {cpu}, memory on {} ({} pages)",
+        "{}: median {:.1} ns{cycles}, p99 {:.1} ns, best {:.1} ns over {} samples{}; CPU {cpu}, memory on {} ({})",
         format_bytes(point.bytes),
         point.ns.median,
         point.ns.p99,
@@ -36,7 +36,7 @@ pub fn latency_line(point: &LatencyPoint) -> String {
         point.ns.samples,
         if point.ns.noisy { " [noisy]" } else { "" },
         where_memory_was(&point.placement),
-        point.placement.page,
+        point.placement.pages_label(),
     )
 }
 
@@ -145,6 +145,12 @@ pub fn latency_matrix(m: &LatencyMatrix, slit: Option<&Distances>) -> String {
     out
 }
 
+/// What the SLB workers' pages were: read back from their arenas, else as planned.
+pub(crate) fn slb_pages(result: &SlbResult) -> String {
+    let placements: Vec<Placement> = result.workers.iter().map(|w| w.placement.clone()).collect();
+    place::pages_label_of(&placements).unwrap_or_else(|| format!("{} pages", result.plan.page))
+}
+
 /// memhammer's line per worker, then the summary and where each worker's memory was.
 pub fn slb_text(result: &SlbResult) -> String {
     let mut out = String::new();
@@ -155,11 +161,11 @@ pub fn slb_text(result: &SlbResult) -> String {
     let s = result.summary();
     let _ = writeln!(
         out,
-        "\n{} worker(s), {} pages × {} loops each ({} pages): ns/op min {:.1} / median {:.1} / max {:.1}, spread {:.1}%, aggregate {:.1} M ops/s{}",
+        "\n{} worker(s), {} pages × {} loops each ({}): ns/op min {:.1} / median {:.1} / max {:.1}, spread {:.1}%, aggregate {:.1} M ops/s{}",
         result.workers.len(),
         result.plan.pages,
         result.plan.loops,
-        result.plan.page,
+        slb_pages(result),
         s.min_ns,
         s.median_ns,
         s.max_ns,
@@ -232,7 +238,7 @@ pub fn compare_header() -> String {
 mod tests {
     use super::*;
     use measure::summary::summarize;
-    use place::{MemPolicy, NodePages, PageSize};
+    use place::{NodePages, PageSize};
 
     fn point(cycles: Option<f64>) -> LatencyPoint {
         LatencyPoint {
@@ -240,17 +246,29 @@ mod tests {
             ns: summarize(&[1.0, 1.1, 1.2]).expect("samples"),
             cycles,
             cpu: Some(0),
-            placement: Placement {
-                requested: MemPolicy::Inherit,
-                page: PageSize::Base,
-                bytes: 32 << 10,
-                page_bytes: 4096,
-                per_node: vec![NodePages { node: 0, pages: 8 }],
-                not_present: 0,
-                thp_bytes: None,
-            },
+            placement: Placement::base_pages(32 << 10, vec![NodePages { node: 0, pages: 8 }]),
             loads: 1000,
         }
+    }
+
+    /// `mem latency --page thp` on a VM with THP `never`: the kernel gave no huge page.
+    #[test]
+    fn a_thp_request_the_kernel_refused_is_not_called_thp_pages() {
+        let mut p = point(Some(5.0));
+        p.placement.page = PageSize::Thp;
+        p.placement.bytes = 512 << 20;
+        (p.placement.thp_bytes, p.placement.thp_mode) = (Some(0), Some("never".into()));
+        let line = latency_line(&p);
+        assert!(
+            line.ends_with(
+                "memory on node 0 100% (thp requested: 0 of 512 MiB huge; THP is 'never')"
+            ),
+            "{line}"
+        );
+        assert!(!line.contains("(thp pages)"), "{line}");
+        p.placement.thp_bytes = Some(512 << 20);
+        assert!(latency_line(&p).ends_with("(thp pages: all 512 MiB huge)"));
+        assert!(latency_line(&point(None)).ends_with("(4k pages)"));
     }
 
     // A wrong clock makes every cycle count wrong by its factor: none is printed, and the

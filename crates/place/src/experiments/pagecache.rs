@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use chart::svg::{esc, fmt3};
-use chart::{Area, Figure, Headline, Part};
+use chart::{Area, Figure, Headline, Part, Section};
 use experiment::{Context, Experiment, Outcome};
 use measure::{Classified, Metric, ToMetrics, WorkerPlacement};
 use serde::{Deserialize, Serialize};
@@ -247,8 +247,12 @@ impl Outcome for PagecacheRun {
 }
 
 /// The report part: a table of each file's cached pages per NUMA node.
+/// `pagecache`'s section: the file's cached pages on each node.
+pub const PAGECACHE: Section =
+    Section { area: Area::Memory, id: "chart-pagecache", title: "Page cache per node", wide: true };
+
 fn pages_per_node(run: &PagecacheRun, topology: &Topology) -> Part {
-    let mut part = Part::new(Area::Memory, "chart-pagecache", "Page cache per node", true);
+    let mut part = PAGECACHE.part(None);
     for entry in run.files.iter().filter(|e| !e.ok) {
         let why = entry.error.as_deref().unwrap_or("failed");
         part.notes.push(format!("{}: not measured ({why})", entry.file));
@@ -399,7 +403,7 @@ mod tests {
     fn the_part_has_pages_per_node_per_file_and_says_what_failed() {
         let topology = Topology::from_synthetic("pack:2 [numa(memory=1GiB)] core:1 pu:1").unwrap();
         let part = &run().parts(&topology)[0];
-        assert_eq!((part.area, part.id.as_str()), (Area::Memory, "chart-pagecache"));
+        assert_eq!((part.area, part.id.as_str()), (Area::Memory, PAGECACHE.id));
         let table = &part.figure.as_ref().unwrap().svg;
         assert!(table.contains("<th>node 0</th><th>node 1</th>"), "{table}");
         assert!(

@@ -1,7 +1,7 @@
 //! Arenas on this machine's real kernel: placement verified with `move_pages`.
 //! (Multi-node placement is checked in the QEMU guest suite, crates/numa-vm.)
 
-use place::{pin, thread_policy, Arena, ArenaSpec, MemPolicy, PageSize, PlaceError};
+use place::{pin, thread_policy, Arena, ArenaSpec, HugeSource, MemPolicy, PageSize, PlaceError};
 use test_tier::live;
 use topo::Topology;
 
@@ -51,6 +51,46 @@ fn thp_arena_is_aligned_and_huge_backed() {
     } else {
         // khugepaged-free first-touch faults should back most of an aligned range.
         assert!(huge >= 16 * MIB, "only {huge} bytes of 32 MiB in huge pages");
+    }
+}
+
+/// Sets nothing system-wide: whatever THP mode this machine has, a THP arena must say of its
+/// pages what `/proc/self/smaps` reports for its range.
+#[live]
+fn thp_arena_says_the_huge_share_smaps_reports() {
+    let a = arena(64 * MIB, MemPolicy::Inherit, PageSize::Thp).expect("arena");
+    let (start, len) = (a.as_ptr() as u64, a.len() as u64);
+    let smaps = || {
+        let text = std::fs::read_to_string("/proc/self/smaps").expect("smaps");
+        place::anon_huge_bytes_in(&text, start, len)
+    };
+    // khugepaged may collapse pages meanwhile: the read-back lies between two smaps reads.
+    let before = smaps();
+    let p = a.placement().expect("placement");
+    let after = smaps();
+    let mode = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
+        .ok()
+        .and_then(|t| topo::sysfs::bracketed_choice(&t).map(str::to_string));
+    let label = p.pages_label();
+    println!(
+        "THP {mode:?}: {label}; {:?} by {:?}; smaps {before} then {after}",
+        p.thp_bytes, p.thp_source
+    );
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let expected_source = if root { HugeSource::Kpageflags } else { HugeSource::Smaps };
+    assert_eq!(p.thp_source, Some(expected_source));
+    assert_eq!(p.thp_mode, mode);
+    let huge = p.thp_bytes.expect("huge share read back");
+    assert!((before..=after).contains(&huge), "{huge} huge, smaps {before} then {after}");
+    if huge == len {
+        assert_eq!(label, "thp pages: all 64 MiB huge");
+    } else {
+        assert!(label.starts_with("thp requested: "), "{label}");
+        assert!(label.contains(" of 64 MiB huge; THP is '"), "{label}");
+    }
+    if mode.as_deref() == Some("never") {
+        assert_eq!((huge, label.as_str()), (0, "thp requested: 0 of 64 MiB huge; THP is 'never'"));
     }
 }
 

@@ -139,8 +139,9 @@ fn forced_drift_is_shown_stored_and_refused_in_comparisons() {
         .filter(|(_, c)| c == "mem c2c")
         .map(|(id, _)| id.to_string())
         .collect();
-    let [_, near_c2c, far_c2c] = c2c_runs.as_slice() else {
-        panic!("three c2c runs: {c2c_runs:?}")
+    // The command's own run, then each report's three rounds (round 1 first).
+    let [_, near_c2c, _, _, far_c2c, _, _] = c2c_runs.as_slice() else {
+        panic!("seven c2c runs: {c2c_runs:?}")
     };
     let compared = json(&run(&["results", "compare", near_c2c, far_c2c, "--db", db, "--json"], ""));
     let deltas = compared["deltas"].as_array().unwrap();

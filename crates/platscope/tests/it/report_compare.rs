@@ -1,12 +1,12 @@
-//! Two reports side by side: a report taken while a spinner runs on CPU 1 against a quiet one.
-//! The two-thread bandwidth figure is found in both, its ratio is that of the two medians and
-//! it gets a verdict; a run against itself is `same` with ratio 1. Which verdict the spinner
-//! earns is a timing (it was `slower`, 0.60, in one run and `same`, 1.01, in another on this
-//! VM, where one thread saturates memory), so it is printed, not asserted; the run-to-run noise
-//! is measured by `bench/verdict_calibration.sh`, and `report_rounds.rs` asserts a spinner's
-//! effect on CPU-bound figures. The minimum effects' calibration on a host's earlier reports is
-//! tested on quick CPU and compression reports (seconds each, where memory reports take minutes): the
-//! logic is the same for every section. The quiet report (memory and contention) is also the
+//! Two reports side by side. Two quiet reports one after the other are compared and nothing
+//! may be called `faster` or `slower` (the verdicts rest on each figure's rounds with the
+//! run-to-run noise added, all figures one family: docs/comparing.md); a report taken while a
+//! spinner runs on CPU 1 is compared with the first, every figure with its interval, rounds and
+//! both core clocks. Which verdict the spinner earns on two-thread bandwidth is a timing (one
+//! thread saturates memory on some VMs), so it is printed, not asserted; `report_rounds.rs`
+//! asserts a spinner's effect on CPU-bound figures. The run-to-run noise measured on a host's
+//! earlier reports is tested on quick CPU and compression reports (seconds each, where memory
+//! reports take minutes): the logic is the same for every section. The quiet report (memory and contention) is also the
 //! one the report's steps are read back from, each under its experiment's kind and under the
 //! kinds earlier versions stored: the round trip needs a real report, and these take minutes.
 //! One test in its own binary: nothing else of the test suite runs beside these measurements.
@@ -72,10 +72,25 @@ fn a_report_with_a_spinner_on_cpu_1_is_compared_figure_by_figure() {
         Path::new(&path("a")),
         dir.path(),
     );
+    let quiet_again = report(&db, &path("b"));
     let burned = {
         let _spinner = Spinner::on_cpu(1);
         report(&db, &path("c"))
     };
+
+    // Two quiet reports: nothing called.
+    let quiet_pair = compare(&db, &quiet_again, &quiet, &path("quiet"));
+    for f in &quiet_pair {
+        println!(
+            "quiet pair: {} {} [{}–{}] {}",
+            f["figure"], f["ratio"], f["ratio_low"], f["ratio_high"], f["verdict"]
+        );
+    }
+    let called: Vec<&serde_json::Value> = quiet_pair
+        .iter()
+        .filter(|f| f["verdict"] == "faster" || f["verdict"] == "slower")
+        .collect();
+    assert!(called.is_empty(), "two quiet reports called different: {called:?}");
 
     let figures = compare(&db, &burned, &quiet, &path("cmp"));
     let two = figures
@@ -86,10 +101,26 @@ fn a_report_with_a_spinner_on_cpu_1_is_compared_figure_by_figure() {
     // VM one thread already saturates memory, and one run gave ratio 1.01 (`same`). Printed for
     // the reader; the pipeline (figure found, ratio of the medians, a verdict) is what is tested.
     println!("two-thread bandwidth with a spinner on CPU 1: {two}");
-    assert!(["faster", "slower", "same"].contains(&two["verdict"].as_str().unwrap()), "{two}");
-    let (this, base) = (two["this"].as_f64().unwrap(), two["baseline"].as_f64().unwrap());
-    let ratio = two["ratio"].as_f64().unwrap();
-    assert!((ratio - this / base).abs() < 1e-9, "the ratio of the two medians: {two}");
+    assert!(
+        ["faster", "slower", "same", "placement-differs"]
+            .contains(&two["verdict"].as_str().unwrap()),
+        "{two}"
+    );
+    // Every figure: its ratio inside its interval, its rounds, what it rests on, both clocks.
+    for f in &figures {
+        let (ratio, low, high) = (
+            f["ratio"].as_f64().unwrap(),
+            f["ratio_low"].as_f64().unwrap_or(f64::NAN),
+            f["ratio_high"].as_f64().unwrap_or(f64::NAN),
+        );
+        assert!(low <= ratio && ratio <= high, "{f}");
+        assert_eq!(f["level"], "rounds", "{f}");
+        assert_eq!(f["this_replicates"].as_u64(), Some(3), "quick: 3 rounds: {f}");
+        assert_eq!(f["this_values"].as_array().map(Vec::len), Some(3), "{f}");
+        assert!(f["rests_on"].as_str().unwrap().starts_with("3 rounds each"), "{f}");
+        assert!(f["rests_on"].as_str().unwrap().ends_with("assumed"), "no history yet: {f}");
+        assert!(f["this_clock_ghz"].as_f64().is_some() || f["this_clock_ghz"].is_null(), "{f}");
+    }
 
     // Every chart is shown for both machines: each section of this run is followed by the
     // baseline's of the same id.
@@ -111,35 +142,28 @@ fn a_report_with_a_spinner_on_cpu_1_is_compared_figure_by_figure() {
         let at = ids.iter().position(|i| i == id).expect("own");
         assert_eq!(ids.get(at + 1), Some(&format!("{id}-baseline")), "{id}'s twin: {ids:?}");
     }
-    // Every minimum effect is the default while no earlier report of the host can calibrate it
-    // (so far the store holds only the two compared).
-    for f in &figures {
-        assert_eq!(f["min_effect"].as_f64(), Some(measure::verdict::MIN_EFFECT), "{f}");
-    }
-
-    // Calibration: two earlier reports of the host are the history a comparison of a third
-    // with itself calibrates on — each figure's minimum effect is the larger of the default and
-    // the two earlier runs' difference of that figure.
+    // A host's own noise: three earlier reports of the host are the history a comparison of a
+    // fourth with itself measures the run-to-run noise on.
     let cheap = |name: &str| quick_report("cpu,compression", &path(name), &path("calibration.db"));
-    let (first, second, third) = (cheap("c1"), cheap("c2"), cheap("c3"));
+    let (first, _second, _third, fourth) = (cheap("c1"), cheap("c2"), cheap("c3"), cheap("c4"));
     let calibration_db = path("calibration.db");
-    let earlier_pair = compare(&calibration_db, &second, &first, &path("pair"));
-    let figures = compare(&calibration_db, &third, &third, &path("self"));
+    let figures = compare(&calibration_db, &fourth, &fourth, &path("self"));
     assert!(figures.iter().all(|f| f["verdict"] == "same" && f["ratio"] == 1.0), "{figures:?}");
-    let names: Vec<&str> = earlier_pair.iter().filter_map(|f| f["figure"].as_str()).collect();
-    assert!(names.len() >= 2, "the CPU and compression figures: {names:?}");
-    for name in names {
-        let pair = figure(&earlier_pair, name);
-        let r = pair["ratio"].as_f64().expect("ratio");
-        // Two runs in different placements are not noise: not calibrated on.
-        let expected = if pair["verdict"] == "placement-differs" {
-            measure::verdict::MIN_EFFECT
-        } else {
-            (r.max(1.0 / r) - 1.0).max(measure::verdict::MIN_EFFECT)
-        };
-        let got = figure(&figures, name)["min_effect"].as_f64().expect("min effect");
-        assert!((got - expected).abs() < 1e-9, "{name}: min effect {got}, earlier runs {pair}");
+    assert!(figures.len() >= 2, "the CPU and compression figures: {figures:?}");
+    let measured: Vec<&serde_json::Value> = figures
+        .iter()
+        .filter(|f| f["rests_on"].as_str().is_some_and(|r| r.ends_with("from 3 earlier runs")))
+        .collect();
+    // A figure whose earlier runs sat in another placement than the newest is not measured on.
+    assert!(!measured.is_empty(), "no figure's noise measured on the host's history: {figures:?}");
+    for f in &measured {
+        assert_eq!(f["run_noise_runs"].as_u64(), Some(3), "{f}");
+        assert!(f["run_noise"].as_f64().is_some_and(|n| n >= 0.0), "{f}");
     }
+    // With two earlier reports only, assumed.
+    let early = compare(&calibration_db, &first, &first, &path("early"));
+    let name = figures[0]["figure"].as_str().unwrap();
+    assert!(figure(&early, name)["rests_on"].as_str().unwrap().ends_with("assumed"), "{early:?}");
 }
 
 /// The page `report --from-db IDS…` draws, as (section id, HTML).
@@ -174,6 +198,17 @@ fn report_steps_draw_their_sections_again(db: &Path, out: &Path, work: &Path) {
         .iter()
         .map(|r| (r["id"].as_i64().unwrap(), r["command"].as_str().unwrap().to_string()))
         .collect();
+    // The later rounds of each step are runs of their own, named by the report's page: the
+    // round trip is of the steps that drew the page (round 1).
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let page: String = conn
+        .query_row("SELECT result FROM runs WHERE command = 'report'", [], |r| r.get(0))
+        .unwrap();
+    let page: serde_json::Value = serde_json::from_str(&page).unwrap();
+    let later: Vec<i64> =
+        page["rounds"].as_array().unwrap().iter().map(|r| r["id"].as_i64().unwrap()).collect();
+    assert!(!later.is_empty(), "a quick report repeats its steps in rounds");
+    let runs: Vec<(i64, String)> = runs.into_iter().filter(|(id, _)| !later.contains(id)).collect();
     let (steps, reports): (Vec<_>, Vec<_>) = runs.iter().partition(|(_, kind)| kind != "report");
     assert_eq!(reports.len(), 1, "{runs:?}");
     assert!(steps.len() >= 10, "memory and contention store a run per step: {runs:?}");
@@ -203,8 +238,13 @@ fn report_steps_draw_their_sections_again(db: &Path, out: &Path, work: &Path) {
         assert!(all.iter().any(|(s, h)| s == section && h == html), "{section} missing");
     }
     // A store written by earlier versions: the same runs under the kinds reports stored their
-    // steps as. Each still draws the report's section, byte for byte.
-    let conn = rusqlite::Connection::open(db).unwrap();
+    // steps as. Each still draws the report's section, byte for byte. (The later rounds are
+    // deleted first: earlier versions had none.)
+    for id in &later {
+        conn.execute("DELETE FROM metrics WHERE run_id = ?1", [id]).unwrap();
+        conn.execute("DELETE FROM placements WHERE run_id = ?1", [id]).unwrap();
+        conn.execute("DELETE FROM runs WHERE id = ?1", [id]).unwrap();
+    }
     let legacy = [
         ("mem latency --sweep", "report: latency by size"),
         ("mem latency --matrix", "report: latency matrix"),

@@ -33,7 +33,6 @@ mod notes;
 mod page;
 
 pub use notes::{Note, Section};
-pub use page::card;
 
 use chart::svg::esc;
 use chart::CSS;
@@ -74,6 +73,23 @@ pub struct ReportData {
     /// existed have none; `report --from-db` works it out again from the steps.
     #[serde(default)]
     pub placement: Option<measure::placement::PlacementSummary>,
+    /// The later rounds of the repeated steps: (step label, round from 2, run id). Round 1 is
+    /// `stored_runs`; each figure's rounds are its replicates in a comparison.
+    #[serde(default)]
+    pub rounds: Vec<RoundRun>,
+    /// The core clock measured at the end of each round (GHz; `None` where it could not be).
+    #[serde(default)]
+    pub clock_ghz: Vec<Option<f64>>,
+}
+
+/// A later round of a repeated step, stored as a run of its own.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoundRun {
+    /// The step's label, as in [`ReportData::stored_runs`].
+    pub label: String,
+    /// 2, 3, …
+    pub round: u32,
+    pub id: i64,
 }
 
 impl ReportData {
@@ -91,6 +107,8 @@ impl ReportData {
             skipped: Vec::new(),
             comparison: None,
             placement: None,
+            rounds: Vec::new(),
+            clock_ghz: Vec::new(),
         }
     }
 

@@ -3,43 +3,51 @@
 
 use serde::{Deserialize, Serialize};
 
-/// A part of the page a note belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+/// The part of the page a note belongs to: one section, by its chart's id (the drawing crate's
+/// `chart::Section::id`), or the run as a whole.
+///
+/// Stored as the id without its `chart-` prefix (`loaded-latency`), or `run`: the names the
+/// sections' notes have always been stored under, so notes of earlier reports still land on
+/// their sections.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Section {
-    /// Latency by working-set size (and the prefetch self-check drawn with it).
-    LatencySize,
-    LatencyMatrix,
-    BandwidthMatrix,
-    BandwidthThreads,
-    LoadedLatency,
-    /// The SLB by worker count and by placement.
-    Slb,
-    /// Throughput by threads and units (`report --full`).
-    CpuScale,
-    /// Cache-line hand-off between CPU pairs (`report --full`).
-    C2c,
-    /// Lock contention in shared memory (`report --full`).
-    Contention,
+    /// The section whose chart has this id (`chart-loaded-latency`).
+    Chart(String),
     /// The run as a whole (an interruption, a caveat for every section).
     Run,
 }
 
+/// How [`Section::Run`] is stored.
+const RUN: &str = "run";
+
 impl Section {
+    /// The section of `section`'s chart.
+    pub fn of(section: chart::Section) -> Self {
+        Section::Chart(section.id.to_string())
+    }
+
     /// The id of the section's chart on the page; `None` for the whole run.
-    pub fn chart_id(self) -> Option<&'static str> {
-        Some(match self {
-            Section::LatencySize => "chart-latency-size",
-            Section::LatencyMatrix => "chart-latency-matrix",
-            Section::BandwidthMatrix => "chart-bandwidth-matrix",
-            Section::BandwidthThreads => "chart-bandwidth-threads",
-            Section::LoadedLatency => "chart-loaded-latency",
-            Section::Slb => "chart-slb",
-            Section::CpuScale => "chart-cpu-scale",
-            Section::C2c => "chart-c2c",
-            Section::Contention => "chart-contention",
-            Section::Run => return None,
-        })
+    pub fn chart_id(&self) -> Option<&str> {
+        match self {
+            Section::Chart(id) => Some(id),
+            Section::Run => None,
+        }
+    }
+}
+
+impl Serialize for Section {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Section::Chart(id) => serializer.serialize_str(id.strip_prefix("chart-").unwrap_or(id)),
+            Section::Run => serializer.serialize_str(RUN),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Section {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        Ok(if name == RUN { Section::Run } else { Section::Chart(format!("chart-{name}")) })
     }
 }
 
@@ -83,20 +91,49 @@ pub(super) fn not_measured_reason(id: &str, notes: &[Note]) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
+
+    /// Notes are stored with the page: every section name earlier versions wrote reads back onto
+    /// its section, and what is written now is what they wrote.
+    #[test]
+    fn notes_read_and_write_the_section_names_stored_before() {
+        for (stored, id) in [
+            ("latency-size", "chart-latency-size"),
+            ("latency-matrix", "chart-latency-matrix"),
+            ("bandwidth-matrix", "chart-bandwidth-matrix"),
+            ("bandwidth-threads", "chart-bandwidth-threads"),
+            ("loaded-latency", "chart-loaded-latency"),
+            ("slb", "chart-slb"),
+            ("cpu-scale", "chart-cpu-scale"),
+            ("c2c", "chart-c2c"),
+            ("contention", "chart-contention"),
+        ] {
+            let json = format!("{{\"section\":\"{stored}\",\"text\":\"t\"}}");
+            let note: Note = serde_json::from_str(&json).unwrap();
+            assert_eq!(note.section.chart_id(), Some(id), "{stored}");
+            assert_eq!(serde_json::to_string(&note).unwrap(), json);
+        }
+        let run: Note = serde_json::from_str("{\"section\":\"run\",\"text\":\"t\"}").unwrap();
+        assert_eq!(run.section, Section::Run);
+        assert_eq!(serde_json::to_value(&run).unwrap()["section"], "run");
+    }
 
     #[test]
     fn a_section_gets_its_own_notes_then_the_runs() {
         let notes = vec![
-            Note::new(Section::Slb, "SLB with 2 workers: not measured (no memory)"),
+            Note::new(
+                Section::Chart("chart-slb".into()),
+                "SLB with 2 workers: not measured (no memory)",
+            ),
             Note::new(Section::Run, "interrupted with Ctrl-C"),
         ];
         assert_eq!(not_measured_reason("chart-slb", &notes), notes[0].text);
         assert_eq!(not_measured_reason("chart-loaded-latency", &notes), "interrupted with Ctrl-C");
         assert_eq!(not_measured_reason("chart-slb", &[]), "no data for this section in this run");
         // Words in the text do not move a note: this one mentions the SLB but is the matrix's.
-        let matrix = [Note::new(Section::LatencyMatrix, "slb-like words")];
+        let matrix = [Note::new(Section::Chart("chart-latency-matrix".into()), "slb-like words")];
         assert_eq!(
             not_measured_reason("chart-slb", &matrix),
             "no data for this section in this run"

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use chart::{Area, Part};
+use chart::{card, Area, Part};
 use measure::placement::{PlacementSummary, Regime};
 
 use super::{area_anchor, ReportData};
@@ -136,19 +136,6 @@ pub(super) fn header(d: &ReportData) -> String {
     }
     out.push_str("</dl></header>\n");
     out
-}
-
-/// One headline figure: what it is, the number, how it was obtained (the report's and the
-/// fleet page's cards).
-pub fn card(out: &mut String, label: &str, figure: &str, how: &str) {
-    let _ = write!(
-        out,
-        "<div class=\"card\"><div class=\"label\">{}</div><div class=\"figure\">{}</div>\
-         <div class=\"how\">{}</div></div>",
-        esc(label),
-        esc(figure),
-        esc(how)
-    );
 }
 
 /// The headline cards: each section's first headline figure, in page order (every one of them

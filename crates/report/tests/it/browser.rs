@@ -232,18 +232,13 @@ fn compared_page_reads_both_machines_without_colour() {
     let changed = baseline_machine.iter_mut().find(|f| f.setting == "Sockets").expect("sockets");
     changed.value = "8".into();
     let figure = |name: &str, this: f64, baseline: f64, verdict| FigureComparison {
-        figure: name.into(),
-        unit: "ns".into(),
-        this,
-        baseline,
-        ratio: this / baseline,
-        verdict,
         p_value: 0.001,
-        this_samples: 20,
-        baseline_samples: 20,
-        min_effect: 0.1,
-        placement: None,
-        measured_as: None,
+        this_replicates: 3,
+        baseline_replicates: 3,
+        ratio_low: this / baseline * 0.95,
+        ratio_high: this / baseline * 1.05,
+        rests_on: "3 rounds each; run-to-run noise 10% assumed".into(),
+        ..FigureComparison::new(name, "ns", this, baseline, verdict)
     };
     data.comparison = Some(ReportComparison {
         baseline: "other-host, run 7".into(),
@@ -251,8 +246,8 @@ fn compared_page_reads_both_machines_without_colour() {
             figure("Idle DRAM latency", 130.0, 100.0, Verdict::Slower),
             figure("L1 latency", 1.2, 1.2, Verdict::Same),
             FigureComparison {
-                this_samples: 1,
-                baseline_samples: 1,
+                this_replicates: 1,
+                baseline_replicates: 1,
                 p_value: 1.0,
                 ..figure("Compression, 1 thread(s)", 410.0, 300.0, Verdict::Untested)
             },
@@ -266,6 +261,9 @@ fn compared_page_reads_both_machines_without_colour() {
         // The baseline's own page: the same kind of run, drawn beside this one.
         baseline_sections: report::html::baseline_sections(&sample().page()),
         calibrated_from: 0,
+        this_clock_ghz: vec![Some(3.05), Some(3.01), Some(3.06)],
+        baseline_clock_ghz: vec![Some(2.69)],
+        same_host: false,
     });
     let html = render_html(&data);
     let dir = workdir("report-browser-compared");

@@ -402,7 +402,7 @@ fn sections_without_data_say_not_measured_and_why() {
     ];
     // A section that drew nothing says why from its own notes, else the run's, else plainly.
     data.notes = vec![Note::new(
-        Section::BandwidthThreads,
+        Section::of(mem::BANDWIDTH_THREADS),
         "bandwidth by thread count: stopped before the first thread count",
     )];
     let html = render_html(&data);

@@ -15,7 +15,8 @@ use topo::Topology;
 
 use crate::characterise::{self, REPORT_COMMAND};
 use crate::compare::{self, BaselineRef, StoredReport};
-use crate::plan::{Mode, Section};
+use crate::plan::Mode;
+use chart::Area;
 
 /// Characterise this machine: topology, latency by size and node, bandwidth, loaded latency,
 /// SLB scaling and placement; writes report.html and records every run.
@@ -40,10 +41,16 @@ pub struct ReportArgs {
     /// (untested when too few samples to test).
     #[arg(long, value_name = "REF")]
     pub baseline: Option<String>,
-    /// The sections to run, comma-separated (default: all): memory, contention, cpu,
-    /// compression, allocators, database, network. The machine facts are always shown.
-    #[arg(long, value_name = "LIST", value_delimiter = ',', conflicts_with = "from_db")]
-    pub sections: Vec<Section>,
+    /// The sections to run, comma-separated (default: all). The machine facts are always
+    /// shown.
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        value_parser = crate::plan::sections_parser(),
+        conflicts_with = "from_db"
+    )]
+    pub sections: Vec<Area>,
     /// Replace host names, IP and MAC addresses and serial numbers with stable pseudonyms on the
     /// page, in JSON and in the summary (the key stays beside the local results database).
     #[arg(long)]
@@ -91,11 +98,15 @@ impl Tool for Report {
             let mut rec = globals.recorder(&topology)?;
             let mode = if args.full { Mode::Full } else { Mode::Quick };
             let sections = if args.sections.is_empty() {
-                Section::ALL.to_vec()
+                Area::sections().collect()
             } else {
                 args.sections.clone()
             };
             let mut data = characterise::run(mode, &sections, &topology, &mut rec, globals)?;
+            // Each headline's spread over the rounds, read back from the stored rounds.
+            if let Ok(db) = crate::commands::results::open_read_only(&globals.store) {
+                compare::show_round_spread(&mut data, &db, &globals.registry)?;
+            }
             if let Some(reference) = &baseline_ref {
                 // The steps are stored: compare through the store, as --from-db would.
                 let compared =
@@ -129,6 +140,7 @@ impl Tool for Report {
             let db = super::results::open_read_only(&globals.store)?;
             let mut data =
                 crate::from_db::rebuild(&db as &dyn ResultStore, &args.from_db, &globals.registry)?;
+            compare::show_round_spread(&mut data, &db, &globals.registry)?;
             if let Some(reference) = &baseline_ref {
                 let this = StoredReport::read(&db, args.from_db[0])?;
                 let (base, name, history) = compare::read_baseline(reference, &db, &this)?;
@@ -200,10 +212,7 @@ fn redactor(globals: &Globals) -> Result<Redactor, Classified> {
 impl StoredReport {
     /// This report's page with its steps as stored (the report run itself is not stored yet).
     pub fn from_steps(store: &dyn ResultStore, data: ReportData) -> Result<Self, Classified> {
-        let mut steps = Vec::new();
-        for (label, id) in &data.stored_runs {
-            steps.push((label.clone(), store.run(*id)?));
-        }
+        let (steps, rounds) = crate::compare::read_steps(store, &data)?;
         let run = results::StoredRun {
             id: 0,
             uuid: String::new(),
@@ -219,6 +228,6 @@ impl StoredReport {
             result: serde_json::Value::Null,
             interrupted: false,
         };
-        Ok(Self { run, data, steps })
+        Ok(Self { run, data, steps, rounds })
     }
 }

@@ -32,17 +32,34 @@ fn cpuid_and_sysfs_caches_agree_and_every_fact_has_a_value() {
         // CPUID's signature is the kernel's.
         let kernel = (t.machine.family, t.machine.model_number, t.machine.stepping);
         assert_eq!((Some(cpuid.family), Some(cpuid.model), Some(cpuid.stepping)), kernel);
-        // Some hypervisors hide the TLBs: leaf 0x18 all zeros and leaf 2 pointing at it (0xFE).
-        // Then the facts must say so, not make one up.
-        let leaf18 = topo::cpuid::query(0x18, 0).expect("x86-64");
-        let hidden = cpuid.vendor == "GenuineIntel"
-            && [leaf18.eax, leaf18.ebx, leaf18.ecx, leaf18.edx] == [0; 4];
-        if hidden {
-            let tlbs = facts.iter().find(|f| f.setting == "TLBs").expect("a TLBs fact");
-            assert!(tlbs.value.contains("not available"), "{tlbs:?}");
-            println!("this hypervisor hides the TLBs (leaf 0x18 is all zeros): said as such");
+        // Where this CPU keeps its TLBs, read here without the decoder, each leaf only when the
+        // highest basic or extended leaf reaches it: above it, a KVM guest answers with zeros
+        // (leaf 0x18 on a guest whose highest basic leaf is 0x16) and Intel with the highest
+        // leaf's values, neither of which describes anything.
+        use topo::cpuid::{amd_l1_tlbs, intel_leaf2, intel_tlb_leaf18, query};
+        let max_basic = query(0, 0).expect("x86-64").eax;
+        let max_ext = query(0x8000_0000, 0).expect("x86-64").eax;
+        let listed = if cpuid.is_amd_like() {
+            max_ext >= 0x8000_0005
+                && !amd_l1_tlbs(query(0x8000_0005, 0).expect("x86-64").ebx, &[4096]).is_empty()
         } else {
+            let leaf18 = max_basic >= 0x18
+                && (0..=query(0x18, 0).expect("x86-64").eax.min(32))
+                    .any(|sub| intel_tlb_leaf18(query(0x18, sub).expect("x86-64")).is_some());
+            let leaf2 =
+                max_basic >= 2 && !intel_leaf2(query(2, 0).expect("x86-64")).tlbs.is_empty();
+            leaf18 || leaf2
+        };
+        println!("highest basic leaf {max_basic:#x}, extended {max_ext:#x}; TLBs listed: {listed}");
+        if listed {
             assert!(facts.iter().any(|f| f.setting.starts_with("L1 dTLB")), "no TLB from CPUID");
+            assert_eq!(cpuid.tlbs_absent, None);
+        } else {
+            // Then the facts must say why, not make one up.
+            let tlbs = facts.iter().find(|f| f.setting == "TLBs").expect("a TLBs fact");
+            let why = cpuid.tlbs_absent.as_deref().expect("a reason for no TLBs");
+            assert_eq!(tlbs.value, format!("not available: CPUID: {why}"));
+            println!("CPUID lists no TLB here, said as such: {}", tlbs.value);
         }
     }
 }

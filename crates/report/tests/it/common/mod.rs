@@ -56,6 +56,8 @@ pub fn on_node(node: u32, bytes: u64) -> Placement {
         per_node: vec![NodePages { node, pages: bytes / 4096 }],
         not_present: 0,
         thp_bytes: None,
+        thp_source: None,
+        thp_mode: None,
     }
 }
 fn cache(level: u8, kind: CacheKind, size_bytes: u64, cpus: Vec<u32>) -> Cache {
@@ -421,8 +423,13 @@ pub fn sample() -> Sample {
                 ("SLB by workers".into(), 46),
                 ("SLB by placement".into(), 47),
             ],
+            rounds: Vec::new(),
+            clock_ghz: Vec::new(),
             database: Some("/home/dba/.local/share/platscope/results.sqlite".into()),
-            notes: vec![report::html::Note::new(report::html::Section::LatencySize, NASTY_NOTE)],
+            notes: vec![report::html::Note::new(
+                report::html::Section::of(membench::chart::LATENCY_SIZE),
+                NASTY_NOTE,
+            )],
             parts: Vec::new(),
             skipped: Vec::new(),
             comparison: None,
