@@ -14,6 +14,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::io::{self, Read, Write};
 use test_support::fuzz::{self, proptest};
+use test_tier::live;
 
 use proptest::prelude::*;
 
@@ -486,8 +487,7 @@ fn backend_streams_pure() {
     backend_streams(fuzz::PURE);
 }
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn backend_streams_live() {
     backend_streams(fuzz::LIVE);
 }

@@ -5,3 +5,4 @@
 mod lists;
 mod live_arena;
 mod live_pagecache;
+mod live_thp_refused;

@@ -16,6 +16,7 @@ mod fleet_cli;
 mod fleet_store;
 mod grafana_dashboards;
 mod guest_c2c;
+mod guest_cpu_models;
 mod guest_numa;
 mod guest_pagecache;
 mod guest_slb;

@@ -4,9 +4,9 @@
 //! test in this file because the setting holds for the whole process.
 
 use place::{Arena, ArenaSpec, HugeSource, MemPolicy, PageSize};
+use test_tier::live;
 
-#[test]
-#[ignore = "live tier: runs on this machine (root for BPF, veth, huge pages); scripts/test.sh runs it"]
+#[live]
 fn a_thp_arena_of_a_process_without_thp_says_it_got_none() {
     // SAFETY: PR_SET_THP_DISABLE takes integer arguments only; it changes this process alone.
     let rc = unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) };

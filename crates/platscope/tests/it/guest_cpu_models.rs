@@ -4,8 +4,9 @@
 //! value or says why there is none, and nothing panics.
 
 use std::time::Instant;
+use test_tier::guest;
 
-mod common;
+use crate::common;
 
 use common::{boot, json};
 use numa_vm::GuestSpec;
@@ -36,8 +37,7 @@ fn values_and_reasons_are_told_apart() {
     assert!(!value_or_reason("unknown"));
 }
 
-#[test]
-#[ignore = "guest tier: boots a multi-node QEMU guest; scripts/test.sh runs it"]
+#[guest]
 fn topo_facts_of_each_qemu_cpu_model_are_values_or_reasons() {
     let available = numa_vm::cpu_models().unwrap_or_else(|e| panic!("QEMU's CPU models: {e}"));
     let (models, missing): (Vec<&str>, Vec<&str>) =
