@@ -9,12 +9,6 @@ use fleet::analysis::{analyse, Direction, Options};
 use fleet::synthetic::made_up_figure;
 use results::fleet::ReportFigures;
 
-/// A normal draw (Box–Muller) from the workspace's generator.
-fn normal(rng: &mut measure::rng::SplitMix64) -> f64 {
-    let u = rng.unit().max(f64::MIN_POSITIVE);
-    (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * rng.unit()).cos()
-}
-
 fn facts(cpu: &str, kernel: &str) -> BTreeMap<String, String> {
     [
         ("CPU model", cpu),
@@ -60,8 +54,8 @@ fn fleet(hosts: usize, seed: u64) -> Vec<ReportFigures> {
     let mut out = Vec::new();
     for h in 0..hosts {
         for day in 0..24 {
-            let dram = 100.0 * (1.0 + 0.01 * normal(&mut rng));
-            let bw = 20.0 * (1.0 + 0.01 * normal(&mut rng));
+            let dram = 100.0 * (1.0 + 0.01 * measure::stats::normal(&mut rng));
+            let bw = 20.0 * (1.0 + 0.01 * measure::stats::normal(&mut rng));
             out.push(report(&format!("db{h:02}"), day, facts("EPYC", "6.1"), dram, bw));
         }
     }
