@@ -65,19 +65,10 @@ pub struct FigureVerdict {
     pub coverage: f64,
 }
 
-/// The median of the finite values (NaN for none).
+/// The median of the finite values (NaN for none): a round that failed is NaN, not a figure.
 pub fn median(values: &[f64]) -> f64 {
-    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
+    let finite: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    measure::stats::median(&finite)
 }
 
 /// Widens a judgement to one of `looks` looks: its p-value times the looks (Bonferroni), its
@@ -229,11 +220,7 @@ mod tests {
     /// Log-normal noise around `centre` with relative spread `sd`.
     fn runs(rng: &mut SplitMix64, centre: f64, sd: f64, n: usize) -> Vec<f64> {
         (0..n)
-            .map(|_| {
-                let (u1, u2) = (rng.unit().max(f64::MIN_POSITIVE), rng.unit());
-                let z = (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos();
-                centre * (sd * z).exp()
-            })
+            .map(|_| centre * (sd * measure::stats::normal(rng)).exp())
             .collect()
     }
 

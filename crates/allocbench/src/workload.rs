@@ -17,6 +17,7 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Barrier};
 use std::time::Instant;
 
+use measure::rng::SplitMix64;
 use serde::{Deserialize, Serialize};
 
 use crate::Error;
@@ -180,39 +181,11 @@ pub struct WorkerReport {
     pub seconds: f64,
 }
 
-/// xorshift64*: small, seeded, the same sequence on every machine.
-#[derive(Debug, Clone)]
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Self {
-        Rng(seed.max(1))
-    }
-
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    /// Uniform in 0..n (n > 0).
-    fn below(&mut self, n: u64) -> u64 {
-        ((u128::from(self.next()) * u128::from(n)) >> 64) as u64
-    }
-
-    fn chance(&mut self, p: f64) -> bool {
-        ((self.next() >> 11) as f64 / (1u64 << 53) as f64) < p
-    }
-}
-
 /// A size between `min` and `max`, log-uniform: as many objects of 16–32 B as of 2–4 KiB, the
 /// shape of real programs' small allocations.
-fn draw_size(rng: &mut Rng, min: u32, max: u32) -> usize {
+fn draw_size(rng: &mut SplitMix64, min: u32, max: u32) -> usize {
     let (lo, hi) = (f64::from(min).ln(), f64::from(max).ln());
-    let u = (rng.next() >> 11) as f64 / (1u64 << 53) as f64;
+    let u = rng.unit();
     ((lo + (hi - lo) * u).exp() as usize).clamp(min as usize, max as usize)
 }
 
@@ -232,7 +205,7 @@ fn thread_loop(
     to_next: Option<SyncSender<Batch>>,
     from_prev: Option<Receiver<Batch>>,
 ) -> Counts {
-    let mut rng = Rng::new(p.seed ^ (u64::from(id) + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    let mut rng = SplitMix64::new(p.seed ^ (u64::from(id) + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
     let mut slots: Vec<Vec<u8>> = (0..p.working_set).map(|_| Vec::new()).collect();
     let mut outgoing: Batch = Vec::with_capacity(BATCH);
     let mut cross = 0u64;
@@ -241,7 +214,7 @@ fn thread_loop(
         let slot = rng.below(u64::from(p.working_set)) as usize;
         let old = std::mem::take(&mut slots[slot]);
         match &to_next {
-            Some(tx) if old.capacity() > 0 && rng.chance(p.cross_share) => {
+            Some(tx) if old.capacity() > 0 && rng.unit() < p.cross_share => {
                 outgoing.push(old);
                 if outgoing.len() == BATCH {
                     let full = std::mem::replace(&mut outgoing, Vec::with_capacity(BATCH));
@@ -352,7 +325,7 @@ mod tests {
 
     #[test]
     fn sizes_stay_in_range_and_spread_over_it() {
-        let mut rng = Rng::new(7);
+        let mut rng = SplitMix64::new(7);
         let sizes: Vec<usize> = (0..10_000).map(|_| draw_size(&mut rng, 16, 4096)).collect();
         assert!(sizes.iter().all(|&s| (16..=4096).contains(&s)));
         let small = sizes.iter().filter(|&&s| s < 64).count();
@@ -426,7 +399,7 @@ mod tests {
         assert_eq!(parse_ready("ready"), None);
         assert_eq!(parse_ready("{\"ops\":1}"), None);
         // Arbitrary lines (what a broken or foreign worker might print): never a panic.
-        let mut rng = Rng::new(29);
+        let mut rng = SplitMix64::new(29);
         let alphabet = b"ready []{}\",:0123456789symboladdressobjectnul\\\n\xff";
         for _ in 0..5000 {
             let len = rng.below(64) as usize;

@@ -308,7 +308,6 @@ pub fn page(title: &str, version: &str, body: &str) -> String {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

@@ -539,37 +539,29 @@ mod tests {
         assert_eq!(read(&mut body_short), Err(ReadError::Refuse(Status::REQUEST_TIMEOUT)));
     }
 
-    /// A small deterministic generator (xorshift), so the property test needs no crate.
-    fn xorshift(state: &mut u64) -> u64 {
-        *state ^= *state << 13;
-        *state ^= *state >> 7;
-        *state ^= *state << 17;
-        *state
-    }
-
     #[test]
     fn arbitrary_and_mutated_bytes_never_panic_and_stay_bounded() {
         let seed =
             b"GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nAccept: */*\r\n\r\nabc";
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rng = measure::rng::SplitMix64::new(0x9e37_79b9_7f4a_7c15);
         for case in 0..5000 {
             let mut bytes = if case % 2 == 0 {
                 seed.to_vec()
             } else {
-                let len = (xorshift(&mut state) % 300) as usize;
-                (0..len).map(|_| xorshift(&mut state) as u8).collect()
+                let len = (rng.next_u64() % 300) as usize;
+                (0..len).map(|_| rng.next_u64() as u8).collect()
             };
-            for _ in 0..(xorshift(&mut state) % 8) {
+            for _ in 0..(rng.next_u64() % 8) {
                 if bytes.is_empty() {
                     break;
                 }
-                let at = (xorshift(&mut state) as usize) % bytes.len();
-                match xorshift(&mut state) % 3 {
-                    0 => bytes[at] = xorshift(&mut state) as u8,
+                let at = (rng.next_u64() as usize) % bytes.len();
+                match rng.next_u64() % 3 {
+                    0 => bytes[at] = rng.next_u64() as u8,
                     1 => {
                         bytes.remove(at);
                     }
-                    _ => bytes.insert(at, b"\r\n:  \x00"[(xorshift(&mut state) % 6) as usize]),
+                    _ => bytes.insert(at, b"\r\n:  \x00"[(rng.next_u64() % 6) as usize]),
                 }
             }
             if let Some(end) = head_end(&bytes) {

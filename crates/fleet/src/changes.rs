@@ -11,9 +11,10 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use measure::stats::median;
+
 use crate::edivisive::{change_points, EDivisive, Split};
 use crate::facts::{diff, FactChange};
-use crate::median;
 use crate::noise::{Noise, NoiseTable};
 use crate::series::{Fleet, Series};
 
@@ -124,8 +125,8 @@ pub fn changes(fleet: &Fleet, splits: &[Vec<Split>], noise: &NoiseTable) -> Vec<
         bounds.push(s.values.len());
         let host = &fleet.hosts[s.host];
         for (k, split) in found.iter().enumerate() {
-            let before = median(&mut s.values[bounds[k]..bounds[k + 1]].to_vec());
-            let after = median(&mut s.values[bounds[k + 1]..bounds[k + 2]].to_vec());
+            let before = median(&s.values[bounds[k]..bounds[k + 1]]);
+            let after = median(&s.values[bounds[k + 1]..bounds[k + 2]]);
             let ratio = after / before;
             if !ratio.is_finite() || (ratio - 1.0).abs() <= floor {
                 continue;

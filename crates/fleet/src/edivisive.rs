@@ -272,12 +272,7 @@ fn place(values: &[f64], splits: &mut [Split], min: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A normal draw (Box–Muller) for test series.
-    fn normal(rng: &mut SplitMix64) -> f64 {
-        let u = rng.unit().max(f64::MIN_POSITIVE);
-        (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * rng.unit()).cos()
-    }
+    use measure::stats::normal;
 
     fn noisy(levels: &[(usize, f64)], sd: f64, seed: u64) -> Vec<f64> {
         let mut rng = SplitMix64::new(seed);

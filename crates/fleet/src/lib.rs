@@ -47,12 +47,6 @@ pub mod synthetic;
 pub mod text;
 pub mod window;
 
-/// The median of `values` (sorted in place); NaN for none.
-pub(crate) fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    measure::summary::quantile(values, 0.5)
-}
-
 /// What the fleet reader refuses, each in one line that names the fix.
 #[derive(Debug, thiserror::Error)]
 pub enum FleetError {

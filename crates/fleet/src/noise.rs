@@ -22,8 +22,9 @@
 //! at its change points first). A class with too few differences borrows the figure's pool over the whole fleet; with none
 //! at all, the figure is not calibrated and its outliers are not tested.
 
+use measure::stats::{median, median_in_place};
+
 use crate::edivisive::Split;
-use crate::median;
 use crate::series::Fleet;
 
 /// How many of a host's latest runs its value is the median of ([`crate::outliers`] judges
@@ -57,8 +58,7 @@ pub fn log_differences(values: &[f64]) -> impl Iterator<Item = f64> + '_ {
 /// |ln(b / a)| of consecutive medians of [`LATEST_RUNS`] runs, the blocks cut from the newest
 /// run back (an incomplete oldest block is left out).
 pub fn block_differences(values: &[f64]) -> Vec<f64> {
-    let mut medians: Vec<f64> =
-        values.rchunks_exact(LATEST_RUNS).map(|block| median(&mut block.to_vec())).collect();
+    let mut medians: Vec<f64> = values.rchunks_exact(LATEST_RUNS).map(median).collect();
     medians.reverse();
     log_differences(&medians).collect()
 }
@@ -72,8 +72,9 @@ struct Pool {
 
 impl Pool {
     fn noise(mut self, fleet_wide: bool) -> Option<Noise> {
-        let sigma_of =
-            |runs: &mut Vec<f64>| (median(runs) / MEDIAN_ABS_DIFFERENCE_PER_SIGMA).exp() - 1.0;
+        let sigma_of = |runs: &mut Vec<f64>| {
+            (median_in_place(runs) / MEDIAN_ABS_DIFFERENCE_PER_SIGMA).exp() - 1.0
+        };
         let p95 = |d: &mut Vec<f64>| {
             d.sort_by(f64::total_cmp);
             measure::summary::quantile(d, 0.95).exp() - 1.0

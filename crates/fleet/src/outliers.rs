@@ -37,11 +37,10 @@
 //! A class of fewer than [`MIN_HOSTS`] hosts has no median to stand against; a figure without
 //! a calibrated noise is not tested (both said in the summary's notes).
 
-use measure::stats::mann_whitney_p;
+use measure::stats::{mad, mann_whitney_p, median, median_in_place, MAD_TO_SIGMA};
 use measure::verdict::{assess, Level, RunNoise};
 
 use crate::edivisive::Split;
-use crate::median;
 use crate::noise::NoiseTable;
 pub use crate::noise::LATEST_RUNS;
 use crate::series::Fleet;
@@ -93,7 +92,7 @@ pub fn current_values(fleet: &Fleet, splits: &[Vec<Split>]) -> Vec<f64> {
         .series
         .iter()
         .zip(splits)
-        .map(|(s, found)| median(&mut s.values[recent_start(&s.values, found)..].to_vec()))
+        .map(|(s, found)| median(&s.values[recent_start(&s.values, found)..]))
         .collect()
 }
 
@@ -133,11 +132,8 @@ pub fn outliers(
                 continue;
             };
             let mut values: Vec<f64> = members.iter().map(|m| m.2).collect();
-            let class_median = median(&mut values);
-            let mut deviations: Vec<f64> =
-                values.iter().map(|v| (v - class_median).abs()).collect();
-            // MAD scaled to a standard deviation (1 / Φ⁻¹(3/4)).
-            let spread = median(&mut deviations) * 1.4826;
+            let class_median = median_in_place(&mut values);
+            let spread = mad(&values, class_median) * MAD_TO_SIGMA;
             for &(series, host, value) in &members {
                 let off = (value - class_median).abs();
                 let beyond_noise = (value / class_median - 1.0).abs() > n.min_effect;

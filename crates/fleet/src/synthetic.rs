@@ -26,12 +26,12 @@ use std::collections::BTreeMap;
 
 use jiff::{civil, ToSpan};
 use measure::rng::SplitMix64;
+use measure::stats::{mad, median, normal, MAD_TO_SIGMA};
 use results::fleet::{HeadlineFigure, ReportFigures};
 use serde::{Deserialize, Serialize};
 use topo::{FactValue, MemorySource, MemoryTotal};
 
 use crate::facts::FactChange;
-use crate::median;
 
 /// What to build.
 #[derive(Debug, Clone, PartialEq)]
@@ -207,11 +207,6 @@ struct Source {
     lower_is_better: bool,
 }
 
-fn normal(rng: &mut SplitMix64) -> f64 {
-    let u = rng.unit().max(f64::MIN_POSITIVE);
-    (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * rng.unit()).cos()
-}
-
 /// The figures every real report has with a usable value, with level and noise.
 fn sources(real: &[ReportFigures]) -> Vec<Source> {
     let first = &real[0];
@@ -231,11 +226,11 @@ fn sources(real: &[ReportFigures]) -> Vec<Source> {
         {
             continue;
         }
-        let level = median(&mut values.iter().map(|f| f.median).collect::<Vec<f64>>());
+        let level = median(&values.iter().map(|f| f.median).collect::<Vec<f64>>());
         let deviations: Vec<f64> = values.iter().map(|f| (f.median / level).ln()).collect();
-        let spread = 1.4826 * median(&mut deviations.iter().map(|d| d.abs()).collect::<Vec<f64>>());
+        let spread = MAD_TO_SIGMA * mad(&deviations, 0.0);
         let half_iqr = median(
-            &mut values
+            &values
                 .iter()
                 .filter(|f| f.p75 > 0.0 && f.median > 0.0 && f.p75.is_finite())
                 .map(|f| (f.p75 / f.median).ln().abs())
@@ -557,7 +552,11 @@ mod tests {
         assert_eq!(s.len(), 3);
         assert_eq!(s[0].level, 101.0);
         assert_eq!(s[0].deviations.len(), 3);
-        assert!((s[0].sigma - 1.4826 * (102.0f64 / 101.0).ln()).abs() < 1e-9, "{}", s[0].sigma);
+        assert!(
+            (s[0].sigma - MAD_TO_SIGMA * (102.0f64 / 101.0).ln()).abs() < 1e-9,
+            "{}",
+            s[0].sigma
+        );
         // No spread between the runs: the spread inside one run.
         assert!((s[2].sigma - 0.01 / 0.6745).abs() < 0.001, "{}", s[2].sigma);
     }

@@ -428,12 +428,12 @@ mod tests {
 
     #[test]
     fn rand_with_multibyte_blanks_keeps_the_text_after_it() {
-        // Found by tests/workload_fuzz.rs (text_around_rand_…): the arguments were skipped as if
+        // Found by tests/it/workload_fuzz.rs (text_around_rand_…): the arguments were skipped as if
         // each byte were a character, so text after `:rand(\u{3000}1,2)` (U+3000 is 3 bytes)
         // lost 2 characters.
         let t = parse_sql_file("SELECT :rand(\u{3000}1,2) AS x;").unwrap();
         assert_eq!(t.statements[0].prepared_text(Dialect::MariaDb), "SELECT ? AS x");
-        // Arguments spanning lines are shown on one (tests/workload_fuzz.rs shrank a mutated
+        // Arguments spanning lines are shown on one (tests/it/workload_fuzz.rs shrank a mutated
         // file to the second case: its error message ran over two lines).
         let e = parse_sql_file("SELECT :rand(1,\nx);").unwrap_err().to_string();
         assert!(!e.contains('\n') && e.contains(r":rand(1,\nx)"), "{e}");

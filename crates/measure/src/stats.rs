@@ -1,13 +1,21 @@
 //! The statistics the verdicts and the fleet share: Student's t distribution (through
 //! `statrs`, a maintained crate), Welch's interval on log ratios, Holm's step-down adjustment,
-//! and the Mann–Whitney U rank test.
+//! the Mann–Whitney U rank test, and the workspace's one median, quantiles, MAD and normal
+//! draw.
 //!
-//! The rank test is written here, not taken from a crate: the crates that offer it
-//! (`statrs` has none; the few small ones that do) give only the normal approximation, and
-//! the fleet's and the older verdicts' small samples (5 against 5) need the exact distribution
-//! and its smallest reachable p-value ([`smallest_p`]).
+//! The rank test is written here, not taken from a crate. `statrs` 0.19 (a dependency already,
+//! for Student's t) has `stats_tests::mannwhitneyu`, but its exact p-value enumerates every
+//! choice of ranks, and its automatic method takes that path whenever one side has 8 samples or
+//! fewer: a host's 5 recent runs against a class's 1,000 would be C(1005, 5) ≈ 8·10¹² subsets,
+//! where the recurrence here fills an n × m × nm table. It also refuses the exact method on
+//! ties and compares every pair of values before ranking. The fleet's and the older verdicts'
+//! small samples (5 against 5) need the exact distribution and its smallest reachable p-value
+//! ([`smallest_p`]).
 
 use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
+
+use crate::rng::SplitMix64;
+use crate::summary::quantile;
 
 /// Degrees of freedom above which Student's t is taken as the normal distribution.
 const NORMAL_DF: f64 = 1e6;
@@ -205,6 +213,42 @@ fn erfc(x: f64) -> f64 {
     } else {
         2.0 - r
     }
+}
+
+/// The median of `values` (a copy is sorted); NaN when there are none.
+pub fn median(values: &[f64]) -> f64 {
+    median_in_place(&mut values.to_vec())
+}
+
+/// The median of `values`, sorting them in place; NaN when there are none.
+pub fn median_in_place(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    quantile(values, 0.5)
+}
+
+/// The values at quantiles `qs` (each 0..=1) of `values`, sorted once, interpolating between
+/// neighbours as [`crate::summary::quantile`] does; NaN each when there are none.
+pub fn quantiles<const N: usize>(values: &[f64], qs: [f64; N]) -> [f64; N] {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    qs.map(|q| quantile(&sorted, q))
+}
+
+/// 1 / Φ⁻¹(3/4): the median absolute deviation times this estimates a normal distribution's
+/// standard deviation, and one odd value does not sway it.
+pub const MAD_TO_SIGMA: f64 = 1.4826;
+
+/// The median absolute deviation of `values` from `center` (unscaled; times [`MAD_TO_SIGMA`]
+/// for a standard deviation); NaN when there are none.
+pub fn mad(values: &[f64], center: f64) -> f64 {
+    let mut deviations: Vec<f64> = values.iter().map(|v| (v - center).abs()).collect();
+    median_in_place(&mut deviations)
+}
+
+/// One draw of a standard normal variable from `rng` (Box–Muller, its cosine half).
+pub fn normal(rng: &mut SplitMix64) -> f64 {
+    let u = rng.unit().max(f64::MIN_POSITIVE);
+    (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * rng.unit()).cos()
 }
 
 #[cfg(test)]

@@ -238,10 +238,7 @@ impl Judgement {
         if self.run_noise_runs == 0 {
             format!("{counts}; run-to-run noise {pct:.0}% assumed")
         } else {
-            format!(
-                "{counts}; run-to-run noise {pct:.0}% from {} other runs",
-                self.run_noise_runs
-            )
+            format!("{counts}; run-to-run noise {pct:.0}% from {} other runs", self.run_noise_runs)
         }
     }
 

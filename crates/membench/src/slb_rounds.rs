@@ -25,7 +25,6 @@
 //! assert_eq!(judged[0].rests_on, "3 rounds each");
 //! ```
 
-use measure::summary::quantile;
 use measure::verdict::{assess, judge_family, Judgement, Level, RunNoise, Verdict, CONFIDENCE};
 use measure::Metric;
 use serde::{Deserialize, Serialize};
@@ -155,13 +154,6 @@ pub fn merge_rounds(metrics: Vec<Metric>) -> Vec<Metric> {
     merged
 }
 
-/// The median of `values` (NaN for none), for rows that summarise the rounds.
-pub fn median(values: &[f64]) -> f64 {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    quantile(&sorted, 0.5)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -211,6 +203,5 @@ mod tests {
         assert!(!one[0].tested());
         assert_eq!(one[0].words(), "2.00×, untested (1 round each)");
         assert!(judge_steps(&[]).is_empty());
-        assert!(median(&[3.0, 1.0, 2.0]) == 2.0 && median(&[]).is_nan());
     }
 }

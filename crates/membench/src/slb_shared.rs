@@ -318,9 +318,8 @@ impl SharedSlbResult {
 
     /// Median ns/op across workers.
     pub fn median_ns(&self) -> f64 {
-        let mut ns: Vec<f64> = self.workers.iter().map(SharedWorkerResult::ns_per_op).collect();
-        ns.sort_by(f64::total_cmp);
-        measure::summary::quantile(&ns, 0.5)
+        let ns: Vec<f64> = self.workers.iter().map(SharedWorkerResult::ns_per_op).collect();
+        measure::stats::median(&ns)
     }
 }
 

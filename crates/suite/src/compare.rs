@@ -551,14 +551,10 @@ fn median_clock(clocks: &[Option<f64>]) -> Option<f64> {
     (!measured.is_empty()).then(|| median(&measured))
 }
 
+/// The median of the finite values; NaN when there are none.
 fn median(values: &[f64]) -> f64 {
-    let mut sorted: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
-    sorted.sort_by(f64::total_cmp);
-    if sorted.is_empty() {
-        f64::NAN
-    } else {
-        measure::summary::quantile(&sorted, 0.5)
-    }
+    let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+    measure::stats::median(&finite)
 }
 
 /// Earlier report runs of `hosts` in `store` (newest first, at most `per_host` each), leaving

@@ -1,7 +1,7 @@
 //! The terminal summary of `platscope report`: what it concludes, and that an interrupted run
 //! concludes nothing it did not measure.
 
-#[path = "../../report/tests/common/mod.rs"]
+#[path = "../../report/tests/it/common/mod.rs"]
 mod common;
 
 use common::*;

@@ -1,6 +1,6 @@
 //! A child that burns a known amount of CPU time: the test binary run again, with
-//! [`BURN_ENV`] set, as its test `burner_child` (which every test file that uses a [`Burner`]
-//! defines as a call to [`child`]). It measures its own CPU time, so nothing needs installing.
+//! [`BURN_ENV`] set, as its test `burner_child` (which every test binary that uses a [`Burner`]
+//! defines at its root, so the name is exact, as a call to [`child`]). It measures its own CPU time, so nothing needs installing.
 //! And a [`Spinner`]: a shell busy loop pinned to one CPU until dropped, to take that CPU from
 //! a measurement.
 //!

@@ -17,85 +17,94 @@
 //!
 //! The attribute adds `#[test]` itself. An argument, a string literal, replaces the tier's
 //! default of what the test needs.
+//!
+//! A crate's integration tests are one binary (`tests/it/main.rs`, a module per file), so
+//! tests of different files would run side by side where, as binaries of their own, they ran
+//! one file after the other: a quiet report beside another file's benchmark, two files
+//! changing the same machine setting. A tier test therefore first [`enter`]s its file's turn:
+//! tier tests of one file under `tests/` still run in parallel with each other, never beside
+//! another file's. (Pure tests are not held: they do not run in the tier runs.)
 
-use proc_macro::{Delimiter, Group, Literal, Punct, Spacing, TokenStream, TokenTree};
+pub use test_tier_macros::{browser, guest, live};
 
-/// What the live tier needs unless a test says otherwise.
-const LIVE: &str = "runs on this machine (root for BPF, veth, huge pages)";
-/// What the guest tier needs unless a test says otherwise.
-const GUEST: &str = "boots a multi-node QEMU guest";
-/// What the browser tier needs unless a test says otherwise.
-const BROWSER: &str = "headless Chromium";
+use std::sync::{Condvar, Mutex, PoisonError};
 
-/// A live-tier test: on this machine, root where needed. `#[live]` or `#[live("what it needs")]`.
-#[proc_macro_attribute]
-pub fn live(args: TokenStream, item: TokenStream) -> TokenStream {
-    tier("live", LIVE, args, item)
+/// Which file's tier tests are running, and how many.
+struct Turn {
+    file: Option<&'static str>,
+    running: usize,
 }
 
-/// A guest-tier test: in a multi-node QEMU guest. `#[guest]` or `#[guest("what it needs")]`.
-#[proc_macro_attribute]
-pub fn guest(args: TokenStream, item: TokenStream) -> TokenStream {
-    tier("guest", GUEST, args, item)
+static TURN: Mutex<Turn> = Mutex::new(Turn { file: None, running: 0 });
+static CHANGED: Condvar = Condvar::new();
+
+/// Held by a running tier test: while any is held, only tests of its file enter.
+#[derive(Debug)]
+#[must_use = "the turn ends when this is dropped"]
+pub struct Entered {
+    held: bool,
 }
 
-/// A browser-tier test: the HTML in headless Chromium. `#[browser]` or `#[browser("…")]`.
-#[proc_macro_attribute]
-pub fn browser(args: TokenStream, item: TokenStream) -> TokenStream {
-    tier("browser", BROWSER, args, item)
-}
-
-/// `#[test] #[ignore = "TIER tier: NEEDS; scripts/test.sh runs it"] ITEM`.
-fn tier(name: &str, default: &str, args: TokenStream, item: TokenStream) -> TokenStream {
-    let needs = match needs(args) {
-        Ok(needs) => needs.unwrap_or_else(|| default.to_string()),
-        Err(message) => return compile_error(&message),
-    };
-    let reason = format!("{name} tier: {needs}; scripts/test.sh runs it");
-    let mut out = TokenStream::new();
-    out.extend(attribute(TokenStream::from(TokenTree::Ident(proc_macro::Ident::new(
-        "test",
-        proc_macro::Span::call_site(),
-    )))));
-    let ignore: TokenStream = [
-        TokenTree::Ident(proc_macro::Ident::new("ignore", proc_macro::Span::call_site())),
-        TokenTree::Punct(Punct::new('=', Spacing::Alone)),
-        TokenTree::Literal(Literal::string(&reason)),
-    ]
-    .into_iter()
-    .collect();
-    out.extend(attribute(ignore));
-    out.extend(item);
-    out
-}
-
-/// The attribute's argument: nothing, or one plain string literal (its text, unescaped).
-fn needs(args: TokenStream) -> Result<Option<String>, String> {
-    let mut tokens = args.into_iter();
-    let Some(first) = tokens.next() else { return Ok(None) };
-    let usage = "a tier attribute takes nothing or one string literal: #[live(\"what it needs\")]";
-    let (TokenTree::Literal(lit), None) = (first, tokens.next()) else { return Err(usage.into()) };
-    let text = lit.to_string();
-    let Some(inner) = text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) else {
-        return Err(usage.into());
-    };
-    if inner.contains('\\') {
-        return Err("a tier's reason is plain text: no escapes".into());
+/// Waits until no other file's tier test runs, then holds `file`'s turn until the returned
+/// value drops. Tier attributes call it with the test's `file!()`; a test outside `tests/`
+/// (a unit test of a library, one binary since always) is not held.
+pub fn enter(file: &'static str) -> Entered {
+    if !file.contains("tests/") {
+        return Entered { held: false };
     }
-    Ok(Some(inner.to_string()))
+    let mut turn = TURN.lock().unwrap_or_else(PoisonError::into_inner);
+    while turn.file.is_some_and(|f| f != file) {
+        turn = CHANGED.wait(turn).unwrap_or_else(PoisonError::into_inner);
+    }
+    turn.file = Some(file);
+    turn.running += 1;
+    Entered { held: true }
 }
 
-/// `#[BODY]`.
-fn attribute(body: TokenStream) -> TokenStream {
-    [
-        TokenTree::Punct(Punct::new('#', Spacing::Alone)),
-        TokenTree::Group(Group::new(Delimiter::Bracket, body)),
-    ]
-    .into_iter()
-    .collect()
+impl Drop for Entered {
+    fn drop(&mut self) {
+        if !self.held {
+            return;
+        }
+        let mut turn = TURN.lock().unwrap_or_else(PoisonError::into_inner);
+        turn.running -= 1;
+        if turn.running == 0 {
+            turn.file = None;
+            CHANGED.notify_all();
+        }
+    }
 }
 
-/// `compile_error!("MESSAGE");`
-fn compile_error(message: &str) -> TokenStream {
-    format!("compile_error!({message:?});").parse().unwrap_or_default()
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Barrier};
+
+    #[test]
+    fn one_file_at_a_time_and_a_file_in_parallel() {
+        // Two tests of file a enter together; file b's waits until both have left.
+        let a1 = enter("crates/x/tests/it/a.rs");
+        let a2 = enter("crates/x/tests/it/a.rs");
+        let b_in = Arc::new(AtomicUsize::new(0));
+        let started = Arc::new(Barrier::new(2));
+        let b = {
+            let (b_in, started) = (b_in.clone(), started.clone());
+            std::thread::spawn(move || {
+                started.wait();
+                let _b = enter("crates/x/tests/it/b.rs");
+                b_in.store(1, Ordering::SeqCst);
+            })
+        };
+        started.wait();
+        drop(a1);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert_eq!(b_in.load(Ordering::SeqCst), 0, "b entered while a test of a ran");
+        drop(a2);
+        b.join().unwrap();
+        assert_eq!(b_in.load(Ordering::SeqCst), 1);
+        // Library unit tests are never held.
+        let _a = enter("crates/x/tests/it/a.rs");
+        let _lib = enter("crates/x/src/lib.rs");
+    }
 }

@@ -1048,14 +1048,10 @@ mod tests {
         assert!(Dump::parse("hello").is_err());
     }
 
-    /// xorshift64*: a deterministic stream for the property tests.
-    fn stream(mut s: u64) -> impl FnMut() -> u32 {
-        move || {
-            s ^= s >> 12;
-            s ^= s << 25;
-            s ^= s >> 27;
-            (s.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 32) as u32
-        }
+    /// A deterministic stream of 32-bit values for the property tests.
+    fn stream(seed: u64) -> impl FnMut() -> u32 {
+        let mut rng = measure::rng::SplitMix64::new(seed);
+        move || (rng.next_u64() >> 32) as u32
     }
 
     #[test]

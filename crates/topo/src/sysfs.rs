@@ -451,6 +451,7 @@ pub fn exists(root: &SysRoot, relative: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use measure::rng::SplitMix64;
 
     // Captured on the platscope development VM (kernel 6.18, one node), trimmed.
     const NODE0_MEMINFO_6_18: &str = "\
@@ -599,26 +600,18 @@ Node 0 HugePages_Free:      0
         assert_eq!(class("Unknown: Dependent on hypervisor status"), VulnerabilityClass::Unknown);
     }
 
-    /// xorshift64: a deterministic stream for the mutation tests.
-    fn next(s: &mut u64) -> u64 {
-        *s ^= *s << 13;
-        *s ^= *s >> 7;
-        *s ^= *s << 17;
-        *s
-    }
-
     /// The fixture with bytes replaced, inserted or cut: what a parser must survive.
-    fn mutate(text: &str, s: &mut u64) -> String {
+    fn mutate(text: &str, s: &mut SplitMix64) -> String {
         let mut bytes = text.as_bytes().to_vec();
-        for _ in 0..(next(s) % 8 + 1) {
+        for _ in 0..(s.next_u64() % 8 + 1) {
             if bytes.is_empty() {
                 break;
             }
-            let at = (next(s) % bytes.len() as u64) as usize;
+            let at = (s.next_u64() % bytes.len() as u64) as usize;
             let junk = [b':', b'\n', b' ', b'\t', b'9', b'K', b'-', b',', 0xff, b'x'];
-            match next(s) % 3 {
-                0 => bytes[at] = junk[(next(s) % junk.len() as u64) as usize],
-                1 => bytes.insert(at, junk[(next(s) % junk.len() as u64) as usize]),
+            match s.next_u64() % 3 {
+                0 => bytes[at] = junk[(s.next_u64() % junk.len() as u64) as usize],
+                1 => bytes.insert(at, junk[(s.next_u64() % junk.len() as u64) as usize]),
                 _ => {
                     bytes.truncate(at);
                 }
@@ -629,7 +622,7 @@ Node 0 HugePages_Free:      0
 
     #[test]
     fn property_mutated_fixtures_never_panic() {
-        let mut s = 0x853c_49e6_748f_ea9b;
+        let mut s = SplitMix64::new(0x853c_49e6_748f_ea9b);
         for _ in 0..5_000 {
             let info = parse_cpuinfo(&mutate(CPUINFO_EPYC_KVM, &mut s));
             assert!(info.microcode.as_deref().is_none_or(|m| !m.is_empty()));

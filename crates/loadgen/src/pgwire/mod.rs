@@ -21,7 +21,6 @@
 mod client;
 mod codec;
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests;
 
 pub(crate) use client::connect;

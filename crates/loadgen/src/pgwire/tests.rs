@@ -14,6 +14,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::io::{self, Read, Write};
 use test_support::fuzz::{self, proptest};
+use test_tier::live;
 
 use proptest::prelude::*;
 
@@ -486,7 +487,7 @@ fn backend_streams_pure() {
     backend_streams(fuzz::PURE);
 }
 
-#[test_tier::live]
+#[live]
 fn backend_streams_live() {
     backend_streams(fuzz::LIVE);
 }

@@ -180,16 +180,6 @@ struct Scan {
     unlocated: u64,
 }
 
-fn median(values: &[f64]) -> f64 {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
-
 impl CacheFile {
     /// Opens a regular file. Directories, devices, FIFOs and sockets are refused from their
     /// metadata before anything is opened (a FIFO would block `open` until a writer came).
@@ -431,7 +421,7 @@ impl CacheFile {
             .join()
             .map_err(|_| self.io_err("read")(io::Error::other("the reading thread panicked")))?
         })?;
-        let gbps = median(&passes.iter().map(|p| p.gbps).collect::<Vec<_>>());
+        let gbps = measure::stats::median(&passes.iter().map(|p| p.gbps).collect::<Vec<_>>());
         Ok(ReadResult { cpu, resident_before, pages: self.pages(), passes, gbps })
     }
 }
@@ -461,6 +451,7 @@ mod tests {
 
     #[test]
     fn median_of_passes() {
+        use measure::stats::median;
         assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
         assert!(median(&[]).is_nan());

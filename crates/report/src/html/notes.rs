@@ -91,7 +91,6 @@ pub(super) fn not_measured_reason(id: &str, notes: &[Note]) -> String {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

@@ -44,7 +44,6 @@ pub(super) fn locks(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
     use experiment::Outcome;

@@ -1,0 +1,8 @@
+//! The integration tests of `results`, one binary with a module per former test file (as
+//! cargo and ripgrep keep theirs): the crate's tests link once. Tier tests of one module
+//! never run beside another module's (`test_tier::enter`), as when each was a binary.
+
+mod fleet;
+mod fleet_pg;
+mod store;
+mod store_fuzz;

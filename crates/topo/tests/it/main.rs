@@ -1,0 +1,9 @@
+//! The integration tests of `topo`, one binary with a module per former test file (as
+//! cargo and ripgrep keep theirs): the crate's tests link once. Tier tests of one module
+//! never run beside another module's (`test_tier::enter`), as when each was a binary.
+
+mod hosts;
+mod live_facts;
+mod stored;
+mod synthetic;
+mod sysfs_fuzz;
