@@ -171,6 +171,13 @@ table=$(
 )
 scaling=$(awk -v a="$(med "$lz4_1")" -v b="$(med "$lz4_n")" -v n="$N" 'BEGIN {printf "%.2f× one thread (%.0f%% of %d×)", a / b, a / b / n * 100, n}')
 machine_scaling=$(awk -v a="$(med "c lz4 -1")" -v b="$(med "c $N × lz4 -1 at once")" -v n="$N" 'BEGIN {printf "%.2f×", a / b}')
+# Which limit tamp -t N hit: the machine's (its scaling within 10% of what N independent jobs got,
+# the same threshold as the compress scale page) or its own pipeline's.
+limit_text=$(awk -v a1="$(med "$lz4_1")" -v an="$(med "$lz4_n")" -v l="$(med "c lz4 -1")" -v ln="$(med "c $N × lz4 -1 at once")" -v n="$N" 'BEGIN {
+  t = a1 / an; m = l / ln; share = t / m
+  printf "tamp -t %d reached %.0f%% of that limit: %s", n, share * 100, (share >= 0.9 ? "the machine'"'"'s limit, not the pipeline'"'"'s" : "the pipeline'"'"'s own, not the machine'"'"'s")
+  if (m < 0.8 * n) printf "; the machine gives %d independent jobs %.0f%% of %d×: its CPUs are not whole cores to them (hyperthreads of one core, or a host that shares them)", n, m / n * 100, n
+  printf "." }')
 # The most -t N could gain on N CPUs: its threads' CPU (workers, reader, writer, from tamp's own
 # per-thread clocks) spread over all N CPUs with nothing idle, against -t 1's wall. Per round.
 ceilings=() shares=()
@@ -224,7 +231,7 @@ $table
 
 tamp lz4 with $N threads: $scaling. $N \`lz4 -1\` processes at once, each on 1/$N of the
 corpus, ran $machine_scaling as fast as one on all of it: what these $N CPUs give $N independent
-jobs in this run, the anchor for tamp's scaling. $ceiling_text
+jobs in this run, the anchor for tamp's scaling; $limit_text $ceiling_text
 
 $below_text
 
@@ -240,5 +247,5 @@ MD
 )
 write_doc_section compress-tools "$section"
 echo "$table"
-echo "tamp lz4: $scaling; $N × lz4 -1 at once: $machine_scaling one"
+echo "tamp lz4: $scaling; $N × lz4 -1 at once: $machine_scaling one; $limit_text"
 echo "logs in $logs; wrote docs/benchmarks.md; took ${elapsed} s" >&2

@@ -219,9 +219,7 @@ mod tests {
 
     /// Log-normal noise around `centre` with relative spread `sd`.
     fn runs(rng: &mut SplitMix64, centre: f64, sd: f64, n: usize) -> Vec<f64> {
-        (0..n)
-            .map(|_| centre * (sd * measure::stats::normal(rng)).exp())
-            .collect()
+        (0..n).map(|_| centre * (sd * measure::stats::normal(rng)).exp()).collect()
     }
 
     #[test]

@@ -636,6 +636,7 @@ mod tests {
                     one_unit_stops_at: None,
                     one_unit_limit: None,
                     filled_best: None,
+                    machine_limit: None,
                     text: String::new(),
                 },
                 interrupted: false,

@@ -146,12 +146,83 @@ pub struct ScaleSummary {
     pub one_unit_limit: Option<Verdict>,
     /// The best step of all: units, threads, MB/s.
     pub filled_best: Option<(usize, usize, f64)>,
+    /// What the machine itself gives independent jobs, and how close one instance came to it.
+    /// `None` without the steps to tell (runs stored before it, too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_limit: Option<MachineLimit>,
     /// The summary in sentences.
     pub text: String,
 }
 
 /// More threads must give at least this much more throughput to count as scaling.
 pub const GAIN: f64 = 1.10;
+
+/// The machine's own limit for `jobs` jobs, measured in the same run as the pipeline: `jobs`
+/// independent single-thread units against one. Two vCPUs may be two hyperthreads of one host
+/// core, or share it with other guests: then no program gets 2× from them, and a pipeline's
+/// scaling is judged against what they give, not against the count.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct MachineLimit {
+    /// How many jobs ran at once.
+    pub jobs: usize,
+    /// Throughput of `jobs` independent single-thread units over one unit's.
+    pub independent: f64,
+    /// Throughput of one instance with `jobs` workers over one worker's, when that step ran.
+    pub one_instance: Option<f64>,
+}
+
+/// Below this share of `jobs`×, independent jobs did not get a CPU each.
+pub const WHOLE_CPUS: f64 = 0.80;
+/// At or above this share of the machine's limit, one instance reached the machine's limit.
+pub const AT_THE_LIMIT: f64 = 0.90;
+
+impl MachineLimit {
+    /// From the steps: the most units run with one worker each against one unit of one worker,
+    /// and the one-unit step with as many workers. `None` without both.
+    pub fn of(steps: &[ScaleStep]) -> Option<Self> {
+        let single = steps.iter().find(|s| s.units == 1 && s.threads == 1)?.mb_per_s;
+        let many =
+            steps.iter().filter(|s| s.units > 1 && s.threads == 1).max_by_key(|s| s.units)?;
+        if !(single > 0.0 && many.mb_per_s.is_finite()) {
+            return None;
+        }
+        let one_instance = steps
+            .iter()
+            .find(|s| s.units == 1 && s.threads == many.units)
+            .map(|s| s.mb_per_s / single)
+            .filter(|r| r.is_finite());
+        Some(Self { jobs: many.units, independent: many.mb_per_s / single, one_instance })
+    }
+
+    /// Which limit was hit, in sentences.
+    pub fn text(&self) -> String {
+        let n = self.jobs;
+        let mut text = format!(
+            "{n} independent single-thread units ran {:.2}× one ({:.0}% of {n}×): the machine's \
+             own limit for {n} jobs",
+            self.independent,
+            self.independent / n as f64 * 100.0
+        );
+        if self.independent < WHOLE_CPUS * n as f64 {
+            text += " — its CPUs are not whole cores to these jobs (hyperthreads of one core, or \
+                     a host that shares them)";
+        }
+        text += ".";
+        if let Some(one) = self.one_instance {
+            let share = one / self.independent;
+            text += &format!(
+                " One instance with {n} workers: {one:.2}× one worker, {:.0}% of that limit: {}.",
+                share * 100.0,
+                if share >= AT_THE_LIMIT {
+                    "the machine's limit, not the pipeline's"
+                } else {
+                    "the pipeline's own (its reader, writer or hand-offs), not the machine's"
+                }
+            );
+        }
+        text
+    }
+}
 
 /// Summarises a step series (pure).
 pub fn summarise(steps: &[ScaleStep]) -> ScaleSummary {
@@ -205,12 +276,18 @@ pub fn summarise(steps: &[ScaleStep]) -> ScaleSummary {
         }
         text += ".";
     }
+    let machine_limit = MachineLimit::of(steps);
+    if let Some(limit) = &machine_limit {
+        text += " ";
+        text += &limit.text();
+    }
     ScaleSummary {
         single_thread_mb_s: single,
         one_unit_best: best_one,
         one_unit_stops_at: stops_at,
         one_unit_limit: limit,
         filled_best: filled,
+        machine_limit,
         text,
     }
 }
@@ -384,6 +461,35 @@ mod tests {
         assert!(s.text.contains("stops scaling at 12"), "{}", s.text);
         assert!(s.text.contains("reader-bound"), "{}", s.text);
         assert!(s.text.contains("3.64×"), "{}", s.text);
+    }
+
+    #[test]
+    fn scaling_is_judged_against_what_independent_jobs_get() {
+        // Two vCPUs that are hyperthreads of one core: two independent jobs get 1.25×, and a
+        // pipeline's 1.20× is the machine's limit, not the pipeline's.
+        let shared = [
+            step(1, 1, 100.0, Verdict::Scales),
+            step(1, 2, 120.0, Verdict::CpuBound),
+            step(2, 1, 125.0, Verdict::CpuBound),
+        ];
+        let limit = summarise(&shared).machine_limit.unwrap();
+        assert_eq!(limit.jobs, 2);
+        assert!((limit.independent - 1.25).abs() < 1e-9 && limit.one_instance == Some(1.2));
+        let text = summarise(&shared).text;
+        assert!(text.contains("1.25× one (62% of 2×)"), "{text}");
+        assert!(text.contains("not whole cores"), "{text}");
+        assert!(text.contains("96% of that limit: the machine's limit"), "{text}");
+        // Whole cores, and a pipeline that stops short of them.
+        let short = [
+            step(1, 1, 100.0, Verdict::Scales),
+            step(1, 2, 130.0, Verdict::ReaderBound),
+            step(2, 1, 196.0, Verdict::CpuBound),
+        ];
+        let text = summarise(&short).text;
+        assert!(!text.contains("not whole cores"), "{text}");
+        assert!(text.contains("66% of that limit: the pipeline's own"), "{text}");
+        // Without independent units there is nothing to judge against.
+        assert_eq!(summarise(&shared[..2]).machine_limit, None);
     }
 
     #[test]

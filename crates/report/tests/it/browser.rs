@@ -394,6 +394,7 @@ fn crowded_scale() -> tamp::scale::ScaleReport {
             one_unit_stops_at: None,
             one_unit_limit: None,
             filled_best: Some((8, 8, 9_008.0)),
+            machine_limit: None,
             text: "one thread 311 MB/s".into(),
         },
         interrupted: false,

@@ -567,6 +567,7 @@ pub fn cpu_scale(steps: &[(usize, usize, f64, usize)]) -> ScaleReport {
             one_unit_stops_at: None,
             one_unit_limit: None,
             filled_best: Some((1, 2, 402.25)),
+            machine_limit: None,
             text: "one thread 310 MB/s".into(),
         },
         interrupted: false,
