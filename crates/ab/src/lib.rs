@@ -536,7 +536,7 @@ fn label_regimes(runs: &mut [RunRecord]) -> (Vec<String>, Option<Regime>) {
         }
     }
     let clocks: Vec<f64> = runs.iter().filter_map(|r| r.clock_ghz).collect();
-    let median = judge::median(&clocks);
+    let median = measure::stats::finite_median(&clocks);
     if median.is_finite() && median > 0.0 {
         for run in runs.iter_mut() {
             run.clock_off =

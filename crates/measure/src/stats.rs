@@ -220,6 +220,12 @@ pub fn median(values: &[f64]) -> f64 {
     median_in_place(&mut values.to_vec())
 }
 
+/// The median of the finite values of `values` (a failed round's NaN is no figure); NaN when
+/// there are none.
+pub fn finite_median(values: &[f64]) -> f64 {
+    median_in_place(&mut values.iter().copied().filter(|v| v.is_finite()).collect::<Vec<_>>())
+}
+
 /// The median of `values`, sorting them in place; NaN when there are none.
 pub fn median_in_place(values: &mut [f64]) -> f64 {
     values.sort_by(f64::total_cmp);
@@ -254,6 +260,18 @@ pub fn normal(rng: &mut SplitMix64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn medians_quantiles_and_mad() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert!(median(&[]).is_nan());
+        // A failed round's NaN is left out, not sorted to an end.
+        assert_eq!(finite_median(&[3.0, 1.0, 2.0, f64::NAN]), 2.0);
+        assert!(finite_median(&[f64::NAN, f64::INFINITY]).is_nan());
+        assert_eq!(quantiles(&[4.0, 1.0, 3.0, 2.0, 5.0], [0.0, 0.5, 1.0]), [1.0, 3.0, 5.0]);
+        assert_eq!(mad(&[1.0, 2.0, 3.0, 4.0, 100.0], 3.0), 1.0);
+    }
 
     #[test]
     fn student_t_matches_the_tables() {

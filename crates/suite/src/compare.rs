@@ -25,6 +25,7 @@ use std::collections::HashMap;
 
 use chart::Part;
 use experiment::Registry;
+use measure::stats::finite_median;
 use measure::placement::{depends_on_placement, differs, RunPlacement};
 use measure::verdict::{
     assess, judge_family, Judgement, Level, RunNoise, Verdict, ASSUMED_RUN_NOISE,
@@ -422,15 +423,15 @@ pub fn compare(
         let judged = assess(&mine.replicates(), &base.replicates(), level, run_noise);
         let cycles = match (mine.in_cycles(this_clocks), base.in_cycles(their_clocks)) {
             (Some(a), Some(b)) => {
-                Some((assess(&a, &b, Level::Rounds, run_noise), median(&a), median(&b)))
+                Some((assess(&a, &b, Level::Rounds, run_noise), finite_median(&a), finite_median(&b)))
             }
             _ => None,
         };
         let row = FigureComparison {
             figure: mine.name.clone(),
             unit,
-            this: median(&mine.replicates()),
-            baseline: median(&base.replicates()),
+            this: finite_median(&mine.replicates()),
+            baseline: finite_median(&base.replicates()),
             ratio: judged.ratio,
             ratio_low: judged.ratio_low,
             ratio_high: judged.ratio_high,
@@ -548,13 +549,7 @@ fn clock_note(
 /// The median of the measured clocks.
 fn median_clock(clocks: &[Option<f64>]) -> Option<f64> {
     let measured: Vec<f64> = clocks.iter().flatten().copied().filter(|v| v.is_finite()).collect();
-    (!measured.is_empty()).then(|| median(&measured))
-}
-
-/// The median of the finite values; NaN when there are none.
-fn median(values: &[f64]) -> f64 {
-    let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
-    measure::stats::median(&finite)
+    (!measured.is_empty()).then(|| measure::stats::median(&measured))
 }
 
 /// Earlier report runs of `hosts` in `store` (newest first, at most `per_host` each), leaving
