@@ -271,9 +271,10 @@ pub fn run_parts(r: &LoadReport) -> Vec<Part> {
         "<table class=\"facts-table\"><thead><tr><th>ms</th><th>p50</th><th>p90</th><th>p99</th>\
          <th>p99.9</th><th>max</th></tr></thead><tbody>",
     );
-    for (name, p) in
-        [("latency", &r.latency), ("service time", &r.service), ("schedule lag", &r.lag)]
-    {
+    // The driver's own lateness where it was measured (not in runs stored before it).
+    let driver = (r.driver_late.count > 0).then_some(("driver late (woke to send)", &r.driver_late));
+    let rows = [("latency", &r.latency), ("service time", &r.service), ("schedule lag", &r.lag)];
+    for (name, p) in rows.into_iter().chain(driver) {
         let _ = write!(after, "<tr><td>{name}</td>");
         for (_, v) in p.labelled() {
             let _ = write!(
@@ -496,6 +497,7 @@ pub(crate) mod tests {
             latency: lat,
             service: lat,
             lag: Percentiles::default(),
+            driver_late: Percentiles::default(),
             latency_log2_us: Default::default(),
             intervals: Vec::new(),
             cost: cost.map(|us| Cost {

@@ -120,10 +120,21 @@ pub fn render_report(r: &LoadReport) -> String {
     let _ = writeln!(out, "{}", pct_row("latency", &r.latency));
     let _ = writeln!(out, "{}", pct_row("service time", &r.service));
     let _ = writeln!(out, "{}", pct_row("schedule lag", &r.lag));
+    if r.driver_late.count > 0 {
+        let _ = writeln!(out, "{}", pct_row("driver late", &r.driver_late));
+    }
     let _ = writeln!(
         out,
         "  (latency: from the intended start; service time: from the actual start, what a closed-loop tool reports)"
     );
+    if r.driver_late.count > 0 {
+        let _ = writeln!(
+            out,
+            "  (driver late: how late this driver woke to send the {} of {} transactions whose connection was waiting for their time; the rest of the lag is queueing behind the server)",
+            r.driver_late.count,
+            r.scheduled
+        );
+    }
     match (&r.cost, &r.cost_unavailable) {
         (Some(c), _) => {
             let _ = writeln!(
@@ -199,6 +210,7 @@ impl ToMetrics for LoadReport {
             ("load_latency", &self.latency),
             ("load_service_time", &self.service),
             ("load_schedule_lag", &self.lag),
+            ("load_driver_late", &self.driver_late),
         ] {
             if p.count == 0 {
                 continue;

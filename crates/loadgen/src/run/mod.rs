@@ -170,6 +170,7 @@ pub fn run(
     let open: Vec<Prepared> = handles.into_iter().filter_map(|h| h.join().ok().flatten()).collect();
 
     let mut total = Hists::new()?;
+    let mut woke_late = crate::stats::histogram()?;
     let mut log2 = Log2Hist::default();
     let mut errors = BTreeMap::new();
     let (mut scheduled, mut completed, mut failed, mut late, mut skipped, mut retries) =
@@ -182,6 +183,7 @@ pub fn run(
         let mut s = lock(s);
         outages.append(&mut s.outages);
         total.add(&s.total);
+        let _ = woke_late.add(&s.woke_late);
         log2.merge(&s.log2);
         scheduled += s.scheduled;
         completed += s.completed;
@@ -250,6 +252,7 @@ pub fn run(
         latency: Percentiles::of(&total.latency),
         service: Percentiles::of(&total.service),
         lag: Percentiles::of(&total.lag),
+        driver_late: Percentiles::of(&woke_late),
         latency_log2_us: log2,
         intervals,
         cost,

@@ -64,6 +64,12 @@ pub struct LoadReport {
     pub service: Percentiles,
     /// Actual start − intended start.
     pub lag: Percentiles,
+    /// How late the driver itself was: of the transactions whose connection was idle, waiting
+    /// for their intended start, how long after it the driver woke and sent (its timer and the
+    /// scheduler). The schedule lag beyond this is queueing behind the connection's previous
+    /// transaction, the server's time. Zero in runs stored before it was measured.
+    #[serde(default)]
+    pub driver_late: Percentiles,
     /// Latency, µs, in DTrace's log2 buckets.
     pub latency_log2_us: Log2Hist,
     pub intervals: Vec<IntervalLine>,

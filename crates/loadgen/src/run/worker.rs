@@ -7,6 +7,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use hdrhistogram::Histogram;
+
 use measure::hist::Log2Hist;
 
 use super::tx::{prepare_conn, run_tx, Prepared};
@@ -44,6 +46,9 @@ pub(super) struct Shared {
     pub(super) outages: Vec<Outage>,
     /// This connection is lost right now.
     pub(super) down: bool,
+    /// The driver's own lateness: for each transaction whose connection was waiting for its
+    /// time, how long after it the thread woke and sent (timer and scheduler, not the server).
+    pub(super) woke_late: Histogram<u64>,
 }
 
 impl Shared {
@@ -65,6 +70,7 @@ impl Shared {
             gone: None,
             outages: Vec::new(),
             down: false,
+            woke_late: crate::stats::histogram()?,
         })
     }
 }
@@ -175,6 +181,7 @@ impl Worker {
     /// backends are alive (a backend that exits and is reaped between two `/proc` reads
     /// would be lost from both).
     pub(super) fn run(mut self) -> Option<Prepared> {
+        set_timer_slack_ns(1);
         let mut n = 0u64;
         let late_ns = self.plan.late_after.as_nanos() as u64;
         let max_lag_ns = self.plan.max_lag.map(|d| d.as_nanos() as u64);
@@ -189,7 +196,9 @@ impl Worker {
             n += 1;
             let due = self.t0 + Duration::from_nanos(due_ns);
             // Sleep to the intended start in slices, so a stop is seen quickly; reconnect
-            // meanwhile when the connection is lost.
+            // meanwhile when the connection is lost. Whether it waited at all tells the
+            // driver's own lateness (it woke late) from queueing (it was still busy).
+            let mut waited = false;
             loop {
                 if self.stopped() {
                     return self.finish();
@@ -199,6 +208,7 @@ impl Worker {
                 if now >= due {
                     break;
                 }
+                waited = true;
                 let mut nap = (due - now).min(Duration::from_millis(50));
                 if self.prepared.is_none() {
                     nap = nap.min(self.next_attempt.saturating_duration_since(now));
@@ -219,7 +229,13 @@ impl Worker {
                 }
             }
             let lag_ns = (start - due).as_nanos() as u64;
-            lock(&self.shared).scheduled += 1;
+            {
+                let mut s = lock(&self.shared);
+                s.scheduled += 1;
+                if waited {
+                    s.woke_late.saturating_record(lag_ns.clamp(1, crate::stats::MAX_NS));
+                }
+            }
             if max_lag_ns.is_some_and(|m| lag_ns > m) {
                 let mut s = lock(&self.shared);
                 s.skipped += 1;
@@ -299,4 +315,13 @@ impl Worker {
         self.done.fetch_add(1, Ordering::SeqCst);
         self.prepared.take()
     }
+}
+
+/// Lets this thread's sleeps end within `ns` of their time. The kernel's default slack for a
+/// thread is 50 µs (wake-ups batched to save power): a driver that must send on schedule would
+/// add up to that to every transaction it sends after waiting. A failure leaves the default.
+fn set_timer_slack_ns(ns: u64) {
+    // SAFETY: PR_SET_TIMERSLACK takes its value by argument and changes only the calling thread;
+    // no pointer is passed.
+    let _ = unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) };
 }

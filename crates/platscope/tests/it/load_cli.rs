@@ -111,6 +111,39 @@ fn prepare_sweep_and_a_server_killed_mid_run() {
     assert!(page.contains("chart-load-latency") && page.matches("<svg").count() == 3, "{page}");
     assert!(text(&out.stdout).contains("achieved"), "{}", text(&out.stdout));
 
+    // The driver's own lateness beside the schedule lag: at a rate the server keeps up with,
+    // most transactions find their connection waiting, and how late it woke to send is measured
+    // for those; it is part of their lag, so never above the lag's largest.
+    let out = platscope(&[
+        "--no-store",
+        "--json",
+        "load",
+        "--server",
+        "postgres",
+        "--url",
+        &url,
+        "--rate",
+        "200",
+        "--duration",
+        "2",
+        "--workload",
+        "read-only",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let run: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let (late, lag) = (&run["driver_late"], &run["lag"]);
+    let n = |v: &serde_json::Value, k: &str| v[k].as_u64().unwrap_or_else(|| panic!("{k}: {run}"));
+    assert!(n(late, "count") > n(&run, "scheduled") / 2, "most sends waited: {run}");
+    assert!(n(late, "count") <= n(&run, "scheduled"), "{run}");
+    assert!(n(late, "p50_ns") <= n(late, "p999_ns") && n(late, "p999_ns") <= n(late, "max_ns"));
+    assert!(n(late, "max_ns") <= n(lag, "max_ns") + n(lag, "max_ns") / 500, "{run}");
+    let out = platscope(&[
+        "--no-store", "load", "--server", "postgres", "--url", &url, "--rate", "100", "--duration",
+        "1",
+    ]);
+    let shown = text(&out.stdout);
+    assert!(shown.contains("driver late") && shown.contains("woke to send"), "{shown}");
+
     // Bad credentials: one line, exit 1.
     let bad = format!("{url} user=nobody_here");
     let out =
