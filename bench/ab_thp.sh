@@ -28,7 +28,7 @@ one() {
   local name=$1 a=$2 b=$3 start load json after
   load=$(cut -d' ' -f1 /proc/loadavg)
   start=$(date +%s)
-  json=$work/$name.json
+  json=$work/$(tr -c "A-Za-z0-9\n" _ <<< "$name").json
   "$bin" --no-store --json ab --a "thp=$a" --b "thp=$b" -- "${workload[@]}" > "$json"
   after=$(sed 's/.*\[\(.*\)\].*/\1/' "$thp")
   [ "$after" = "$found" ] || { echo "bench: THP is '$after' after $name, was '$found'" >&2; exit 1; }
