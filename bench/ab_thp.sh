@@ -54,11 +54,11 @@ called=$(printf '%s\n' "${rows[@]}" | grep '^| A/A' | grep -c -E '\*\*(faster|sl
 
 . bench/lib.sh
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
-virt=$(systemd-detect-virt 2> /dev/null || echo unknown)
+virt=$(lscpu | awk -F: '/Hypervisor vendor/ {gsub(/ /, "", $2); print $2}'); virt=${virt:-none}
 write_doc_section ab-thp "<!-- ab-thp:begin -->
 ## platscope ab: THP never against always, and A/As
 
-\`bench/ab_thp.sh $n_aa $size\` on $cpu ($(nproc) CPUs, virtualisation: $virt, kernel $(uname -r)),
+\`bench/ab_thp.sh $n_aa $size\` on $cpu ($(nproc) CPUs, hypervisor: $virt, kernel $(uname -r)),
 $(date -u +%Y-%m-%dT%H:%MZ); THP found \`$found\` and put back after every run. Load average before:
 $load_start; after: $load_end. Workload: \`platscope ${workload[*]}\`, a fresh process per run, each
 A/B with its default rounds after its A/A phase.

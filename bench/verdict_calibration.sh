@@ -88,11 +88,11 @@ echo "$table"
 
 . bench/lib.sh
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
-virt=$(systemd-detect-virt 2> /dev/null || echo unknown)
+virt=$(lscpu | awk -F: '/Hypervisor vendor/ {gsub(/ /, "", $2); print $2}'); virt=${virt:-none}
 write_doc_section calibration "<!-- calibration:begin -->
 ## Calibration: $n quiet quick reports back to back
 
-\`bench/verdict_calibration.sh $n${sections:+ $sections}\` on $cpu ($(nproc) CPUs, virtualisation: $virt,
+\`bench/verdict_calibration.sh $n${sections:+ $sections}\` on $cpu ($(nproc) CPUs, hypervisor: $virt,
 kernel $(uname -r)), $(date -u +%Y-%m-%dT%H:%MZ); sections: ${sections:-every one}; load average before
 $load_before, after $load_after. Each report took (s): ${walls[*]}.
 
