@@ -272,7 +272,8 @@ pub fn run_parts(r: &LoadReport) -> Vec<Part> {
          <th>p99.9</th><th>max</th></tr></thead><tbody>",
     );
     // The driver's own lateness where it was measured (not in runs stored before it).
-    let driver = (r.driver_late.count > 0).then_some(("driver late (woke to send)", &r.driver_late));
+    let driver =
+        (r.driver_late.count > 0).then_some(("driver late (woke to send)", &r.driver_late));
     let rows = [("latency", &r.latency), ("service time", &r.service), ("schedule lag", &r.lag)];
     for (name, p) in rows.into_iter().chain(driver) {
         let _ = write!(after, "<tr><td>{name}</td>");

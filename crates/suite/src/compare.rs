@@ -25,8 +25,8 @@ use std::collections::HashMap;
 
 use chart::Part;
 use experiment::Registry;
-use measure::stats::finite_median;
 use measure::placement::{depends_on_placement, differs, RunPlacement};
+use measure::stats::finite_median;
 use measure::verdict::{
     assess, judge_family, Judgement, Level, RunNoise, Verdict, ASSUMED_RUN_NOISE,
 };
@@ -422,9 +422,11 @@ pub fn compare(
         let level = if mine.level == base.level { mine.level } else { Level::Samples };
         let judged = assess(&mine.replicates(), &base.replicates(), level, run_noise);
         let cycles = match (mine.in_cycles(this_clocks), base.in_cycles(their_clocks)) {
-            (Some(a), Some(b)) => {
-                Some((assess(&a, &b, Level::Rounds, run_noise), finite_median(&a), finite_median(&b)))
-            }
+            (Some(a), Some(b)) => Some((
+                assess(&a, &b, Level::Rounds, run_noise),
+                finite_median(&a),
+                finite_median(&b),
+            )),
             _ => None,
         };
         let row = FigureComparison {

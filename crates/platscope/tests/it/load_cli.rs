@@ -138,7 +138,15 @@ fn prepare_sweep_and_a_server_killed_mid_run() {
     assert!(n(late, "p50_ns") <= n(late, "p999_ns") && n(late, "p999_ns") <= n(late, "max_ns"));
     assert!(n(late, "max_ns") <= n(lag, "max_ns") + n(lag, "max_ns") / 500, "{run}");
     let out = platscope(&[
-        "--no-store", "load", "--server", "postgres", "--url", &url, "--rate", "100", "--duration",
+        "--no-store",
+        "load",
+        "--server",
+        "postgres",
+        "--url",
+        &url,
+        "--rate",
+        "100",
+        "--duration",
         "1",
     ]);
     let shown = text(&out.stdout);
