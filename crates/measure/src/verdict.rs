@@ -379,14 +379,7 @@ pub fn judge_family(family: &mut [(&mut Judgement, bool)]) {
 mod tests {
     use super::*;
     use crate::rng::SplitMix64;
-    use crate::stats::mann_whitney_p;
-
-    /// A standard normal draw (Box–Muller).
-    fn normal(rng: &mut SplitMix64) -> f64 {
-        let u1 = rng.unit().max(f64::MIN_POSITIVE);
-        let u2 = rng.unit();
-        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
-    }
+    use crate::stats::{mann_whitney_p, normal};
 
     /// One run of a figure at `centre`: `rounds` rounds, each with `samples` samples. The run
     /// has its own offset (sd `run_sd`: the clock, the pages of that boot), each round another
