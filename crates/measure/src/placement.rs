@@ -291,8 +291,14 @@ fn presented_as(pair: &PairProbe) -> String {
 /// own two probes are that far apart differs from any other). `Some(why)`, one clause, when
 /// they differ; `None` when they agree or cannot be told apart (no pair probed in both).
 pub fn differs(this: &RunPlacement, baseline: &RunPlacement) -> Option<String> {
-    let mine = series(this.probes());
-    let theirs = series(baseline.probes());
+    differs_across(std::slice::from_ref(this), std::slice::from_ref(baseline))
+}
+
+/// [`differs`] over several runs a side (a figure's rounds): every probe of `this` against every
+/// probe of `baseline`, so a side whose rounds sat in two placements differs from any other.
+pub fn differs_across(this: &[RunPlacement], baseline: &[RunPlacement]) -> Option<String> {
+    let mine = series(this.iter().flat_map(RunPlacement::probes));
+    let theirs = series(baseline.iter().flat_map(RunPlacement::probes));
     mine.iter()
         .filter_map(|m| {
             let t = theirs.iter().find(|t| t.probe.key() == m.probe.key())?;

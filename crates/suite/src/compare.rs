@@ -17,15 +17,15 @@
 //! clock is named as such (docs/comparing.md).
 //!
 //! A figure that depends on where the CPUs sit, taken in different placements by the two
-//! reports (their steps' probes disagree: [`measure::placement::differs`]), gets no verdict:
-//! `placement differs`, with how the probes differ. Nor does such a pair of other reports
-//! count as noise.
+//! reports (its step's probes, in any of the rounds, disagree with the baseline's or among
+//! themselves: [`measure::placement::differs_across`]), gets no verdict: `placement differs`,
+//! with how the probes differ. Nor does such a pair of other reports count as noise.
 
 use std::collections::HashMap;
 
 use chart::Part;
 use experiment::Registry;
-use measure::placement::{depends_on_placement, differs, RunPlacement};
+use measure::placement::{depends_on_placement, differs_across, RunPlacement};
 use measure::stats::finite_median;
 use measure::verdict::{
     assess, judge_family, Judgement, Level, RunNoise, Verdict, ASSUMED_RUN_NOISE,
@@ -91,8 +91,9 @@ struct Figure {
     name: String,
     /// Round 1's metric.
     metric: StoredMetric,
-    /// The placement its step was measured in, when it was probed.
-    placement: Option<RunPlacement>,
+    /// The placements its step was measured in, round 1's first, where probed (empty for a
+    /// step without probes or a report stored before them).
+    placement: Vec<RunPlacement>,
     /// One value a replicate: each round's median (the round's index from 0 beside it), or
     /// the samples of a report stored before rounds.
     values: Vec<(usize, f64)>,
@@ -106,7 +107,10 @@ impl Figure {
         if !depends_on_placement(&self.metric.labels) {
             return None;
         }
-        differs(self.placement.as_ref()?, baseline.placement.as_ref()?)
+        if self.placement.is_empty() || baseline.placement.is_empty() {
+            return None;
+        }
+        differs_across(&self.placement, &baseline.placement)
     }
 
     /// Whether `other` measures the same quantity: the same metric in the same unit, whatever
@@ -204,10 +208,13 @@ fn figures(report: &StoredReport, registry: &Registry) -> Vec<Figure> {
         }
         let Some(m) = run.metrics.iter().find(|m| &m.key() == key) else { continue };
         let mut values = vec![(0, m.median)];
+        // Every round's probes: the hypervisor may move the vCPUs between two rounds.
+        let mut placement: Vec<RunPlacement> = crate::placement::of_run(run).into_iter().collect();
         for (round_label, round, round_run) in &report.rounds {
             if round_label == label {
                 if let Some(r) = matching(round_run, m) {
                     values.push((*round as usize - 1, r.median));
+                    placement.extend(crate::placement::of_run(round_run));
                 }
             }
         }
@@ -216,7 +223,6 @@ fn figures(report: &StoredReport, registry: &Registry) -> Vec<Figure> {
         } else {
             (m.samples.iter().map(|&v| (0, v)).collect(), Level::Samples)
         };
-        let placement = crate::placement::of_run(run);
         out.push(Figure {
             name: headline.name.clone(),
             metric: m.clone(),
@@ -742,13 +748,13 @@ mod tests {
     fn figure(name: &str, size: &str, median: f64) -> Figure {
         let metric = StoredMetric::single("mem_latency", "ns", &[("size", size)], median);
         let values = [0.99, 1.0, 1.01].iter().enumerate().map(|(i, f)| (i, f * median)).collect();
-        Figure { name: name.into(), metric, placement: None, values, level: Level::Rounds }
+        Figure { name: name.into(), metric, placement: Vec::new(), values, level: Level::Rounds }
     }
 
-    fn placed(round_trip_ns: f64) -> Option<RunPlacement> {
+    fn placed(round_trip_ns: f64) -> Vec<RunPlacement> {
         use measure::placement::{PairProbe, Probe};
         let probe = Probe { pairs: vec![PairProbe::new(0, 1, "same L3", true, round_trip_ns)] };
-        Some(RunPlacement::probed(vec![0, 1], Some(probe.clone()), Some(probe)))
+        vec![RunPlacement::probed(vec![0, 1], Some(probe.clone()), Some(probe))]
     }
 
     #[test]
@@ -775,8 +781,17 @@ mod tests {
             .placement_differs(&bandwidth(56.0, "1", 380.0))
             .is_none());
         // A side without probes (a report stored before them): compared as always.
-        let unprobed = Figure { placement: None, ..bandwidth(56.0, "2", 0.0) };
+        let unprobed = Figure { placement: Vec::new(), ..bandwidth(56.0, "2", 0.0) };
         assert!(bandwidth(114.0, "2", 82.0).placement_differs(&unprobed).is_none());
+        // Rounds in two placements (the vCPUs moved after round 1): no verdict against a
+        // baseline whose rounds were all near, though round 1 alone agrees with it.
+        let mut moved = bandwidth(100.0, "2", 82.0);
+        moved.placement.extend(placed(395.0));
+        let why = moved.placement_differs(&bandwidth(110.0, "2", 85.0));
+        assert_eq!(
+            why.as_deref(),
+            Some("CPUs 0↔1 handed a cache line over in 82–395 ns here, 85 ns in the baseline")
+        );
         // History: reports of one host in another placement than its newest are not its noise.
         let far = || bandwidth(56.0, "2", 380.0);
         let by_host: HashMap<&str, Vec<Vec<Figure>>> = HashMap::from([(
@@ -835,7 +850,7 @@ mod tests {
         let l1 = |ns: f64| Figure {
             name: "L1 latency".into(),
             metric: StoredMetric::single("mem_latency", "ns", &[], ns),
-            placement: None,
+            placement: Vec::new(),
             values: (0..3).map(|i| (i, ns * (1.0 + 0.002 * i as f64))).collect(),
             level: Level::Rounds,
         };
@@ -859,7 +874,7 @@ mod tests {
                 &[("isa", isa), ("kernel", "read"), ("threads", "1")],
                 median,
             ),
-            placement: None,
+            placement: Vec::new(),
             values: vec![(0, median), (1, median)],
             level: Level::Rounds,
         };
