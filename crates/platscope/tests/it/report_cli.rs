@@ -1,7 +1,7 @@
 //! `platscope report` and `platscope results` as a user runs them, against a real SQLite file.
 
 use std::path::Path;
-use test_support::{platscope, text};
+use test_support::{page_sections, platscope, text};
 use test_tier::live;
 
 /// A fresh directory (`tempfile`), removed when dropped; `path` names a file in it as an argument.
@@ -56,9 +56,18 @@ fn quick_report_writes_html_records_runs_and_results_reads_them() {
             "{id} missing from the report"
         );
     }
+    // Which sections said "not measured", and why, so a failure names them.
+    let unmeasured: Vec<String> = page_sections(&html)
+        .into_iter()
+        .filter(|(_, section)| section.contains("class=\"not-measured\""))
+        .map(|(id, section)| {
+            let why = section.split("class=\"not-measured\">").nth(1).unwrap_or("");
+            format!("{id}: {}", why.split('<').next().unwrap_or(""))
+        })
+        .collect();
     assert!(
-        !html.contains("class=\"not-measured\""),
-        "a section did not run: {}",
+        unmeasured.is_empty() && !html.contains("class=\"not-measured\""),
+        "a section did not run: {unmeasured:?}; stderr: {}",
         text(&run.stderr)
     );
     // A contents bar, and an anchored heading for every area it links to.
