@@ -71,7 +71,6 @@ pub fn writable(path: &Path) -> io::Result<()> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

@@ -349,7 +349,6 @@ pub fn notice_at(path: &Path) -> Option<String> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

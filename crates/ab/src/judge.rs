@@ -202,7 +202,6 @@ pub fn calibrate(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
     use measure::rng::SplitMix64;

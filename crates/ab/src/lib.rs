@@ -579,7 +579,6 @@ fn label_regimes(runs: &mut [RunRecord]) -> (Vec<String>, Option<Regime>) {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

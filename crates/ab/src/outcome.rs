@@ -599,7 +599,6 @@ impl experiment::Outcome for AbOutcome {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 pub(crate) mod tests {
     use super::*;
     use crate::judge::{calibrate, judge, FigureInfo};

@@ -472,7 +472,6 @@ pub fn check_writable(writes: &[Write]) -> Result<(), AbError> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may unwrap
 mod tests {
     use super::*;
 

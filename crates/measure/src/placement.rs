@@ -489,7 +489,7 @@ mod tests {
 
     #[test]
     fn one_placement_throughout_is_near_and_unchanged() {
-        // Twelve probes on the project VM under load: 110–125 ns (the noise FAR_FACTOR clears).
+        // Twelve probes on a 2-vCPU x86-64 KVM guest under load: 110–125 ns (the noise FAR_FACTOR clears).
         let steps: Vec<(String, RunPlacement)> = [(110.5, 118.4), (122.6, 116.8), (123.9, 115.9)]
             .iter()
             .enumerate()

@@ -1,7 +1,7 @@
-//! Fuzz-style property tests of allocbench's /proc parsers over mutated files captured on the
-//! project VM (tests/fixtures: a `cat` process's maps, status and smaps_rollup) and arbitrary
-//! text: `parse_maps` (and the address space summed from it) and `parse_memory`. An error or a
-//! sane value, never a panic, never an overflow.
+//! Fuzz-style property tests of allocbench's /proc parsers over mutated files captured on a
+//! 2-vCPU x86-64 KVM guest (tests/fixtures: a `cat` process's maps, status and smaps_rollup)
+//! and arbitrary text: `parse_maps` (and the address space summed from it) and `parse_memory`.
+//! An error or a sane value, never a panic, never an overflow.
 //!
 //! Pure tier: [`fuzz::PURE`] cases per target; live tier (`--ignored`): [`fuzz::LIVE`].
 

@@ -8,7 +8,7 @@
 //! injected must leave at least 95 of 100 figure series without a change.
 //!
 //! The fixture `tests/fixtures/reports_xeon_kvm_2cpu_40aede5.json` holds four `report --quick`
-//! runs of the project VM (Intel Xeon, KVM, 2 vCPUs, 23.5 GiB; platscope at git 40aede5, test
+//! runs of an Intel Xeon KVM guest (2 vCPUs, 23.5 GiB; platscope at git 40aede5, test
 //! build, run one after another while other jobs kept the load average at 10–13), as
 //! `platscope fleet` reads them from the store (`examples/synthetic_fleet --save-real`).
 

@@ -153,7 +153,7 @@ fn ok(what: &str, out: Output) -> String {
 }
 
 /// A quick report of the cheapest sections with headline figures (compression and CPU: about
-/// 8 s on the project VM, under load), as host `host`.
+/// 8 s on a 2-vCPU x86-64 KVM guest, under load), as host `host`.
 fn quick_report(host: &str, dir: &Path, db: &Path) -> String {
     let out = dir.join(format!("page-{host}"));
     let args = [
@@ -169,7 +169,7 @@ fn quick_report(host: &str, dir: &Path, db: &Path) -> String {
     ok("report", test_support::cli::as_host(host, dir, &args))
 }
 
-#[live("a quick report of the compression and CPU sections (about 9 s on the project VM)")]
+#[live("a quick report of the compression and CPU sections (about 9 s on a 2-vCPU x86-64 KVM guest)")]
 fn a_report_stores_the_headline_figures_its_page_shows() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("results.db");
@@ -206,7 +206,7 @@ fn count(pg: &Postgres, sql: &str) -> usize {
     pg.sql(sql).expect("psql").trim().parse().expect("a count")
 }
 
-#[live("PostgreSQL 15 (root) and two quick reports (about 15 s on the project VM)")]
+#[live("PostgreSQL 15 (root) and two quick reports (about 15 s on a 2-vCPU x86-64 KVM guest)")]
 fn push_carries_the_figures_and_computes_those_of_older_reports_first() {
     let pg = Postgres::start(&PgOptions::default()).expect("PostgreSQL starts");
     let url = format!("postgresql://platscope@127.0.0.1:{}/postgres", pg.port());

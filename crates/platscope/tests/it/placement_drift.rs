@@ -3,7 +3,7 @@
 //! process read 4.6× slower, the move an AMD VM showed) plays the move. A step alone, a report
 //! whose placement changes between its steps, and one taken far throughout are checked on the
 //! page, in the terminal, in the JSON, in the store, and in both comparisons. One test in its own
-//! binary, about 20 s in the debug build on the project VM (two contention-only quick reports).
+//! binary, about 20 s in the debug build on a 2-vCPU x86-64 KVM guest (two contention-only quick reports).
 
 #![allow(clippy::unwrap_used)] // helpers unwrap too; clippy.toml allows it in #[test] fns only
 
