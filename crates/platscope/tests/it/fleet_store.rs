@@ -169,7 +169,9 @@ fn quick_report(host: &str, dir: &Path, db: &Path) -> String {
     ok("report", test_support::cli::as_host(host, dir, &args))
 }
 
-#[live("a quick report of the compression and CPU sections (about 9 s on a 2-vCPU x86-64 KVM guest)")]
+#[live(
+    "a quick report of the compression and CPU sections (about 9 s on a 2-vCPU x86-64 KVM guest)"
+)]
 fn a_report_stores_the_headline_figures_its_page_shows() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("results.db");

@@ -146,14 +146,7 @@ fn quick_report_writes_html_records_runs_and_results_reads_them() {
     assert!(text(&csv.stdout).starts_with("run_id,metric,labels,unit,index,value\n"));
 
     // The whole page rebuilds from the database, byte for byte.
-    let report_id = runs
-        .as_array()
-        .expect("runs")
-        .iter()
-        .find(|r| r["command"] == "report")
-        .and_then(|r| r["id"].as_i64())
-        .expect("the report's own data is stored")
-        .to_string();
+    let report_id = run_of(&runs, "report").expect("the report's own data is stored");
     let again = dir.path("again");
     let rebuilt = platscope(&["report", "--from-db", &report_id, "--out", &again, "--db", &db]);
     assert!(rebuilt.status.success(), "{}", text(&rebuilt.stderr));
@@ -183,14 +176,7 @@ fn quick_report_writes_html_records_runs_and_results_reads_them() {
     assert_eq!(stored, page, "a headline's metric is missing from its step's run");
 
     // Step runs draw their own sections, and only those.
-    let scaling_id = runs
-        .as_array()
-        .expect("runs")
-        .iter()
-        .find(|r| r["command"] == "mem bandwidth --scale")
-        .and_then(|r| r["id"].as_i64())
-        .expect("scaling stored")
-        .to_string();
+    let scaling_id = run_of(&runs, "mem bandwidth --scale").expect("scaling stored");
     let parts = dir.path("parts");
     let from_steps =
         platscope(&["report", "--from-db", &id, &scaling_id, "--out", &parts, "--db", &db]);
@@ -339,4 +325,13 @@ fn timer_and_pagecache_runs_are_stored_too() {
         "{shown}"
     );
     assert!(shown.contains("node 0: 256 pages"), "verified residency: {shown}");
+}
+
+/// The id of the first run of `command` in `results list --json`'s output.
+fn run_of(runs: &serde_json::Value, command: &str) -> Option<String> {
+    runs.as_array()?
+        .iter()
+        .find(|r| r["command"] == command)
+        .and_then(|r| r["id"].as_i64())
+        .map(|id| id.to_string())
 }
