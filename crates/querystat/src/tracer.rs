@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::report::{By, Preemptor, SlowQuery, Stamp};
 use crate::server::{check_traceable, process_tree, Server, ServerKind};
 use crate::server::{MARIADB_DISPATCH, MARIADB_QC_SEND};
-use crate::skel::querystat::types::qs_slow_event;
+use crate::skel::querystat::types::{qs_inflight, qs_slow_event};
 use crate::skel::querystat::{QuerystatSkel, QuerystatSkelBuilder};
 use measure::hist::{Log2Hist, SLOTS};
 
@@ -413,7 +413,9 @@ impl Tracer {
     }
 
     /// Involuntary context switches per server process (TGID) since attach, for the
-    /// processes alive now (an exiting process leaves the map).
+    /// processes alive now (an exiting process leaves the map): the tree's count plus those
+    /// of its threads that hold a slot of `flights`, which sched_switch counts there. A thread
+    /// exiting while this reads can be counted twice or not at all in that one reading.
     pub fn involuntary_by_pid(&self) -> Result<BTreeMap<u32, u64>> {
         let map = &self.skel.maps.tree;
         let mut out = BTreeMap::new();
@@ -427,6 +429,19 @@ impl Tracer {
                 (<[u8; 4]>::try_from(key.as_slice()), <[u8; 8]>::try_from(value.as_slice()))
             {
                 out.insert(u32::from_ne_bytes(pid), u64::from_ne_bytes(n));
+            }
+        }
+        let flights = &self.skel.maps.flights;
+        for key in flights.keys() {
+            let Some(value) =
+                flights.lookup(&key, MapFlags::ANY).map_err(Error::bpf("reading the slots"))?
+            else {
+                continue;
+            };
+            let Some(slot) = bpfkit::from_bytes::<qs_inflight>(&value) else { continue };
+            // A slot given back (task 0) keeps its last holder's count until taken again.
+            if let (true, Some(n)) = (slot.task != 0, out.get_mut(&slot.tgid)) {
+                *n += slot.involuntary;
             }
         }
         Ok(out)

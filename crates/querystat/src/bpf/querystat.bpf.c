@@ -252,6 +252,8 @@ static __always_inline struct qs_inflight *new_inflight(struct task_struct *task
 	if (q && __sync_val_compare_and_swap(&q->task, 0, (__u64)task) == 0) {
 		/* Left by its last holder with no query open (qs_exit). */
 		q->depth = 0;
+		q->involuntary = 0;
+		q->tgid = task->tgid;
 	} else {
 		q = bpf_task_storage_get(&inflight, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 		if (!q)
@@ -513,22 +515,43 @@ int BPF_PROG(qs_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	/* Nearly every switch: a thread going to sleep, neither task inside a query. */
 	if (!involuntary && !out && !in)
 		return 0;
-	/* The tree is looked up only at an involuntary switch of what may be a server process,
-	 * for the per-process count (a server process that never ran a query has no record). */
-	__u32 prev_tgid = involuntary ? prev->tgid : 0;
+	/* An involuntary switch is counted for the server's threads. Most are a server thread
+	 * that has run a query, which holds its slot of `flights`: counted there, on a line its
+	 * queries keep in this CPU's cache (a lookup of the tree for each cost more than the rest
+	 * of this program: with pgbench -S the client pre-empts the backend at every reply).
+	 * Other threads (a server process that never ran a query, a record in task storage)
+	 * look the tree up if their process may be the server's. */
+	struct qs_inflight *slot = slot_of(prev);
 
-	if (involuntary && *procs_slot(prev_tgid)) {
-		struct qs_proc *proc = bpf_map_lookup_elem(&tree, &prev_tgid);
+	if (involuntary) {
+		bool counted = false;
 
-		if (proc) {
-			__sync_fetch_and_add(&proc->involuntary, 1);
+		if (slot && slot->task == (__u64)prev) {
+			slot->involuntary++;
+			counted = true;
+		} else {
+			__u32 prev_tgid = prev->tgid;
+
+			if (*procs_slot(prev_tgid)) {
+				struct qs_proc *proc = bpf_map_lookup_elem(&tree, &prev_tgid);
+
+				if (proc) {
+					__sync_fetch_and_add(&proc->involuntary, 1);
+					counted = true;
+				}
+			}
+		}
+		if (counted) {
 			s = my_stats();
 			if (s)
 				s->involuntary++;
 		}
 	}
 	/* The outgoing thread, inside a query: it leaves the CPU, and why is noted. */
-	struct qs_inflight *q = out ? inflight_of(prev) : NULL;
+	struct qs_inflight *q = NULL;
+
+	if (out)
+		q = slot && slot->task == (__u64)prev ? slot : inflight_of(prev);
 
 	if (q && q->depth > 0) {
 		now = bpf_ktime_get_ns();
@@ -594,11 +617,17 @@ int BPF_PROG(qs_exit, struct task_struct *task)
 		q->depth = 0;
 		mark_in_query(q, task, false);
 	}
+	struct qs_proc *proc = bpf_map_lookup_elem(&tree, &tgid);
+
 	/* Its slot is given back (a record in task storage goes with the task), whatever the
-	 * tree says: a thread can outlive its process's leader. */
-	if (q && q->task == (__u64)task)
+	 * tree says: a thread can outlive its process's leader. The involuntary switches counted
+	 * in the slot go to its process first. */
+	if (q && q->task == (__u64)task) {
+		if (proc)
+			__sync_fetch_and_add(&proc->involuntary, q->involuntary);
 		__sync_val_compare_and_swap(&q->task, (__u64)task, 0);
-	if (!in_tree(tgid))
+	}
+	if (!proc)
 		return 0;
 	bpf_map_delete_elem(&texts, &tid);
 	if (tid == tgid && !bpf_map_delete_elem(&tree, &tgid))

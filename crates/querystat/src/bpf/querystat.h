@@ -63,12 +63,20 @@ struct qs_inflight {
 	 * query start. */
 	__u64 nivcsw;
 	__u64 run_delay;
-	__u64 _spread[6];    /* to two whole cache lines: no two slots share one */
+	/* Only in a slot of `flights`: the holder's involuntary switches since it took the slot
+	 * (sched_switch counts them here, not in the process tree, with no map lookup), and its
+	 * process, so user space can add them to the process's count. */
+	__u64 involuntary;
+	__u32 tgid;
+	__u32 _pad32;
+	__u64 _spread[4];    /* to two whole cache lines: no two slots share one */
 };
 
 /* One process of the server's tree (keyed by TGID). */
 struct qs_proc {
-	__u64 involuntary;   /* involuntary switches of its threads since attach */
+	/* Involuntary switches of its threads since attach, but for those of threads holding a
+	 * slot of `flights`, which are counted there (and added here when the thread exits). */
+	__u64 involuntary;
 };
 
 #define QS_TEXT_LEN 256
