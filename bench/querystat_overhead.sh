@@ -29,6 +29,14 @@
 #       git worktree add /tmp/before COMMIT && (cd /tmp/before && cargo build --release -p platscope)
 #       PLATSCOPE_BEFORE=/tmp/before/target/release/platscope bench/querystat_overhead.sh
 #
+#   bench/querystat_overhead.sh --above-floor [ROUNDS] [SECONDS]   (default 20 rounds of 5 s)
+#     only what querystat adds above the floor, judged on rounds: full speed only, untraced,
+#     floor and querystat in rotating order each round; per round the
+#     floor's own cost and querystat's on top of it in server CPU per query, paired within the
+#     round (a run minutes later on this kind of machine moves more than the cost measured),
+#     then their medians over rounds, and the same from the kernel's timing of the programs.
+#     Written to its own section of docs/benchmarks.md.
+#
 #   bench/querystat_overhead.sh --costs-only [TURNS] [SECONDS]   (default 3 turns of 5 s)
 #     only the kernel's timing of each tracer's programs (the last part above), printed and
 #     not written to docs/benchmarks.md: per-event figures, which other load on the machine
@@ -37,11 +45,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 
-costs_only=
-if [ "${1:-}" = --costs-only ]; then costs_only=1; shift; fi
+costs_only= above_floor_only=
+case ${1:-} in
+  --costs-only) costs_only=1; shift ;;
+  --above-floor) above_floor_only=1; shift ;;
+esac
 rounds=${1:-3}
 seconds=${2:-10}
 [ -n "$costs_only" ] && seconds=${2:-5}
+[ -n "$above_floor_only" ] && rounds=${1:-20} && seconds=${2:-5}
 [ "$(id -u)" -eq 0 ] || { echo "bench: needs root (BPF)" >&2; exit 1; }
 pgbin=/usr/lib/postgresql/15/bin
 [ -x "$pgbin/pgbench" ] || apt-get install -y -qq postgresql-15 >/dev/null
@@ -143,10 +155,13 @@ run_pgbench() {
 
 declare -A tps lat scpu lat50 lat99
 rate=
+workloads=(full fixed)
+[ -n "$above_floor_only" ] && workloads=(full)
 for ((r = 0; r < rounds && !costs_only; r++)); do
-  for w in full fixed; do
-    if [ "$w" = full ]; then tracers=(none floor querystat querystat-hits bpftrace); else tracers=(none floor querystat bpftrace); fi
-    [ -n "${PLATSCOPE_BEFORE:-}" ] && tracers+=(before)
+  for w in "${workloads[@]}"; do
+    if [ -n "$above_floor_only" ]; then tracers=(none floor querystat)
+    elif [ "$w" = full ]; then tracers=(none floor querystat querystat-hits bpftrace); else tracers=(none floor querystat bpftrace); fi
+    [ -n "${PLATSCOPE_BEFORE:-}" ] && [ -z "$above_floor_only" ] && tracers+=(before)
     for ((t = 0; t < ${#tracers[@]}; t++)); do
       tracer=${tracers[$(((t + r) % ${#tracers[@]}))]}
       if [ "$w" = fixed ] && [ -z "$rate" ]; then
@@ -178,7 +193,8 @@ cost_seconds=$((seconds < 5 ? seconds : 5))
 cost_turns=3
 [ -n "$costs_only" ] && cost_turns=$rounds
 cost_tracers=(floor querystat querystat-hits bpftrace)
-[ -n "${PLATSCOPE_BEFORE:-}" ] && cost_tracers+=(before)
+[ -n "$above_floor_only" ] && cost_tracers=(floor querystat)
+[ -n "${PLATSCOPE_BEFORE:-}" ] && [ -z "$above_floor_only" ] && cost_tracers+=(before)
 costs=$dir/bpf_costs
 : > "$costs"
 bpf_stats_on
@@ -203,6 +219,54 @@ if [ -n "$costs_only" ]; then
 fi
 
 med() { printf '%s' "$1" | median; }
+
+if [ -n "$above_floor_only" ]; then
+  # Round by round (the lists hold one value per round, in order): server CPU per query untraced,
+  # with the floor, with querystat; the floor's own cost and querystat's on top of it.
+  per_round=$(paste <(printf '%s' "${scpu[full/none]}") <(printf '%s' "${scpu[full/floor]}") \
+    <(printf '%s' "${scpu[full/querystat]}") <(printf '%s' "${tps[full/none]}") \
+    <(printf '%s' "${tps[full/floor]}") <(printf '%s' "${tps[full/querystat]}") \
+    | awk '{printf "| %d | %.2f | %.2f | %.2f | %+.2f | %+.2f | %.0f | %.0f | %.0f |\n", NR, $1, $2, $3, $2 - $1, $3 - $2, $4, $5, $6}')
+  floor_us=$(awk -F'|' '{print $6}' <<< "$per_round" | median)
+  added_us=$(awk -F'|' '{print $7}' <<< "$per_round" | median)
+  below=$(awk -F'|' '{print $6 "\t" $7}' <<< "$per_round" | awk '$2 <= 0.25 * $1' | wc -l)
+  # The kernel's timing: all of querystat's programs per query over all of the floor's.
+  k_floor=$(awk '$1 == "|" && $2 == "floor" && /all of them/ {print $(NF - 1)}' <<< "$cost_table")
+  k_qs=$(awk '$1 == "|" && $2 == "querystat" && /all of them/ {print $(NF - 1)}' <<< "$cost_table")
+  verdict=$(awk -v f="$floor_us" -v a="$added_us" -v kf="$k_floor" -v kq="$k_qs" -v n="$rounds" -v below="$below" 'BEGIN {
+    if (f <= 0) {printf "the floor cost nothing measurable (median %+.2f us per query): no ratio.", f; exit}
+    printf "median over %d rounds: the floor costs %.2f us of server CPU per query, querystat %+.2f us on top of it: **%.2f** of the floor'"'"'s own cost (goal: at most 0.25; %d of %d rounds at or under it). ", n, f, a, a / f, below, n
+    printf "By the kernel'"'"'s timing of the programs (below), querystat'"'"'s run %d ns per query against the floor'"'"'s %d: %d ns above it, **%.2f** of the floor'"'"'s measured cost.", kq, kf, kq - kf, (kq - kf) / (f * 1000)}')
+  echo "$per_round"
+  echo "$verdict"
+  echo "$cost_table"
+  cpu=$(grep -m1 "model name" /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
+  write_doc_section querystat-above-floor "<!-- querystat-above-floor:begin -->
+## db querystat: its cost above the floor, judged on rounds
+
+\`bench/querystat_overhead.sh --above-floor $rounds $seconds\` on $(date -u +%Y-%m-%d): $cpu, $(nproc) CPUs,
+kernel $(uname -r), load average $load_before before the run and $(cut -d' ' -f1-3 /proc/loadavg) after
+(nothing else running). $("$pgbin/postgres" --version). \`pgbench -n -S -c 2 -j 2 -T $seconds\` at full
+speed against a throwaway cluster (scale 10, fsync off), untraced, with the floor (\`db querystat
+--empty-programs\`: empty programs at the same USDT probes and sched_switch) and with querystat,
+in rotating order each round. Server CPU per query (the postmaster and its reaped backends, from
+/proc) is judged round by round: each round's three runs lie within a minute, where runs minutes
+apart on this machine differ by more than the cost being measured.
+
+| round | untraced us/query | floor | querystat | floor's cost | querystat above the floor | untraced tps | floor tps | querystat tps |
+|---|---|---|---|---|---|---|---|---|
+$per_round
+
+$verdict
+
+The programs as the kernel times them (kernel.bpf_stats_enabled, $cost_turns turns of
+\`pgbench -S\` for $cost_seconds s in rotating order; a run's time includes the statistics' own two
+clock reads; the USDT traps, most of the floor's cost, are not in these):
+
+$cost_table
+<!-- querystat-above-floor:end -->"
+  exit 0
+fi
 row() {  # label, metric array name, workload, format, tracers...
   local label=$1 arr=$2 w=$3 fmt=$4 base v cells=""
   local -n a=$arr
