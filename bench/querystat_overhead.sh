@@ -230,12 +230,30 @@ if [ -n "$above_floor_only" ]; then
   floor_us=$(awk -F'|' '{print $6}' <<< "$per_round" | median)
   added_us=$(awk -F'|' '{print $7}' <<< "$per_round" | median)
   below=$(awk -F'|' '{print $6 "\t" $7}' <<< "$per_round" | awk '$2 <= 0.25 * $1' | wc -l)
+  # How far the ratio could be from what these rounds give: rounds resampled with replacement,
+  # 2,000 times; the 2.5th and 97.5th percentiles of median(added) / median(floor's cost).
+  interval=$(awk -F'|' '{print $6, $7}' <<< "$per_round" | awk '
+    function med(x, n,   i, j, t, b) {
+      for (i = 1; i <= n; i++) b[i] = x[i]
+      for (i = 2; i <= n; i++) { t = b[i]; for (j = i - 1; j >= 1 && b[j] > t; j--) b[j + 1] = b[j]; b[j + 1] = t }
+      return n % 2 ? b[(n + 1) / 2] : (b[n / 2] + b[n / 2 + 1]) / 2
+    }
+    {f[NR] = $1; a[NR] = $2}
+    END {
+      srand(1); k = 0
+      for (s = 1; s <= 2000; s++) {
+        for (i = 1; i <= NR; i++) {j = int(rand() * NR) + 1; sf[i] = f[j]; sa[i] = a[j]}
+        m = med(sf, NR); if (m > 0) r[++k] = med(sa, NR) / m
+      }
+      for (i = 2; i <= k; i++) {t = r[i]; for (j = i - 1; j >= 1 && r[j] > t; j--) r[j + 1] = r[j]; r[j + 1] = t}
+      if (k) printf "%.2f to %.2f", r[int(k * 0.025) + 1], r[int(k * 0.975)]; else printf "none"
+    }')
   # The kernel's timing: all of querystat's programs per query over all of the floor's.
   k_floor=$(awk '$1 == "|" && $2 == "floor" && /all of them/ {print $(NF - 1)}' <<< "$cost_table")
   k_qs=$(awk '$1 == "|" && $2 == "querystat" && /all of them/ {print $(NF - 1)}' <<< "$cost_table")
-  verdict=$(awk -v f="$floor_us" -v a="$added_us" -v kf="$k_floor" -v kq="$k_qs" -v n="$rounds" -v below="$below" 'BEGIN {
+  verdict=$(awk -v f="$floor_us" -v a="$added_us" -v kf="$k_floor" -v kq="$k_qs" -v n="$rounds" -v below="$below" -v ci="$interval" 'BEGIN {
     if (f <= 0) {printf "the floor cost nothing measurable (median %+.2f us per query): no ratio.", f; exit}
-    printf "median over %d rounds: the floor costs %.2f us of server CPU per query, querystat %+.2f us on top of it: **%.2f** of the floor'"'"'s own cost (goal: at most 0.25; %d of %d rounds at or under it). ", n, f, a, a / f, below, n
+    printf "median over %d rounds: the floor costs %.2f us of server CPU per query, querystat %+.2f us on top of it: **%.2f** of the floor'"'"'s own cost (goal: at most 0.25; %d of %d rounds at or under it; 95%% interval over the rounds resampled %s). ", n, f, a, a / f, below, n, ci
     printf "By the kernel'"'"'s timing of the programs (below), querystat'"'"'s run %d ns per query against the floor'"'"'s %d: %d ns above it, **%.2f** of the floor'"'"'s measured cost.", kq, kf, kq - kf, (kq - kf) / (f * 1000)}')
   echo "$per_round"
   echo "$verdict"
