@@ -13,7 +13,7 @@ use super::{
     C2cOptions, C2cPair, C2cResult, PairSamples,
 };
 use crate::kernels::c2c::STOP;
-use crate::timers::cheapest_trustworthy_clock;
+use crate::timers::{cheapest_trustworthy_clock, ClockChoice};
 use crate::{BenchError, PAGE};
 
 /// Padding so each thread's flag sits alone on its lines.
@@ -32,9 +32,9 @@ const WARMUP_ROUNDS: u64 = 2000;
 fn measure_pair(
     mode: C2cMode,
     lines: &[&AtomicU64],
-    a: u32,
-    b: u32,
+    (a, b): (u32, u32),
     duration: Duration,
+    clock: &ClockChoice,
 ) -> Result<Option<PairSamples>, BenchError> {
     let (ping, pong) = mode.loops();
     let order = visits(lines.len());
@@ -49,7 +49,6 @@ fn measure_pair(
     }
     let ready = Padded(AtomicBool::new(false));
     let failed = Padded(AtomicBool::new(false));
-    let clock = cheapest_trustworthy_clock();
     let stop_all = || {
         for line in lines {
             line.store(STOP, Ordering::Release);
@@ -134,14 +133,25 @@ fn measure_pair(
 }
 
 /// Runs every pair of `options.cpus` (a < b) in order; `progress` is told after each pair.
-/// Ctrl-C keeps the pairs measured so far.
+/// Ctrl-C keeps the pairs measured so far. Batches are timed with the cheapest trustworthy
+/// clock (calibrated once per process).
 pub fn run(
     options: &C2cOptions,
     topology: &Topology,
+    progress: impl FnMut(usize, usize),
+) -> Result<C2cResult, BenchError> {
+    check(options, topology)?;
+    run_timed(options, topology, cheapest_trustworthy_clock(), progress)
+}
+
+/// [`run`], timing the batches with `clock`.
+pub fn run_timed(
+    options: &C2cOptions,
+    topology: &Topology,
+    clock: &ClockChoice,
     mut progress: impl FnMut(usize, usize),
 ) -> Result<C2cResult, BenchError> {
     check(options, topology)?;
-    cheapest_trustworthy_clock();
     let mut cpus = options.cpus.clone();
     cpus.sort_unstable();
     cpus.dedup();
@@ -180,7 +190,7 @@ pub fn run(
         if stop::requested() {
             break;
         }
-        let measured = measure_pair(options.mode, &lines, a, b, options.duration)?;
+        let measured = measure_pair(options.mode, &lines, (a, b), options.duration, clock)?;
         if let Some(samples) = measured {
             if let Some((round_trip_ns, lines, line_spread)) =
                 fold_pair_lines(&samples, options.lines)

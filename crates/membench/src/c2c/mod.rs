@@ -33,7 +33,7 @@ pub use fold::{
     fold_classes, fold_nodes, fold_pair_lines, line_spread, pair_class, visits, C2cLine, C2cPair,
     ClassSummary, LineSpread, NodeCell, PairClass, PairSamples,
 };
-pub use measure::run;
+pub use measure::{run, run_timed};
 
 /// How the line is polled and handed over (see [`crate::kernels::c2c`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

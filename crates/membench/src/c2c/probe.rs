@@ -76,8 +76,12 @@ pub fn probe(cpus: &[u32], topology: &Topology) -> Result<Probe, String> {
             duration: PROBE_DURATION,
             lines: PROBE_LINES,
         };
-        let run =
-            super::run(&options, topology, |_, _| {}).map_err(|e| format!("CPUs {a}↔{b}: {e}"))?;
+        // Batches of about 0.5 ms: CLOCK_MONOTONIC times them as well as any counter, without
+        // the calibration of the cheapest clock, which would cost a one-off command (a
+        // `compress -t 2`) more than both its probes.
+        let clock = crate::timers::monotonic("a probe's batches are long enough for it");
+        let run = super::run_timed(&options, topology, &clock, |_, _| {})
+            .map_err(|e| format!("CPUs {a}↔{b}: {e}"))?;
         let fastest = run
             .pairs
             .first()

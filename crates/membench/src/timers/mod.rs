@@ -33,7 +33,7 @@ mod probe;
 mod report;
 
 pub use calls::{all_timers, Clock, TimerKind};
-pub use choice::{cheapest_trustworthy_clock, clock_in_use, ChosenClock, ClockChoice};
+pub use choice::{cheapest_trustworthy_clock, clock_in_use, monotonic, ChosenClock, ClockChoice};
 pub use frequency::{parse_kernel_tsc, parse_tsc_flags, CounterInfo, ReportedHz, TscFlags};
 pub use judge::{choose_clock, warnings, VDSO_CLOCKSOURCES};
 pub use probe::{path_from_cost, path_from_probe, CallPath, PathMethod};
