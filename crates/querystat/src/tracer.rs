@@ -440,7 +440,10 @@ impl Tracer {
             };
             let Some(slot) = bpfkit::from_bytes::<qs_inflight>(&value) else { continue };
             // A slot given back (task 0) keeps its last holder's count until taken again.
-            if let (true, Some(n)) = (slot.task != 0, out.get_mut(&slot.tgid)) {
+            if slot.task == 0 {
+                continue;
+            }
+            if let Some(n) = out.get_mut(&slot.tgid) {
                 *n += slot.involuntary;
             }
         }

@@ -140,6 +140,7 @@ pub fn run(
     topology: &Topology,
     progress: impl FnMut(usize, usize),
 ) -> Result<C2cResult, BenchError> {
+    // Before the clock's calibration, so a bad option is refused at once.
     check(options, topology)?;
     run_timed(options, topology, cheapest_trustworthy_clock(), progress)
 }

@@ -161,18 +161,29 @@ static __always_inline struct qs_inflight *slot_of(struct task_struct *task)
 	return bpf_map_lookup_elem(&flights, &i);
 }
 
-/* The in-flight record of `task`, a server thread's; NULL for every other thread. Its slot if
- * it holds it; else its task storage, asked for only if some thread has a record there and
- * this task has task storage at all (of any map, any program). */
-static __always_inline struct qs_inflight *inflight_of(struct task_struct *task)
+/* `task`'s slot if it holds it, else NULL. */
+static __always_inline struct qs_inflight *held_slot(struct task_struct *task)
 {
 	struct qs_inflight *q = slot_of(task);
 
-	if (q && q->task == (__u64)task)
-		return q;
+	return q && q->task == (__u64)task ? q : NULL;
+}
+
+/* `task`'s record in task storage (its slot being another's), asked for only if some thread
+ * has a record there and this task has task storage at all (of any map, any program). */
+static __always_inline struct qs_inflight *stored_inflight(struct task_struct *task)
+{
 	if (!stored_records || !task->bpf_storage)
 		return NULL;
 	return bpf_task_storage_get(&inflight, task, 0, 0);
+}
+
+/* The in-flight record of `task`, a server thread's; NULL for every other thread. */
+static __always_inline struct qs_inflight *inflight_of(struct task_struct *task)
+{
+	struct qs_inflight *q = held_slot(task);
+
+	return q ? q : stored_inflight(task);
 }
 
 /* The current thread's in-flight record, NULL unless it is the server's. */
@@ -521,13 +532,13 @@ int BPF_PROG(qs_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	 * of this program: with pgbench -S the client pre-empts the backend at every reply).
 	 * Other threads (a server process that never ran a query, a record in task storage)
 	 * look the tree up if their process may be the server's. */
-	struct qs_inflight *slot = slot_of(prev);
+	struct qs_inflight *held = involuntary || out ? held_slot(prev) : NULL;
 
 	if (involuntary) {
 		bool counted = false;
 
-		if (slot && slot->task == (__u64)prev) {
-			slot->involuntary++;
+		if (held) {
+			held->involuntary++;
 			counted = true;
 		} else {
 			__u32 prev_tgid = prev->tgid;
@@ -551,7 +562,7 @@ int BPF_PROG(qs_sched_switch, bool preempt, struct task_struct *prev, struct tas
 	struct qs_inflight *q = NULL;
 
 	if (out)
-		q = slot && slot->task == (__u64)prev ? slot : inflight_of(prev);
+		q = held ? held : stored_inflight(prev);
 
 	if (q && q->depth > 0) {
 		now = bpf_ktime_get_ns();
