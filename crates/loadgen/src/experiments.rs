@@ -403,6 +403,7 @@ impl Experiment for Load {
             text.push_str(&render::interval_line(line));
             text.push('\n');
             let _ = ctx.live(&text);
+            std::ops::ControlFlow::Continue(())
         };
         let outcome = match &args.run.sweep_rate {
             Some(rates) => {

@@ -60,7 +60,7 @@ pub fn sweep(
     rates: &[f64],
     stop: &'static std::sync::atomic::AtomicBool,
     on_step: &mut dyn FnMut(f64),
-    on_interval: &mut dyn FnMut(&IntervalLine),
+    on_interval: &mut dyn FnMut(&IntervalLine) -> std::ops::ControlFlow<()>,
 ) -> Result<Vec<LoadReport>, Error> {
     let mut out = Vec::with_capacity(rates.len());
     for &rate in rates {

@@ -303,10 +303,11 @@ impl Tracer {
                     ("transaction__start", &["transaction__commit", "transaction__abort"])
                 }
             };
-            links.push(usdt(&skel.progs.pg_begin, begin)?);
+            // Ends before begins, so every query begun is seen to end.
             for end in ends {
                 links.push(usdt(&skel.progs.pg_end, end)?);
             }
+            links.push(usdt(&skel.progs.pg_begin, begin)?);
             links.push(usdt(&skel.progs.pg_block_read, "smgr__md__read__done")?);
             if options.buffer_hits {
                 links.push(usdt(&skel.progs.pg_buffer_done, "buffer__read__done")?);
@@ -328,9 +329,13 @@ impl Tracer {
                     path.display()
                 )))
             };
-            links.push(uprobe(&skel.progs.my_dispatch, MARIADB_DISPATCH, false)?);
-            links.push(uprobe(&skel.progs.my_dispatch_ret, MARIADB_DISPATCH, true)?);
+            // Returns before the entry: a dispatch entered between the two attaches would
+            // leave its thread's record open with no return to close it, and MariaDB's
+            // dispatches nest, so every later query of that thread would look nested in it and
+            // go uncounted.
             links.push(uprobe(&skel.progs.my_qc_ret, MARIADB_QC_SEND, true)?);
+            links.push(uprobe(&skel.progs.my_dispatch_ret, MARIADB_DISPATCH, true)?);
+            links.push(uprobe(&skel.progs.my_dispatch, MARIADB_DISPATCH, false)?);
         }
 
         let slow = Arc::new(Mutex::new(Vec::new()));

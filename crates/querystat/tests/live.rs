@@ -142,6 +142,41 @@ fn pg_counts_match_pgbench_in_every_protocol_root() {
     assert_eq!(after.completed() - before.completed(), 50 + startup_tx);
 }
 
+/// A statement that fails leaves PostgreSQL's query by a long jump, past the probe that ends
+/// it: the connection's later queries must still be counted, every one. Failed at run time (a
+/// division by a count of zero rows: constant folding would fail it before it ran), once on
+/// its own and once inside a savepoint; an EXECUTE, which runs its statement in a portal of its
+/// own, counts once.
+#[live]
+fn pg_queries_after_a_failed_one_are_all_counted_root() {
+    require_root();
+    let _serial = serial();
+    let pg = start_postgres();
+    let tracer = Tracer::attach(&server_of(pg.pid()), &Options::default()).unwrap();
+    let fails = "SELECT 1 / count(*) FROM pg_class WHERE false;\n";
+    let mut script = String::from(fails);
+    // Completing: BEGIN, SAVEPOINT, ROLLBACK TO, SELECT, COMMIT, PREPARE, EXECUTE.
+    script.push_str("BEGIN;\nSAVEPOINT s;\n");
+    script.push_str(fails);
+    script.push_str("ROLLBACK TO s;\nSELECT 1;\nCOMMIT;\nPREPARE p AS SELECT 2;\nEXECUTE p;\n");
+    script.push_str(&"SELECT 1;\n".repeat(200));
+    let before = settled(&tracer);
+    let mut psql = pg
+        .command("psql")
+        .args(["-X", "-q"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    psql.stdin.take().unwrap().write_all(script.as_bytes()).unwrap();
+    let out = psql.wait_with_output().unwrap();
+    let errors = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(errors.matches("division by zero").count(), 2, "{errors}");
+    let after = settled(&tracer);
+    assert_eq!(after.completed() - before.completed(), 7 + 200);
+}
+
 /// The probes are attached to the postgres binary system-wide; only the traced server's
 /// process tree may be counted. Two servers of the same binary take statements at the same
 /// time: the count is the traced one's, exactly, and the other's threads never get a record.

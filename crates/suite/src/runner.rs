@@ -187,17 +187,26 @@ impl Run<'_> {
         rate: &str,
         sampling: &Rounds,
     ) {
-        let plan = match loadgen::experiments::plan_from_argv(&["--rate", rate, "--duration", "6"])
+        // The load runs until querystat is done (at most a minute): however long the probes
+        // take to attach on a busy machine, queries are still arriving while they trace.
+        let plan = match loadgen::experiments::plan_from_argv(&["--rate", rate, "--duration", "60"])
         {
             Ok(plan) => plan,
             Err(e) => return self.skipped(step, format!("{QUERIES}: {e}")),
         };
         let pid = server_pid.to_string();
+        let traced = std::sync::atomic::AtomicBool::new(false);
         let measured = std::thread::scope(|scope| {
             let (running, first_interval) = std::sync::mpsc::channel();
+            let traced = &traced;
             let load = scope.spawn(move || {
                 loadgen::run(target, &plan, stop::flag(), &mut |_| {
                     let _ = running.send(());
+                    if traced.load(std::sync::atomic::Ordering::Relaxed) {
+                        std::ops::ControlFlow::Break(())
+                    } else {
+                        std::ops::ControlFlow::Continue(())
+                    }
                 })
             });
             // The probes attach once the load has run a whole interval at its rate (a fixed
@@ -210,6 +219,7 @@ impl Run<'_> {
                 QUERIES,
                 &[&interval, &count, "--pid", &pid],
             );
+            traced.store(true, std::sync::atomic::Ordering::Relaxed);
             let load = load.join();
             (measured, load)
         });

@@ -20,6 +20,7 @@ pub use report::{IntervalLine, LoadReport};
 pub use tx::templates;
 
 use std::collections::BTreeMap;
+use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -35,13 +36,14 @@ use measure::rng::SplitMix64;
 use tx::{prepare_conn, Prepared};
 use worker::{lock, Shared, Worker, RECONNECT_FIRST};
 
-/// Runs `plan` against `target`; `on_interval` gets each interval's line as it ends.
+/// Runs `plan` against `target`; `on_interval` gets each interval's line as it ends, and
+/// ends the run there by answering `Break` (as the plan's duration would: not an interruption).
 /// `user_stop` (the Ctrl-C flag) ends the run early, keeping what was measured.
 pub fn run(
     target: &Target,
     plan: &Plan,
     user_stop: &'static AtomicBool,
-    on_interval: &mut dyn FnMut(&IntervalLine),
+    on_interval: &mut dyn FnMut(&IntervalLine) -> ControlFlow<()>,
 ) -> Result<LoadReport, Error> {
     if !(plan.rate.is_finite() && plan.rate > 0.0) {
         return Err(measure::UsageError::Message(format!(
@@ -122,6 +124,7 @@ pub fn run(
     let step = plan.interval.max(Duration::from_millis(10));
     let mut next = t0 + step;
     let mut last_end = t0;
+    let mut ended_by_caller = false;
     loop {
         let all_done = done.load(Ordering::SeqCst) >= handles.len();
         let now = Instant::now();
@@ -152,7 +155,10 @@ pub fn run(
                     errors: counts[3],
                     down,
                 };
-                on_interval(&line);
+                if on_interval(&line).is_break() {
+                    ended_by_caller = true;
+                    stop.store(true, Ordering::Relaxed);
+                }
                 intervals.push(line);
             }
             last_end = end;
@@ -205,7 +211,7 @@ pub fn run(
         (None, true) => Some("stopped (signal)".to_string()),
         _ => None,
     };
-    let elapsed_s = if interrupted.is_some() {
+    let elapsed_s = if interrupted.is_some() || ended_by_caller {
         stopped_at.saturating_duration_since(t0).as_secs_f64()
     } else {
         let last = last_done_ns as f64 / 1e9;

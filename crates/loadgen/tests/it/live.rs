@@ -1,5 +1,6 @@
 //! Live tier: loadgen against throwaway PostgreSQL 15 and MariaDB servers started here (root).
 
+use std::ops::ControlFlow;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 use test_tier::live;
@@ -57,7 +58,11 @@ fn postgres_200_per_second_for_5_s_holds_the_schedule_and_costs_agree_with_proc(
     prepared(&target, 1, 1000);
     let before = tree_ticks(pg.pid());
     let mut lines = 0;
-    let r = run(&target, &plan(200.0, 5.0), &NEVER, &mut |_| lines += 1).expect("run");
+    let r = run(&target, &plan(200.0, 5.0), &NEVER, &mut |_| {
+        lines += 1;
+        ControlFlow::Continue(())
+    })
+    .expect("run");
     std::thread::sleep(Duration::from_millis(300)); // backends exit, the postmaster reaps them
     let after = tree_ticks(pg.pid());
     assert!(r.interrupted.is_none(), "{r:?}");
@@ -84,6 +89,30 @@ fn postgres_200_per_second_for_5_s_holds_the_schedule_and_costs_agree_with_proc(
         cost.driver_us_per_tx > 0.0 && cost.driver_us_per_tx < cost.machine_us_per_tx,
         "{cost:?}"
     );
+}
+
+/// A caller that answers `Break` to an interval line ends the run there, as its duration
+/// would have: not an interruption, and the rate is over the time it ran, not the duration
+/// planned.
+#[live]
+fn the_caller_ends_an_open_ended_run_at_an_interval() {
+    let pg = Postgres::start(&PgOptions::default()).expect("PostgreSQL starts");
+    let target = pg_target(&pg);
+    prepared(&target, 1, 1000);
+    let long = Plan { interval: Duration::from_millis(500), ..plan(200.0, 60.0) };
+    let mut lines = 0;
+    let r = run(&target, &long, &NEVER, &mut |_| {
+        lines += 1;
+        if lines == 3 {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    })
+    .expect("run");
+    assert!(r.interrupted.is_none(), "{r:?}");
+    assert!((1.4..5.0).contains(&r.elapsed_s), "ran {} s of a 60 s plan", r.elapsed_s);
+    assert!((r.achieved_rate - 200.0).abs() <= 20.0, "{} tx/s", r.achieved_rate);
 }
 
 #[live]
@@ -118,7 +147,8 @@ fn a_stalled_server_shows_in_p99_and_late_counts_where_service_time_hides_it() {
             unsafe { libc::kill(p, libc::SIGCONT) };
         }
     });
-    let r = run(&target, &plan(200.0, 3.0), &NEVER, &mut |_| {}).expect("run");
+    let r =
+        run(&target, &plan(200.0, 3.0), &NEVER, &mut |_| ControlFlow::Continue(())).expect("run");
     staller.join().expect("staller");
     assert!((594..=606).contains(&r.completed), "{}", r.completed);
     // ~60 transactions were due during the 300 ms stall: all late, and > 1% of 600.
@@ -157,7 +187,7 @@ fn prepared_and_simple_work_on_both_servers() {
                     arrivals: Arrivals::Poisson,
                     ..Plan::default()
                 };
-                let r = run(&target, &p, &NEVER, &mut |_| {}).expect("run");
+                let r = run(&target, &p, &NEVER, &mut |_| ControlFlow::Continue(())).expect("run");
                 let what = format!("{:?} {} {protocol:?}", target.kind, workload.name());
                 assert_eq!(r.completed, 60, "{what}: {r:?}");
                 assert_eq!(r.failed, 0, "{what}: {:?}", r.errors);
@@ -173,10 +203,14 @@ fn prepared_and_simple_work_on_both_servers() {
     std::fs::remove_file(&sql).ok();
     // Bad credentials and a socket nobody listens on: one clear error each.
     let bad = Target { user: Some("nobody_here".into()), ..pg_target(&pg) };
-    let e = run(&bad, &plan(10.0, 0.1), &NEVER, &mut |_| {}).expect_err("refused").to_string();
+    let e = run(&bad, &plan(10.0, 0.1), &NEVER, &mut |_| ControlFlow::Continue(()))
+        .expect_err("refused")
+        .to_string();
     assert!(e.contains("nobody_here") && e.contains("cannot connect"), "{e}");
     let bad = Target { user: Some("nobody_here".into()), ..maria_target(&maria) };
-    let e = run(&bad, &plan(10.0, 0.1), &NEVER, &mut |_| {}).expect_err("refused").to_string();
+    let e = run(&bad, &plan(10.0, 0.1), &NEVER, &mut |_| ControlFlow::Continue(()))
+        .expect_err("refused")
+        .to_string();
     assert!(e.contains("Access denied") && e.contains("cannot connect"), "{e}");
 }
 
@@ -190,7 +224,11 @@ fn ride_through(
     std::thread::scope(|scope| {
         let runner = scope.spawn(|| {
             let mut lines = Vec::new();
-            let r = run(target, plan, &NEVER, &mut |l| lines.push(l.clone())).expect("run");
+            let r = run(target, plan, &NEVER, &mut |l| {
+                lines.push(l.clone());
+                ControlFlow::Continue(())
+            })
+            .expect("run");
             (r, lines)
         });
         restart();
@@ -357,7 +395,7 @@ fn postgres_statement_errors_mid_run_leave_the_connection_usable() {
             protocol,
             ..Plan::default()
         };
-        let r = run(&target, &p, &NEVER, &mut |_| {}).expect("run");
+        let r = run(&target, &p, &NEVER, &mut |_| ControlFlow::Continue(())).expect("run");
         let what = format!("{protocol:?}");
         assert_eq!(r.scheduled, 150, "{what}: {r:?}");
         assert_eq!(r.scheduled, r.completed + r.failed + r.skipped, "{what}: {r:?}");

@@ -397,6 +397,11 @@ static __always_inline void keep_text(const void *text, __u32 len, bool user_str
 
 /* ---- PostgreSQL (USDT) ---- */
 
+/* A begin while one is open starts the timing afresh: PostgreSQL leaves a query that fails by
+ * a long jump past its end probe, so the open one may be dead; when it is not (SQL's EXECUTE
+ * runs its statement in a portal of its own), the inner statement is the query timed and the
+ * outer's end finds nothing open. Nesting would leave a failed query's thread looking inside
+ * it forever, its later queries uncounted. */
 SEC("usdt")
 int BPF_USDT(pg_begin)
 {
@@ -405,8 +410,13 @@ int BPF_USDT(pg_begin)
 
 	if (!q)
 		q = new_inflight(task);
-	if (q)
-		begin(q, task, 0);
+	if (!q)
+		return 0;
+	if (q->depth) {
+		q->depth = 0;
+		mark_in_query(q, task, false);
+	}
+	begin(q, task, 0);
 	return 0;
 }
 
