@@ -25,7 +25,8 @@
 //! target.url = Some("host=/var/run/postgresql user=postgres".into());
 //! let plan = Plan { rate: 200.0, ..Plan::default() };
 //! let report = run(&target, &plan, &STOP, &mut |line| {
-//!     println!("{}", loadgen::render::interval_line(line))
+//!     println!("{}", loadgen::render::interval_line(line));
+//!     std::ops::ControlFlow::Continue(()) // Break would end the run here
 //! })?;
 //! println!("{}", loadgen::render::render_report(&report));
 //! # Ok::<(), loadgen::Error>(())
