@@ -29,13 +29,13 @@
 #       git worktree add /tmp/before COMMIT && (cd /tmp/before && cargo build --release -p platscope)
 #       PLATSCOPE_BEFORE=/tmp/before/target/release/platscope bench/querystat_overhead.sh
 #
-#   bench/querystat_overhead.sh --above-floor [ROUNDS] [SECONDS]   (default 20 rounds of 5 s)
-#     only what querystat adds above the floor, judged on rounds: full speed only, untraced,
-#     floor and querystat in rotating order each round; per round the
-#     floor's own cost and querystat's on top of it in server CPU per query, paired within the
-#     round (a run minutes later on this kind of machine moves more than the cost measured),
-#     then their medians over rounds, and the same from the kernel's timing of the programs.
-#     Written to its own section of docs/benchmarks.md.
+#   bench/querystat_overhead.sh --above-floor [ROUNDS] [SECONDS]   (default 40 rounds of 4 s)
+#     only what querystat adds above the floor, judged on rounds: one pgbench at full speed
+#     for the whole run, untraced, floor and querystat switched under it in rotating order each
+#     round, SECONDS whole seconds each; per round the floor's own cost and querystat's on top
+#     of it in server CPU per query, then their medians over rounds, a 95% interval from the
+#     rounds resampled, and the same from the kernel's timing of the programs. Written to its
+#     own section of docs/benchmarks.md.
 #
 #   bench/querystat_overhead.sh --costs-only [TURNS] [SECONDS]   (default 3 turns of 5 s)
 #     only the kernel's timing of each tracer's programs (the last part above), printed and
@@ -53,7 +53,7 @@ esac
 rounds=${1:-3}
 seconds=${2:-10}
 [ -n "$costs_only" ] && seconds=${2:-5}
-[ -n "$above_floor_only" ] && rounds=${1:-20} && seconds=${2:-5}
+[ -n "$above_floor_only" ] && rounds=${1:-40} && seconds=${2:-4}
 [ "$(id -u)" -eq 0 ] || { echo "bench: needs root (BPF)" >&2; exit 1; }
 pgbin=/usr/lib/postgresql/15/bin
 [ -x "$pgbin/pgbench" ] || apt-get install -y -qq postgresql-15 >/dev/null
@@ -71,9 +71,11 @@ mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
 
 # A throwaway server, stopped by its PID on exit.
 dir=$(mktemp -d /tmp/psqs.XXXXXX)
-pgpid= tracer_pid=
+pgpid= tracer_pid= sampler_pid= pgbench_pid=
 cleanup() {
   [ -n "$tracer_pid" ] && kill -INT "$tracer_pid" 2>/dev/null && wait "$tracer_pid" 2>/dev/null
+  [ -n "$sampler_pid" ] && kill "$sampler_pid" 2>/dev/null
+  [ -n "$pgbench_pid" ] && kill -INT "$pgbench_pid" 2>/dev/null
   bpf_stats_restore
   pg_stop
   rm -rf "$dir"
@@ -105,15 +107,23 @@ usdt:$bin:postgresql:query__execute__done /@start[tid]/ {
 interval:s:1 { print(@n); clear(@n); }"
 
 start_tracer() {
+  : > "$dir/tracer.out"
   case $1 in
     none) tracer_pid= ;;
-    querystat) "$platscope" --no-store db querystat 1 --server postgres --pid "$pgpid" > /dev/null 2>&1 & tracer_pid=$! ;;
-    querystat-hits) "$platscope" --no-store db querystat 1 --server postgres --pid "$pgpid" --buffer-hits > /dev/null 2>&1 & tracer_pid=$! ;;
-    before) "$PLATSCOPE_BEFORE" --no-store db querystat 1 --server postgres --pid "$pgpid" > /dev/null 2>&1 & tracer_pid=$! ;;
-    floor) "$platscope" --no-store db querystat 1 --server postgres --pid "$pgpid" --empty-programs > /dev/null 2>&1 & tracer_pid=$! ;;
+    querystat) "$platscope" --no-store db querystat 1 --server postgres --pid "$pgpid" > "$dir/tracer.out" 2>&1 & tracer_pid=$! ;;
+    querystat-hits) "$platscope" --no-store db querystat 1 --server postgres --pid "$pgpid" --buffer-hits > "$dir/tracer.out" 2>&1 & tracer_pid=$! ;;
+    before) "$PLATSCOPE_BEFORE" --no-store db querystat 1 --server postgres --pid "$pgpid" > "$dir/tracer.out" 2>&1 & tracer_pid=$! ;;
+    floor) "$platscope" --no-store db querystat 1 --server postgres --pid "$pgpid" --empty-programs > "$dir/tracer.out" 2>&1 & tracer_pid=$! ;;
     bpftrace) bpftrace -e "$bpftrace_script" > /dev/null 2>&1 & tracer_pid=$! ;;
   esac
-  [ -n "$tracer_pid" ] && sleep 3   # attached (bpftrace compiles first)
+  case $1 in
+    none) ;;
+    bpftrace) sleep 3 ;;  # compiles, then attaches
+    *)  # querystat says when its programs are attached; 10 s at most
+      for _ in $(seq 100); do grep -q "^Tracing started" "$dir/tracer.out" && break; sleep 0.1; done
+      grep -q "^Tracing started" "$dir/tracer.out" || { echo "bench: the $1 tracer did not start: $(cat "$dir/tracer.out")" >&2; exit 1; }
+      sleep 0.5 ;;
+  esac
   return 0
 }
 # A tracer that is gone before the run ended has failed: the figure would be untraced.
@@ -156,12 +166,10 @@ run_pgbench() {
 declare -A tps lat scpu lat50 lat99
 rate=
 workloads=(full fixed)
-[ -n "$above_floor_only" ] && workloads=(full)
-for ((r = 0; r < rounds && !costs_only; r++)); do
+for ((r = 0; r < rounds && !costs_only && !above_floor_only; r++)); do
   for w in "${workloads[@]}"; do
-    if [ -n "$above_floor_only" ]; then tracers=(none floor querystat)
-    elif [ "$w" = full ]; then tracers=(none floor querystat querystat-hits bpftrace); else tracers=(none floor querystat bpftrace); fi
-    [ -n "${PLATSCOPE_BEFORE:-}" ] && [ -z "$above_floor_only" ] && tracers+=(before)
+    if [ "$w" = full ]; then tracers=(none floor querystat querystat-hits bpftrace); else tracers=(none floor querystat bpftrace); fi
+    [ -n "${PLATSCOPE_BEFORE:-}" ] && tracers+=(before)
     for ((t = 0; t < ${#tracers[@]}; t++)); do
       tracer=${tracers[$(((t + r) % ${#tracers[@]}))]}
       if [ "$w" = fixed ] && [ -z "$rate" ]; then
@@ -184,6 +192,51 @@ for ((r = 0; r < rounds && !costs_only; r++)); do
     done
   done
 done
+
+# --above-floor: one pgbench for all the rounds, the tracers switched under it (untraced, floor,
+# querystat in rotating order each round). A pgbench run per figure forks fresh backends, and
+# fresh backends' CPU per query differs by more than querystat's cost from one to the next;
+# here the same two backends serve every window. A window: the tracer attached, half a second,
+# then SECONDS seconds, over which pgbench's progress lines (each second: its rate since the
+# last) count the queries and the server's CPU (/proc/PID/schedstat in ns: the postmaster and
+# the children it had once pgbench connected) is read as each line arrives.
+windows=$dir/windows
+if [ -n "$above_floor_only" ]; then
+  : > "$windows"
+  exec 3< <(cd "$dir" && exec "$pgbin/pgbench" -n -S -c 2 -j 2 -T $((rounds * 3 * (seconds + 6) + 30)) \
+    -P 1 --progress-timestamp 2>&1 > /dev/null)
+  pgbench_pid=$!
+  sleep 2
+  kill -0 "$pgbench_pid" 2>/dev/null || { echo "bench: pgbench did not start" >&2; exit 1; }
+  server_pids=()
+  for p in "$pgpid" $(pgrep -P "$pgpid"); do [ -r "/proc/$p/schedstat" ] && server_pids+=("$p"); done
+  # "PROGRESS_TIME TPS SERVER_NS" per progress line.
+  ( while read -r line <&3; do
+      total=0
+      for p in "${server_pids[@]}"; do read -r ns _ < "/proc/$p/schedstat" 2>/dev/null && total=$((total + ns)) || true; done
+      [[ $line =~ ^progress:\ ([0-9.]+)\ s,\ ([0-9.]+)\ tps ]] && echo "${BASH_REMATCH[1]} ${BASH_REMATCH[2]} $total"
+    done > "$dir/server_cpu" ) &
+  sampler_pid=$!
+  # Real-time, so the reading follows the line by microseconds, not a time slice.
+  chrt -f -p 10 "$sampler_pid" > /dev/null
+  tracers=(none floor querystat)
+  for ((r = 0; r < rounds; r++)); do
+    for ((t = 0; t < 3; t++)); do
+      tracer=${tracers[$(((t + r) % 3))]}
+      start_tracer "$tracer"
+      from=$EPOCHREALTIME
+      sleep "$seconds"
+      to=$EPOCHREALTIME
+      stop_tracer "$tracer"
+      echo "$r $tracer $from $to" >> "$windows"
+      echo "round $r: $tracer from $from to $to" >&2
+    done
+  done
+  kill -INT "$pgbench_pid" 2>/dev/null || true
+  wait "$sampler_pid" 2>/dev/null || true
+  exec 3<&-
+  sampler_pid= pgbench_pid=
+fi
 
 # What each BPF program itself costs per run (kernel.bpf_stats_enabled: two clock reads around
 # every program run, so these runs are not the timed ones): each tracer at full speed for up to
@@ -221,12 +274,34 @@ fi
 med() { printf '%s' "$1" | median; }
 
 if [ -n "$above_floor_only" ]; then
-  # Round by round (the lists hold one value per round, in order): server CPU per query untraced,
-  # with the floor, with querystat; the floor's own cost and querystat's on top of it.
-  per_round=$(paste <(printf '%s' "${scpu[full/none]}") <(printf '%s' "${scpu[full/floor]}") \
-    <(printf '%s' "${scpu[full/querystat]}") <(printf '%s' "${tps[full/none]}") \
-    <(printf '%s' "${tps[full/floor]}") <(printf '%s' "${tps[full/querystat]}") \
-    | awk '{printf "| %d | %.2f | %.2f | %.2f | %+.2f | %+.2f | %.0f | %.0f | %.0f |\n", NR, $1, $2, $3, $2 - $1, $3 - $2, $4, $5, $6}')
+  # Round by round: server CPU per query untraced, with the floor, with querystat, each over its
+  # window's whole seconds; the floor's own cost and querystat's on top of it.
+  per_round=$(python3 - "$windows" "$dir/server_cpu" <<'PY'
+import sys
+windows, cpu_log = sys.argv[1], sys.argv[2]
+# Progress lines: (time, rate over the second before it, server CPU ns when it arrived).
+lines = [tuple(float(x) for x in l.split()) for l in open(cpu_log)]
+rounds = {}
+for line in open(windows):
+    r, tracer, a, b = line.split()
+    a, b = float(a), float(b)
+    inside = [l for l in lines if a <= l[0] <= b]
+    if len(inside) < 2:
+        print(f"bench: round {r}, {tracer}: fewer than two progress lines in its window", file=sys.stderr)
+        continue
+    queries = sum(rate * (t - prev[0]) for prev, (t, rate, _) in zip(inside, inside[1:]))
+    seconds = inside[-1][0] - inside[0][0]
+    cpu_ns = inside[-1][2] - inside[0][2]
+    rounds.setdefault(int(r), {})[tracer] = (cpu_ns / 1e3 / queries, queries / seconds)
+for r in sorted(rounds):
+    w = rounds[r]
+    if len(w) < 3:
+        continue
+    (u, ut), (f, ft), (q, qt) = w["none"], w["floor"], w["querystat"]
+    print(f"| {r + 1} | {u:.2f} | {f:.2f} | {q:.2f} | {f - u:+.2f} | {q - f:+.2f} | {ut:.0f} | {ft:.0f} | {qt:.0f} |")
+PY
+)
+  counted=$(grep -c '^|' <<< "$per_round")
   floor_us=$(awk -F'|' '{print $6}' <<< "$per_round" | median)
   added_us=$(awk -F'|' '{print $7}' <<< "$per_round" | median)
   below=$(awk -F'|' '{print $6 "\t" $7}' <<< "$per_round" | awk '$2 <= 0.25 * $1' | wc -l)
@@ -251,7 +326,7 @@ if [ -n "$above_floor_only" ]; then
   # The kernel's timing: all of querystat's programs per query over all of the floor's.
   k_floor=$(awk '$1 == "|" && $2 == "floor" && /all of them/ {print $(NF - 1)}' <<< "$cost_table")
   k_qs=$(awk '$1 == "|" && $2 == "querystat" && /all of them/ {print $(NF - 1)}' <<< "$cost_table")
-  verdict=$(awk -v f="$floor_us" -v a="$added_us" -v kf="$k_floor" -v kq="$k_qs" -v n="$rounds" -v below="$below" -v ci="$interval" 'BEGIN {
+  verdict=$(awk -v f="$floor_us" -v a="$added_us" -v kf="$k_floor" -v kq="$k_qs" -v n="$counted" -v below="$below" -v ci="$interval" 'BEGIN {
     if (f <= 0) {printf "the floor cost nothing measurable (median %+.2f us per query): no ratio.", f; exit}
     printf "median over %d rounds: the floor costs %.2f us of server CPU per query, querystat %+.2f us on top of it: **%.2f** of the floor'"'"'s own cost (goal: at most 0.25; %d of %d rounds at or under it; 95%% interval over the rounds resampled %s). ", n, f, a, a / f, below, n, ci
     printf "By the kernel'"'"'s timing of the programs (below), querystat'"'"'s run %d ns per query against the floor'"'"'s %d: %d ns above it, **%.2f** of the floor'"'"'s measured cost.", kq, kf, kq - kf, (kq - kf) / (f * 1000)}')
@@ -264,12 +339,15 @@ if [ -n "$above_floor_only" ]; then
 
 \`bench/querystat_overhead.sh --above-floor $rounds $seconds\` on $(date -u +%Y-%m-%d): $cpu, $(nproc) CPUs,
 kernel $(uname -r), load average $load_before before the run and $(cut -d' ' -f1-3 /proc/loadavg) after
-(nothing else running). $("$pgbin/postgres" --version). \`pgbench -n -S -c 2 -j 2 -T $seconds\` at full
-speed against a throwaway cluster (scale 10, fsync off), untraced, with the floor (\`db querystat
---empty-programs\`: empty programs at the same USDT probes and sched_switch) and with querystat,
-in rotating order each round. Server CPU per query (the postmaster and its reaped backends, from
-/proc) is judged round by round: each round's three runs lie within a minute, where runs minutes
-apart on this machine differ by more than the cost being measured.
+(nothing else running). $("$pgbin/postgres" --version). One \`pgbench -n -S -c 2 -j 2\` at full speed
+for the whole run against a throwaway cluster (scale 10, fsync off), and under it, in rotating
+order each round, nothing, the floor (\`db querystat --empty-programs\`: empty programs at the
+same USDT probes and sched_switch) and querystat, each for $seconds whole seconds once attached. The
+same two backends serve every window: a fresh pgbench per figure forks fresh backends, and their
+CPU per query differs from one pair to the next by more than the cost measured. Server CPU per
+query: the postmaster's and its children's run time (/proc/PID/schedstat, ns) over the window,
+over the queries pgbench's per-second log counts in it, judged round by round (a round's three
+windows lie within 20 s).
 
 | round | untraced us/query | floor | querystat | floor's cost | querystat above the floor | untraced tps | floor tps | querystat tps |
 |---|---|---|---|---|---|---|---|---|
