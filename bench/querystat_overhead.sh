@@ -346,7 +346,7 @@ same USDT probes and sched_switch) and querystat, each for $seconds whole second
 same two backends serve every window: a fresh pgbench per figure forks fresh backends, and their
 CPU per query differs from one pair to the next by more than the cost measured. Server CPU per
 query: the postmaster's and its children's run time (/proc/PID/schedstat, ns) over the window,
-over the queries pgbench's per-second log counts in it, judged round by round (a round's three
+over the queries pgbench's progress lines count in it, judged round by round (a round's three
 windows lie within 20 s).
 
 | round | untraced us/query | floor | querystat | floor's cost | querystat above the floor | untraced tps | floor tps | querystat tps |

@@ -21,8 +21,11 @@ use topo::Topology;
 
 use super::{pair_class, C2cMode, C2cOptions, PairClass};
 
-/// Sampling time of one pair in a probe, shared among its lines and two passes.
-pub const PROBE_DURATION: Duration = Duration::from_millis(40);
+/// Sampling time of one pair in a probe, shared among its lines and two passes: long enough
+/// for each line to be handed over thousands of times (a near pair's 55 ns round trip and a
+/// far one's 400 read the same at 40 ms), short enough that the two probes around a one-off
+/// command (`compress -t 2` of a small file) do not outlast it many times over.
+pub const PROBE_DURATION: Duration = Duration::from_millis(10);
 /// Lines per pair in a probe, each on its own page at its own offset.
 pub const PROBE_LINES: usize = 8;
 /// How much slower the injected far placement reads: the move seen on an AMD VM (80 to
@@ -151,7 +154,7 @@ mod tests {
         assert!(!injected(Some("soon"), 9), "a value that is no count injects nothing");
     }
 
-    #[live("two 40 ms hand-offs between the first two allowed CPUs (about 0.2 s)")]
+    #[live("two 10 ms hand-offs between the first two allowed CPUs (about 0.05 s)")]
     fn live_a_probe_measures_the_first_two_cpus() {
         let t = Topology::detect().expect("topology");
         let cpus = place::PlacementRequest { cpus: None, policy: place::MemPolicy::Inherit }
