@@ -29,10 +29,11 @@
 #       git worktree add /tmp/before COMMIT && (cd /tmp/before && cargo build --release -p platscope)
 #       PLATSCOPE_BEFORE=/tmp/before/target/release/platscope bench/querystat_overhead.sh
 #
-#   bench/querystat_overhead.sh --above-floor [ROUNDS] [SECONDS]   (default 40 rounds of 4 s)
+#   bench/querystat_overhead.sh --above-floor [ROUNDS] [SECONDS]   (default 160 rounds of 2 s)
 #     only what querystat adds above the floor, judged on rounds: one pgbench at full speed
 #     for the whole run, untraced, floor and querystat switched under it in rotating order each
-#     round, SECONDS whole seconds each; per round the floor's own cost and querystat's on top
+#     round, SECONDS seconds each (short windows: this host's noise drifts over tens of seconds,
+#     so tightly paired windows cancel more of it than long ones); per round the floor's own cost and querystat's on top
 #     of it in server CPU per query, then their medians over rounds, a 95% interval from the
 #     rounds resampled, and the same from the kernel's timing of the programs. Written to its
 #     own section of docs/benchmarks.md.
@@ -53,7 +54,7 @@ esac
 rounds=${1:-3}
 seconds=${2:-10}
 [ -n "$costs_only" ] && seconds=${2:-5}
-[ -n "$above_floor_only" ] && rounds=${1:-40} && seconds=${2:-4}
+[ -n "$above_floor_only" ] && rounds=${1:-160} && seconds=${2:-2}
 [ "$(id -u)" -eq 0 ] || { echo "bench: needs root (BPF)" >&2; exit 1; }
 pgbin=/usr/lib/postgresql/15/bin
 [ -x "$pgbin/pgbench" ] || apt-get install -y -qq postgresql-15 >/dev/null
@@ -275,7 +276,7 @@ med() { printf '%s' "$1" | median; }
 
 if [ -n "$above_floor_only" ]; then
   # Round by round: server CPU per query untraced, with the floor, with querystat, each over its
-  # window's whole seconds; the floor's own cost and querystat's on top of it.
+  # window's progress lines; the floor's own cost and querystat's on top of it.
   per_round=$(python3 - "$windows" "$dir/server_cpu" <<'PY'
 import sys
 windows, cpu_log = sys.argv[1], sys.argv[2]
@@ -342,7 +343,7 @@ kernel $(uname -r), load average $load_before before the run and $(cut -d' ' -f1
 (nothing else running). $("$pgbin/postgres" --version). One \`pgbench -n -S -c 2 -j 2\` at full speed
 for the whole run against a throwaway cluster (scale 10, fsync off), and under it, in rotating
 order each round, nothing, the floor (\`db querystat --empty-programs\`: empty programs at the
-same USDT probes and sched_switch) and querystat, each for $seconds whole seconds once attached. The
+same USDT probes and sched_switch) and querystat, each for $seconds seconds once attached. The
 same two backends serve every window: a fresh pgbench per figure forks fresh backends, and their
 CPU per query differs from one pair to the next by more than the cost measured. Server CPU per
 query: the postmaster's and its children's run time (/proc/PID/schedstat, ns) over the window,
