@@ -32,11 +32,11 @@
 #   bench/querystat_overhead.sh --above-floor [ROUNDS] [SECONDS]   (default 160 rounds of 2 s)
 #     only what querystat adds above the floor, judged on rounds: one pgbench at full speed
 #     for the whole run, untraced, floor and querystat switched under it in rotating order each
-#     round, SECONDS seconds each (short windows: this host's noise drifts over tens of seconds,
-#     so tightly paired windows cancel more of it than long ones); per round the floor's own cost and querystat's on top
-#     of it in server CPU per query, then their medians over rounds, a 95% interval from the
-#     rounds resampled, and the same from the kernel's timing of the programs. Written to its
-#     own section of docs/benchmarks.md.
+#     round, SECONDS seconds each (short: the host's speed drifts over tens of seconds, and
+#     windows close together cancel more of that than long ones); per round the floor's own
+#     cost and querystat's on top of it in server CPU per query, then their medians over
+#     rounds, a 95% interval from the rounds resampled, and the same from the kernel's timing
+#     of the programs. Written to its own section of docs/benchmarks.md.
 #
 #   bench/querystat_overhead.sh --costs-only [TURNS] [SECONDS]   (default 3 turns of 5 s)
 #     only the kernel's timing of each tracer's programs (the last part above), printed and
@@ -166,9 +166,8 @@ run_pgbench() {
 
 declare -A tps lat scpu lat50 lat99
 rate=
-workloads=(full fixed)
 for ((r = 0; r < rounds && !costs_only && !above_floor_only; r++)); do
-  for w in "${workloads[@]}"; do
+  for w in full fixed; do
     if [ "$w" = full ]; then tracers=(none floor querystat querystat-hits bpftrace); else tracers=(none floor querystat bpftrace); fi
     [ -n "${PLATSCOPE_BEFORE:-}" ] && tracers+=(before)
     for ((t = 0; t < ${#tracers[@]}; t++)); do
@@ -276,9 +275,12 @@ med() { printf '%s' "$1" | median; }
 
 if [ -n "$above_floor_only" ]; then
   # Round by round: server CPU per query untraced, with the floor, with querystat, each over its
-  # window's progress lines; the floor's own cost and querystat's on top of it.
-  per_round=$(python3 - "$windows" "$dir/server_cpu" <<'PY'
-import sys
+  # window's progress lines; the floor's own cost and querystat's on top of it. Then a last line:
+  # rounds, the medians of those two costs, rounds at or under the goal, and how far the ratio
+  # could be from what these rounds give (rounds resampled with replacement 2,000 times; the
+  # 2.5th and 97.5th percentiles of median(added) / median(floor's cost)).
+  analysis=$(python3 - "$windows" "$dir/server_cpu" <<'PY'
+import random, statistics, sys
 windows, cpu_log = sys.argv[1], sys.argv[2]
 # Progress lines: (time, rate over the second before it, server CPU ns when it arrived).
 lines = [tuple(float(x) for x in l.split()) for l in open(cpu_log)]
@@ -294,36 +296,33 @@ for line in open(windows):
     seconds = inside[-1][0] - inside[0][0]
     cpu_ns = inside[-1][2] - inside[0][2]
     rounds.setdefault(int(r), {})[tracer] = (cpu_ns / 1e3 / queries, queries / seconds)
+costs = []  # (floor's cost, querystat above it) per round
 for r in sorted(rounds):
     w = rounds[r]
     if len(w) < 3:
         continue
     (u, ut), (f, ft), (q, qt) = w["none"], w["floor"], w["querystat"]
+    costs.append((f - u, q - f))
     print(f"| {r + 1} | {u:.2f} | {f:.2f} | {q:.2f} | {f - u:+.2f} | {q - f:+.2f} | {ut:.0f} | {ft:.0f} | {qt:.0f} |")
+if not costs:
+    sys.exit("bench: no round measured all three")
+floor = statistics.median(c[0] for c in costs)
+added = statistics.median(c[1] for c in costs)
+below = sum(1 for f, a in costs if a <= 0.25 * f)
+random.seed(1)
+ratios = []
+for _ in range(2000):
+    sample = random.choices(costs, k=len(costs))
+    m = statistics.median(c[0] for c in sample)
+    if m > 0:
+        ratios.append(statistics.median(c[1] for c in sample) / m)
+ratios.sort()
+interval = f"{ratios[int(len(ratios) * 0.025)]:.2f} to {ratios[int(len(ratios) * 0.975) - 1]:.2f}" if ratios else "none"
+print(f"summary\t{len(costs)}\t{floor:.4f}\t{added:.4f}\t{below}\t{interval}")
 PY
 )
-  counted=$(grep -c '^|' <<< "$per_round")
-  floor_us=$(awk -F'|' '{print $6}' <<< "$per_round" | median)
-  added_us=$(awk -F'|' '{print $7}' <<< "$per_round" | median)
-  below=$(awk -F'|' '{print $6 "\t" $7}' <<< "$per_round" | awk '$2 <= 0.25 * $1' | wc -l)
-  # How far the ratio could be from what these rounds give: rounds resampled with replacement,
-  # 2,000 times; the 2.5th and 97.5th percentiles of median(added) / median(floor's cost).
-  interval=$(awk -F'|' '{print $6, $7}' <<< "$per_round" | awk '
-    function med(x, n,   i, j, t, b) {
-      for (i = 1; i <= n; i++) b[i] = x[i]
-      for (i = 2; i <= n; i++) { t = b[i]; for (j = i - 1; j >= 1 && b[j] > t; j--) b[j + 1] = b[j]; b[j + 1] = t }
-      return n % 2 ? b[(n + 1) / 2] : (b[n / 2] + b[n / 2 + 1]) / 2
-    }
-    {f[NR] = $1; a[NR] = $2}
-    END {
-      srand(1); k = 0
-      for (s = 1; s <= 2000; s++) {
-        for (i = 1; i <= NR; i++) {j = int(rand() * NR) + 1; sf[i] = f[j]; sa[i] = a[j]}
-        m = med(sf, NR); if (m > 0) r[++k] = med(sa, NR) / m
-      }
-      for (i = 2; i <= k; i++) {t = r[i]; for (j = i - 1; j >= 1 && r[j] > t; j--) r[j + 1] = r[j]; r[j + 1] = t}
-      if (k) printf "%.2f to %.2f", r[int(k * 0.025) + 1], r[int(k * 0.975)]; else printf "none"
-    }')
+  per_round=$(grep '^|' <<< "$analysis")
+  IFS=$'\t' read -r _ counted floor_us added_us below interval < <(grep '^summary' <<< "$analysis")
   # The kernel's timing: all of querystat's programs per query over all of the floor's.
   k_floor=$(awk '$1 == "|" && $2 == "floor" && /all of them/ {print $(NF - 1)}' <<< "$cost_table")
   k_qs=$(awk '$1 == "|" && $2 == "querystat" && /all of them/ {print $(NF - 1)}' <<< "$cost_table")

@@ -4,6 +4,9 @@
 //! step that cannot run here (not root, no PostgreSQL, one CPU) says why in one line on the
 //! page and in the terminal, and the report goes on.
 
+use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use experiment::{Context, Experiment, Globals, Shown};
 use measure::{stop, Classified};
 use report::html::{ReportData, SkippedSection};
@@ -195,17 +198,17 @@ impl Run<'_> {
             Err(e) => return self.skipped(step, format!("{QUERIES}: {e}")),
         };
         let pid = server_pid.to_string();
-        let traced = std::sync::atomic::AtomicBool::new(false);
+        let traced = AtomicBool::new(false);
         let measured = std::thread::scope(|scope| {
             let (running, first_interval) = std::sync::mpsc::channel();
             let traced = &traced;
             let load = scope.spawn(move || {
                 loadgen::run(target, &plan, stop::flag(), &mut |_| {
                     let _ = running.send(());
-                    if traced.load(std::sync::atomic::Ordering::Relaxed) {
-                        std::ops::ControlFlow::Break(())
+                    if traced.load(Ordering::Relaxed) {
+                        ControlFlow::Break(())
                     } else {
-                        std::ops::ControlFlow::Continue(())
+                        ControlFlow::Continue(())
                     }
                 })
             });
@@ -219,7 +222,7 @@ impl Run<'_> {
                 QUERIES,
                 &[&interval, &count, "--pid", &pid],
             );
-            traced.store(true, std::sync::atomic::Ordering::Relaxed);
+            traced.store(true, Ordering::Relaxed);
             let load = load.join();
             (measured, load)
         });

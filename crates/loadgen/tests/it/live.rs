@@ -8,11 +8,17 @@ use test_tier::live;
 use loadgen::conn::DbError;
 use loadgen::workload::Value;
 use loadgen::{
-    prepare, run, Arrivals, Plan, PrepareOptions, Protocol, ServerKind, Target, WorkloadKind,
+    prepare, run, Arrivals, IntervalLine, Plan, PrepareOptions, Protocol, ServerKind, Target,
+    WorkloadKind,
 };
 use testdb::{MariaDb, MariaDbOptions, PgOptions, Postgres};
 
 static NEVER: AtomicBool = AtomicBool::new(false);
+
+/// An interval callback that lets the run go to its end.
+fn to_the_end(_: &IntervalLine) -> ControlFlow<()> {
+    ControlFlow::Continue(())
+}
 
 fn pg_target(pg: &Postgres) -> Target {
     Target { url: Some(pg.conninfo()), ..Target::new(ServerKind::Postgres) }
@@ -147,8 +153,7 @@ fn a_stalled_server_shows_in_p99_and_late_counts_where_service_time_hides_it() {
             unsafe { libc::kill(p, libc::SIGCONT) };
         }
     });
-    let r =
-        run(&target, &plan(200.0, 3.0), &NEVER, &mut |_| ControlFlow::Continue(())).expect("run");
+    let r = run(&target, &plan(200.0, 3.0), &NEVER, &mut to_the_end).expect("run");
     staller.join().expect("staller");
     assert!((594..=606).contains(&r.completed), "{}", r.completed);
     // ~60 transactions were due during the 300 ms stall: all late, and > 1% of 600.
@@ -187,7 +192,7 @@ fn prepared_and_simple_work_on_both_servers() {
                     arrivals: Arrivals::Poisson,
                     ..Plan::default()
                 };
-                let r = run(&target, &p, &NEVER, &mut |_| ControlFlow::Continue(())).expect("run");
+                let r = run(&target, &p, &NEVER, &mut to_the_end).expect("run");
                 let what = format!("{:?} {} {protocol:?}", target.kind, workload.name());
                 assert_eq!(r.completed, 60, "{what}: {r:?}");
                 assert_eq!(r.failed, 0, "{what}: {:?}", r.errors);
@@ -203,14 +208,10 @@ fn prepared_and_simple_work_on_both_servers() {
     std::fs::remove_file(&sql).ok();
     // Bad credentials and a socket nobody listens on: one clear error each.
     let bad = Target { user: Some("nobody_here".into()), ..pg_target(&pg) };
-    let e = run(&bad, &plan(10.0, 0.1), &NEVER, &mut |_| ControlFlow::Continue(()))
-        .expect_err("refused")
-        .to_string();
+    let e = run(&bad, &plan(10.0, 0.1), &NEVER, &mut to_the_end).expect_err("refused").to_string();
     assert!(e.contains("nobody_here") && e.contains("cannot connect"), "{e}");
     let bad = Target { user: Some("nobody_here".into()), ..maria_target(&maria) };
-    let e = run(&bad, &plan(10.0, 0.1), &NEVER, &mut |_| ControlFlow::Continue(()))
-        .expect_err("refused")
-        .to_string();
+    let e = run(&bad, &plan(10.0, 0.1), &NEVER, &mut to_the_end).expect_err("refused").to_string();
     assert!(e.contains("Access denied") && e.contains("cannot connect"), "{e}");
 }
 
@@ -395,7 +396,7 @@ fn postgres_statement_errors_mid_run_leave_the_connection_usable() {
             protocol,
             ..Plan::default()
         };
-        let r = run(&target, &p, &NEVER, &mut |_| ControlFlow::Continue(())).expect("run");
+        let r = run(&target, &p, &NEVER, &mut to_the_end).expect("run");
         let what = format!("{protocol:?}");
         assert_eq!(r.scheduled, 150, "{what}: {r:?}");
         assert_eq!(r.scheduled, r.completed + r.failed + r.skipped, "{what}: {r:?}");

@@ -142,7 +142,7 @@ pub fn run(
 ) -> Result<C2cResult, BenchError> {
     // Before the clock's calibration, so a bad option is refused at once.
     check(options, topology)?;
-    run_timed(options, topology, cheapest_trustworthy_clock(), progress)
+    run_checked(options, topology, cheapest_trustworthy_clock(), progress)
 }
 
 /// [`run`], timing the batches with `clock`.
@@ -150,9 +150,19 @@ pub fn run_timed(
     options: &C2cOptions,
     topology: &Topology,
     clock: &ClockChoice,
-    mut progress: impl FnMut(usize, usize),
+    progress: impl FnMut(usize, usize),
 ) -> Result<C2cResult, BenchError> {
     check(options, topology)?;
+    run_checked(options, topology, clock, progress)
+}
+
+/// [`run_timed`] once `options` have passed [`check`].
+fn run_checked(
+    options: &C2cOptions,
+    topology: &Topology,
+    clock: &ClockChoice,
+    mut progress: impl FnMut(usize, usize),
+) -> Result<C2cResult, BenchError> {
     let mut cpus = options.cpus.clone();
     cpus.sort_unstable();
     cpus.dedup();

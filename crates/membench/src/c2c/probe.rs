@@ -70,6 +70,10 @@ pub fn probe(cpus: &[u32], topology: &Topology) -> Result<Probe, String> {
     }
     let index = PROBES_TAKEN.fetch_add(1, Ordering::Relaxed);
     let far = injected(std::env::var(FAULT_VARIABLE).ok().as_deref(), index);
+    // Batches of about 0.5 ms: CLOCK_MONOTONIC times them as well as any counter, without the
+    // calibration of the cheapest clock, which would cost a one-off command (a `compress -t 2`)
+    // more than both its probes.
+    let clock = crate::timers::monotonic("a probe's batches are long enough for it");
     let mut out = Probe::default();
     for (a, b, class) in pairs {
         let options = C2cOptions {
@@ -79,10 +83,6 @@ pub fn probe(cpus: &[u32], topology: &Topology) -> Result<Probe, String> {
             duration: PROBE_DURATION,
             lines: PROBE_LINES,
         };
-        // Batches of about 0.5 ms: CLOCK_MONOTONIC times them as well as any counter, without
-        // the calibration of the cheapest clock, which would cost a one-off command (a
-        // `compress -t 2`) more than both its probes.
-        let clock = crate::timers::monotonic("a probe's batches are long enough for it");
         let run = super::run_timed(&options, topology, &clock, |_, _| {})
             .map_err(|e| format!("CPUs {a}↔{b}: {e}"))?;
         let fastest = run

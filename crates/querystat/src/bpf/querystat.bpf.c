@@ -275,15 +275,20 @@ static __always_inline struct qs_inflight *new_inflight(struct task_struct *task
 	return q;
 }
 
-/* Opens a query on the record `q` of the current thread `task`, or nests one more begin in
- * it. */
+/* Opens a query on the record `q` of the current thread `task`. One still open is given up
+ * and the timing starts afresh: PostgreSQL leaves a statement that fails by a long jump past
+ * its end probe, so an open one may be dead, and when it is not (SQL's EXECUTE runs its
+ * statement in a portal of its own) the inner statement is the query timed and the outer's end
+ * finds nothing open. Counting begins as nesting would leave a failed statement's thread
+ * inside it for good, its later queries uncounted. MariaDB's dispatches, which do nest, count
+ * their depth before calling this. */
 static __always_inline void begin(struct qs_inflight *q, struct task_struct *task, __u32 command)
 {
-	if (q->depth++ > 0)
-		return;
+	if (!q->depth)
+		mark_in_query(q, task, true);
+	q->depth = 1;
 	if (q->flags & QS_F_TASK_COUNTERS)
 		read_task_counters(task, &q->nivcsw, &q->run_delay);
-	mark_in_query(q, task, true);
 	q->start_ns = bpf_ktime_get_ns();
 	q->off_since_ns = 0;
 	q->off_ns[0] = q->off_ns[1] = q->off_ns[2] = 0;
@@ -397,11 +402,6 @@ static __always_inline void keep_text(const void *text, __u32 len, bool user_str
 
 /* ---- PostgreSQL (USDT) ---- */
 
-/* A begin while one is open starts the timing afresh: PostgreSQL leaves a query that fails by
- * a long jump past its end probe, so the open one may be dead; when it is not (SQL's EXECUTE
- * runs its statement in a portal of its own), the inner statement is the query timed and the
- * outer's end finds nothing open. Nesting would leave a failed query's thread looking inside
- * it forever, its later queries uncounted. */
 SEC("usdt")
 int BPF_USDT(pg_begin)
 {
@@ -410,13 +410,8 @@ int BPF_USDT(pg_begin)
 
 	if (!q)
 		q = new_inflight(task);
-	if (!q)
-		return 0;
-	if (q->depth) {
-		q->depth = 0;
-		mark_in_query(q, task, false);
-	}
-	begin(q, task, 0);
+	if (q)
+		begin(q, task, 0);
 	return 0;
 }
 

@@ -52,7 +52,7 @@ struct qs_inflight {
 	__u64 off_ns[QS_OFF_REASONS];
 	__u32 buffer_hits;
 	__u32 buffer_reads;
-	__u16 depth;         /* nesting of begin probes; a query is in flight while > 0 */
+	__u16 depth;         /* MariaDB's nested dispatches; a query is in flight while > 0 */
 	__u8 command;        /* MariaDB: the dispatch_command command (3 or 23) */
 	__u8 off_reason;
 	__u8 preempted;
